@@ -1,0 +1,71 @@
+// bin/almoner charity ...: sign charities up and manage their credentials.
+import { Command } from 'commander';
+import { generatePassword, hashPassword } from '../charities/credentials.js';
+import { signUpCharity } from '../charities/signup.js';
+import { print, printJson, withStore } from './io.js';
+import { emailArgument, nameArgument, UsageError } from './usage.js';
+
+export function charityCommand(): Command {
+  const charity = new Command('charity').description('sign charities up and manage their credentials');
+
+  charity
+    .command('create')
+    .description('sign a charity up; prints its generated username and password (shown only this once)')
+    .requiredOption('--name <name>', "the charity's name", nameArgument)
+    .requiredOption('--email <email>', "the charity's contact e-mail address", emailArgument)
+    .option('--json', 'print {"id","name","email","username","password"}')
+    .action(async (opts: { name: string; email: string; json?: boolean }) => {
+      const { charity: created, password } = await withStore((store) => signUpCharity(store, opts));
+      if (opts.json) {
+        printJson({ id: created.id, name: created.name, email: created.email, username: created.username, password });
+        return;
+      }
+      print(`Created charity "${created.name}" (id ${created.id}).`);
+      print(`  username: ${created.username}`);
+      print(`  password: ${password}`);
+      print('The password is shown only this once and is stored only as a hash: keep it now.');
+      print(`A lost password is replaced with: bin/almoner charity rotate ${created.username}`);
+    });
+
+  charity
+    .command('list')
+    .description('list the charities (no secrets)')
+    .option('--json', 'print an array of {"id","name","email","username","active","created_at"}')
+    .action(async (opts: { json?: boolean }) => {
+      const charities = await withStore((store) => store.listCharities());
+      if (opts.json) return printJson(charities);
+      if (charities.length === 0) return print('No charities yet. Create one with: bin/almoner charity create --name NAME --email EMAIL');
+      const rows = charities.map((c) => [String(c.id), c.username, c.active ? 'active' : 'disabled', c.created_at, c.name, c.email]);
+      const header = ['ID', 'USERNAME', 'STATUS', 'CREATED', 'NAME', 'EMAIL'];
+      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      for (const r of [header, ...rows]) print(r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+    });
+
+  charity
+    .command('rotate')
+    .description("replace a charity's password with a new generated one; the old one stops working")
+    .argument('<username>')
+    .option('--json', 'print {"username","password"}')
+    .action(async (username: string, opts: { json?: boolean }) => {
+      const password = generatePassword();
+      const found = await withStore((store) => store.setPasswordHash(username, hashPassword(password)));
+      if (!found) throw new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
+      if (opts.json) return printJson({ username, password });
+      print(`New password for ${username}: ${password}`);
+      print('The old password no longer works. The new one is shown only this once.');
+    });
+
+  for (const [name, active] of [['disable', false], ['enable', true]] as const) {
+    charity
+      .command(name)
+      .description(active ? 'let a disabled charity authenticate again' : 'stop a charity from authenticating (its data stays)')
+      .argument('<username>')
+      .action(async (username: string) => {
+        const found = await withStore((store) => store.setActive(username, active));
+        if (!found) throw new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
+        print(`${active ? 'Enabled' : 'Disabled'} ${username}.`);
+      });
+  }
+
+  return charity;
+}

@@ -1,0 +1,54 @@
+// bin/almoner donations export: the donations as CSV or JSON Lines on standard output.
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Command, Option } from 'commander';
+import { stringify } from 'csv-stringify';
+import { toDonationRecord } from '../donations/donation.js';
+import type { ExportedDonation } from '../store/store.js';
+import { withStore } from './io.js';
+import { fromArgument, toArgument } from './usage.js';
+
+/** The record's 16 keys exactly as the API returns them, then who recorded it and when. */
+function exportRow(d: ExportedDonation) {
+  return { ...toDonationRecord(d), charity: d.charity, recorded_at: d.recorded_at };
+}
+
+const COLUMNS = Object.keys(
+  exportRow({ charity: '', recorded_at: '' } as ExportedDonation), // the key order, from the one serialiser
+);
+
+interface ExportOptions {
+  charity?: string;
+  from?: string;
+  to?: string;
+  format: 'csv' | 'jsonl';
+}
+
+export function donationsCommand(): Command {
+  const donations = new Command('donations').description('take the donations out');
+
+  donations
+    .command('export')
+    .description('write donations to standard output, filtered by charity and by donation date (both ends inclusive)')
+    .option('--charity <username>', "only this charity's donations")
+    .option('--from <YYYY-MM-DD>', 'donations dated on or after this day', fromArgument)
+    .option('--to <YYYY-MM-DD>', 'donations dated on or before this day', toArgument)
+    .addOption(new Option('--format <format>', 'csv (RFC 4180, with a header row) or jsonl (one JSON object per line)').choices(['csv', 'jsonl']).default('csv'))
+    .action(async (opts: ExportOptions) => {
+      await withStore(async (store) => {
+        const rows = Readable.from(store.exportDonations(opts)).map(exportRow);
+        const encode =
+          opts.format === 'csv'
+            ? stringify({
+                header: true,
+                columns: COLUMNS,
+                record_delimiter: 'windows', // RFC 4180: CRLF
+                cast: { boolean: (v) => (v ? 'true' : 'false') }, // as in the JSON record, not csv-stringify's 1/""
+              })
+            : new Transform({ objectMode: true, transform: (row, _enc, done) => done(null, `${JSON.stringify(row)}\n`) });
+        await pipeline(rows, encode, process.stdout, { end: false });
+      });
+    });
+
+  return donations;
+}

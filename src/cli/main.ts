@@ -1,0 +1,51 @@
+// bin/almoner: the operator's command. Every subcommand reads DATABASE_URL and applies migrations.
+// Exit status: 0 done, 2 a bad argument (including an unknown username), 1 anything else.
+import { Command, CommanderError } from 'commander';
+import { ConfigError, loadConfig } from '../config.js';
+import { charityCommand } from './charity.js';
+import { donationsCommand } from './donations.js';
+import { UsageError } from './usage.js';
+
+const program = new Command('almoner')
+  .description('Almoner: the donation recording service, and the commands to run it.')
+  .addHelpText(
+    'after',
+    '\nEnvironment:\n  DATABASE_URL  where the data lives (default sqlite:./data/almoner.db)\n  PORT, HOST, LOG_LEVEL  for serve',
+  );
+
+program
+  .command('serve')
+  .description('run the HTTP service (PORT, default 3000; HOST, default 127.0.0.1; LOG_LEVEL, default info)')
+  .action(async () => {
+    const config = loadConfig();
+    const { serve } = await import('../server.js'); // only serve needs the HTTP stack
+    await serve(config);
+  });
+
+program.addCommand(charityCommand());
+program.addCommand(donationsCommand());
+
+// Subcommands added with addCommand do not inherit these settings, so set them on every one.
+(function configure(command: Command) {
+  command.exitOverride().showHelpAfterError('(add --help for usage)');
+  command.commands.forEach(configure);
+})(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  process.exitCode = exitStatus(err);
+}
+
+function exitStatus(err: unknown): number {
+  if (err instanceof CommanderError) {
+    // Commander has already printed the message (or the help).
+    return err.exitCode === 0 ? 0 : 2;
+  }
+  if (err instanceof UsageError || err instanceof ConfigError) {
+    process.stderr.write(`almoner: ${err.message}\n`);
+    return 2;
+  }
+  process.stderr.write(`almoner: ${err instanceof Error ? err.message : String(err)}\n`);
+  return 1;
+}

@@ -1,0 +1,38 @@
+import { InvalidArgumentError } from 'commander';
+import validator from 'validator';
+import { endOfDayIso, isRealDate, startOfDayIso } from '../time.js';
+
+/** A mistake in what the operator asked for: exit status 2. */
+export class UsageError extends Error {}
+
+export function emailArgument(value: string): string {
+  if (!validator.isEmail(value)) throw new InvalidArgumentError('must be a valid email address.');
+  return value;
+}
+
+export function nameArgument(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty.');
+  if (value.length > 255) throw new InvalidArgumentError('must be at most 255 characters.');
+  return value;
+}
+
+type Day = { year: number; month: number; day: number };
+
+function dayArgument(value: string): Day {
+  const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/.exec(value);
+  const day = m && { year: Number(m[1]), month: Number(m[2]), day: Number(m[3]) };
+  if (!day || !isRealDate(day.year, day.month, day.day)) throw new InvalidArgumentError('must be a date as YYYY-MM-DD.');
+  return day;
+}
+
+/** --from: the start of that day, in the stored timestamp format. */
+export function fromArgument(value: string): string {
+  const d = dayArgument(value);
+  return startOfDayIso(d.year, d.month, d.day);
+}
+
+/** --to: the end of that day, so the bound is inclusive. */
+export function toArgument(value: string): string {
+  const d = dayArgument(value);
+  return endOfDayIso(d.year, d.month, d.day);
+}

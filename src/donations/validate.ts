@@ -1,0 +1,172 @@
+// Validation of a create request, driven by the field table. Every failing field is
+// reported at once, with messages in Laravel's style that name the field in words.
+import validator from 'validator';
+import { AMOUNT_MAX, AMOUNT_MIN, DONATION_FIELDS, type FieldSpec } from './fields.js';
+import type { DonationType, NewDonation } from './donation.js';
+import { isRealDate, startOfDayIso } from '../time.js';
+
+export type ValidationErrors = Record<string, string[]>;
+export type ValidationResult = { ok: true; donation: NewDonation } | { ok: false; errors: ValidationErrors };
+
+type Check = { value: unknown; errors?: undefined } | { value?: undefined; errors: string[] };
+
+const msg = {
+  required: (f: FieldSpec) => `The ${f.label} is required.`,
+  string: (f: FieldSpec) => `The ${f.label} must be a string.`,
+  nul: (f: FieldSpec) => `The ${f.label} must not contain null characters.`,
+  maxLength: (f: FieldSpec) => `The ${f.label} must not be greater than ${f.maxLength} characters.`,
+  email: (f: FieldSpec) => `The ${f.label} must be a valid email address.`,
+  ip: (f: FieldSpec) => `The ${f.label} must be a valid IP address.`,
+  choice: (f: FieldSpec) => `The selected ${f.label} is invalid.`,
+  number: (f: FieldSpec) => `The ${f.label} must be a number.`,
+  min: (f: FieldSpec) => `The ${f.label} must be at least ${AMOUNT_MIN}.`,
+  max: (f: FieldSpec) => `The ${f.label} must not be greater than ${AMOUNT_MAX}.`,
+  decimals: (f: FieldSpec) => `The ${f.label} must not have more than 2 decimal places.`,
+  dateFormat: (f: FieldSpec) => `The ${f.label} does not match the format DD-MM-YYYY.`,
+  dateReal: (f: FieldSpec) => `The ${f.label} is not a valid date.`,
+  flag: (f: FieldSpec) => `The ${f.label} must be yes or no.`,
+};
+
+const isAbsent = (v: unknown) => v === undefined || v === null;
+
+/** A string's length as a person counts it: code points, not UTF-16 units. */
+function length(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/** The checks every string field shares: type, NUL characters (PostgreSQL's text cannot hold them), length. */
+function checkString(f: FieldSpec, v: unknown): string[] {
+  if (typeof v !== 'string') return [msg.string(f)];
+  const errors: string[] = [];
+  if (v.includes('\u0000')) errors.push(msg.nul(f));
+  if (f.maxLength !== undefined && v.length > f.maxLength && length(v) > f.maxLength) errors.push(msg.maxLength(f));
+  return errors;
+}
+
+function checkText(f: FieldSpec, v: unknown): Check {
+  if (isAbsent(v)) return { value: null };
+  const errors = checkString(f, v);
+  return errors.length ? { errors } : { value: v };
+}
+
+function checkEmail(f: FieldSpec, v: unknown): Check {
+  if (isAbsent(v) || v === '') return { errors: [msg.required(f)] };
+  const errors = checkString(f, v);
+  if (errors.length) return { errors };
+  return validator.isEmail(v as string) ? { value: v } : { errors: [msg.email(f)] };
+}
+
+function checkIp(f: FieldSpec, v: unknown): Check {
+  if (isAbsent(v) || v === '') return { value: null };
+  const errors = checkString(f, v);
+  if (errors.length) return { errors };
+  return validator.isIP(v as string) ? { value: v } : { errors: [msg.ip(f)] };
+}
+
+function checkChoice(f: FieldSpec, v: unknown): Check {
+  if (isAbsent(v) || v === '') return f.required ? { errors: [msg.required(f)] } : { value: null };
+  return typeof v === 'string' && f.choices?.includes(v) ? { value: v } : { errors: [msg.choice(f)] };
+}
+
+const DECIMAL = /^(-?)([0-9]+)(?:\.([0-9]+))?$/;
+
+/**
+ * Amounts are checked and converted as text, never through a float: a string is echoed
+ * exactly as sent, a JSON number as its shortest decimal string.
+ */
+export function checkAmount(f: FieldSpec, v: unknown): Check {
+  if (isAbsent(v) || v === '') return { errors: [msg.required(f)] };
+  let text: string;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) return { errors: [msg.number(f)] };
+    // Outside this range String() would switch to exponent notation.
+    if (v < 0.01) return { errors: [msg.min(f)] };
+    if (v > 999999999.99) return { errors: [msg.max(f)] };
+    text = String(v);
+  } else if (typeof v === 'string') {
+    text = v;
+  } else {
+    return { errors: [msg.number(f)] };
+  }
+  const m = DECIMAL.exec(text);
+  if (!m) return { errors: [msg.number(f)] };
+  const negative = m[1] === '-';
+  const whole = m[2]!.replace(/^0+/, '');
+  const fraction = m[3] ?? '';
+  const errors: string[] = [];
+  const belowMin = negative || (whole === '' && !/[1-9]/.test(fraction.slice(0, 2)));
+  if (belowMin) errors.push(msg.min(f));
+  if (fraction.length > 2) errors.push(msg.decimals(f));
+  const aboveMax = whole.length > 9 || (whole === '999999999' && /[1-9]/.test(fraction.slice(2)));
+  if (!negative && aboveMax) errors.push(msg.max(f));
+  if (errors.length) return { errors };
+  const minor = Number(whole || '0') * 100 + Number(fraction.padEnd(2, '0'));
+  return { value: { text, minor } };
+}
+
+const DAY_MONTH_YEAR = /^([0-9]{2})-([0-9]{2})-([0-9]{4})$/;
+
+function checkDate(f: FieldSpec, v: unknown): Check {
+  if (isAbsent(v)) return { value: null };
+  if (typeof v !== 'string') return { errors: [msg.dateFormat(f)] };
+  const m = DAY_MONTH_YEAR.exec(v);
+  if (!m) return { errors: [msg.dateFormat(f)] };
+  const [day, month, year] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (!isRealDate(year, month, day)) return { errors: [msg.dateReal(f)] };
+  return { value: startOfDayIso(year, month, day) };
+}
+
+function checkFlag(f: FieldSpec, v: unknown): Check {
+  if (isAbsent(v)) return { value: false };
+  if (v === 'yes' || v === true) return { value: true };
+  if (v === 'no' || v === false) return { value: false };
+  return { errors: [msg.flag(f)] };
+}
+
+const CHECKS: Record<FieldSpec['kind'], (f: FieldSpec, v: unknown) => Check> = {
+  text: checkText,
+  email: checkEmail,
+  ip: checkIp,
+  choice: checkChoice,
+  amount: checkAmount,
+  date: checkDate,
+  flag: checkFlag,
+};
+
+/** Validates a request body (already known to be a plain object); unknown fields are ignored. */
+export function validateDonation(body: Record<string, unknown>): ValidationResult {
+  const values: Record<string, unknown> = {};
+  const errors: ValidationErrors = {};
+  for (const f of DONATION_FIELDS) {
+    const raw = Object.hasOwn(body, f.name) ? body[f.name] : undefined;
+    const result = CHECKS[f.kind](f, raw);
+    if (result.errors) errors[f.name] = result.errors;
+    else values[f.name] = result.value;
+  }
+  if (Object.keys(errors).length > 0) return { ok: false, errors };
+
+  const amount = values.amount as { text: string; minor: number };
+  return {
+    ok: true,
+    donation: {
+      donor_first_name: values.donor_first_name as string | null,
+      donor_last_name: values.donor_last_name as string | null,
+      donor_email: values.donor_email as string,
+      donor_phone: values.donor_phone as string | null,
+      donor_address: values.donor_address as string | null,
+      donor_city: values.donor_city as string | null,
+      donor_postcode: values.donor_postcode as string | null,
+      donor_ip: values.donor_ip as string | null,
+      gift_aid: values.gift_aid === 'yes',
+      amount: amount.text,
+      amount_minor: amount.minor,
+      payment_method: values.payment_method as string | null,
+      payment_confirmation_number: values.payment_confirmation_number as string | null,
+      donation_type: values.donation_type as DonationType,
+      donation_date: values.donation_date as string | null,
+      zakat_donation: values.zakat_donation as boolean,
+    },
+  };
+}

@@ -1,0 +1,38 @@
+// HTTP Basic authentication, run before the body is read: a bad credential is a 401
+// whatever else is wrong with the request.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CharityCredential } from '../charities/charity.js';
+import { authenticatedCharity } from '../charities/credentials.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    charity: CharityCredential;
+  }
+}
+
+export const WWW_AUTHENTICATE = 'Basic realm="Almoner", charset="UTF-8"';
+
+/** Splits an `Authorization` header into Basic credentials; the scheme name is case-insensitive (RFC 7617). */
+export function parseBasicAuthorization(header: string | undefined): { username: string; password: string } | null {
+  if (!header) return null;
+  const m = /^\s*basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!m) return null;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return null;
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+export type CredentialLookup = (username: string) => Promise<CharityCredential | undefined>;
+
+/** An onRequest hook that sets `request.charity` or answers 401. */
+export function basicAuth(lookup: CredentialLookup) {
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
+    const given = parseBasicAuthorization(request.headers.authorization);
+    const charity = given && authenticatedCharity(await lookup(given.username), given.password);
+    if (!charity) {
+      return reply.code(401).header('WWW-Authenticate', WWW_AUTHENTICATE).send({ message: 'Unauthorized' });
+    }
+    request.charity = charity;
+  };
+}

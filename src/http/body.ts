@@ -1,0 +1,70 @@
+// Request bodies: JSON (UTF-8) or application/x-www-form-urlencoded, at most 1 MiB.
+import { pipeline, Transform, type TransformCallback } from 'node:stream';
+import formbody from '@fastify/formbody';
+import type { FastifyInstance } from 'fastify';
+import sjson from 'secure-json-parse';
+import { HttpError } from './errors.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+/**
+ * How much of an oversize body is read (and thrown away) before answering 413. Closing the
+ * connection while the client is still sending makes its kernel answer with a reset, which
+ * destroys our 413 before the client reads it; reading to the end lets the answer arrive.
+ * Past this bound (or a Content-Length above it) the connection is closed instead.
+ */
+export const DRAIN_LIMIT = 16 * BODY_LIMIT;
+
+function tooLarge(): HttpError {
+  return new HttpError(413, 'The request body must not be larger than 1 MiB.');
+}
+
+/** Passes up to BODY_LIMIT bytes through; discards the rest and then fails with 413. */
+class BodyLimit extends Transform {
+  private received = 0;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.received += chunk.length;
+    if (this.received > DRAIN_LIMIT) return done(tooLarge());
+    if (this.received > BODY_LIMIT) return done();
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    done(this.received > BODY_LIMIT ? tooLarge() : null);
+  }
+}
+
+function charsetOf(contentType: string | undefined): string | undefined {
+  return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+}
+
+export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
+  app.addHook('preParsing', async (_request, _reply, payload) => {
+    const limited = new BodyLimit();
+    pipeline(payload, limited, () => {}); // errors reach Fastify through `limited`
+    return limited;
+  });
+
+  app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
+
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+    const charset = charsetOf(request.headers['content-type']);
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(new HttpError(415, 'Unsupported charset: JSON bodies must be UTF-8.'), undefined);
+    }
+    const source = (text as string).trim();
+    if (source === '') return done(null, {}); // an empty JSON body is an empty object, as in Laravel
+    let body: unknown;
+    try {
+      body = sjson.parse(source, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+    } catch {
+      return done(new HttpError(400, 'The request body is not valid JSON.'), undefined);
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      return done(new HttpError(400, 'The request body must be a JSON object.'), undefined);
+    }
+    done(null, body);
+  });
+
+  await app.register(formbody, { bodyLimit: DRAIN_LIMIT });
+}

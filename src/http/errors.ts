@@ -1,0 +1,53 @@
+// One error shape for every failure: a JSON object with a `message`, 4xx messages passed through,
+// 5xx reduced to "Internal Server Error" (and logged with the request, never shown).
+import type { FastifyError, FastifyInstance } from 'fastify';
+
+/** An error whose message is meant for the client. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// Fastify's own client errors, reworded to say what to do about them.
+const FASTIFY_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'The request body must not be larger than 1 MiB.',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The request body does not match its Content-Length header.',
+  FST_ERR_CTP_INVALID_TYPE: 'The Content-Type header is not valid.',
+};
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+    if (status >= 500) {
+      request.log.error({ err }, 'request failed');
+      return reply.code(500).send({ message: 'Internal Server Error' });
+    }
+    const message = (err.code && FASTIFY_MESSAGES[err.code]) || err.message || 'Bad Request';
+    return reply.code(status).send({ message });
+  });
+
+  // Known paths answer a wrong method with 405 and the methods they do take.
+  const methodsByPath = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = methodsByPath.get(route.url) ?? new Set<string>();
+    for (const m of [route.method].flat()) methods.add(m);
+    methodsByPath.set(route.url, methods);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = (request.url.split('?')[0] ?? '/').replace(/(.)\/+$/, '$1');
+    const allowed = methodsByPath.get(path);
+    if (allowed) {
+      return reply
+        .code(405)
+        .header('Allow', [...allowed].sort().join(', '))
+        .send({ message: `The ${request.method} method is not supported for this route. Supported methods: ${[...allowed].sort().join(', ')}.` });
+    }
+    return reply.code(404).send({ message: 'Not Found' });
+  });
+}

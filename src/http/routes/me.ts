@@ -1,0 +1,10 @@
+// POST /api/v1/me: "Test Connection". Authentication has already run; this names who it found.
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+
+export async function meRoutes(app: FastifyInstance, { authenticate }: { authenticate: onRequestHookHandler }): Promise<void> {
+  app.post('/me', { onRequest: authenticate }, async (request) => ({
+    success: true,
+    message: 'Authenticated',
+    data: { name: request.charity.name, email: request.charity.email },
+  }));
+}

@@ -1,0 +1,45 @@
+// The database schema as one TypeScript interface: the single source of the query types.
+import type { Generated } from 'kysely';
+
+export interface CharitiesTable {
+  id: Generated<number>;
+  name: string;
+  email: string;
+  username: string;
+  /** SHA-256 of the generated password, hex. */
+  password_hash: string;
+  /** 1 or 0 (SQLite has no boolean type). */
+  active: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DonationsTable {
+  id: Generated<number>;
+  charity_id: number;
+  donor_first_name: string | null;
+  donor_last_name: string | null;
+  donor_email: string;
+  donor_phone: string | null;
+  donor_address: string | null;
+  donor_city: string | null;
+  donor_postcode: string | null;
+  donor_ip: string | null;
+  gift_aid: number;
+  /** As the charity sent it, for the echo. */
+  amount: string;
+  /** The same amount in pence, exact, for sums and Gift Aid. */
+  amount_minor: number;
+  payment_method: string | null;
+  payment_confirmation_number: string | null;
+  donation_type: string;
+  /** ISO 8601 UTC with microseconds; fixed width, so text order is time order. */
+  donation_date: string;
+  zakat_donation: number;
+  recorded_at: string;
+}
+
+export interface Database {
+  charities: CharitiesTable;
+  donations: DonationsTable;
+}

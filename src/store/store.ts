@@ -1,0 +1,162 @@
+// The Store: everything Almoner keeps, behind one interface, written once over Kysely.
+// The dialect (SQLite now) is chosen in open.ts; nothing here depends on it.
+import { Kysely, Migrator, type Migration, type Selectable } from 'kysely';
+import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
+import type { NewDonation, StoredDonation } from '../donations/donation.js';
+import { nowIso } from '../time.js';
+import type { Database, DonationsTable } from './schema.js';
+import * as initial from './migrations/0001_initial.js';
+
+const MIGRATIONS: Record<string, Migration> = {
+  '0001_initial': initial,
+};
+
+export interface DonationFilter {
+  /** The charity's username. */
+  charity?: string;
+  /** Inclusive bounds on donation_date, in the stored timestamp format. */
+  from?: string;
+  to?: string;
+}
+
+export interface ExportedDonation extends StoredDonation {
+  charity: string;
+}
+
+export class Store {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Applies every pending migration; safe to call from several processes. */
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: { getMigrations: async () => MIGRATIONS } });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) {
+      const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+      throw new Error(`Database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.db.selectFrom('charities').select('id').limit(1).execute();
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+
+  // --- charities ---
+
+  async findCredential(username: string): Promise<CharityCredential | undefined> {
+    const row = await this.db
+      .selectFrom('charities')
+      .select(['id', 'name', 'email', 'password_hash', 'active'])
+      .where('username', '=', username)
+      .executeTakeFirst();
+    return row && { ...row, active: Boolean(row.active) };
+  }
+
+  async createCharity(c: NewCharity): Promise<Charity> {
+    const now = nowIso();
+    const taken = await this.db.selectFrom('charities').select('id').where('username', '=', c.username).executeTakeFirst();
+    if (taken) throw new UsernameTakenError(c.username);
+    const row = await this.db
+      .insertInto('charities')
+      .values({ ...c, active: 1, created_at: now, updated_at: now })
+      .returning(['id', 'name', 'email', 'username', 'active', 'created_at'])
+      .executeTakeFirstOrThrow();
+    return { ...row, active: Boolean(row.active) };
+  }
+
+  async listCharities(): Promise<Charity[]> {
+    const rows = await this.db
+      .selectFrom('charities')
+      .select(['id', 'name', 'email', 'username', 'active', 'created_at'])
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => ({ ...r, active: Boolean(r.active) }));
+  }
+
+  async countCharities(): Promise<number> {
+    const { n } = await this.db
+      .selectFrom('charities')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  /** Returns false when there is no such charity. */
+  async setPasswordHash(username: string, password_hash: string): Promise<boolean> {
+    const r = await this.db
+      .updateTable('charities')
+      .set({ password_hash, updated_at: nowIso() })
+      .where('username', '=', username)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Returns false when there is no such charity. */
+  async setActive(username: string, active: boolean): Promise<boolean> {
+    const r = await this.db
+      .updateTable('charities')
+      .set({ active: active ? 1 : 0, updated_at: nowIso() })
+      .where('username', '=', username)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  // --- donations ---
+
+  /** Stores one donation; when the promise resolves, the row is committed (durably, per the dialect's settings). */
+  async recordDonation(charityId: number, d: NewDonation): Promise<StoredDonation> {
+    const recorded_at = nowIso();
+    const row = {
+      ...d,
+      charity_id: charityId,
+      gift_aid: d.gift_aid ? 1 : 0,
+      zakat_donation: d.zakat_donation ? 1 : 0,
+      donation_date: d.donation_date ?? recorded_at,
+      recorded_at,
+    };
+    const { id } = await this.db.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
+    return toStoredDonation({ ...row, id });
+  }
+
+  /** Streams donations in id order, filtered by charity and by inclusive donation_date bounds. */
+  async *exportDonations(filter: DonationFilter): AsyncIterable<ExportedDonation> {
+    let q = this.db
+      .selectFrom('donations')
+      .innerJoin('charities', 'charities.id', 'donations.charity_id')
+      .selectAll('donations')
+      .select('charities.username as charity');
+    if (filter.charity !== undefined) q = q.where('charities.username', '=', filter.charity);
+    if (filter.from !== undefined) q = q.where('donations.donation_date', '>=', filter.from);
+    if (filter.to !== undefined) q = q.where('donations.donation_date', '<=', filter.to);
+    for await (const row of q.orderBy('donations.id').stream(500)) {
+      yield { ...toStoredDonation(row), charity: row.charity };
+    }
+  }
+}
+
+function toStoredDonation(row: Selectable<DonationsTable>): StoredDonation {
+  return {
+    id: Number(row.id),
+    charity_id: Number(row.charity_id),
+    donor_first_name: row.donor_first_name,
+    donor_last_name: row.donor_last_name,
+    donor_email: row.donor_email,
+    donor_phone: row.donor_phone,
+    donor_address: row.donor_address,
+    donor_city: row.donor_city,
+    donor_postcode: row.donor_postcode,
+    donor_ip: row.donor_ip,
+    gift_aid: Boolean(row.gift_aid),
+    amount: row.amount,
+    amount_minor: Number(row.amount_minor),
+    payment_method: row.payment_method,
+    payment_confirmation_number: row.payment_confirmation_number,
+    donation_type: row.donation_type as StoredDonation['donation_type'],
+    donation_date: row.donation_date,
+    zakat_donation: Boolean(row.zakat_donation),
+    recorded_at: row.recorded_at,
+  };
+}

@@ -1,0 +1,46 @@
+// The one place that reads the clock and formats timestamps.
+// Every timestamp Almoner stores or returns is ISO 8601 UTC with microseconds:
+// YYYY-MM-DDTHH:MM:SS.ffffffZ. Fixed width, so stored text sorts in time order.
+
+/** Microseconds since the Unix epoch, from the high-resolution clock (Date has only milliseconds). */
+export function nowMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
+export function formatMicros(micros: number): string {
+  const millis = Math.floor(micros / 1000);
+  const iso = new Date(millis).toISOString(); // 2021-02-25T13:45:12.345Z
+  const extra = String(micros - millis * 1000).padStart(3, '0');
+  return `${iso.slice(0, 23)}${extra}Z`;
+}
+
+export function nowIso(): string {
+  return formatMicros(nowMicros());
+}
+
+/** A calendar day as the start of that day in UTC, in the stored format. */
+export function startOfDayIso(year: number, month: number, day: number): string {
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T00:00:00.000000Z`;
+}
+
+/** The last instant of a calendar day, in the stored format; pairs with startOfDayIso for inclusive ranges. */
+export function endOfDayIso(year: number, month: number, day: number): string {
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T23:59:59.999999Z`;
+}
+
+export function isRealDate(year: number, month: number, day: number): boolean {
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  return day <= daysInMonth(year, month);
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) {
+    const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+    return leap ? 29 : 28;
+  }
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0');
+}
