@@ -17,6 +17,7 @@ export function generatePassword(): string {
 export function generateUsername(name: string): string {
   const slug = name
     .normalize('NFKD')
+    .replace(/\p{M}+/gu, '') // é -> e: drop the accents NFKD split off
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')

@@ -6,9 +6,21 @@ import { stringify } from 'csv-stringify';
 import { toDonationRecord } from '../donations/donation.js';
 import type { ExportedDonation } from '../store/store.js';
 import { withStore } from './io.js';
-import { fromArgument, toArgument } from './usage.js';
+import { fromArgument, toArgument, UsageError } from './usage.js';
 
 /** The record's 16 keys exactly as the API returns them, then who recorded it and when. */
+function encoder(format: ExportOptions['format']): Transform {
+  if (format === 'jsonl') {
+    return new Transform({ objectMode: true, transform: (row, _enc, done) => done(null, `${JSON.stringify(row)}\n`) });
+  }
+  return stringify({
+    header: true,
+    columns: COLUMNS,
+    record_delimiter: 'windows', // RFC 4180: CRLF
+    cast: { boolean: (v) => (v ? 'true' : 'false') }, // as in the JSON record, not csv-stringify's 1/""
+  });
+}
+
 function exportRow(d: ExportedDonation) {
   return { ...toDonationRecord(d), charity: d.charity, recorded_at: d.recorded_at };
 }
@@ -35,18 +47,27 @@ export function donationsCommand(): Command {
     .option('--to <YYYY-MM-DD>', 'donations dated on or before this day', toArgument)
     .addOption(new Option('--format <format>', 'csv (RFC 4180, with a header row) or jsonl (one JSON object per line)').choices(['csv', 'jsonl']).default('csv'))
     .action(async (opts: ExportOptions) => {
+      if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
+        throw new UsageError('--from must not be later than --to.');
+      }
       await withStore(async (store) => {
-        const rows = Readable.from(store.exportDonations(opts)).map(exportRow);
-        const encode =
-          opts.format === 'csv'
-            ? stringify({
-                header: true,
-                columns: COLUMNS,
-                record_delimiter: 'windows', // RFC 4180: CRLF
-                cast: { boolean: (v) => (v ? 'true' : 'false') }, // as in the JSON record, not csv-stringify's 1/""
-              })
-            : new Transform({ objectMode: true, transform: (row, _enc, done) => done(null, `${JSON.stringify(row)}\n`) });
-        await pipeline(rows, encode, process.stdout, { end: false });
+        if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) {
+          throw new UsageError(`no charity has the username ${JSON.stringify(opts.charity)}.`);
+        }
+        const source = Readable.from(
+          (async function* () {
+            for await (const d of store.exportDonations(opts)) yield exportRow(d);
+          })(),
+        );
+        try {
+          await pipeline(source, encoder(opts.format), process.stdout, { end: false });
+        } catch (err) {
+          // A reader that stops early (`| head`) is not a failure.
+          if ((err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;
+        } finally {
+          // The query must be finished before the store closes.
+          if (!source.closed) await new Promise((resolve) => source.once('close', resolve));
+        }
       });
     });
 

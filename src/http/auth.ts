@@ -3,6 +3,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CharityCredential } from '../charities/charity.js';
 import { authenticatedCharity } from '../charities/credentials.js';
+import { discardBody } from './body.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,6 +32,7 @@ export function basicAuth(lookup: CredentialLookup) {
     const given = parseBasicAuthorization(request.headers.authorization);
     const charity = given && authenticatedCharity(await lookup(given.username), given.password);
     if (!charity) {
+      await discardBody(request.raw);
       return reply.code(401).header('WWW-Authenticate', WWW_AUTHENTICATE).send({ message: 'Unauthorized' });
     }
     request.charity = charity;

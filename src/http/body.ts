@@ -1,4 +1,5 @@
 // Request bodies: JSON (UTF-8) or application/x-www-form-urlencoded, at most 1 MiB.
+import type { IncomingMessage } from 'node:http';
 import { pipeline, Transform, type TransformCallback } from 'node:stream';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
@@ -32,6 +33,27 @@ class BodyLimit extends Transform {
   override _flush(done: TransformCallback): void {
     done(this.received > BODY_LIMIT ? tooLarge() : null);
   }
+}
+
+/**
+ * Reads and throws away a request body that will not be used (for example before a 401), so the
+ * answer reaches a client that sends its whole body before reading. Bounded like the 413 path.
+ */
+export async function discardBody(req: IncomingMessage): Promise<void> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (req.readableEnded || (!chunked && !(declared > 0)) || declared > DRAIN_LIMIT) return;
+  let seen = 0;
+  await new Promise<void>((resolve) => {
+    req.on('data', (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > DRAIN_LIMIT) resolve();
+    });
+    req.once('end', resolve);
+    req.once('close', resolve);
+    req.once('error', resolve);
+    req.resume();
+  });
 }
 
 function charsetOf(contentType: string | undefined): string | undefined {

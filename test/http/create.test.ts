@@ -1,0 +1,247 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
+
+const RECORD_KEYS = [
+  'id',
+  'donor_first_name',
+  'donor_last_name',
+  'donor_email',
+  'donor_phone',
+  'donor_address',
+  'donor_city',
+  'donor_postcode',
+  'donor_ip',
+  'gift_aid',
+  'amount',
+  'payment_method',
+  'payment_confirmation_number',
+  'donation_type',
+  'donation_date',
+  'zakat_donation',
+];
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+describe('POST /api/v1/donation/create', () => {
+  let t: TestContext;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  const create = (payload: unknown, authorization = t.charity.authorization) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { accept: 'application/json', authorization, 'content-type': 'application/json' },
+      payload: JSON.stringify(payload),
+    });
+
+  test('the interface example: 200 with the whole record, and it is stored', async () => {
+    const before = (await t.donations()).length;
+    const res = await create(exampleDonation());
+    assert.equal(res.statusCode, 200);
+    const { data } = res.json();
+    assert.deepEqual(Object.keys(data), RECORD_KEYS);
+    assert.equal(typeof data.id, 'number');
+    assert.deepEqual(data, {
+      id: data.id,
+      donor_first_name: 'Jane',
+      donor_last_name: 'Doe',
+      donor_email: 'jane.doe@example.com',
+      donor_phone: '07700 900123',
+      donor_address: '12 High Street',
+      donor_city: 'London',
+      donor_postcode: 'SW1A 1AA',
+      donor_ip: '203.0.113.7',
+      gift_aid: 'yes',
+      amount: '25.00',
+      payment_method: 'cash',
+      payment_confirmation_number: 'PAY-123456',
+      donation_type: 'one-time',
+      donation_date: '2021-02-25T00:00:00.000000Z',
+      zakat_donation: true,
+    });
+    const stored = await t.donations();
+    assert.equal(stored.length, before + 1);
+    const row = stored.find((d) => d.id === data.id);
+    assert.equal(row?.charity, t.charity.username);
+    assert.equal(row?.amount_minor, 2500);
+  });
+
+  test('only the required fields: every optional field is null, zakat false, the date is now', async () => {
+    const started = new Date().toISOString();
+    const res = await create({ donor_email: 'a@example.com', gift_aid: 'no', amount: '10', donation_type: 'recurring' });
+    assert.equal(res.statusCode, 200);
+    const { data } = res.json();
+    assert.deepEqual(Object.keys(data), RECORD_KEYS);
+    for (const key of ['donor_first_name', 'donor_last_name', 'donor_phone', 'donor_address', 'donor_city', 'donor_postcode', 'donor_ip', 'payment_method', 'payment_confirmation_number']) {
+      assert.equal(data[key], null, key);
+    }
+    assert.equal(data.zakat_donation, false);
+    assert.equal(data.gift_aid, 'no');
+    assert.match(data.donation_date, TIMESTAMP);
+    assert.ok(data.donation_date.slice(0, 23) >= started.slice(0, 23), 'the date is the moment of recording');
+    assert.ok(Date.parse(data.donation_date) - Date.now() < 1000);
+  });
+
+  test('empty strings stay empty, except donor_ip which becomes null', async () => {
+    const res = await create(
+      exampleDonation({ donor_first_name: '', donor_phone: '', payment_method: '', payment_confirmation_number: '', donor_ip: '' }),
+    );
+    const { data } = res.json();
+    assert.equal(data.donor_first_name, '');
+    assert.equal(data.donor_phone, '');
+    assert.equal(data.payment_method, '');
+    assert.equal(data.payment_confirmation_number, '');
+    assert.equal(data.donor_ip, null);
+  });
+
+  test('JSON null for an optional field is null', async () => {
+    const { data } = (await create(exampleDonation({ donor_city: null, donation_date: null, zakat_donation: null }))).json();
+    assert.equal(data.donor_city, null);
+    assert.match(data.donation_date, TIMESTAMP);
+    assert.equal(data.zakat_donation, false);
+  });
+
+  test('amount: a string is echoed exactly, a JSON number as its shortest decimal string', async () => {
+    assert.equal((await create(exampleDonation({ amount: '020.50' }))).json().data.amount, '020.50');
+    assert.equal((await create(exampleDonation({ amount: 20.5 }))).json().data.amount, '20.5');
+    assert.equal((await create(exampleDonation({ amount: 20.5 }))).json().data.amount, '20.5');
+    const stored = await t.donations();
+    assert.equal(stored.at(-1)?.amount_minor, 2050);
+  });
+
+  test('zakat_donation accepts yes/no and true/false', async () => {
+    for (const [given, expected] of [['yes', true], ['no', false], [true, true], [false, false]] as const) {
+      assert.equal((await create(exampleDonation({ zakat_donation: given }))).json().data.zakat_donation, expected);
+    }
+  });
+
+  test('unknown fields are ignored', async () => {
+    const res = await create(exampleDonation({ charity_id: 999, id: 5, status: 'paid' }));
+    assert.equal(res.statusCode, 200);
+    assert.notEqual(res.json().data.id, 5);
+    assert.deepEqual(Object.keys(res.json().data), RECORD_KEYS);
+  });
+
+  test('a missing donor_email gives the interface message', async () => {
+    const body = exampleDonation();
+    delete body.donor_email;
+    const res = await create(body);
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json(), { message: 'The given data was invalid.', errors: { donor_email: ['The donor email is required.'] } });
+  });
+
+  test('every failing field is reported at once, and nothing is stored', async () => {
+    const before = (await t.donations()).length;
+    const res = await create({
+      donor_email: 'not-an-email',
+      gift_aid: 'maybe',
+      amount: '0.001',
+      donation_type: 'weekly',
+      donation_date: '2021-02-25',
+      zakat_donation: 'perhaps',
+      donor_ip: '999.1.1.1',
+      donor_city: 12,
+      donor_address: 'x'.repeat(1001),
+    });
+    assert.equal(res.statusCode, 422);
+    const body = res.json();
+    assert.equal(body.message, 'The given data was invalid.');
+    assert.deepEqual(body.errors, {
+      donor_email: ['The donor email must be a valid email address.'],
+      donor_address: ['The donor address must not be greater than 1000 characters.'],
+      donor_city: ['The donor city must be a string.'],
+      donor_ip: ['The donor ip must be a valid IP address.'],
+      gift_aid: ['The selected gift aid is invalid.'],
+      amount: ['The amount must be at least 0.01.', 'The amount must not have more than 2 decimal places.'],
+      donation_type: ['The selected donation type is invalid.'],
+      donation_date: ['The donation date does not match the format DD-MM-YYYY.'],
+      zakat_donation: ['The zakat donation must be yes or no.'],
+    });
+    assert.equal((await t.donations()).length, before);
+  });
+
+  for (const amount of ['1e3', '12,50', '0.001', '-5', 'NaN', '0', '1000000000']) {
+    test(`amount ${amount}: 422 on amount, nothing stored`, async () => {
+      const before = (await t.donations()).length;
+      const res = await create(exampleDonation({ amount }));
+      assert.equal(res.statusCode, 422);
+      assert.deepEqual(Object.keys(res.json().errors), ['amount']);
+      assert.equal((await t.donations()).length, before);
+    });
+  }
+
+  test('a NUL character in a text field is a 422 on that field', async () => {
+    const res = await create(exampleDonation({ donor_first_name: 'Ja\u0000ne' }));
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json().errors, { donor_first_name: ['The donor first name must not contain null characters.'] });
+  });
+
+  test('text is stored and returned exactly: unicode, quotes, newlines, leading spaces', async () => {
+    const tricky = "  O'Brien \"Ünïcödé\" 🙂\nline two\t";
+    const { data } = (await create(exampleDonation({ donor_last_name: tricky, donor_address: tricky }))).json();
+    assert.equal(data.donor_last_name, tricky);
+    const stored = (await t.donations()).find((d) => d.id === data.id);
+    assert.equal(stored?.donor_address, tricky);
+  });
+
+  test('a form-encoded body works like JSON', async () => {
+    const form = new URLSearchParams({
+      donor_email: 'form@example.com',
+      donor_first_name: 'Émile',
+      gift_aid: 'yes',
+      amount: '12.34',
+      donation_type: 'renewal',
+      donation_date: '01-03-2022',
+      zakat_donation: 'no',
+      donor_ip: '',
+    });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form.toString(),
+    });
+    assert.equal(res.statusCode, 200);
+    const { data } = res.json();
+    assert.equal(data.donor_first_name, 'Émile');
+    assert.equal(data.amount, '12.34');
+    assert.equal(data.donation_date, '2022-03-01T00:00:00.000000Z');
+    assert.equal(data.zakat_donation, false);
+    assert.equal(data.donor_ip, null);
+  });
+
+  test('a form field sent twice is not a string: 422 on that field', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&donor_city=a&donor_city=b',
+    });
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json().errors, { donor_city: ['The donor city must be a string.'] });
+  });
+
+  test('no body at all: 422 naming the required fields', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization },
+    });
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(Object.keys(res.json().errors), ['donor_email', 'gift_aid', 'amount', 'donation_type']);
+  });
+
+  test('each donation belongs to the charity that recorded it; ids are unique and increasing', async () => {
+    const other = await t.signUp('Other Charity', 'other@example.org');
+    const a = (await create(exampleDonation())).json().data;
+    const b = (await create(exampleDonation(), other.authorization)).json().data;
+    assert.ok(b.id > a.id);
+    const stored = await t.donations();
+    assert.equal(stored.find((d) => d.id === a.id)?.charity, t.charity.username);
+    assert.equal(stored.find((d) => d.id === b.id)?.charity, other.username);
+    assert.equal(new Set(stored.map((d) => d.id)).size, stored.length);
+  });
+});

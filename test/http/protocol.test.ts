@@ -1,0 +1,236 @@
+// The HTTP edges: content types, bodies, sizes, unknown paths and methods, error shapes.
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import type { AddressInfo } from 'node:net';
+import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
+
+const MiB = 1024 * 1024;
+
+/**
+ * Sends one request over a raw socket the way a blocking client does (PHP streams, Python's
+ * sendall): the whole body is written before a byte of the answer is read. If the server closes
+ * the connection while the body is still arriving, the client's kernel resets it and the answer
+ * is lost; that is what this reports as `error`.
+ */
+async function rawRequest(port: number, head: string, body: Buffer | null, chunked = false): Promise<{ status: number; text: string; error?: string }> {
+  const socket = connect(port, '127.0.0.1');
+  socket.pause(); // read nothing until everything is written
+  let error: string | undefined;
+  socket.on('error', (e) => (error ??= (e as NodeJS.ErrnoException).code ?? e.message));
+  const write = (data: Buffer | string) =>
+    new Promise<void>((resolve) => {
+      if (socket.destroyed) return resolve();
+      socket.write(data, () => resolve());
+    });
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  await write(`${head}\r\nConnection: close\r\n\r\n`);
+  if (body) {
+    const piece = 64 * 1024;
+    for (let i = 0; i < body.length && !socket.destroyed; i += piece) {
+      const part = body.subarray(i, i + piece);
+      await write(chunked ? Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]) : part);
+    }
+    if (chunked) await write('0\r\n\r\n');
+  }
+  const received: Buffer[] = [];
+  await new Promise<void>((resolve) => {
+    if (socket.destroyed) return resolve();
+    socket.on('data', (d) => received.push(d));
+    socket.on('close', () => resolve());
+    socket.resume();
+  });
+  const text = Buffer.concat(received).toString('utf8');
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+  return { status, text, ...(status === 0 ? { error: error ?? 'no answer' } : {}) };
+}
+
+describe('HTTP protocol edges', () => {
+  let t: TestContext;
+  let port: number;
+  before(async () => {
+    t = await startTestApp();
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (t.app.server.address() as AddressInfo).port;
+  });
+  after(() => t.close());
+
+  const post = (url: string, payload: string | undefined, headers: Record<string, string> = {}) =>
+    t.app.inject({ method: 'POST', url, payload, headers: { authorization: t.charity.authorization, ...headers } });
+
+  describe('authentication comes before the body', () => {
+    const anon = (headers: Record<string, string>, payload: string) => t.app.inject({ method: 'POST', url: '/api/v1/donation/create', headers, payload });
+
+    test('malformed JSON without credentials: 401, not 400', async () => {
+      const res = await anon({ 'content-type': 'application/json' }, '{not json');
+      assert.equal(res.statusCode, 401);
+      assert.deepEqual(res.json(), { message: 'Unauthorized' });
+    });
+
+    test('an unsupported content type without credentials: 401, not 415', async () => {
+      assert.equal((await anon({ 'content-type': 'text/plain' }, 'hello')).statusCode, 401);
+    });
+
+    test('an invalid donation without credentials: 401, not 422', async () => {
+      assert.equal((await anon({ 'content-type': 'application/json' }, '{}')).statusCode, 401);
+    });
+
+    test('an oversize body without credentials: 401, not 413, and the client reads it', async () => {
+      const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${8 * MiB}`;
+      const res = await rawRequest(port, head, Buffer.alloc(8 * MiB, 'a'));
+      assert.equal(res.status, 401, res.error);
+      assert.match(res.text, /\{"message":"Unauthorized"\}/);
+    });
+  });
+
+  describe('bodies', () => {
+    test('malformed JSON: 400 with a message', async () => {
+      const res = await post('/api/v1/donation/create', '{"donor_email": ', { 'content-type': 'application/json' });
+      assert.equal(res.statusCode, 400);
+      assert.deepEqual(res.json(), { message: 'The request body is not valid JSON.' });
+    });
+
+    for (const payload of ['[]', '[1,2]', '"a string"', '42', 'null', 'true']) {
+      test(`a JSON body that is not an object (${payload}): 400 with a message`, async () => {
+        const res = await post('/api/v1/donation/create', payload, { 'content-type': 'application/json' });
+        assert.equal(res.statusCode, 400);
+        assert.deepEqual(res.json(), { message: 'The request body must be a JSON object.' });
+      });
+    }
+
+    for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
+      test(`JSON is accepted as ${contentType}`, async () => {
+        const res = await post('/api/v1/donation/create', JSON.stringify(exampleDonation()), { 'content-type': contentType });
+        assert.equal(res.statusCode, 200);
+      });
+    }
+
+    test('JSON in another charset: 415', async () => {
+      const res = await post('/api/v1/donation/create', '{}', { 'content-type': 'application/json; charset=latin1' });
+      assert.equal(res.statusCode, 415);
+      assert.match(res.json().message, /UTF-8/);
+    });
+
+    test('form bodies with a charset are accepted', async () => {
+      const res = await post('/api/v1/donation/create', new URLSearchParams(exampleDonation() as Record<string, string>).toString(), {
+        'content-type': 'application/x-www-form-urlencoded; charset=UTF-8',
+      });
+      assert.equal(res.statusCode, 200);
+    });
+
+    for (const contentType of ['text/plain', 'multipart/form-data; boundary=x', 'application/xml', 'application/octet-stream']) {
+      test(`${contentType}: 415 with a message`, async () => {
+        const res = await post('/api/v1/donation/create', 'donor_email=a@example.com', { 'content-type': contentType });
+        assert.equal(res.statusCode, 415);
+        assert.match(res.json().message, /application\/json/);
+      });
+    }
+
+    test('an empty JSON body is an empty object: 422 naming the required fields', async () => {
+      const res = await post('/api/v1/donation/create', '', { 'content-type': 'application/json' });
+      assert.equal(res.statusCode, 422);
+    });
+
+    test('__proto__ and constructor keys are dropped, not obeyed', async () => {
+      const payload = `{"__proto__": {"amount": "5"}, "constructor": {"prototype": {}}, ${JSON.stringify(exampleDonation()).slice(1)}`;
+      const res = await post('/api/v1/donation/create', payload, { 'content-type': 'application/json' });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.json().data.amount, '25.00');
+    });
+
+    test('deeply nested JSON is a 422, not a crash', async () => {
+      const deep = '['.repeat(50_000) + ']'.repeat(50_000);
+      const payload = `{"donor_email": ${deep}, "gift_aid": "yes", "amount": "5", "donation_type": "renewal"}`;
+      const res = await post('/api/v1/donation/create', payload, { 'content-type': 'application/json' });
+      assert.equal(res.statusCode, 422);
+      assert.deepEqual(Object.keys(res.json().errors), ['donor_email']);
+    });
+  });
+
+  describe('body size', () => {
+    test('a body of just under 1 MiB is accepted', async () => {
+      const body = JSON.stringify({ ...exampleDonation(), padding: 'x'.repeat(MiB - 1000) });
+      assert.ok(Buffer.byteLength(body) <= MiB);
+      const res = await post('/api/v1/donation/create', body, { 'content-type': 'application/json' });
+      assert.equal(res.statusCode, 200);
+    });
+
+    test('over 1 MiB: 413 reaches a client that sends the whole body, every time', async () => {
+      // 8 MiB: more than the socket buffers hold, so a server that cuts the connection early loses the 413.
+      const body = Buffer.alloc(8 * MiB, ' ');
+      const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}`;
+      const statuses: Array<number | string> = [];
+      for (let i = 0; i < 10; i++) {
+        const res = await rawRequest(port, head, body);
+        statuses.push(res.status || res.error || 0);
+      }
+      assert.deepEqual(statuses, Array(10).fill(413));
+    });
+
+    test('over 1 MiB, chunked without a Content-Length: 413 as well', async () => {
+      const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked`;
+      const res = await rawRequest(port, head, Buffer.alloc(8 * MiB, ' '), true);
+      assert.equal(res.status, 413, res.error);
+      assert.match(res.text, /"message":"The request body must not be larger than 1 MiB\."/);
+    });
+
+    test('a Content-Length far beyond the limit is refused without reading the body', async () => {
+      const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${1024 * MiB}`;
+      const res = await rawRequest(port, head, null);
+      assert.equal(res.status, 413, res.error);
+    });
+
+    test('the server answers normally after oversize bodies', async () => {
+      const res = await post('/api/v1/donation/create', JSON.stringify(exampleDonation()), { 'content-type': 'application/json' });
+      assert.equal(res.statusCode, 200);
+    });
+  });
+
+  describe('paths and methods', () => {
+    test('an unknown path: 404 JSON, no credentials needed', async () => {
+      for (const url of ['/nope', '/api/v1/nope', '/api/v2/me', '/api/v1/donation']) {
+        const res = await t.app.inject({ method: 'POST', url });
+        assert.equal(res.statusCode, 404, url);
+        assert.deepEqual(res.json(), { message: 'Not Found' });
+      }
+    });
+
+    test('a known path with the wrong method: 405 with Allow, no credentials needed', async () => {
+      for (const [method, url] of [['GET', '/api/v1/me'], ['PUT', '/api/v1/donation/create'], ['DELETE', '/api/v1/me'], ['GET', '/api/v1/donation/create?x=1']] as const) {
+        const res = await t.app.inject({ method, url });
+        assert.equal(res.statusCode, 405, `${method} ${url}`);
+        assert.equal(res.headers.allow, 'POST');
+        assert.match(res.json().message, /POST/);
+      }
+    });
+
+    test('a trailing slash reaches the same operation', async () => {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/me/', headers: { authorization: t.charity.authorization } });
+      assert.equal(res.statusCode, 200);
+    });
+  });
+
+  describe('every response', () => {
+    test('is JSON with no-store, nosniff and a request id (echoed when given)', async () => {
+      const responses = [
+        await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization, 'x-request-id': 'req-abc-123' } }),
+        await t.app.inject({ method: 'POST', url: '/api/v1/me' }),
+        await t.app.inject({ method: 'GET', url: '/nope' }),
+        await post('/api/v1/donation/create', '{}', { 'content-type': 'application/json' }),
+      ];
+      for (const res of responses) {
+        assert.match(String(res.headers['content-type']), /^application\/json; charset=utf-8$/);
+        assert.equal(res.headers['cache-control'], 'no-store');
+        assert.equal(res.headers['x-content-type-options'], 'nosniff');
+        assert.ok(res.headers['x-request-id']);
+      }
+      assert.equal(responses[0]!.headers['x-request-id'], 'req-abc-123');
+    });
+
+    test('errors never carry a stack trace', async () => {
+      const res = await post('/api/v1/donation/create', '{"a":', { 'content-type': 'application/json' });
+      assert.doesNotMatch(res.body, /at .*\.(js|ts):\d+/);
+      assert.deepEqual(Object.keys(res.json()), ['message']);
+    });
+  });
+});
