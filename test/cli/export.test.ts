@@ -5,31 +5,11 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
+import { exampleDonation, RECORD_KEYS, startTestApp, TIMESTAMP, type TestCharity, type TestContext } from '../support/app.js';
 
 const BIN = fileURLToPath(new URL('../../bin/almoner', import.meta.url));
 const DIST_MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
-/** The 16 keys of the API's donation record, in the API's order. */
-const RECORD_KEYS = [
-  'id',
-  'donor_first_name',
-  'donor_last_name',
-  'donor_email',
-  'donor_phone',
-  'donor_address',
-  'donor_city',
-  'donor_postcode',
-  'donor_ip',
-  'gift_aid',
-  'amount',
-  'payment_method',
-  'payment_confirmation_number',
-  'donation_type',
-  'donation_date',
-  'zakat_donation',
-];
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 /** A value with everything CSV has to quote: a comma, a double quote and line breaks (LF and CRLF). */
 const TRICKY_ADDRESS = 'Flat 2, "The Old Mill"\nMill Lane\r\nLower Street';
 

@@ -1,26 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
+import { exampleDonation, RECORD_KEYS, startTestApp, TIMESTAMP, type TestContext } from '../support/app.js';
 
-const RECORD_KEYS = [
-  'id',
-  'donor_first_name',
-  'donor_last_name',
-  'donor_email',
-  'donor_phone',
-  'donor_address',
-  'donor_city',
-  'donor_postcode',
-  'donor_ip',
-  'gift_aid',
-  'amount',
-  'payment_method',
-  'payment_confirmation_number',
-  'donation_type',
-  'donation_date',
-  'zakat_donation',
-];
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 describe('POST /api/v1/donation/create', () => {
   let t: TestContext;

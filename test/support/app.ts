@@ -93,3 +93,26 @@ export function exampleDonation(overrides: Record<string, unknown> = {}): Record
     ...overrides,
   };
 }
+
+/** The 16 keys of the API's donation record, in the API's order. */
+export const RECORD_KEYS = [
+  'id',
+  'donor_first_name',
+  'donor_last_name',
+  'donor_email',
+  'donor_phone',
+  'donor_address',
+  'donor_city',
+  'donor_postcode',
+  'donor_ip',
+  'gift_aid',
+  'amount',
+  'payment_method',
+  'payment_confirmation_number',
+  'donation_type',
+  'donation_date',
+  'zakat_donation',
+];
+
+/** ISO 8601 UTC with microseconds, as every timestamp Almoner returns. */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
