@@ -20,7 +20,8 @@ export function parseBasicAuthorization(header: string | undefined): { username:
   if (!m) return null;
   const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  if (colon < 0) return null;
+  // No generated credential holds a NUL, and PostgreSQL's text type could not even look one up.
+  if (colon < 0 || decoded.includes('\u0000')) return null;
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 

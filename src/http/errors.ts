@@ -1,6 +1,7 @@
 // One error shape for every failure: a JSON object with a `message`, 4xx messages passed through,
-// 5xx reduced to "Internal Server Error" (and logged with the request, never shown).
+// a database outage a 503 to retry, any other fault a plain 500 (logged with the request, never shown).
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
 
 /** An error whose message is meant for the client. */
 export class HttpError extends Error {
@@ -20,11 +21,26 @@ const FASTIFY_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_INVALID_TYPE: 'The Content-Type header is not valid.',
 };
 
+/**
+ * What of an error goes to the log: never the whole object, whose extra fields (a PostgreSQL
+ * error's `detail`, say) can quote the row, and so a donor's personal data.
+ */
+function loggable(err: Error & { code?: unknown }) {
+  return { type: err.name, code: err.code, message: err.message, stack: err.stack };
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (isDatabaseUnavailable(err)) {
+      request.log.warn({ err: loggable(err) }, 'database unavailable');
+      return reply
+        .code(503)
+        .header('Retry-After', '1')
+        .send({ message: 'The database is unavailable. Please try again shortly.' });
+    }
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
     if (status >= 500) {
-      request.log.error({ err }, 'request failed');
+      request.log.error({ err: loggable(err) }, 'request failed');
       return reply.code(500).send({ message: 'Internal Server Error' });
     }
     const message = (err.code && FASTIFY_MESSAGES[err.code]) || err.message || 'Bad Request';

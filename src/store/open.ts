@@ -1,15 +1,23 @@
-// Opens the database a DATABASE_URL names, with the settings that make a commit durable,
-// and brings its schema up to date.
+// Opens the database a DATABASE_URL names, with the settings that make a commit durable and a
+// database outage fail fast, and brings its schema up to date.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import pg from 'pg';
+import Cursor from 'pg-cursor';
 import type { DatabaseLocation } from '../config.js';
 import type { Database } from './schema.js';
 import { Store } from './store.js';
+import { isDatabaseUnavailable } from './unavailable.js';
+
+/** How long a request may wait for a PostgreSQL connection, and for a query, before it fails with 503. */
+export const PG_CONNECT_TIMEOUT_MS = 3000;
+export const PG_QUERY_TIMEOUT_MS = 5000;
 
 export async function openStore(location: DatabaseLocation): Promise<Store> {
-  const store = new Store(new Kysely<Database>({ dialect: sqliteDialect(location.path) }));
+  const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path) : postgresDialect(location.url, location.poolMax);
+  const store = new Store(new Kysely<Database>({ dialect }), location.dialect);
   try {
     await store.migrate();
   } catch (err) {
@@ -19,7 +27,7 @@ export async function openStore(location: DatabaseLocation): Promise<Store> {
   return store;
 }
 
-function sqliteDialect(path: string): SqliteDialect {
+function sqliteDialect(path: string): Dialect {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new BetterSqlite3(path);
   // WAL + synchronous=FULL: a transaction is on disk (fsynced) when COMMIT returns,
@@ -30,4 +38,61 @@ function sqliteDialect(path: string): SqliteDialect {
   // The CLI and the server share the file; wait for a writer instead of failing at once.
   db.pragma('busy_timeout = 5000');
   return new SqliteDialect({ database: db });
+}
+
+const INT8_OID = 20;
+
+function postgresDialect(connectionString: string, max: number): Dialect {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    query_timeout: PG_QUERY_TIMEOUT_MS,
+    keepAlive: true,
+    // Ids, counts and pence are int8; every value Almoner stores fits a JS number exactly.
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle connection that the server or the network dropped: the pool discards it and the next
+  // query opens a new one. Without a listener this event would crash the process.
+  pool.on('error', () => {});
+  return new PostgresDialect({ pool: discardingBrokenClients(pool), cursor: Cursor });
+}
+
+/**
+ * Kysely hands every client back to the pool as healthy. A client whose query timed out or lost
+ * its connection is not: node-postgres keeps the stuck query queued on it, so every later query
+ * on it would time out too. Such a client is released with its error, which makes the pool
+ * destroy it; that is how the service recovers on its own once the database is back.
+ */
+function discardingBrokenClients(pool: pg.Pool): PostgresPool {
+  return {
+    async connect(): Promise<PostgresPoolClient> {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      // pg-pool listens for errors only on idle clients: a checked-out client whose connection
+      // dies between queries would otherwise emit an unhandled 'error' and crash the process.
+      const onError = (err: Error) => (broken = err);
+      client.on('error', onError);
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      return {
+        query: ((...args: unknown[]) => {
+          const result = query(...args);
+          if (result instanceof Promise) {
+            result.catch((err: unknown) => {
+              if (isDatabaseUnavailable(err)) broken = err as Error;
+            });
+          }
+          return result;
+        }) as PostgresPoolClient['query'],
+        release: () => {
+          client.removeListener('error', onError);
+          client.release(broken);
+        },
+      };
+    },
+    end: () => pool.end(),
+  };
 }

@@ -1,15 +1,12 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
-// The dialect (SQLite now) is chosen in open.ts; nothing here depends on it.
-import { Kysely, Migrator, type Migration, type Selectable } from 'kysely';
+// The dialect is chosen in open.ts; only migrating knows which one it is.
+import { Kysely, Migrator, sql, type Selectable } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { nowIso } from '../time.js';
 import type { Database, DonationsTable } from './schema.js';
-import * as initial from './migrations/0001_initial.js';
-
-const MIGRATIONS: Record<string, Migration> = {
-  '0001_initial': initial,
-};
+import type { DatabaseLocation } from '../config.js';
+import { migrations } from './migrations/index.js';
 
 export interface DonationFilter {
   /** The charity's username. */
@@ -24,12 +21,29 @@ export interface ExportedDonation extends StoredDonation {
 }
 
 export class Store {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    readonly dialect: DatabaseLocation['dialect'],
+  ) {}
 
-  /** Applies every pending migration; safe to call from several processes. */
+  /** Applies every pending migration; safe to call from several processes at once. */
   async migrate(): Promise<void> {
-    const migrator = new Migrator({ db: this.db, provider: { getMigrations: async () => MIGRATIONS } });
-    const { error, results } = await migrator.migrateToLatest();
+    if (this.dialect === 'sqlite') return this.migrateOn(this.db); // SQLite's write lock serialises migrators
+    // Instances starting together take turns: a session-level advisory lock held on one connection
+    // covers the whole run, including the creation of Kysely's own bookkeeping tables.
+    await this.db.connection().execute(async (conn) => {
+      await sql`select pg_advisory_lock(hashtext('almoner:migrate'))`.execute(conn);
+      try {
+        await this.migrateOn(conn);
+      } finally {
+        await sql`select pg_advisory_unlock(hashtext('almoner:migrate'))`.execute(conn);
+      }
+    });
+  }
+
+  private async migrateOn(db: Kysely<Database>): Promise<void> {
+    const provider = { getMigrations: async () => migrations(this.dialect) };
+    const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
     if (error) {
       const failed = results?.find((r) => r.status === 'Error')?.migrationName;
       throw new Error(`Database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);

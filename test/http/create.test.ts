@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { exampleDonation, RECORD_KEYS, startTestApp, TIMESTAMP, type TestContext } from '../support/app.js';
+import { BACKENDS } from '../support/backends.js';
 
 
-describe('POST /api/v1/donation/create', () => {
+for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backend.name}]`, () => {
   let t: TestContext;
   before(async () => {
-    t = await startTestApp();
+    t = await startTestApp(backend);
   });
   after(() => t.close());
 

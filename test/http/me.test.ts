@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/charities/credentials.js';
 import { basic, startTestApp, type TestContext } from '../support/app.js';
+import { BACKENDS } from '../support/backends.js';
 
-describe('POST /api/v1/me', () => {
+for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, () => {
   let t: TestContext;
   before(async () => {
-    t = await startTestApp();
+    t = await startTestApp(backend);
   });
   after(() => t.close());
 

@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
+import { BACKENDS } from '../support/backends.js';
 
 const MiB = 1024 * 1024;
 
@@ -45,11 +46,11 @@ async function rawRequest(port: number, head: string, body: Buffer | null, chunk
   return { status, text, ...(status === 0 ? { error: error ?? 'no answer' } : {}) };
 }
 
-describe('HTTP protocol edges', () => {
+for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`, () => {
   let t: TestContext;
   let port: number;
   before(async () => {
-    t = await startTestApp();
+    t = await startTestApp(backend);
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
   });

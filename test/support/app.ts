@@ -1,13 +1,10 @@
-// Test support: a real app on a real SQLite file in a fresh temporary folder.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Test support: a real app on a real, fresh database of the backend under test.
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { signUpCharity } from '../../src/charities/signup.js';
-import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import type { ExportedDonation, Store } from '../../src/store/store.js';
+import { SQLITE, type Backend } from './backends.js';
 
 export interface TestCharity {
   id: number;
@@ -20,7 +17,8 @@ export interface TestCharity {
 }
 
 export interface TestContext {
-  dir: string;
+  backend: Backend['name'];
+  /** For DATABASE_URL in a child process (bin/almoner) on the same database. */
   databaseUrl: string;
   store: Store;
   app: FastifyInstance;
@@ -34,16 +32,12 @@ export function basic(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
 }
 
-export function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'almoner-test-'));
-}
+export { tempDir } from './backends.js';
 
-/** Opens a fresh SQLite store, builds the app on it and signs one charity up. */
-export async function startTestApp(): Promise<TestContext> {
-  const dir = tempDir();
-  const path = join(dir, 'almoner.db');
-  const location: DatabaseLocation = { dialect: 'sqlite', path };
-  const store = await openStore(location);
+/** Creates a fresh database on the backend, builds the app on it and signs one charity up. */
+export async function startTestApp(backend: Backend = SQLITE): Promise<TestContext> {
+  const database = await backend.createDatabase();
+  const store = await openStore(database.location);
   const app = await buildApp({ store });
   await app.ready();
 
@@ -53,8 +47,8 @@ export async function startTestApp(): Promise<TestContext> {
   };
 
   return {
-    dir,
-    databaseUrl: `sqlite:${path}`,
+    backend: backend.name,
+    databaseUrl: database.url,
     store,
     app,
     charity: await signUp(),
@@ -67,7 +61,7 @@ export async function startTestApp(): Promise<TestContext> {
     async close() {
       await app.close();
       await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }

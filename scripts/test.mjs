@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// npm test: every test file under test/, through Node's test runner (TypeScript via tsx).
+// The PostgreSQL half runs when TEST_DATABASE_URL names a server; this says so either way.
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+function testFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? testFiles(join(dir, e.name)) : e.name.endsWith('.test.ts') ? [join(dir, e.name)] : []))
+    .sort();
+}
+
+const url = process.env.TEST_DATABASE_URL;
+if (url) {
+  const shown = url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
+  console.log(`PostgreSQL: the suite runs on SQLite and on PostgreSQL (TEST_DATABASE_URL=${shown}).`);
+} else {
+  console.log('PostgreSQL: SKIPPED, TEST_DATABASE_URL is not set; the suite runs on SQLite only. Set it (e.g. postgres://postgres@127.0.0.1:5432/postgres) to run both.');
+}
+
+const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test');
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
+process.exit(result.status ?? 1);

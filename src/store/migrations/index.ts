@@ -1,0 +1,12 @@
+// Every migration, in order. Names are permanent: a new schema change is a new entry.
+import type { Migration } from 'kysely';
+import type { DatabaseLocation } from '../../config.js';
+
+type Dialect = DatabaseLocation['dialect'];
+import { initial } from './0001_initial.js';
+
+export function migrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001_initial': initial(dialect),
+  };
+}

@@ -1,0 +1,22 @@
+// Which failures mean "the database cannot answer right now" (a 503 the client may retry),
+// as opposed to a fault in Almoner (a 500). Each driver says it its own way.
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+// PostgreSQL SQLSTATEs: class 08 connection exceptions, 53 insufficient resources,
+// 57P01-57P03 server shutting down or starting up.
+const PG_STATES = /^(08...|53...|57P0[123])$/;
+
+// node-postgres and pg-pool report lost connections and timeouts by message only.
+const PG_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connection error and is not queryable|Client was closed and is not queryable/i;
+
+// SQLite: another writer holds the lock past busy_timeout, or the disk is full or failing.
+const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN)/;
+
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_STATES.test(code) || SQLITE_CODES.test(code))) return true;
+  if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);
+  return PG_MESSAGES.test(err.message);
+}

@@ -1,0 +1,139 @@
+// A PostgreSQL outage, staged with a TCP proxy the test controls: requests fail fast with a 503
+// and a JSON message instead of hanging, the service recovers by itself once the database is
+// back, and no acknowledged donation is lost. SQLite has no network to lose, so this is
+// PostgreSQL only, and runs when TEST_DATABASE_URL is set.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { parseDatabaseUrl } from '../../src/config.js';
+import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
+import { basic, exampleDonation } from '../support/app.js';
+import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { TcpProxy } from '../support/proxy.js';
+
+const postgres = BACKENDS.find((b) => b.name === 'postgres');
+
+// The bound a request may take during an outage: connecting (3 s) or a query (5 s) timing out, plus slack.
+const OUTAGE_BOUND_MS = 9000;
+
+describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let store: Store; // through the proxy: what the service sees
+  let direct: Store; // straight to PostgreSQL: what is really stored
+  let app: FastifyInstance;
+  let authorization: string;
+  const acknowledged = new Map<number, string>(); // id -> donor_email of every 200
+
+  before(async () => {
+    database = await postgres!.createDatabase();
+    const target = new URL(database.url);
+    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    const viaProxy = new URL(database.url);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(await proxy.listen());
+    store = await openStore(parseDatabaseUrl(viaProxy.href, 4));
+    direct = await openStore(database.location);
+    app = await buildApp({ store });
+    const { charity, password } = await signUpCharity(direct, { name: 'Outage Test', email: 'o@example.org' });
+    authorization = basic(charity.username, password);
+  });
+
+  after(async () => {
+    await app?.close();
+    await store?.close();
+    await direct?.close();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  const me = () => app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization } });
+  let counter = 0;
+  const create = async () => {
+    const email = `donor${++counter}@example.org`;
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization, 'content-type': 'application/json' },
+      payload: JSON.stringify(exampleDonation({ donor_email: email })),
+    });
+    if (res.statusCode === 200) acknowledged.set(res.json().data.id, email);
+    return res;
+  };
+
+  async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+    const started = performance.now();
+    const value = await work();
+    return { value, ms: performance.now() - started };
+  }
+
+  function assertUnavailable(res: Awaited<ReturnType<typeof me>>, ms: number) {
+    assert.equal(res.statusCode, 503, res.body);
+    assert.deepEqual(res.json(), { message: 'The database is unavailable. Please try again shortly.' });
+    assert.equal(res.headers['retry-after'], '1');
+    assert.ok(ms < OUTAGE_BOUND_MS, `answered in ${Math.round(ms)} ms`);
+  }
+
+  async function recovers() {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const res = await me();
+      if (res.statusCode === 200) break;
+      assert.equal(res.statusCode, 503);
+      assert.ok(Date.now() < deadline, 'the service did not recover within 30 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal((await create()).statusCode, 200);
+  }
+
+  async function assertAcknowledgedStored() {
+    const stored = new Map<number, string>();
+    for await (const d of direct.exportDonations({})) stored.set(d.id, d.donor_email);
+    for (const [id, email] of acknowledged) assert.equal(stored.get(id), email, `acknowledged donation ${id} is stored`);
+  }
+
+  test('before the outage everything works', async () => {
+    assert.equal((await me()).statusCode, 200);
+    assert.equal((await create()).statusCode, 200);
+  });
+
+  test('the database stops (connections reset): 503s at once, then recovery', async () => {
+    const inFlight = Array.from({ length: 20 }, () => create());
+    proxy.cut('reset');
+    const outcomes = await Promise.all(inFlight);
+    for (const res of outcomes) assert.ok([200, 503].includes(res.statusCode), `status ${res.statusCode}: ${res.body}`);
+
+    for (const request of [me, create]) {
+      const { value, ms } = await timed(request);
+      assertUnavailable(value, ms);
+    }
+    proxy.restore();
+    await recovers();
+    await assertAcknowledgedStored();
+  });
+
+  test('the network drops packets (connections hang): 503s within the bound, then recovery', async () => {
+    await Promise.all(Array.from({ length: 4 }, () => me())); // fill the pool with live connections
+    const inFlight = Array.from({ length: 10 }, () => create());
+    proxy.cut('blackhole');
+    const outcomes = await Promise.all(inFlight);
+    for (const res of outcomes) assert.ok([200, 503].includes(res.statusCode), `status ${res.statusCode}: ${res.body}`);
+
+    const [meDown, createDown] = await Promise.all([timed(me), timed(create)]);
+    assertUnavailable(meDown.value, meDown.ms);
+    assertUnavailable(createDown.value, createDown.ms);
+    proxy.restore(); // the hung connections stay dead, as real ones would: the pool must drop them
+    await recovers();
+    await assertAcknowledgedStored();
+  });
+
+  test('every acknowledged donation is stored exactly once', async () => {
+    const ids: number[] = [];
+    for await (const d of direct.exportDonations({})) ids.push(d.id);
+    assert.equal(new Set(ids).size, ids.length);
+    for (const id of acknowledged.keys()) assert.ok(ids.includes(id));
+  });
+});

@@ -1,0 +1,65 @@
+// The databases every HTTP and CLI test runs against: SQLite always, PostgreSQL when
+// TEST_DATABASE_URL names a server. Each test file gets its own fresh database and drops it after.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { parseDatabaseUrl, type DatabaseLocation } from '../../src/config.js';
+
+export interface TestDatabase {
+  /** For DATABASE_URL in a child process. */
+  url: string;
+  location: DatabaseLocation;
+  drop(): Promise<void>;
+}
+
+export interface Backend {
+  name: 'sqlite' | 'postgres';
+  createDatabase(): Promise<TestDatabase>;
+}
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'almoner-test-'));
+}
+
+const sqlite: Backend = {
+  name: 'sqlite',
+  async createDatabase() {
+    const dir = tempDir();
+    const url = `sqlite:${join(dir, 'almoner.db')}`;
+    return { url, location: parseDatabaseUrl(url), drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  },
+};
+
+function postgres(serverUrl: string): Backend {
+  return {
+    name: 'postgres',
+    async createDatabase() {
+      const name = `almoner_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+      await admin(serverUrl, `create database ${name}`);
+      const url = new URL(serverUrl);
+      url.pathname = `/${name}`;
+      return {
+        url: url.href,
+        location: parseDatabaseUrl(url.href),
+        drop: () => admin(serverUrl, `drop database if exists ${name} with (force)`),
+      };
+    },
+  };
+}
+
+async function admin(serverUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
+
+export const BACKENDS: Backend[] = [sqlite, ...(TEST_DATABASE_URL ? [postgres(TEST_DATABASE_URL)] : [])];
+export const SQLITE = sqlite;

@@ -1,0 +1,73 @@
+// A TCP proxy between Almoner and its database that a test can cut, to stage an outage
+// without stopping the shared server.
+import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
+
+type Mode = 'open' | 'reset' | 'blackhole';
+
+export class TcpProxy {
+  private readonly server: Server;
+  private mode: Mode = 'open';
+  private readonly pairs = new Set<[Socket, Socket]>();
+  private readonly frozen = new Set<Socket>();
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {
+    this.server = createServer((client) => this.accept(client));
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /**
+   * reset: every connection is closed at once and new ones are refused, as when the database stops.
+   * blackhole: bytes stop flowing and connections hang, as when the network drops packets; those
+   * connections stay dead for good, even after restore(), as real ones would.
+   */
+  cut(mode: 'reset' | 'blackhole'): void {
+    this.mode = mode;
+    for (const pair of this.pairs) {
+      if (mode === 'reset') pair.forEach((s) => s.destroy());
+      else this.freeze(pair[0], pair[1]);
+    }
+    this.pairs.clear();
+  }
+
+  restore(): void {
+    this.mode = 'open';
+  }
+
+  async close(): Promise<void> {
+    for (const pair of this.pairs) pair.forEach((s) => s.destroy());
+    for (const s of this.frozen) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket): void {
+    client.on('error', () => {});
+    if (this.mode === 'reset') return void client.destroy();
+    if (this.mode === 'blackhole') return void this.frozen.add(client.pause());
+    const upstream = connect(this.targetPort, this.targetHost);
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    const pair: [Socket, Socket] = [client, upstream];
+    this.pairs.add(pair);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const forget = () => this.pairs.delete(pair);
+    client.on('close', forget);
+    upstream.on('close', forget);
+  }
+
+  private freeze(a: Socket, b: Socket): void {
+    for (const s of [a, b]) {
+      s.unpipe();
+      s.pause();
+      s.removeAllListeners('data');
+      this.frozen.add(s);
+    }
+  }
+}
