@@ -1,109 +1,13 @@
-// bin/almoner serve: the real server process, as an operator starts it, on a fresh SQLite file.
+// bin/almoner serve: the real server process, as an operator starts it, on a fresh database of
+// each backend.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { basic, exampleDonation, tempDir } from './support/app.js';
+import { basic, exampleDonation } from './support/app.js';
+import { BACKENDS, type TestDatabase } from './support/backends.js';
+import { almoner, assertBuilt, until, type Run } from './support/cli.js';
+import { ServerProcess } from './support/server.js';
 
-const BIN = fileURLToPath(new URL('../bin/almoner', import.meta.url));
-const DIST_MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
-
-let dir: string;
-let databaseUrl: string;
-
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.NODE_TEST_CONTEXT; // the child is not a test file
-  delete env.PORT;
-  delete env.LOG_LEVEL;
-  return { ...env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', ...extra };
-}
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function almoner(args: string[], extra: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    execFile(BIN, args, { env: childEnv(extra), timeout: 20_000 }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return reject(err);
-      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-    });
-  });
-}
-
-async function until(what: string, ms: number, done: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > deadline) assert.fail(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** A running `bin/almoner serve`, with everything it has written so far. */
-class Server {
-  stdout = '';
-  stderr = '';
-  url = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private exitedYet = false;
-  private readonly child: ChildProcess;
-
-  constructor(env: Record<string, string>) {
-    this.child = spawn(BIN, ['serve'], { env: childEnv({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout!.setEncoding('utf8').on('data', (s: string) => (this.stdout += s));
-    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => (this.stderr += s));
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        this.exitedYet = true;
-        resolve({ code, signal });
-      }),
-    );
-  }
-
-  /** Waits for Fastify's "Server listening at http://127.0.0.1:NNNN" log line. */
-  async listening(): Promise<this> {
-    await until('the server says where it listens', 10_000, () => {
-      if (this.exitedYet) assert.fail(`the server exited early\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
-      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(this.stdout);
-      if (m) this.url = m[1]!;
-      return m !== null;
-    });
-    return this;
-  }
-
-  logLines(): string[] {
-    return this.stdout.split('\n').filter((line) => line !== '');
-  }
-
-  signal(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
-  }
-
-  /** Sends the signal and waits (at most `ms`) for the process to exit. */
-  async stop(signal: NodeJS.Signals, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    this.signal(signal);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the server did not exit within ${ms / 1000} s of ${signal}`)), ms);
-    });
-    try {
-      return await Promise.race([this.exited, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  kill(): void {
-    if (!this.exitedYet) this.child.kill('SIGKILL');
-  }
-}
-
-async function post(server: Server, path: string, init: { authorization?: string; body?: string; contentType?: string } = {}) {
+async function post(server: ServerProcess, path: string, init: { authorization?: string; body?: string; contentType?: string } = {}) {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (init.authorization) headers.authorization = init.authorization;
   if (init.body !== undefined) headers['content-type'] = init.contentType ?? 'application/json';
@@ -111,11 +15,11 @@ async function post(server: Server, path: string, init: { authorization?: string
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
 
-async function meStatus(server: Server, username: string, password: string): Promise<number> {
+async function meStatus(server: ServerProcess, username: string, password: string): Promise<number> {
   return (await post(server, '/api/v1/me', { authorization: basic(username, password) })).status;
 }
 
-async function eventuallyMe(server: Server, username: string, password: string, status: number): Promise<void> {
+async function eventuallyMe(server: ServerProcess, username: string, password: string, status: number): Promise<void> {
   // The spec gives a running server 5 seconds to honour a CLI change.
   await until(`POST /me as ${username} answers ${status}`, 5_000, async () => (await meStatus(server, username, password)) === status);
 }
@@ -138,7 +42,7 @@ function addCredentials(username: string, password: string): void {
 }
 
 /** Sends a donation (a good one, a 422 and a malformed one) with these credentials: all carry donor data. */
-async function sendDonorData(server: Server, username: string, password: string): Promise<void> {
+async function sendDonorData(server: ServerProcess, username: string, password: string): Promise<void> {
   const authorization = basic(username, password);
   const ok = await post(server, '/api/v1/donation/create', { authorization, body: JSON.stringify(exampleDonation(DONOR)) });
   assert.equal(ok.status, 200, JSON.stringify(ok.body));
@@ -158,7 +62,7 @@ async function sendDonorData(server: Server, username: string, password: string)
   assert.equal((await post(server, '/api/v1/me', { authorization: wrong })).status, 401);
 }
 
-function assertCleanLogs(server: Server, linesBefore: number): void {
+function assertCleanLogs(server: ServerProcess, linesBefore: number): void {
   const lines = server.logLines();
   assert.ok(lines.length > linesBefore, 'the requests were logged (otherwise checking the logs proves nothing)');
   for (const line of lines) {
@@ -176,113 +80,131 @@ function assertCleanLogs(server: Server, linesBefore: number): void {
   assert.ok(!/authorization/i.test(server.stdout), 'the logs mention an Authorization header');
 }
 
-before(() => {
-  assert.ok(existsSync(DIST_MAIN), 'dist/ is missing: run `npm run build` before these tests');
-  dir = tempDir();
-  databaseUrl = `sqlite:${join(dir, 'almoner.db')}`;
-});
+// The backends are independent (each has its own database), so they run side by side; within one,
+// the suites run in order as before (concurrency: 1, since a suite inherits its parent's setting).
+describe('bin/almoner serve', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    describe(`bin/almoner serve [${backend.name}]`, { concurrency: 1 }, () => {
+      let database: TestDatabase | undefined;
 
-after(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+      before(async () => {
+        assertBuilt();
+        database = await backend.createDatabase();
+      });
 
-describe('bin/almoner serve on an empty database', () => {
-  let server: Server;
-  let username = '';
-  let password = '';
+      after(async () => {
+        await database?.drop();
+      });
 
-  before(async () => {
-    server = await new Server({}).listening(); // LOG_LEVEL unset: the default an operator gets
-  });
-  after(() => server?.kill());
+      function databaseUrl(): string {
+        assert.ok(database, 'no database: the before hook failed');
+        return database.url;
+      }
 
-  test('prints on stderr how to create the first charity', async () => {
-    await until('the first-charity hint on stderr', 5_000, () => server.stderr.includes('charity create'));
-    assert.match(server.stderr, /bin\/almoner charity create --name .+ --email \S+/);
-  });
+      function run(args: string[], extra: Record<string, string> = {}): Promise<Run> {
+        return almoner(databaseUrl(), args, extra);
+      }
 
-  test('POST /api/v1/me without credentials is a 401 JSON answer', async () => {
-    const res = await fetch(`${server.url}/api/v1/me`, { method: 'POST', headers: { accept: 'application/json' } });
-    assert.equal(res.status, 401);
-    assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
-    assert.match(res.headers.get('www-authenticate') ?? '', /^Basic /);
-    assert.deepEqual(await res.json(), { message: 'Unauthorized' });
-  });
+      describe('bin/almoner serve on an empty database', () => {
+        let server: ServerProcess;
+        let username = '';
+        let password = '';
 
-  test('a charity created with the CLI while it runs can authenticate and record a donation', async () => {
-    const r = await almoner(['charity', 'create', '--name', 'Live Charity', '--email', 'live@charity.example', '--json']);
-    assert.equal(r.code, 0, r.stderr);
-    ({ username, password } = JSON.parse(r.stdout) as { username: string; password: string });
-    addCredentials(username, password);
-    const me = await post(server, '/api/v1/me', { authorization: basic(username, password) });
-    assert.equal(me.status, 200);
-    assert.deepEqual(me.body, { success: true, message: 'Authenticated', data: { name: 'Live Charity', email: 'live@charity.example' } });
-    const linesBefore = server.logLines().length;
-    await sendDonorData(server, username, password);
-    assertCleanLogs(server, linesBefore);
-  });
+        before(async () => {
+          server = await new ServerProcess(databaseUrl()).listening(); // LOG_LEVEL unset: the default an operator gets
+        });
+        after(() => server?.kill());
 
-  test('honours disable, enable and rotate within 5 s', async () => {
-    assert.ok(username, 'needs the charity from the test before');
-    assert.equal((await almoner(['charity', 'disable', username])).code, 0);
-    await eventuallyMe(server, username, password, 401);
-    assert.equal((await almoner(['charity', 'enable', username])).code, 0);
-    await eventuallyMe(server, username, password, 200);
-    const rotated = await almoner(['charity', 'rotate', username, '--json']);
-    assert.equal(rotated.code, 0, rotated.stderr);
-    const fresh = (JSON.parse(rotated.stdout) as { password: string }).password;
-    addCredentials(username, fresh);
-    await eventuallyMe(server, username, password, 401);
-    await eventuallyMe(server, username, fresh, 200);
-    password = fresh;
-  });
+        test('prints on stderr how to create the first charity', async () => {
+          await until('the first-charity hint on stderr', 5_000, () => server.stderr.includes('charity create'));
+          assert.match(server.stderr, /bin\/almoner charity create --name .+ --email \S+/);
+        });
 
-  test('stdout is JSON log lines without credentials or donor data', () => {
-    assertCleanLogs(server, 1);
-  });
+        test('POST /api/v1/me without credentials is a 401 JSON answer', async () => {
+          const res = await fetch(`${server.url}/api/v1/me`, { method: 'POST', headers: { accept: 'application/json' } });
+          assert.equal(res.status, 401);
+          assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+          assert.match(res.headers.get('www-authenticate') ?? '', /^Basic /);
+          assert.deepEqual(await res.json(), { message: 'Unauthorized' });
+        });
 
-  test('SIGTERM stops it with exit status 0 within 10 s', async () => {
-    const { code, signal } = await server.stop('SIGTERM', 10_000);
-    assert.equal(signal, null, 'the process handled the signal rather than being killed by it');
-    assert.equal(code, 0, `stderr: ${server.stderr}`);
-    assertCleanLogs(server, 1); // including whatever it wrote while shutting down
-  });
-});
+        test('a charity created with the CLI while it runs can authenticate and record a donation', async () => {
+          const r = await run(['charity', 'create', '--name', 'Live Charity', '--email', 'live@charity.example', '--json']);
+          assert.equal(r.code, 0, r.stderr);
+          ({ username, password } = JSON.parse(r.stdout) as { username: string; password: string });
+          addCredentials(username, password);
+          const me = await post(server, '/api/v1/me', { authorization: basic(username, password) });
+          assert.equal(me.status, 200);
+          assert.deepEqual(me.body, { success: true, message: 'Authenticated', data: { name: 'Live Charity', email: 'live@charity.example' } });
+          const linesBefore = server.logLines().length;
+          await sendDonorData(server, username, password);
+          assertCleanLogs(server, linesBefore);
+        });
 
-describe('bin/almoner serve on a database that has a charity', () => {
-  test('gives no first-charity hint, keeps trace-level logs clean, and stops on SIGINT with 0', async () => {
-    const r = await almoner(['charity', 'create', '--name', 'Second Run', '--email', 'second@run.example', '--json']);
-    assert.equal(r.code, 0, r.stderr);
-    const { username, password } = JSON.parse(r.stdout) as { username: string; password: string };
-    addCredentials(username, password);
+        test('honours disable, enable and rotate within 5 s', async () => {
+          assert.ok(username, 'needs the charity from the test before');
+          assert.equal((await run(['charity', 'disable', username])).code, 0);
+          await eventuallyMe(server, username, password, 401);
+          assert.equal((await run(['charity', 'enable', username])).code, 0);
+          await eventuallyMe(server, username, password, 200);
+          const rotated = await run(['charity', 'rotate', username, '--json']);
+          assert.equal(rotated.code, 0, rotated.stderr);
+          const fresh = (JSON.parse(rotated.stdout) as { password: string }).password;
+          addCredentials(username, fresh);
+          await eventuallyMe(server, username, password, 401);
+          await eventuallyMe(server, username, fresh, 200);
+          password = fresh;
+        });
 
-    const server = await new Server({ LOG_LEVEL: 'trace' }).listening();
-    try {
-      const linesBefore = server.logLines().length;
-      assert.equal((await post(server, '/api/v1/me', { authorization: basic(username, password) })).status, 200);
-      await sendDonorData(server, username, password);
-      const { code, signal } = await server.stop('SIGINT', 10_000);
-      assert.equal(signal, null);
-      assert.equal(code, 0, `stderr: ${server.stderr}`);
-      assert.ok(!server.stderr.includes('charity create'), `a hint on a database with charities:\n${server.stderr}`);
-      assertCleanLogs(server, linesBefore);
-    } finally {
-      server.kill();
-    }
-  });
-});
+        test('stdout is JSON log lines without credentials or donor data', () => {
+          assertCleanLogs(server, 1);
+        });
 
-describe('bin/almoner serve with bad settings', { concurrency: true }, () => {
-  for (const [name, value] of [
-    ['PORT', '65536'],
-    ['PORT', 'http'],
-    ['LOG_LEVEL', 'loud'],
-  ] as const) {
-    test(`${name}=${value}: exit 2 with a message naming ${name}`, async () => {
-      const r = await almoner(['serve'], { [name]: value });
-      assert.equal(r.code, 2, `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-      assert.ok(r.stderr.includes(name), `stderr does not name ${name}: ${r.stderr}`);
-      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+        test('SIGTERM stops it with exit status 0 within 10 s', async () => {
+          const { code, signal } = await server.stop('SIGTERM', 10_000);
+          assert.equal(signal, null, 'the process handled the signal rather than being killed by it');
+          assert.equal(code, 0, `stderr: ${server.stderr}`);
+          assertCleanLogs(server, 1); // including whatever it wrote while shutting down
+        });
+      });
+
+      describe('bin/almoner serve on a database that has a charity', () => {
+        test('gives no first-charity hint, keeps trace-level logs clean, and stops on SIGINT with 0', async () => {
+          const r = await run(['charity', 'create', '--name', 'Second Run', '--email', 'second@run.example', '--json']);
+          assert.equal(r.code, 0, r.stderr);
+          const { username, password } = JSON.parse(r.stdout) as { username: string; password: string };
+          addCredentials(username, password);
+
+          const server = await new ServerProcess(databaseUrl(), { LOG_LEVEL: 'trace' }).listening();
+          try {
+            const linesBefore = server.logLines().length;
+            assert.equal((await post(server, '/api/v1/me', { authorization: basic(username, password) })).status, 200);
+            await sendDonorData(server, username, password);
+            const { code, signal } = await server.stop('SIGINT', 10_000);
+            assert.equal(signal, null);
+            assert.equal(code, 0, `stderr: ${server.stderr}`);
+            assert.ok(!server.stderr.includes('charity create'), `a hint on a database with charities:\n${server.stderr}`);
+            assertCleanLogs(server, linesBefore);
+          } finally {
+            server.kill();
+          }
+        });
+      });
+
+      describe('bin/almoner serve with bad settings', { concurrency: true }, () => {
+        for (const [name, value] of [
+          ['PORT', '65536'],
+          ['PORT', 'http'],
+          ['LOG_LEVEL', 'loud'],
+        ] as const) {
+          test(`${name}=${value}: exit 2 with a message naming ${name}`, async () => {
+            const r = await run(['serve'], { [name]: value });
+            assert.equal(r.code, 2, `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+            assert.ok(r.stderr.includes(name), `stderr does not name ${name}: ${r.stderr}`);
+            assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+          });
+        }
+      });
     });
   }
 });

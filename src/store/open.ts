@@ -47,7 +47,8 @@ function postgresDialect(connectionString: string, max: number): Dialect {
     connectionString,
     max,
     connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
-    query_timeout: PG_QUERY_TIMEOUT_MS,
+    // No query_timeout here: node-postgres never clears it for cursors, so it would cut exports
+    // short after 5 s. Queries are timed below instead, cursors not at all.
     keepAlive: true,
     // Ids, counts and pence are int8; every value Almoner stores fits a JS number exactly.
     types: {
@@ -80,12 +81,11 @@ function discardingBrokenClients(pool: pg.Pool): PostgresPool {
       return {
         query: ((...args: unknown[]) => {
           const result = query(...args);
-          if (result instanceof Promise) {
-            result.catch((err: unknown) => {
-              if (isDatabaseUnavailable(err)) broken = err as Error;
-            });
-          }
-          return result;
+          if (!(result instanceof Promise)) return result; // a cursor: an export streams as long as it needs
+          result.catch((err: unknown) => {
+            if (isDatabaseUnavailable(err)) broken = err as Error;
+          });
+          return timeLimited(result, PG_QUERY_TIMEOUT_MS, () => (broken = new Error('Query read timeout')));
         }) as PostgresPoolClient['query'],
         release: () => {
           client.removeListener('error', onError);
@@ -95,4 +95,13 @@ function discardingBrokenClients(pool: pg.Pool): PostgresPool {
     },
     end: () => pool.end(),
   };
+}
+
+/** Rejects with the error `onTimeout` returns if `work` has not settled within `ms`. */
+function timeLimited<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,44 +1,14 @@
-// bin/almoner charity ...: the real executable, spawned as an operator would run it,
-// on a SQLite file that an in-process app also serves (as a running server would).
+// bin/almoner charity ...: the real executable, spawned as an operator would run it, on a fresh
+// database of each backend that an in-process app also serves (as a running server would).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
-import { basic, tempDir } from '../support/app.js';
-
-const BIN = fileURLToPath(new URL('../../bin/almoner', import.meta.url));
-const DIST_MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs bin/almoner with DATABASE_URL (and any extra environment); never rejects on a non-zero exit. */
-function almoner(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const fullEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, ...env };
-  delete fullEnv.NODE_TEST_CONTEXT; // the child is not a test file
-  return new Promise((resolve, reject) => {
-    execFile(BIN, args, { env: fullEnv, timeout: 20_000 }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return reject(err); // could not run at all, or timed out
-      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-    });
-  });
-}
-
-/** Runs a command that must succeed, and returns its standard output. */
-async function ok(args: string[]): Promise<string> {
-  const r = await almoner(args);
-  assert.equal(r.code, 0, `almoner ${args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-  return r.stdout;
-}
+import { basic } from '../support/app.js';
+import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt, until, type Run } from '../support/cli.js';
 
 interface Created {
   id: number;
@@ -46,37 +16,6 @@ interface Created {
   email: string;
   username: string;
   password: string;
-}
-
-async function createCharity(name: string, email: string): Promise<Created> {
-  return JSON.parse(await ok(['charity', 'create', '--name', name, '--email', email, '--json'])) as Created;
-}
-
-let dir: string;
-let databaseUrl: string;
-let store: Store;
-let app: FastifyInstance;
-/** Every password the CLI has shown in this file: none may ever show up in `charity list`. */
-const passwordsSeen = new Set<string>();
-
-async function meStatus(username: string, password: string): Promise<number> {
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/v1/me',
-    headers: { authorization: basic(username, password), accept: 'application/json' },
-  });
-  return res.statusCode;
-}
-
-/** Polls until /me answers `status` for these credentials; the spec gives a running server 5 seconds. */
-async function eventuallyMe(username: string, password: string, status: number): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  let last = await meStatus(username, password);
-  while (last !== status && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    last = await meStatus(username, password);
-  }
-  assert.equal(last, status, `POST /api/v1/me as ${username} still answers ${last} after 5 s, expected ${status}`);
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
@@ -87,261 +26,319 @@ function assertStrongPassword(password: string): void {
   assert.ok(password.length >= 22, `password ${JSON.stringify(password)} is too short for 128 bits`);
 }
 
-before(async () => {
-  assert.ok(existsSync(DIST_MAIN), 'dist/ is missing: run `npm run build` before these tests');
-  dir = tempDir();
-  const path = join(dir, 'almoner.db');
-  databaseUrl = `sqlite:${path}`;
-  store = await openStore({ dialect: 'sqlite', path });
-  app = await buildApp({ store });
-  await app.ready();
-});
+// The backends are independent (each has its own database), so they run side by side; within one,
+// the suites run in order as before (concurrency: 1, since a suite inherits its parent's setting).
+describe('bin/almoner charity', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    describe(`bin/almoner charity [${backend.name}]`, { concurrency: 1 }, () => {
+      let database: TestDatabase | undefined;
+      let store: Store;
+      let app: FastifyInstance;
+      /** Every password the CLI has shown on this database: none may ever show up in `charity list`. */
+      const passwordsSeen = new Set<string>();
 
-after(async () => {
-  await app?.close();
-  await store?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+      before(async () => {
+        assertBuilt();
+        database = await backend.createDatabase();
+        store = await openStore(database.location);
+        app = await buildApp({ store });
+        await app.ready();
+      });
 
-describe('charity create', () => {
-  test('--json prints exactly id, name, email, username and a strong password', async () => {
-    const out = await ok(['charity', 'create', '--name', 'Helping Hands', '--email', 'info@helpinghands.example', '--json']);
-    assert.equal(out.trim().split('\n').length, 1, 'one line of JSON');
-    const created = JSON.parse(out) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(created).sort(), ['email', 'id', 'name', 'password', 'username']);
-    assert.equal(created.name, 'Helping Hands');
-    assert.equal(created.email, 'info@helpinghands.example');
-    assert.ok(Number.isInteger(created.id), 'id is an integer');
-    assert.equal(typeof created.username, 'string');
-    assert.ok((created.username as string).length > 0);
-    assert.ok(!(created.username as string).includes(':'), 'a Basic username cannot hold a colon');
-    assert.equal(typeof created.password, 'string');
-    assertStrongPassword(created.password as string);
-    passwordsSeen.add(created.password as string);
+      after(async () => {
+        try {
+          await app?.close();
+          await store?.close();
+        } finally {
+          await database?.drop();
+        }
+      });
 
-    // The credentials are real: the service accepts them.
-    await eventuallyMe(created.username as string, created.password as string, 200);
-  });
-
-  test('two charities get different usernames and passwords, even with the same name', async () => {
-    const a = await createCharity('Twin Trust', 'a@twin.example');
-    const b = await createCharity('Twin Trust', 'b@twin.example');
-    passwordsSeen.add(a.password).add(b.password);
-    assert.notEqual(a.id, b.id);
-    assert.notEqual(a.username, b.username);
-    assert.notEqual(a.password, b.password);
-  });
-
-  test('plain output shows the username and the password, which work', async () => {
-    const out = await ok(['charity', 'create', '--name', 'Plain Output Fund', '--email', 'plain@fund.example']);
-    const username = /username:\s*(\S+)/.exec(out)?.[1];
-    const password = /password:\s*(\S+)/.exec(out)?.[1];
-    assert.ok(username, `no username in:\n${out}`);
-    assert.ok(password, `no password in:\n${out}`);
-    assertStrongPassword(password);
-    passwordsSeen.add(password);
-    const listed = (await store.listCharities()).find((c) => c.username === username);
-    assert.ok(listed, `${username} is not in the store`);
-    assert.equal(listed.name, 'Plain Output Fund');
-    assert.equal(listed.email, 'plain@fund.example');
-    await eventuallyMe(username, password, 200);
-  });
-});
-
-describe('charity list', () => {
-  test('--json is an array of exactly id, name, email, username, active, created_at', async () => {
-    const mine = await createCharity('Listed Charity', 'listed@charity.example');
-    passwordsSeen.add(mine.password);
-    const list = JSON.parse(await ok(['charity', 'list', '--json'])) as Record<string, unknown>[];
-    assert.ok(Array.isArray(list));
-    assert.ok(list.length >= 1);
-    for (const c of list) {
-      assert.deepEqual(Object.keys(c).sort(), ['active', 'created_at', 'email', 'id', 'name', 'username']);
-      assert.ok(Number.isInteger(c.id));
-      assert.equal(typeof c.name, 'string');
-      assert.equal(typeof c.email, 'string');
-      assert.equal(typeof c.username, 'string');
-      assert.equal(typeof c.active, 'boolean');
-      assert.equal(typeof c.created_at, 'string');
-      assert.ok(!Number.isNaN(Date.parse(c.created_at as string)), `created_at ${String(c.created_at)} is a timestamp`);
-    }
-    const entry = list.find((c) => c.username === mine.username);
-    assert.deepEqual(
-      entry && { id: entry.id, name: entry.name, email: entry.email, active: entry.active },
-      { id: mine.id, name: 'Listed Charity', email: 'listed@charity.example', active: true },
-    );
-  });
-
-  test('neither form shows a password or a password hash', async () => {
-    const json = await ok(['charity', 'list', '--json']);
-    const plain = await ok(['charity', 'list']);
-    const charities = await store.listCharities();
-    assert.ok(passwordsSeen.size >= 1 && charities.length >= 1);
-    for (const password of passwordsSeen) {
-      assert.ok(!json.includes(password), 'a password in `charity list --json`');
-      assert.ok(!plain.includes(password), 'a password in `charity list`');
-    }
-    for (const c of charities) {
-      assert.ok(plain.includes(c.username), `${c.username} is missing from \`charity list\``);
-      const hash = (await store.findCredential(c.username))?.password_hash;
-      assert.ok(hash, `no hash stored for ${c.username}`);
-      assert.ok(!json.includes(hash), 'a password hash in `charity list --json`');
-      assert.ok(!plain.includes(hash), 'a password hash in `charity list`');
-    }
-    assert.doesNotMatch(json, /password|hash/i);
-  });
-});
-
-describe('charity rotate, disable and enable', () => {
-  test('rotate --json prints exactly username and a new password; the old one stops working within 5 s', async () => {
-    const c = await createCharity('Rotating Relief', 'rotate@relief.example');
-    passwordsSeen.add(c.password);
-    await eventuallyMe(c.username, c.password, 200); // the server has seen the old password working
-
-    const out = await ok(['charity', 'rotate', c.username, '--json']);
-    const rotated = JSON.parse(out) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(rotated).sort(), ['password', 'username']);
-    assert.equal(rotated.username, c.username);
-    assert.equal(typeof rotated.password, 'string');
-    const fresh = rotated.password as string;
-    passwordsSeen.add(fresh);
-    assertStrongPassword(fresh);
-    assert.notEqual(fresh, c.password);
-
-    await eventuallyMe(c.username, c.password, 401);
-    await eventuallyMe(c.username, fresh, 200);
-  });
-
-  test('plain rotate prints the new password, which replaces the previous one', async () => {
-    const c = await createCharity('Plain Rotation', 'plain@rotation.example');
-    passwordsSeen.add(c.password);
-    const out = await ok(['charity', 'rotate', c.username]);
-    const fresh = /(?<![A-Za-z0-9_-])([A-Za-z0-9_-]{22,})(?![A-Za-z0-9_-])/.exec(out.replace(c.username, ''))?.[1];
-    assert.ok(fresh, `no password in:\n${out}`);
-    passwordsSeen.add(fresh);
-    assert.notEqual(fresh, c.password);
-    await eventuallyMe(c.username, c.password, 401);
-    await eventuallyMe(c.username, fresh, 200);
-  });
-
-  test('disable locks a charity out within 5 s and enable lets it back in, its password unchanged', async () => {
-    const c = await createCharity('Switchable Support', 'switch@support.example');
-    passwordsSeen.add(c.password);
-    await eventuallyMe(c.username, c.password, 200);
-
-    const disabled = await almoner(['charity', 'disable', c.username]);
-    assert.equal(disabled.code, 0, disabled.stderr);
-    assert.ok(disabled.stdout.includes(c.username), 'disable says which charity it disabled');
-    await eventuallyMe(c.username, c.password, 401);
-    let listed = (JSON.parse(await ok(['charity', 'list', '--json'])) as { username: string; active: boolean }[]).find(
-      (x) => x.username === c.username,
-    );
-    assert.equal(listed?.active, false);
-
-    // Disabling twice is harmless.
-    assert.equal((await almoner(['charity', 'disable', c.username])).code, 0);
-
-    const enabled = await almoner(['charity', 'enable', c.username]);
-    assert.equal(enabled.code, 0, enabled.stderr);
-    assert.ok(enabled.stdout.includes(c.username), 'enable says which charity it enabled');
-    await eventuallyMe(c.username, c.password, 200);
-    listed = (JSON.parse(await ok(['charity', 'list', '--json'])) as { username: string; active: boolean }[]).find(
-      (x) => x.username === c.username,
-    );
-    assert.equal(listed?.active, true);
-  });
-
-  test('a disabled charity can be rotated; the new password works once it is enabled again', async () => {
-    const c = await createCharity('Dormant Donations', 'dormant@donations.example');
-    passwordsSeen.add(c.password);
-    await ok(['charity', 'disable', c.username]);
-    const fresh = (JSON.parse(await ok(['charity', 'rotate', c.username, '--json'])) as { password: string }).password;
-    passwordsSeen.add(fresh);
-    await eventuallyMe(c.username, fresh, 401); // still disabled
-    await ok(['charity', 'enable', c.username]);
-    await eventuallyMe(c.username, fresh, 200);
-    await eventuallyMe(c.username, c.password, 401);
-  });
-
-});
-
-describe('an unknown username', { concurrency: true }, () => {
-  for (const args of [
-    ['charity', 'rotate', 'no-such-charity-000000', '--json'],
-    ['charity', 'disable', 'no-such-charity-000000'],
-    ['charity', 'enable', 'no-such-charity-000000'],
-  ]) {
-    test(`${args.join(' ')}: exit 2 with a message naming it, and nothing changes`, async () => {
-      const unchanged = await store.listCharities();
-      const r = await almoner(args);
-      assert.equal(r.code, 2, `exit ${r.code}; stderr: ${r.stderr}`);
-      assert.equal(r.stdout, '', 'nothing on standard output (in particular no password)');
-      assert.ok(r.stderr.includes('no-such-charity-000000'), `stderr does not name the username: ${r.stderr}`);
-      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
-      assert.deepEqual(await store.listCharities(), unchanged, 'nothing changed');
-    });
-  }
-});
-
-describe('bad arguments', { concurrency: true }, () => {
-  const cases: { what: string; args: string[]; stderr: RegExp; env?: Record<string, string> }[] = [
-    { what: 'create without --name', args: ['charity', 'create', '--email', 'x@y.example'], stderr: /--name/ },
-    { what: 'create without --email', args: ['charity', 'create', '--name', 'No Email'], stderr: /--email/ },
-    { what: 'create with an invalid --email', args: ['charity', 'create', '--name', 'Bad Email', '--email', 'not-an-email'], stderr: /email/i },
-    { what: 'create with an empty --name', args: ['charity', 'create', '--name', '  ', '--email', 'x@y.example'], stderr: /name/i },
-    { what: 'create with an unknown option', args: ['charity', 'create', '--name', 'N', '--email', 'x@y.example', '--colour', 'red'], stderr: /colour/ },
-    { what: 'an unknown charity subcommand', args: ['charity', 'frobnicate'], stderr: /frobnicate/ },
-    { what: 'an unknown top-level command', args: ['frobnicate'], stderr: /frobnicate/ },
-    { what: 'rotate without a username', args: ['charity', 'rotate'], stderr: /username/i },
-    { what: 'disable without a username', args: ['charity', 'disable'], stderr: /username/i },
-    { what: 'export --from in the API DD-MM-YYYY form', args: ['donations', 'export', '--from', '25-02-2021'], stderr: /--from/ },
-    { what: 'export --from on a day that does not exist', args: ['donations', 'export', '--from', '2021-02-30'], stderr: /--from/ },
-    { what: 'export --to that is not a date', args: ['donations', 'export', '--to', '2021-13-01'], stderr: /--to/ },
-    { what: 'export --format xml', args: ['donations', 'export', '--format', 'xml'], stderr: /--format|xml/ },
-    { what: 'a DATABASE_URL that is not sqlite:', args: ['charity', 'list'], stderr: /DATABASE_URL/, env: { DATABASE_URL: 'redis://operator:s3cr3t@db.example/0' } },
-  ];
-
-  for (const c of cases) {
-    test(`${c.what}: exit 2 with a message on stderr`, async () => {
-      const r = await almoner(c.args, c.env);
-      assert.equal(r.code, 2, `almoner ${c.args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-      assert.match(r.stderr, c.stderr);
-      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
-      assert.equal(r.stdout, '', 'nothing on standard output');
-      if (c.env?.DATABASE_URL) assert.ok(!r.stderr.includes('s3cr3t'), 'the message does not repeat a password from DATABASE_URL');
-      if (c.args[1] === 'create') {
-        const names = (await store.listCharities()).map((x) => x.name);
-        assert.ok(!names.includes(c.args[3]!), 'a refused create stores nothing');
+      /** Runs bin/almoner on this database (with any extra environment); never rejects on a non-zero exit. */
+      function run(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+        assert.ok(database, 'no database: the before hook failed');
+        return almoner(database.url, args, env);
       }
+
+      /** Runs a command that must succeed, and returns its standard output. */
+      async function ok(args: string[]): Promise<string> {
+        const r = await run(args);
+        assert.equal(r.code, 0, `almoner ${args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+        return r.stdout;
+      }
+
+      async function createCharity(name: string, email: string): Promise<Created> {
+        return JSON.parse(await ok(['charity', 'create', '--name', name, '--email', email, '--json'])) as Created;
+      }
+
+      async function meStatus(username: string, password: string): Promise<number> {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/me',
+          headers: { authorization: basic(username, password), accept: 'application/json' },
+        });
+        return res.statusCode;
+      }
+
+      /** Polls until /me answers `status` for these credentials; the spec gives a running server 5 seconds. */
+      async function eventuallyMe(username: string, password: string, status: number): Promise<void> {
+        let last: number | undefined;
+        await until(
+          `POST /api/v1/me as ${username} answers ${status}`,
+          5_000,
+          async () => (last = await meStatus(username, password)) === status,
+          () => `it still answers ${last}`,
+        );
+      }
+
+      describe('charity create', () => {
+        test('--json prints exactly id, name, email, username and a strong password', async () => {
+          const out = await ok(['charity', 'create', '--name', 'Helping Hands', '--email', 'info@helpinghands.example', '--json']);
+          assert.equal(out.trim().split('\n').length, 1, 'one line of JSON');
+          const created = JSON.parse(out) as Record<string, unknown>;
+          assert.deepEqual(Object.keys(created).sort(), ['email', 'id', 'name', 'password', 'username']);
+          assert.equal(created.name, 'Helping Hands');
+          assert.equal(created.email, 'info@helpinghands.example');
+          assert.ok(Number.isInteger(created.id), 'id is an integer');
+          assert.equal(typeof created.username, 'string');
+          assert.ok((created.username as string).length > 0);
+          assert.ok(!(created.username as string).includes(':'), 'a Basic username cannot hold a colon');
+          assert.equal(typeof created.password, 'string');
+          assertStrongPassword(created.password as string);
+          passwordsSeen.add(created.password as string);
+
+          // The credentials are real: the service accepts them.
+          await eventuallyMe(created.username as string, created.password as string, 200);
+        });
+
+        test('two charities get different usernames and passwords, even with the same name', async () => {
+          const a = await createCharity('Twin Trust', 'a@twin.example');
+          const b = await createCharity('Twin Trust', 'b@twin.example');
+          passwordsSeen.add(a.password).add(b.password);
+          assert.notEqual(a.id, b.id);
+          assert.notEqual(a.username, b.username);
+          assert.notEqual(a.password, b.password);
+        });
+
+        test('plain output shows the username and the password, which work', async () => {
+          const out = await ok(['charity', 'create', '--name', 'Plain Output Fund', '--email', 'plain@fund.example']);
+          const username = /username:\s*(\S+)/.exec(out)?.[1];
+          const password = /password:\s*(\S+)/.exec(out)?.[1];
+          assert.ok(username, `no username in:\n${out}`);
+          assert.ok(password, `no password in:\n${out}`);
+          assertStrongPassword(password);
+          passwordsSeen.add(password);
+          const listed = (await store.listCharities()).find((c) => c.username === username);
+          assert.ok(listed, `${username} is not in the store`);
+          assert.equal(listed.name, 'Plain Output Fund');
+          assert.equal(listed.email, 'plain@fund.example');
+          await eventuallyMe(username, password, 200);
+        });
+      });
+
+      describe('charity list', () => {
+        test('--json is an array of exactly id, name, email, username, active, created_at', async () => {
+          const mine = await createCharity('Listed Charity', 'listed@charity.example');
+          passwordsSeen.add(mine.password);
+          const list = JSON.parse(await ok(['charity', 'list', '--json'])) as Record<string, unknown>[];
+          assert.ok(Array.isArray(list));
+          assert.ok(list.length >= 1);
+          for (const c of list) {
+            assert.deepEqual(Object.keys(c).sort(), ['active', 'created_at', 'email', 'id', 'name', 'username']);
+            assert.ok(Number.isInteger(c.id));
+            assert.equal(typeof c.name, 'string');
+            assert.equal(typeof c.email, 'string');
+            assert.equal(typeof c.username, 'string');
+            assert.equal(typeof c.active, 'boolean');
+            assert.equal(typeof c.created_at, 'string');
+            assert.ok(!Number.isNaN(Date.parse(c.created_at as string)), `created_at ${String(c.created_at)} is a timestamp`);
+          }
+          const entry = list.find((c) => c.username === mine.username);
+          assert.deepEqual(
+            entry && { id: entry.id, name: entry.name, email: entry.email, active: entry.active },
+            { id: mine.id, name: 'Listed Charity', email: 'listed@charity.example', active: true },
+          );
+        });
+
+        test('neither form shows a password or a password hash', async () => {
+          const json = await ok(['charity', 'list', '--json']);
+          const plain = await ok(['charity', 'list']);
+          const charities = await store.listCharities();
+          assert.ok(passwordsSeen.size >= 1 && charities.length >= 1);
+          for (const password of passwordsSeen) {
+            assert.ok(!json.includes(password), 'a password in `charity list --json`');
+            assert.ok(!plain.includes(password), 'a password in `charity list`');
+          }
+          for (const c of charities) {
+            assert.ok(plain.includes(c.username), `${c.username} is missing from \`charity list\``);
+            const hash = (await store.findCredential(c.username))?.password_hash;
+            assert.ok(hash, `no hash stored for ${c.username}`);
+            assert.ok(!json.includes(hash), 'a password hash in `charity list --json`');
+            assert.ok(!plain.includes(hash), 'a password hash in `charity list`');
+          }
+          assert.doesNotMatch(json, /password|hash/i);
+        });
+      });
+
+      describe('charity rotate, disable and enable', () => {
+        test('rotate --json prints exactly username and a new password; the old one stops working within 5 s', async () => {
+          const c = await createCharity('Rotating Relief', 'rotate@relief.example');
+          passwordsSeen.add(c.password);
+          await eventuallyMe(c.username, c.password, 200); // the server has seen the old password working
+
+          const out = await ok(['charity', 'rotate', c.username, '--json']);
+          const rotated = JSON.parse(out) as Record<string, unknown>;
+          assert.deepEqual(Object.keys(rotated).sort(), ['password', 'username']);
+          assert.equal(rotated.username, c.username);
+          assert.equal(typeof rotated.password, 'string');
+          const fresh = rotated.password as string;
+          passwordsSeen.add(fresh);
+          assertStrongPassword(fresh);
+          assert.notEqual(fresh, c.password);
+
+          await eventuallyMe(c.username, c.password, 401);
+          await eventuallyMe(c.username, fresh, 200);
+        });
+
+        test('plain rotate prints the new password, which replaces the previous one', async () => {
+          const c = await createCharity('Plain Rotation', 'plain@rotation.example');
+          passwordsSeen.add(c.password);
+          const out = await ok(['charity', 'rotate', c.username]);
+          const fresh = /(?<![A-Za-z0-9_-])([A-Za-z0-9_-]{22,})(?![A-Za-z0-9_-])/.exec(out.replace(c.username, ''))?.[1];
+          assert.ok(fresh, `no password in:\n${out}`);
+          passwordsSeen.add(fresh);
+          assert.notEqual(fresh, c.password);
+          await eventuallyMe(c.username, c.password, 401);
+          await eventuallyMe(c.username, fresh, 200);
+        });
+
+        test('disable locks a charity out within 5 s and enable lets it back in, its password unchanged', async () => {
+          const c = await createCharity('Switchable Support', 'switch@support.example');
+          passwordsSeen.add(c.password);
+          await eventuallyMe(c.username, c.password, 200);
+
+          const disabled = await run(['charity', 'disable', c.username]);
+          assert.equal(disabled.code, 0, disabled.stderr);
+          assert.ok(disabled.stdout.includes(c.username), 'disable says which charity it disabled');
+          await eventuallyMe(c.username, c.password, 401);
+          let listed = (JSON.parse(await ok(['charity', 'list', '--json'])) as { username: string; active: boolean }[]).find(
+            (x) => x.username === c.username,
+          );
+          assert.equal(listed?.active, false);
+
+          // Disabling twice is harmless.
+          assert.equal((await run(['charity', 'disable', c.username])).code, 0);
+
+          const enabled = await run(['charity', 'enable', c.username]);
+          assert.equal(enabled.code, 0, enabled.stderr);
+          assert.ok(enabled.stdout.includes(c.username), 'enable says which charity it enabled');
+          await eventuallyMe(c.username, c.password, 200);
+          listed = (JSON.parse(await ok(['charity', 'list', '--json'])) as { username: string; active: boolean }[]).find(
+            (x) => x.username === c.username,
+          );
+          assert.equal(listed?.active, true);
+        });
+
+        test('a disabled charity can be rotated; the new password works once it is enabled again', async () => {
+          const c = await createCharity('Dormant Donations', 'dormant@donations.example');
+          passwordsSeen.add(c.password);
+          await ok(['charity', 'disable', c.username]);
+          const fresh = (JSON.parse(await ok(['charity', 'rotate', c.username, '--json'])) as { password: string }).password;
+          passwordsSeen.add(fresh);
+          await eventuallyMe(c.username, fresh, 401); // still disabled
+          await ok(['charity', 'enable', c.username]);
+          await eventuallyMe(c.username, fresh, 200);
+          await eventuallyMe(c.username, c.password, 401);
+        });
+      });
+
+      describe('an unknown username', { concurrency: true }, () => {
+        for (const args of [
+          ['charity', 'rotate', 'no-such-charity-000000', '--json'],
+          ['charity', 'disable', 'no-such-charity-000000'],
+          ['charity', 'enable', 'no-such-charity-000000'],
+        ]) {
+          test(`${args.join(' ')}: exit 2 with a message naming it, and nothing changes`, async () => {
+            const unchanged = await store.listCharities();
+            const r = await run(args);
+            assert.equal(r.code, 2, `exit ${r.code}; stderr: ${r.stderr}`);
+            assert.equal(r.stdout, '', 'nothing on standard output (in particular no password)');
+            assert.ok(r.stderr.includes('no-such-charity-000000'), `stderr does not name the username: ${r.stderr}`);
+            assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+            assert.deepEqual(await store.listCharities(), unchanged, 'nothing changed');
+          });
+        }
+      });
+
+      describe('bad arguments', { concurrency: true }, () => {
+        const cases: { what: string; args: string[]; stderr: RegExp; env?: Record<string, string>; sqliteOnly?: true }[] = [
+          { what: 'create without --name', args: ['charity', 'create', '--email', 'x@y.example'], stderr: /--name/ },
+          { what: 'create without --email', args: ['charity', 'create', '--name', 'No Email'], stderr: /--email/ },
+          { what: 'create with an invalid --email', args: ['charity', 'create', '--name', 'Bad Email', '--email', 'not-an-email'], stderr: /email/i },
+          { what: 'create with an empty --name', args: ['charity', 'create', '--name', '  ', '--email', 'x@y.example'], stderr: /name/i },
+          { what: 'create with an unknown option', args: ['charity', 'create', '--name', 'N', '--email', 'x@y.example', '--colour', 'red'], stderr: /colour/ },
+          { what: 'an unknown charity subcommand', args: ['charity', 'frobnicate'], stderr: /frobnicate/ },
+          { what: 'an unknown top-level command', args: ['frobnicate'], stderr: /frobnicate/ },
+          { what: 'rotate without a username', args: ['charity', 'rotate'], stderr: /username/i },
+          { what: 'disable without a username', args: ['charity', 'disable'], stderr: /username/i },
+          { what: 'export --from in the API DD-MM-YYYY form', args: ['donations', 'export', '--from', '25-02-2021'], stderr: /--from/ },
+          { what: 'export --from on a day that does not exist', args: ['donations', 'export', '--from', '2021-02-30'], stderr: /--from/ },
+          { what: 'export --to that is not a date', args: ['donations', 'export', '--to', '2021-13-01'], stderr: /--to/ },
+          { what: 'export --format xml', args: ['donations', 'export', '--format', 'xml'], stderr: /--format|xml/ },
+          // SQLite-only: it replaces DATABASE_URL, so it runs on neither backend; once is enough.
+          {
+            what: 'a DATABASE_URL that is neither sqlite: nor postgres:',
+            args: ['charity', 'list'],
+            stderr: /DATABASE_URL/,
+            env: { DATABASE_URL: 'redis://operator:s3cr3t@db.example/0' },
+            sqliteOnly: true,
+          },
+        ];
+
+        for (const c of cases.filter((c) => backend.name === 'sqlite' || !c.sqliteOnly)) {
+          test(`${c.what}: exit 2 with a message on stderr`, async () => {
+            const r = await run(c.args, c.env);
+            assert.equal(r.code, 2, `almoner ${c.args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+            assert.match(r.stderr, c.stderr);
+            assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+            assert.equal(r.stdout, '', 'nothing on standard output');
+            if (c.env?.DATABASE_URL) assert.ok(!r.stderr.includes('s3cr3t'), 'the message does not repeat a password from DATABASE_URL');
+            if (c.args[1] === 'create') {
+              const names = (await store.listCharities()).map((x) => x.name);
+              assert.ok(!names.includes(c.args[3]!), 'a refused create stores nothing');
+            }
+          });
+        }
+      });
+
+      describe('--help', () => {
+        // Each command, and the options its help must mention.
+        const commands: [string[], string[]][] = [
+          [[], []],
+          [['serve'], []],
+          [['charity'], []],
+          [['charity', 'create'], ['--name', '--email', '--json']],
+          [['charity', 'list'], ['--json']],
+          [['charity', 'rotate'], ['--json']],
+          [['charity', 'disable'], []],
+          [['charity', 'enable'], []],
+          [['donations'], []],
+          [['donations', 'export'], ['--charity', '--from', '--to', '--format']],
+        ];
+
+        test('every command and subcommand has --help: exit 0, its usage and its options on stdout', async () => {
+          const runs = await Promise.all(commands.map(([args]) => run([...args, '--help'])));
+          runs.forEach((r, i) => {
+            const [args, options] = commands[i]!;
+            const name = ['almoner', ...args].join(' ');
+            assert.equal(r.code, 0, `${name} --help exited ${r.code}\nstderr: ${r.stderr}`);
+            assert.match(r.stdout, /Usage:/, `${name} --help prints no usage`);
+            const last = args.at(-1);
+            if (last) assert.ok(r.stdout.includes(last), `${name} --help does not name the command`);
+            for (const option of options) assert.ok(r.stdout.includes(option), `${name} --help does not mention ${option}`);
+          });
+        });
+      });
     });
   }
-});
-
-describe('--help', () => {
-  // Each command, and the options its help must mention.
-  const commands: [string[], string[]][] = [
-    [[], []],
-    [['serve'], []],
-    [['charity'], []],
-    [['charity', 'create'], ['--name', '--email', '--json']],
-    [['charity', 'list'], ['--json']],
-    [['charity', 'rotate'], ['--json']],
-    [['charity', 'disable'], []],
-    [['charity', 'enable'], []],
-    [['donations'], []],
-    [['donations', 'export'], ['--charity', '--from', '--to', '--format']],
-  ];
-
-  test('every command and subcommand has --help: exit 0, its usage and its options on stdout', async () => {
-    const runs = await Promise.all(commands.map(([args]) => almoner([...args, '--help'])));
-    runs.forEach((r, i) => {
-      const [args, options] = commands[i]!;
-      const name = ['almoner', ...args].join(' ');
-      assert.equal(r.code, 0, `${name} --help exited ${r.code}\nstderr: ${r.stderr}`);
-      assert.match(r.stdout, /Usage:/, `${name} --help prints no usage`);
-      const last = args.at(-1);
-      if (last) assert.ok(r.stdout.includes(last), `${name} --help does not name the command`);
-      for (const option of options) assert.ok(r.stdout.includes(option), `${name} --help does not mention ${option}`);
-    });
-  });
 });

@@ -1,0 +1,51 @@
+// An export must deliver every row however slowly its reader takes them: PostgreSQL's client-side
+// query timeout once cut a cursor-based export short after 5 s, silently and with exit status 0.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { openStore } from '../../src/store/open.js';
+import { validateDonation } from '../../src/donations/validate.js';
+import { exampleDonation } from '../support/app.js';
+import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { BIN, childEnv } from '../support/cli.js';
+
+const ROWS = 3000; // about 1.3 MB of JSON Lines: far more than a pipe holds, so the export must wait for its reader
+
+for (const backend of BACKENDS) {
+  describe(`donations export to a slow reader [${backend.name}]`, () => {
+    let database: TestDatabase;
+
+    before(async () => {
+      database = await backend.createDatabase();
+      const store = await openStore(database.location);
+      try {
+        const { charity } = await signUpCharity(store, { name: 'Slow Reader', email: 's@example.org' });
+        const valid = validateDonation(exampleDonation());
+        assert.ok(valid.ok);
+        for (let i = 0; i < ROWS; i += 100) {
+          await Promise.all(Array.from({ length: 100 }, () => store.recordDonation(charity.id, valid.donation)));
+        }
+      } finally {
+        await store.close();
+      }
+    });
+    after(() => database?.drop());
+
+    test(`a reader that waits 6 s still gets all ${ROWS} rows, and the export exits 0`, async () => {
+      const child = spawn(BIN, ['donations', 'export', '--format', 'jsonl'], { env: childEnv(database.url), stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const drained = new Promise((resolve) => child.stdout.once('close', resolve));
+      child.stdout.pause();
+      await new Promise((r) => setTimeout(r, 6000));
+      let lines = 0;
+      child.stdout.setEncoding('utf8').on('data', (s: string) => (lines += s.split('\n').length - 1));
+      child.stdout.resume();
+      assert.equal(await exited, 0, stderr);
+      await drained;
+      assert.equal(lines, ROWS, stderr);
+    });
+  });
+}

@@ -1,0 +1,65 @@
+// Test support for the real executable: run bin/almoner as an operator would, on a given database.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/almoner', import.meta.url));
+const DIST_MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+
+/** bin/almoner runs the compiled code: fail with a clear message instead of a confusing one. */
+export function assertBuilt(): void {
+  assert.ok(existsSync(DIST_MAIN), 'dist/ is missing: run `npm run build` before these tests');
+}
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The environment of a bin/almoner child on this database: this process's environment without the
+ * test runner's marker and without settings the parent may have (PORT, LOG_LEVEL, the pool size),
+ * then `extra`. An `undefined` in `extra` removes that variable.
+ */
+export function childEnv(databaseUrl: string, extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.NODE_TEST_CONTEXT; // the child is not a test file
+  delete env.PORT;
+  delete env.LOG_LEVEL;
+  delete env.DATABASE_POOL_MAX;
+  Object.assign(env, { DATABASE_URL: databaseUrl, HOST: '127.0.0.1' });
+  for (const [name, value] of Object.entries(extra)) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
+/** Runs bin/almoner with DATABASE_URL (and any extra environment); never rejects on a non-zero exit. */
+export function almoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    execFile(BIN, args, { env: childEnv(databaseUrl, extra), timeout: 20_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err && typeof err.code !== 'number') return reject(err); // could not run at all, or timed out
+      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Polls `done` until it is true; fails with `what` (and `detail()`, if given) after `ms`. */
+export async function until(
+  what: string,
+  ms: number,
+  done: () => boolean | Promise<boolean>,
+  detail: () => string = () => '',
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > deadline) {
+      const more = detail();
+      assert.fail(`${what}: not within ${ms / 1000} s${more ? ` (${more})` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -1,0 +1,63 @@
+// Test support: a real `bin/almoner serve` process, as an operator starts it.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { BIN, childEnv, until } from './cli.js';
+
+/** A running `bin/almoner serve` on this database, with everything it has written so far. */
+export class ServerProcess {
+  stdout = '';
+  stderr = '';
+  url = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private exitedYet = false;
+  private readonly child: ChildProcess;
+
+  constructor(databaseUrl: string, env: Record<string, string> = {}) {
+    this.child = spawn(BIN, ['serve'], { env: childEnv(databaseUrl, { PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child.stdout!.setEncoding('utf8').on('data', (s: string) => (this.stdout += s));
+    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => (this.stderr += s));
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        this.exitedYet = true;
+        resolve({ code, signal });
+      }),
+    );
+  }
+
+  /** Waits for Fastify's "Server listening at http://127.0.0.1:NNNN" log line. */
+  async listening(): Promise<this> {
+    await until('the server says where it listens', 10_000, () => {
+      if (this.exitedYet) assert.fail(`the server exited early\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
+      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(this.stdout);
+      if (m) this.url = m[1]!;
+      return m !== null;
+    });
+    return this;
+  }
+
+  logLines(): string[] {
+    return this.stdout.split('\n').filter((line) => line !== '');
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  /** Sends the signal and waits (at most `ms`) for the process to exit. */
+  async stop(signal: NodeJS.Signals, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    this.signal(signal);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the server did not exit within ${ms / 1000} s of ${signal}`)), ms);
+    });
+    try {
+      return await Promise.race([this.exited, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  kill(): void {
+    if (!this.exitedYet) this.child.kill('SIGKILL');
+  }
+}
