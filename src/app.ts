@@ -1,34 +1,52 @@
 // buildApp assembles the HTTP service from its parts, in the order a request meets them.
 // No I/O happens here: the store arrives open, and listening is the caller's business.
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Store } from './store/store.js';
 import { basicAuth } from './http/auth.js';
 import { DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
 import { registerErrorHandling } from './http/errors.js';
+import { createRateLimit, Throttle } from './http/throttle.js';
 import { donationRoutes } from './http/routes/donations.js';
+import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
 
 export interface AppOptions {
   store: Store;
+  /** Authentication and create limits; by default per process, 100 creates per second per charity. */
+  throttle?: Throttle;
   /** Fastify/pino logger options; false (the default) for none. */
-  logger?: boolean | { level: string };
+  logger?: boolean | { level: string; redact?: { paths: string[]; censor: string } };
+  /** Whom to believe about the client's address: see Config.trustProxy. */
+  trustProxy?: boolean | string;
+  /** HTTPS: PEM certificate and key. */
+  https?: { cert: Buffer; key: Buffer };
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
-export async function buildApp({ store, logger = false }: AppOptions): Promise<FastifyInstance> {
-  const app = Fastify({
+export async function buildApp({
+  store,
+  throttle = new Throttle({ createsPerSecond: 100 }),
+  logger = false,
+  trustProxy = false,
+  https,
+}: AppOptions): Promise<FastifyInstance> {
+  const options = {
     logger,
+    trustProxy,
     logController: new LogController({ disableRequestLogging: true }), // one line per request, written below without personal data
     bodyLimit: DRAIN_LIMIT, // the real 1 MiB limit is enforced while reading: see http/body.ts
     requestIdHeader: 'x-request-id',
-    genReqId: (req) => {
+    genReqId: (req: { headers: IncomingHttpHeaders }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
-  });
+  };
+  // Fastify types an HTTPS instance apart; the routes and hooks here are the same for both.
+  const app = (https ? Fastify({ ...options, https }) : Fastify(options)) as unknown as FastifyInstance;
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
@@ -45,12 +63,13 @@ export async function buildApp({ store, logger = false }: AppOptions): Promise<F
   registerErrorHandling(app);
   await registerBodyParsing(app);
 
+  await app.register(healthRoutes, { store });
   await app.register(
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.
-      const authenticate = basicAuth((username) => store.findCredential(username));
+      const authenticate = basicAuth((username) => store.findCredential(username), throttle);
       await api.register(meRoutes, { authenticate });
-      await api.register(donationRoutes, { authenticate, store });
+      await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store });
     },
     { prefix: '/api/v1' },
   );

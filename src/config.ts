@@ -9,6 +9,14 @@ export interface Config {
   port: number;
   host: string;
   logLevel: string;
+  /** Creates per second per charity; 0 is no limit. */
+  createRateLimit: number;
+  /** Rate-limit counters shared by every instance; undefined keeps them per process. */
+  redisUrl: string | undefined;
+  /** Fastify's trustProxy: whom to believe about the client's address (X-Forwarded-For). */
+  trustProxy: boolean | string;
+  /** Serve HTTPS with this certificate and key (PEM files). */
+  tls: { certFile: string; keyFile: string } | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -64,11 +72,47 @@ export function databaseFromEnv(env: NodeJS.ProcessEnv = process.env): DatabaseL
   return parseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL, parsePoolMax(env.DATABASE_POOL_MAX));
 }
 
+function parseCreateRateLimit(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 100;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n > 1_000_000) throw new ConfigError(`CREATE_RATE_LIMIT must be a whole number of requests per second, 0 for no limit (got ${JSON.stringify(raw)}).`);
+  return n;
+}
+
+function parseRedisUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^rediss?:\/\/./.test(raw)) throw new ConfigError(`REDIS_URL must look like redis://host:6379 (got ${JSON.stringify(redactUrl(raw))}).`);
+  return raw;
+}
+
+/**
+ * TRUST_PROXY: false, true (believe X-Forwarded-For from anyone: only behind a proxy that
+ * overwrites it), or the proxies' addresses and CIDR ranges, separated by commas.
+ */
+function parseTrustProxy(raw: string | undefined): boolean | string {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^[0-9a-fA-F.:/, ]+$/.test(raw) && /[.:]/.test(raw)) return raw;
+  throw new ConfigError(`TRUST_PROXY must be true, false, or the proxies' addresses/CIDR ranges separated by commas (got ${JSON.stringify(raw)}).`);
+}
+
+function parseTls(env: NodeJS.ProcessEnv): Config['tls'] {
+  const certFile = env.TLS_CERT_FILE || undefined;
+  const keyFile = env.TLS_KEY_FILE || undefined;
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile || !keyFile) throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE go together: set both for HTTPS, or neither.');
+  return { certFile, keyFile };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     database: databaseFromEnv(env),
     port: parsePort(env.PORT),
     host: env.HOST || '127.0.0.1',
     logLevel: parseLogLevel(env.LOG_LEVEL),
+    createRateLimit: parseCreateRateLimit(env.CREATE_RATE_LIMIT),
+    redisUrl: parseRedisUrl(env.REDIS_URL),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    tls: parseTls(env),
   };
 }

@@ -1,11 +1,44 @@
 // The server process: config -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
-import type { Config } from './config.js';
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { ConfigError, type Config } from './config.js';
 import { buildApp } from './app.js';
+import { Throttle } from './http/throttle.js';
 import { openStore } from './store/open.js';
 
+// Belt and braces: nothing logs these, and if something ever did, pino would blank them.
+const REDACT = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  'password',
+  '*.password',
+  ...['first_name', 'last_name', 'email', 'phone', 'address', 'city', 'postcode', 'ip'].flatMap((f) => [`donor_${f}`, `*.donor_${f}`]),
+];
+
+function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer } {
+  try {
+    return { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) };
+  } catch (err) {
+    throw new ConfigError(`cannot read the TLS certificate or key: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 export async function serve(config: Config): Promise<void> {
+  const https = config.tls && readTls(config.tls);
   const store = await openStore(config.database);
-  const app = await buildApp({ store, logger: { level: config.logLevel } });
+  // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
+  // instance falls back to its own counters rather than failing requests.
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;
+  redis?.on('error', () => {}); // reconnects by itself; meanwhile the in-memory fallback counts
+  const throttle = new Throttle({ createsPerSecond: config.createRateLimit, redis });
+  const app = await buildApp({
+    store,
+    throttle,
+    logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
+    trustProxy: config.trustProxy,
+    https,
+  });
 
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
@@ -20,12 +53,18 @@ export async function serve(config: Config): Promise<void> {
     try {
       await app.close(); // stops accepting, waits for requests in flight
       await store.close();
+      redis?.disconnect();
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');
       process.exit(1);
     }
   };
+  // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour.
+  const purge = () => store.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err: { message: String(err) } }, 'purging idempotency keys failed'));
+  void purge();
+  setInterval(purge, 3600_000).unref();
+
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CharityCredential } from '../charities/charity.js';
 import { authenticatedCharity } from '../charities/credentials.js';
 import { discardBody } from './body.js';
+import { tooManyRequests, type Throttle } from './throttle.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,12 +28,19 @@ export function parseBasicAuthorization(header: string | undefined): { username:
 
 export type CredentialLookup = (username: string) => Promise<CharityCredential | undefined>;
 
-/** An onRequest hook that sets `request.charity` or answers 401. */
-export function basicAuth(lookup: CredentialLookup) {
+/**
+ * An onRequest hook that sets `request.charity`, or answers 401; or 429 for a client address that
+ * has failed too often (an unknown username and a wrong password count, and look, the same).
+ */
+export function basicAuth(lookup: CredentialLookup, throttle: Throttle) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const given = parseBasicAuthorization(request.headers.authorization);
+    const username = given?.username ?? '';
+    const wait = await throttle.authenticationBlocked(request.ip, username);
+    if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
     const charity = given && authenticatedCharity(await lookup(given.username), given.password);
     if (!charity) {
+      await throttle.authenticationFailed(request.ip, username);
       await discardBody(request.raw);
       return reply.code(401).header('WWW-Authenticate', WWW_AUTHENTICATE).send({ message: 'Unauthorized' });
     }

@@ -39,7 +39,21 @@ export interface DonationsTable {
   recorded_at: string;
 }
 
+export interface IdempotencyKeysTable {
+  charity_id: number;
+  key: string;
+  /** SHA-256 of the validated donation the key was first used for. */
+  fingerprint: string;
+  /** Set once the donation is stored; null while the first request is in flight. */
+  donation_id: number | null;
+  /** While in flight: when the claim lapses (a crashed request must not block its key for a day). */
+  locked_until: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   charities: CharitiesTable;
   donations: DonationsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

@@ -3,7 +3,7 @@
 import { Kysely, Migrator, sql, type Selectable } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
-import { nowIso } from '../time.js';
+import { formatMicros, nowIso, nowMicros } from '../time.js';
 import type { Database, DonationsTable } from './schema.js';
 import type { DatabaseLocation } from '../config.js';
 import { migrations } from './migrations/index.js';
@@ -19,6 +19,23 @@ export interface DonationFilter {
 export interface ExportedDonation extends StoredDonation {
   charity: string;
 }
+
+/** What claiming an idempotency key found. */
+export type KeyClaim =
+  | { outcome: 'claimed'; token: string } // this request may record; pass the token to recordDonation
+  | { outcome: 'replay'; donation: StoredDonation } // done before: answer with this donation again
+  | { outcome: 'in_flight' } // the first request with this key has not finished
+  | { outcome: 'mismatch' }; // the key was used for a different donation
+
+export interface KeyClaimOptions {
+  /** How long an unfinished claim blocks the key before another request may take it over. */
+  leaseMicros: number;
+  /** How long a key is remembered. */
+  ttlMicros: number;
+}
+
+/** The claim on an idempotency key was lost while recording (it lapsed and another request took it). */
+export class ClaimLostError extends Error {}
 
 export class Store {
   constructor(
@@ -120,8 +137,12 @@ export class Store {
 
   // --- donations ---
 
-  /** Stores one donation; when the promise resolves, the row is committed (durably, per the dialect's settings). */
-  async recordDonation(charityId: number, d: NewDonation): Promise<StoredDonation> {
+  /**
+   * Stores one donation; when the promise resolves, the row is committed (durably, per the
+   * dialect's settings). With a claimed idempotency key, the key is completed in the same
+   * transaction, so a crash leaves either both or neither.
+   */
+  async recordDonation(charityId: number, d: NewDonation, claim?: { key: string; token: string }): Promise<StoredDonation> {
     const recorded_at = nowIso();
     const row = {
       ...d,
@@ -131,8 +152,96 @@ export class Store {
       donation_date: d.donation_date ?? recorded_at,
       recorded_at,
     };
-    const { id } = await this.db.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
-    return toStoredDonation({ ...row, id });
+    if (!claim) {
+      const { id } = await this.db.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
+      return toStoredDonation({ ...row, id });
+    }
+    return this.db.transaction().execute(async (trx) => {
+      const { id } = await trx.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
+      const completed = await trx
+        .updateTable('idempotency_keys')
+        .set({ donation_id: id, locked_until: null })
+        .where('charity_id', '=', charityId)
+        .where('key', '=', claim.key)
+        .where('locked_until', '=', claim.token)
+        .executeTakeFirst();
+      if (completed.numUpdatedRows === 0n) throw new ClaimLostError(); // rolls the donation back too
+      return toStoredDonation({ ...row, id });
+    });
+  }
+
+  async findDonation(id: number): Promise<StoredDonation | undefined> {
+    const row = await this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toStoredDonation(row);
+  }
+
+  // --- idempotency keys ---
+
+  /** Claims a charity's idempotency key for a donation with this fingerprint, or says why not. */
+  async claimIdempotencyKey(charityId: number, key: string, fingerprint: string, opts: KeyClaimOptions): Promise<KeyClaim> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = nowMicros();
+      const token = formatMicros(now + opts.leaseMicros);
+      const inserted = await this.db
+        .insertInto('idempotency_keys')
+        .values({ charity_id: charityId, key, fingerprint, donation_id: null, locked_until: token, created_at: formatMicros(now), expires_at: formatMicros(now + opts.ttlMicros) })
+        .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
+        .returning('key')
+        .executeTakeFirst();
+      if (inserted) return { outcome: 'claimed', token };
+
+      const existing = await this.db
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('charity_id', '=', charityId)
+        .where('key', '=', key)
+        .executeTakeFirst();
+      if (!existing) continue; // purged in between
+      if (existing.expires_at < formatMicros(now)) {
+        // Expired: forget it and use the key afresh.
+        await this.db
+          .deleteFrom('idempotency_keys')
+          .where('charity_id', '=', charityId)
+          .where('key', '=', key)
+          .where('expires_at', '=', existing.expires_at)
+          .execute();
+        continue;
+      }
+      if (existing.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+      if (existing.donation_id !== null) {
+        const donation = await this.findDonation(Number(existing.donation_id));
+        if (donation) return { outcome: 'replay', donation };
+      }
+      if (existing.locked_until !== null && existing.locked_until >= formatMicros(now)) return { outcome: 'in_flight' };
+      // The first request never finished (its process died): take its claim over, unless another did first.
+      const taken = await this.db
+        .updateTable('idempotency_keys')
+        .set({ locked_until: token })
+        .where('charity_id', '=', charityId)
+        .where('key', '=', key)
+        .where('donation_id', 'is', null)
+        .where('locked_until', '=', existing.locked_until)
+        .executeTakeFirst();
+      if (taken.numUpdatedRows > 0n) return { outcome: 'claimed', token };
+    }
+    return { outcome: 'in_flight' };
+  }
+
+  /** Gives up a claim whose donation could not be recorded, so the client may retry at once. */
+  async releaseIdempotencyKey(charityId: number, key: string, token: string): Promise<void> {
+    await this.db
+      .deleteFrom('idempotency_keys')
+      .where('charity_id', '=', charityId)
+      .where('key', '=', key)
+      .where('donation_id', 'is', null)
+      .where('locked_until', '=', token)
+      .execute();
+  }
+
+  /** Forgets keys past their expiry; returns how many. */
+  async purgeExpiredIdempotencyKeys(): Promise<number> {
+    const r = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<', nowIso()).executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 
   /** Streams donations in id order, filtered by charity and by inclusive donation_date bounds. */

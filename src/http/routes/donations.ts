@@ -2,22 +2,49 @@
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { toDonationRecord } from '../../donations/donation.js';
 import { validateDonation } from '../../donations/validate.js';
-import type { Store } from '../../store/store.js';
+import { ClaimLostError, type Store } from '../../store/store.js';
+import { fingerprint, IDEMPOTENCY, idempotencyKeyOf, inFlight } from '../idempotency.js';
 
 interface Options {
   authenticate: onRequestHookHandler;
+  limitCreates: onRequestHookHandler;
   store: Store;
 }
 
-export async function donationRoutes(app: FastifyInstance, { authenticate, store }: Options): Promise<void> {
-  app.post('/donation/create', { onRequest: authenticate }, async (request, reply) => {
+const INVALID = 'The given data was invalid.';
+
+export async function donationRoutes(app: FastifyInstance, { authenticate, limitCreates, store }: Options): Promise<void> {
+  app.post('/donation/create', { onRequest: [authenticate, limitCreates] }, async (request, reply) => {
+    const key = idempotencyKeyOf(request.headers);
     // No body at all is an empty form; the parsers guarantee anything else is a plain object.
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    const result = validateDonation(body);
-    if (!result.ok) {
-      return reply.code(422).send({ message: 'The given data was invalid.', errors: result.errors });
+    const result = validateDonation((request.body ?? {}) as Record<string, unknown>);
+    if (!result.ok) return reply.code(422).send({ message: INVALID, errors: result.errors });
+    const charityId = request.charity.id;
+
+    if (key === undefined) {
+      return { data: toDonationRecord(await store.recordDonation(charityId, result.donation)) };
     }
-    const stored = await store.recordDonation(request.charity.id, result.donation);
-    return { data: toDonationRecord(stored) };
+
+    // An invalid request never reaches this point, so it does not use up its key.
+    const claim = await store.claimIdempotencyKey(charityId, key, fingerprint(result.donation), IDEMPOTENCY);
+    switch (claim.outcome) {
+      case 'replay':
+        reply.header('Idempotent-Replayed', 'true');
+        return { data: toDonationRecord(claim.donation) };
+      case 'in_flight':
+        throw inFlight();
+      case 'mismatch':
+        return reply.code(422).send({
+          message: 'This Idempotency-Key was already used for a different donation.',
+          errors: { idempotency_key: ['The Idempotency-Key was already used with a different request body. Use a new key for a new donation.'] },
+        });
+    }
+    try {
+      return { data: toDonationRecord(await store.recordDonation(charityId, result.donation, { key, token: claim.token })) };
+    } catch (err) {
+      if (err instanceof ClaimLostError) throw inFlight();
+      await store.releaseIdempotencyKey(charityId, key, claim.token).catch(() => {}); // let the client retry at once
+      throw err;
+    }
   });
 }

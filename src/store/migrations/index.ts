@@ -4,9 +4,11 @@ import type { DatabaseLocation } from '../../config.js';
 
 type Dialect = DatabaseLocation['dialect'];
 import { initial } from './0001_initial.js';
+import { idempotencyKeys } from './0002_idempotency_keys.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001_initial': initial(dialect),
+    '0002_idempotency_keys': idempotencyKeys(),
   };
 }

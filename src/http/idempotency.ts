@@ -1,0 +1,37 @@
+// Idempotency keys on create, after the IETF "Idempotency-Key HTTP Header Field" draft and
+// Stripe's practice: a retried request with the same key gets the first answer again.
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { NewDonation } from '../donations/donation.js';
+import { HttpError } from './errors.js';
+
+export const IDEMPOTENCY = {
+  /** A key is remembered this long. */
+  ttlMicros: 24 * 3600 * 1_000_000,
+  /** An unfinished first request blocks its key this long (longer than any request can take). */
+  leaseMicros: 60 * 1_000_000,
+};
+
+const PRINTABLE = /^[\x20-\x7e]{1,255}$/;
+
+/** The request's Idempotency-Key, undefined without one; a malformed key is a 400. */
+export function idempotencyKeyOf(headers: IncomingHttpHeaders): string | undefined {
+  const raw = headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !PRINTABLE.test(raw)) {
+    throw new HttpError(400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.');
+  }
+  return raw;
+}
+
+/**
+ * What "the same body" means: the same donation once validated. Fields Almoner ignores do not
+ * count, and `10` and `"10"` are the same amount only if they come back the same.
+ */
+export function fingerprint(d: NewDonation): string {
+  return createHash('sha256').update(JSON.stringify(d)).digest('hex');
+}
+
+export function inFlight(): HttpError {
+  return new HttpError(409, 'A request with this Idempotency-Key is still in progress. Retry it in a moment.');
+}
