@@ -19,6 +19,10 @@ if (url) {
   console.log('PostgreSQL: SKIPPED, TEST_DATABASE_URL is not set; the suite runs on SQLite only. Set it (e.g. postgres://postgres@127.0.0.1:5432/postgres) to run both.');
 }
 
+if (!process.env.TEST_REDIS_URL) {
+  console.log('Redis: SKIPPED, TEST_REDIS_URL is not set; rate limits shared through Redis are not tested. Set it (e.g. redis://127.0.0.1:6379) to test them.');
+}
+
 const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test');
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
 process.exit(result.status ?? 1);

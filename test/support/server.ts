@@ -28,7 +28,7 @@ export class ServerProcess {
   async listening(): Promise<this> {
     await until('the server says where it listens', 10_000, () => {
       if (this.exitedYet) assert.fail(`the server exited early\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
-      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(this.stdout);
+      const m = /Server listening at (https?:\/\/127\.0\.0\.1:\d+)/.exec(this.stdout);
       if (m) this.url = m[1]!;
       return m !== null;
     });

@@ -1,0 +1,230 @@
+// Guessing and flooding: failed authentications are throttled per client address (and per address
+// and username) with 429 + Retry-After, without ever locking the real charity out from elsewhere;
+// each charity's create rate is limited; counters are shared through Redis when REDIS_URL is set.
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { buildApp } from '../../src/app.js';
+import { AUTH_FAILURES, Throttle } from '../../src/http/throttle.js';
+import { basic, exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
+import { BACKENDS } from '../support/backends.js';
+
+const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined;
+
+const me = (app: FastifyInstance, authorization: string, remoteAddress: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization, ...headers }, remoteAddress });
+
+const create = (app: FastifyInstance, charity: TestCharity, remoteAddress = '127.0.0.1') =>
+  app.inject({
+    method: 'POST',
+    url: '/api/v1/donation/create',
+    headers: { authorization: charity.authorization, 'content-type': 'application/json' },
+    payload: JSON.stringify(exampleDonation()),
+    remoteAddress,
+  });
+
+function assertThrottled(res: Awaited<ReturnType<typeof me>>) {
+  assert.equal(res.statusCode, 429, res.body);
+  const seconds = Number(res.headers['retry-after']);
+  assert.ok(Number.isInteger(seconds) && seconds >= 1 && seconds <= AUTH_FAILURES.windowSeconds, `Retry-After ${res.headers['retry-after']}`);
+  assert.match(res.json().message, /Try again in \d+ seconds\./);
+}
+
+for (const backend of BACKENDS) {
+  describe(`throttling [${backend.name}]`, () => {
+    let t: TestContext;
+    before(async () => {
+      t = await startTestApp(backend);
+    });
+    after(() => t.close());
+
+    /** A fresh app on the same store, so each test starts with clean counters. */
+    async function freshApp(throttle = new Throttle({ createsPerSecond: 100 }), trustProxy: boolean | string = false) {
+      const app = await buildApp({ store: t.store, throttle, trustProxy });
+      await app.ready();
+      return app;
+    }
+
+    test('a guesser at one username is throttled; the charity keeps working from its own address', async () => {
+      const app = await freshApp();
+      try {
+        const guess = basic(t.charity.username, 'not-the-password');
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) assert.equal((await me(app, guess, '127.0.0.2')).statusCode, 401);
+        assertThrottled(await me(app, guess, '127.0.0.2'));
+        // Even the right password is refused from the guesser's address while it is throttled...
+        assertThrottled(await me(app, t.charity.authorization, '127.0.0.2'));
+        // ...but the real charity, elsewhere, is not locked out.
+        assert.equal((await me(app, t.charity.authorization, '127.0.0.3')).statusCode, 200);
+        assert.equal((await create(app, t.charity, '127.0.0.3')).statusCode, 200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('one address guessing across many usernames is throttled per address', async () => {
+      const app = await freshApp();
+      try {
+        for (let i = 0; i < AUTH_FAILURES.perAddress; i++) {
+          assert.equal((await me(app, basic(`nobody-${i}`, 'x'), '127.0.0.4')).statusCode, 401);
+        }
+        assertThrottled(await me(app, basic('nobody-else', 'x'), '127.0.0.4'));
+        assert.equal((await me(app, basic('nobody-else', 'x'), '127.0.0.5')).statusCode, 401);
+        assert.equal((await me(app, t.charity.authorization, '127.0.0.5')).statusCode, 200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('successful requests are never counted', async () => {
+      const app = await freshApp();
+      try {
+        for (let i = 0; i < AUTH_FAILURES.perAddress + 5; i++) assert.equal((await me(app, t.charity.authorization, '127.0.0.6')).statusCode, 200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('no oracle: an unknown username and a wrong password look the same, in status, body and headers', async () => {
+      const app = await freshApp();
+      try {
+        const strip = (res: Awaited<ReturnType<typeof me>>) => {
+          const { date: _date, 'x-request-id': _id, ...headers } = res.headers;
+          return { status: res.statusCode, body: res.body, headers };
+        };
+        const unknown = await me(app, basic('no-such-charity-000000', 'whatever-password'), '127.0.0.7');
+        const wrong = await me(app, basic(t.charity.username, 'whatever-password'), '127.0.0.8');
+        assert.deepEqual(strip(unknown), strip(wrong));
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) {
+          await me(app, basic('no-such-charity-000000', 'x'), '127.0.0.9');
+          await me(app, basic(t.charity.username, 'x'), '127.0.0.10');
+        }
+        const unknownThrottled = await me(app, basic('no-such-charity-000000', 'x'), '127.0.0.9');
+        const wrongThrottled = await me(app, basic(t.charity.username, 'x'), '127.0.0.10');
+        assert.equal(unknownThrottled.statusCode, 429);
+        assert.deepEqual(strip(unknownThrottled), strip(wrongThrottled));
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('over real sockets from other loopback addresses, each client address is counted apart', async () => {
+      const app = await freshApp();
+      try {
+        await app.listen({ port: 0, host: '0.0.0.0' });
+        const port = (app.server.address() as AddressInfo).port;
+        const post = (localAddress: string, authorization: string) =>
+          new Promise<number>((resolve, reject) => {
+            const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/api/v1/me', localAddress, headers: { authorization } }, (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode ?? 0));
+            });
+            req.on('error', reject);
+            req.end();
+          });
+        const guess = basic(t.charity.username, 'wrong');
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) assert.equal(await post('127.0.0.11', guess), 401);
+        assert.equal(await post('127.0.0.11', guess), 429);
+        assert.equal(await post('127.0.0.12', t.charity.authorization), 200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('TRUST_PROXY: behind a trusted proxy the client address comes from X-Forwarded-For', async () => {
+      const proxied = await freshApp(undefined, '127.0.0.1');
+      const direct = await freshApp();
+      try {
+        const guess = basic(t.charity.username, 'wrong');
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) {
+          await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '203.0.113.1' });
+          await me(direct, guess, '127.0.0.1', { 'x-forwarded-for': `203.0.113.${i + 50}` }); // spoofed: ignored
+        }
+        assertThrottled(await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '203.0.113.1' }));
+        assert.equal((await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '203.0.113.2' })).statusCode, 401);
+        // Without TRUST_PROXY the header is not believed: all those guesses came from 127.0.0.1.
+        assertThrottled(await me(direct, guess, '127.0.0.1', { 'x-forwarded-for': '198.51.100.1' }));
+      } finally {
+        await proxied.close();
+        await direct.close();
+      }
+    });
+
+    test('each charity may record CREATE_RATE_LIMIT donations per second; others are unaffected', async () => {
+      const app = await freshApp(new Throttle({ createsPerSecond: 5 }));
+      try {
+        const other = await t.signUp('Rate Other', 'rate@example.org');
+        const before = (await t.donations()).length;
+        const responses = [];
+        for (let i = 0; i < 8; i++) responses.push(await create(app, t.charity));
+        const statuses = responses.map((r) => r.statusCode);
+        // The window starts at the first create, so a quick burst of 8 has exactly 5 through.
+        assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+        const refused = responses.at(-1)!;
+        assert.ok(Number(refused.headers['retry-after']) >= 1);
+        assert.match(refused.json().message, /Too many donations recorded too quickly\. Try again in \d+ seconds\./);
+        assert.equal((await create(app, other)).statusCode, 200);
+        assert.equal((await t.donations()).length, before + 6, 'a refused create stores nothing');
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('CREATE_RATE_LIMIT=0 turns the create limit off', async () => {
+      const app = await freshApp(new Throttle({ createsPerSecond: 0 }));
+      try {
+        const statuses = await Promise.all(Array.from({ length: 150 }, () => create(app, t.charity).then((r) => r.statusCode)));
+        assert.deepEqual([...new Set(statuses)], [200]);
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('with Redis unreachable, limits fall back to each instance and requests still work', async () => {
+      const redis = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => null });
+      redis.on('error', () => {});
+      const app = await freshApp(new Throttle({ createsPerSecond: 100, redis, keyPrefix: `t-${randomBytes(4).toString('hex')}` }));
+      try {
+        assert.equal((await me(app, t.charity.authorization, '127.0.0.20')).statusCode, 200);
+        const guess = basic(t.charity.username, 'wrong');
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) assert.equal((await me(app, guess, '127.0.0.21')).statusCode, 401);
+        assertThrottled(await me(app, guess, '127.0.0.21'));
+      } finally {
+        await app.close();
+        redis.disconnect();
+      }
+    });
+
+    describe('shared through Redis', { skip: TEST_REDIS_URL ? false : 'TEST_REDIS_URL is not set' }, () => {
+      test('failures on one instance count on the other; so do creates', async () => {
+        const redis = new Redis(TEST_REDIS_URL!, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+        const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
+        const a = await freshApp(new Throttle({ createsPerSecond: 4, redis, keyPrefix }));
+        const b = await freshApp(new Throttle({ createsPerSecond: 4, redis, keyPrefix }));
+        try {
+          const guess = basic(t.charity.username, 'wrong');
+          for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) {
+            assert.equal((await me(i % 2 ? a : b, guess, '127.0.0.30')).statusCode, 401);
+          }
+          assertThrottled(await me(a, guess, '127.0.0.30'));
+          assertThrottled(await me(b, guess, '127.0.0.30'));
+          assert.equal((await me(b, t.charity.authorization, '127.0.0.31')).statusCode, 200);
+
+          const charity = await t.signUp('Shared Rate', 'shared@example.org');
+          const statuses = [];
+          for (let i = 0; i < 10; i++) statuses.push((await create(i % 2 ? a : b, charity)).statusCode);
+          assert.ok(statuses.includes(429), `the 4/s limit is shared: ${statuses.join()}`);
+        } finally {
+          await a.close();
+          await b.close();
+          const keys = await redis.keys(`${keyPrefix}*`);
+          if (keys.length) await redis.del(...keys);
+          redis.disconnect();
+        }
+      });
+    });
+  });
+}

@@ -1,0 +1,78 @@
+// Native HTTPS: bin/almoner serve with TLS_CERT_FILE and TLS_KEY_FILE, with a certificate the
+// test makes for itself. TLS is the same on every backend, so this runs on SQLite only.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import selfsigned from 'selfsigned';
+import { basic } from './support/app.js';
+import { SQLITE, tempDir, type TestDatabase } from './support/backends.js';
+import { almoner } from './support/cli.js';
+import { ServerProcess } from './support/server.js';
+
+describe('HTTPS', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let ca: string;
+  let tls: { TLS_CERT_FILE: string; TLS_KEY_FILE: string };
+
+  before(async () => {
+    database = await SQLITE.createDatabase();
+    const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+      notAfterDate: new Date(Date.now() + 24 * 3600 * 1000),
+      keySize: 2048,
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+    });
+    const dir = tempDir();
+    tls = { TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') };
+    writeFileSync(tls.TLS_CERT_FILE, pems.cert);
+    writeFileSync(tls.TLS_KEY_FILE, pems.private);
+    ca = pems.cert;
+    server = new ServerProcess(database.url, tls);
+    await server.listening();
+  });
+
+  after(async () => {
+    await server?.stop('SIGTERM', 10_000).catch(() => server.kill());
+    await database?.drop();
+  });
+
+  const get = (url: string, options: { ca?: string; authorization?: string; method?: string } = {}) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(url, { method: options.method ?? 'GET', ca: options.ca, headers: options.authorization ? { authorization: options.authorization } : {} }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (s: string) => (body += s));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+
+  test('serves the API over HTTPS with the given certificate', async () => {
+    assert.match(server.url, /^https:/);
+    assert.deepEqual(await get(`${server.url}/health`, { ca }), { status: 200, body: '{"status":"ok"}' });
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Secure', '--email', 'tls@example.org', '--json']);
+    const { username, password } = JSON.parse(created.stdout);
+    const me = await get(`${server.url}/api/v1/me`, { ca, method: 'POST', authorization: basic(username, password) });
+    assert.equal(me.status, 200);
+  });
+
+  test('a client that does not trust the certificate is refused by TLS itself', async () => {
+    await assert.rejects(get(`${server.url}/health`), /self[- ]signed|unable to verify/i);
+  });
+
+  test('plain HTTP to the HTTPS port gets no API answer', async () => {
+    const res = await fetch(server.url.replace('https:', 'http:') + '/health').catch((err: Error) => err);
+    assert.ok(res instanceof Error || res.status === 400, String(res));
+  });
+
+  test('only one of TLS_CERT_FILE and TLS_KEY_FILE, or an unreadable file, stops serve with exit status 2', async () => {
+    const half = await almoner(database.url, ['serve'], { TLS_CERT_FILE: tls.TLS_CERT_FILE, PORT: '0' });
+    assert.equal(half.code, 2);
+    assert.match(half.stderr, /TLS_CERT_FILE and TLS_KEY_FILE go together/);
+    const missing = await almoner(database.url, ['serve'], { TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: tls.TLS_KEY_FILE, PORT: '0' });
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /cannot read the TLS certificate or key/);
+  });
+});
