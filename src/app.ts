@@ -6,7 +6,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Store } from './store/store.js';
 import { basicAuth } from './http/auth.js';
 import { DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
-import { registerErrorHandling } from './http/errors.js';
+import { answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import { donationRoutes } from './http/routes/donations.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -38,12 +38,13 @@ export async function buildApp({
     trustProxy,
     logController: new LogController({ disableRequestLogging: true }), // one line per request, written below without personal data
     bodyLimit: DRAIN_LIMIT, // the real 1 MiB limit is enforced while reading: see http/body.ts
-    requestIdHeader: 'x-request-id',
+    requestIdHeader: false as const, // Fastify would take any X-Request-Id as it is; genReqId checks it
     genReqId: (req: { headers: IncomingHttpHeaders }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
+    clientErrorHandler: answerUnparsableRequest,
   };
   // Fastify types an HTTPS instance apart; the routes and hooks here are the same for both.
   const app = (https ? Fastify({ ...options, https }) : Fastify(options)) as unknown as FastifyInstance;

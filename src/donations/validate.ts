@@ -14,6 +14,7 @@ const msg = {
   required: (f: FieldSpec) => `The ${f.label} is required.`,
   string: (f: FieldSpec) => `The ${f.label} must be a string.`,
   nul: (f: FieldSpec) => `The ${f.label} must not contain null characters.`,
+  unicode: (f: FieldSpec) => `The ${f.label} must be valid Unicode text.`,
   maxLength: (f: FieldSpec) => `The ${f.label} must not be greater than ${f.maxLength} characters.`,
   email: (f: FieldSpec) => `The ${f.label} must be a valid email address.`,
   ip: (f: FieldSpec) => `The ${f.label} must be a valid IP address.`,
@@ -36,9 +37,14 @@ function length(s: string): number {
   return n;
 }
 
-/** The checks every string field shares: type, NUL characters (PostgreSQL's text cannot hold them), length. */
+/**
+ * The checks every string field shares: type; well-formed Unicode (a lone surrogate from a JSON
+ * \ud800 escape cannot be stored as sent: each database would quietly replace it differently);
+ * NUL characters (PostgreSQL's text cannot hold them); length.
+ */
 function checkString(f: FieldSpec, v: unknown): string[] {
   if (typeof v !== 'string') return [msg.string(f)];
+  if (!v.isWellFormed()) return [msg.unicode(f)];
   const errors: string[] = [];
   if (v.includes('\u0000')) errors.push(msg.nul(f));
   if (f.maxLength !== undefined && v.length > f.maxLength && length(v) > f.maxLength) errors.push(msg.maxLength(f));

@@ -56,6 +56,8 @@ export async function discardBody(req: IncomingMessage): Promise<void> {
   });
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
 function charsetOf(contentType: string | undefined): string | undefined {
   return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
 }
@@ -69,12 +71,19 @@ export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
 
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
 
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
     const charset = charsetOf(request.headers['content-type']);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       return done(new HttpError(415, 'Unsupported charset: JSON bodies must be UTF-8.'), undefined);
     }
-    const source = (text as string).trim();
+    let text: string;
+    try {
+      // Strict: invalid bytes are an error, not U+FFFD stored in place of what was meant.
+      text = STRICT_UTF8.decode(bytes as Buffer);
+    } catch {
+      return done(new HttpError(400, 'The request body is not valid UTF-8.'), undefined);
+    }
+    const source = text.trim();
     if (source === '') return done(null, {}); // an empty JSON body is an empty object, as in Laravel
     let body: unknown;
     try {

@@ -1,5 +1,7 @@
 // One error shape for every failure: a JSON object with a `message`, 4xx messages passed through,
 // a database outage a 503 to retry, any other fault a plain 500 (logged with the request, never shown).
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 
@@ -66,4 +68,29 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return reply.code(404).send({ message: 'Not Found' });
   });
+}
+
+/**
+ * Requests Node's HTTP parser rejects before Fastify sees them (bad bytes in a header, a header
+ * block over 16 KiB, a request that took too long) get the same JSON shape and headers as the rest.
+ */
+export function answerUnparsableRequest(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'The request headers are too large.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'The request took too long to arrive.']
+        : [400, 'The request is not valid HTTP.'];
+  const body = JSON.stringify({ message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
+      body,
+  );
 }

@@ -2,6 +2,7 @@
 // per address and username, never per username alone: a guesser elsewhere can never lock the real
 // charity out. Creates are counted per charity. Counters live in memory (per instance), or in
 // Redis (shared by every instance) with an in-memory fallback should Redis stop answering.
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -80,8 +81,8 @@ export class Throttle {
 }
 
 function pairKey(address: string, username: string): string {
-  // Usernames are [a-z0-9-]; a guessed one may hold anything, so it is length-bounded and encoded.
-  return `${address}|${encodeURIComponent(username.slice(0, 100))}`;
+  // A guessed username may be anything, of any length: a hash bounds and neutralises it.
+  return `${address}|${createHash('sha256').update(username).digest('base64url').slice(0, 22)}`;
 }
 
 /** Answers 429 with Retry-After (after reading the body, so the answer reaches a client still sending). */

@@ -258,6 +258,15 @@ describe('free-text fields', () => {
     ]);
   });
 
+  test('a lone surrogate (from a JSON \\ud800 escape) is rejected: no database could store it as sent', () => {
+    assert.deepEqual(errorsOf(validateDonation({ ...minimal, donor_first_name: 'a\ud800b' })).donor_first_name, [
+      'The donor first name must be valid Unicode text.',
+    ]);
+    assert.deepEqual(errorsOf(validateDonation({ ...minimal, donor_email: 'a\ud800@example.com' })).donor_email, [
+      'The donor email must be valid Unicode text.',
+    ]);
+  });
+
   test('a NUL character is rejected on the field that holds it', () => {
     assert.deepEqual(errorsOf(validateDonation({ ...minimal, donor_last_name: 'Do\u0000e' })).donor_last_name, [
       'The donor last name must not contain null characters.',

@@ -76,6 +76,10 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     });
   }
 
+  test('a long username ending in an emoji is a plain 401 (it once broke the throttle key)', async () => {
+    assertUnauthorized(await me(basic(`${'a'.repeat(99)}😀`, 'x')));
+  });
+
   test('the hash of the password is not a password', async () => {
     assertUnauthorized(await me(basic(t.charity.username, hashPassword(t.charity.password))));
   });

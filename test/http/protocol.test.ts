@@ -132,6 +132,20 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.equal(res.statusCode, 422);
     });
 
+    test('JSON that is not valid UTF-8: 400, nothing stored', async () => {
+      const before = (await t.donations()).length;
+      const bytes = Buffer.concat([Buffer.from('{"donor_last_name":"'), Buffer.from([0xc3, 0x28]), Buffer.from(`", ${JSON.stringify(exampleDonation()).slice(1)}`)]);
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/donation/create',
+        headers: { authorization: t.charity.authorization, 'content-type': 'application/json' },
+        payload: bytes,
+      });
+      assert.equal(res.statusCode, 400);
+      assert.deepEqual(res.json(), { message: 'The request body is not valid UTF-8.' });
+      assert.equal((await t.donations()).length, before);
+    });
+
     test('__proto__ and constructor keys are dropped, not obeyed', async () => {
       const payload = `{"__proto__": {"amount": "5"}, "constructor": {"prototype": {}}, ${JSON.stringify(exampleDonation()).slice(1)}`;
       const res = await post('/api/v1/donation/create', payload, { 'content-type': 'application/json' });
@@ -226,6 +240,20 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
         assert.ok(res.headers['x-request-id']);
       }
       assert.equal(responses[0]!.headers['x-request-id'], 'req-abc-123');
+    });
+
+    test('an X-Request-Id that is not 1 to 200 printable characters is replaced by a generated one', async () => {
+      for (const given of ['has space', 'x'.repeat(201), 'caf\u00e9']) {
+        const res = await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization, 'x-request-id': given } });
+        assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, JSON.stringify(given));
+      }
+    });
+
+    test('a request Node cannot parse (bad bytes in a header) gets our JSON error shape', async () => {
+      const res = await rawRequest(port, 'POST /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b', null);
+      assert.equal(res.status, 400, res.error);
+      assert.match(res.text, /\r\n\r\n\{"message":"The request is not valid HTTP\."\}$/);
+      assert.match(res.text, /\r\nX-Content-Type-Options: nosniff\r\n/);
     });
 
     test('errors never carry a stack trace', async () => {

@@ -1,0 +1,303 @@
+// Graceful shutdown (issue 4, item 3): on SIGTERM or SIGINT `bin/almoner serve` stops accepting
+// connections, finishes the requests in flight, closes the database and exits 0 within 10 s, and
+// no in-flight create is lost.
+//
+// Requests that are provably in flight: each "held" create is sent on its own connection with
+// `Expect: 100-continue`. The server's `100 Continue` proves it has accepted the connection and
+// parsed the request (Node answers it as it hands the request to the app); the client then sends
+// half of the body and keeps the rest back until the signal has been sent and new connections are
+// refused. So at the signal the server holds requests it can only finish by waiting, and the test
+// decides when they can finish. Besides them, a burst of ordinary creates over fetch (their own
+// connections) is under way when the signal comes.
+//
+// How it fails without the feature:
+// - No handler for the signal: the process dies of it (exit signal SIGTERM/SIGINT, not code 0).
+// - Exiting at once (process.exit in the handler, or closing without waiting): the held requests
+//   are cut (a connection error instead of a 200), the server has exited before they were
+//   finished ("still running while requests are in flight" fails), and a burst create that was
+//   committed but not answered shows up as "stored without a 200".
+// - Still accepting connections while draining: the probe never sees its connection refused.
+// - Waiting forever (on idle keep-alive connections, a pool that never ends): no exit within 10 s.
+// - Exiting 0 without closing the database: on SQLite the WAL file (almoner.db-wal) is left
+//   behind, since only the last connection's close checkpoints and removes it. (On PostgreSQL an
+//   unclosed pool cannot be told apart from the client side once the process is gone.)
+// - An acknowledged create not committed before the exit: every 200 is looked up in the database.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { basic } from '../support/app.js';
+import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt, until } from '../support/cli.js';
+import { assertRecordFor, create, storedDonations, variedDonation, type ApiRecord, type Body, type Outcome } from '../support/load.js';
+import { ServerProcess } from '../support/server.js';
+
+/** Creates the server holds when the signal arrives, each on its own connection, body half sent. */
+const HELD = 20;
+/** Ordinary concurrent creates under way at the signal. */
+const BURST = 50;
+/** The per-charity create rate limit would answer the burst with 429s: this test is about shutdown. */
+const SERVER_ENV = { CREATE_RATE_LIMIT: '0' };
+
+interface Held {
+  email: string;
+  body: Body;
+  /** Resolves once the server has answered `100 Continue` and the first half of the body is sent. */
+  accepted: Promise<void>;
+  /** Sends the rest of the body. */
+  finish(): void;
+  result: Promise<Outcome>;
+}
+
+/** A create over a connection of its own, with its body held back halfway: see the top of the file. */
+function heldCreate(baseUrl: string, authorization: string, email: string, i: number): Held {
+  const body = variedDonation(email, i);
+  const payload = Buffer.from(JSON.stringify(body));
+  const half = Math.floor(payload.length / 2);
+  const req = http.request(`${baseUrl}/api/v1/donation/create`, {
+    method: 'POST',
+    agent: false,
+    headers: {
+      authorization,
+      accept: 'application/json',
+      'content-type': 'application/json',
+      'content-length': String(payload.length),
+      expect: '100-continue',
+    },
+  });
+  req.setTimeout(15_000, () => req.destroy(new Error('no answer within 15 s')));
+  const accepted = new Promise<void>((resolve, reject) => {
+    req.once('continue', () => req.write(payload.subarray(0, half), () => resolve()));
+    req.once('error', reject);
+  });
+  accepted.catch(() => {}); // reported through `result`
+  const result = new Promise<Outcome>((resolve) => {
+    req.once('error', (err: NodeJS.ErrnoException) => resolve({ kind: 'no-answer', error: err.code ?? err.message, at: Date.now() }));
+    req.once('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s));
+      res.once('error', (err: NodeJS.ErrnoException) => resolve({ kind: 'status-only', status: res.statusCode ?? 0, error: err.code ?? err.message, at: Date.now() }));
+      res.once('end', () => {
+        try {
+          resolve({ kind: 'answered', status: res.statusCode ?? 0, body: JSON.parse(text) as unknown, at: Date.now() });
+        } catch {
+          resolve({ kind: 'status-only', status: res.statusCode ?? 0, error: `not JSON: ${text}`, at: Date.now() });
+        }
+      });
+    });
+  });
+  req.flushHeaders();
+  return { email, body, accepted, finish: () => req.end(payload.subarray(half)), result };
+}
+
+type Probe = { kind: 'refused' | 'reset' | 'timeout'; error: string } | { kind: 'answered'; status: number };
+
+/** POST /api/v1/me on a new connection: refused, reset, answered, or (the failure) no answer in 3 s. */
+function probe(baseUrl: string, authorization: string): Promise<Probe> {
+  return new Promise((resolve) => {
+    const req = http.request(`${baseUrl}/api/v1/me`, { method: 'POST', agent: false, headers: { authorization, accept: 'application/json' } });
+    req.setTimeout(3_000, () => {
+      resolve({ kind: 'timeout', error: 'no answer within 3 s' });
+      req.destroy();
+    });
+    req.once('error', (err: NodeJS.ErrnoException) => resolve({ kind: err.code === 'ECONNREFUSED' ? 'refused' : 'reset', error: err.code ?? err.message }));
+    req.once('response', (res) => {
+      res.resume().once('end', () => resolve({ kind: 'answered', status: res.statusCode ?? 0 }));
+    });
+    req.end();
+  });
+}
+
+/** Waits for the process to exit, at most `ms`; returns how it exited and when. */
+async function exitWithin(server: ServerProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the server did not exit within ${ms / 1000} s of the signal\nstderr: ${server.stderr}`)), ms);
+  });
+  try {
+    const exit = await Promise.race([server.exited, timeout]);
+    return { ...exit, at: Date.now() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How the process exited so far: undefined while it runs. */
+function exitWatch(server: ServerProcess): () => { code: number | null; signal: NodeJS.Signals | null } | undefined {
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void server.exited.then((e) => (exit = e));
+  return () => exit;
+}
+
+const isOk = (o: Outcome) => o.kind === 'answered' && o.status === 200;
+
+for (const backend of BACKENDS) {
+  describe(`graceful shutdown [${backend.name}]`, () => {
+    let database: TestDatabase | undefined;
+    let server: ServerProcess | undefined;
+    let authorization = '';
+    let username = '';
+
+    before(async () => {
+      assertBuilt();
+      database = await backend.createDatabase();
+      const created = await almoner(database.url, ['charity', 'create', '--name', 'Shutdown Test', '--email', 'shutdown@example.org', '--json']);
+      assert.equal(created.code, 0, created.stderr);
+      ({ username } = JSON.parse(created.stdout) as { username: string });
+      authorization = basic(username, (JSON.parse(created.stdout) as { password: string }).password);
+    });
+
+    after(async () => {
+      if (server) {
+        server.kill();
+        await server.exited;
+      }
+      await database?.drop();
+    });
+
+    /** Starts a server; `server` holds it before it listens, so after() can always kill it. */
+    async function start(): Promise<ServerProcess> {
+      assert.ok(database, 'no database: the before hook failed');
+      server = new ServerProcess(database.url, SERVER_ENV);
+      return server.listening();
+    }
+
+    /**
+     * Checks the database after the exit: every 200 is stored and equal to its record, and every
+     * stored row of these requests got its 200 (a row without one is a request cut after its commit).
+     */
+    async function assertStoredExactlyTheAcknowledged(requests: { email: string; body: Body; outcome: Outcome }[]): Promise<number> {
+      assert.ok(database);
+      const stored = new Map((await storedDonations(database.location)).map((s) => [s.row.donor_email, s]));
+      let acknowledged = 0;
+      for (const { email, body, outcome } of requests) {
+        const row = stored.get(email);
+        if (isOk(outcome)) {
+          acknowledged++;
+          const record = ((outcome as { body: unknown }).body as { data: ApiRecord }).data;
+          assertRecordFor(record, body, `the 200 for ${email}`);
+          assert.ok(row, `${email} was acknowledged with 200 (id ${String(record.id)}) but is not stored`);
+          assert.deepEqual(row.record, record, `${email}: the stored donation equals its 200's record`);
+          assert.equal(row.row.charity, username);
+        } else {
+          assert.equal(row, undefined, `${email} is stored but its request got ${JSON.stringify(outcome)}: a request cut after its commit`);
+        }
+      }
+      return acknowledged;
+    }
+
+    function assertDatabaseClosed(): void {
+      if (database?.location.dialect !== 'sqlite') return;
+      const wal = `${database.location.path}-wal`;
+      assert.ok(!existsSync(wal), `${wal} is still there: the server exited without closing the database`);
+    }
+
+    test(`SIGTERM with ${HELD} held and ${BURST} concurrent creates in flight: all finished, refused after, exit 0 within 10 s`, async (t) => {
+      const live = await start();
+      const exitSoFar = exitWatch(live);
+      const held = Array.from({ length: HELD }, (_, i) => heldCreate(live.url, authorization, `held.${i}@shutdown.example`, i));
+      await Promise.all(held.map((h) => h.accepted)); // the server has every held request
+      assert.equal((await probe(live.url, authorization)).kind, 'answered', 'before the signal, a new connection is served');
+
+      const burstBodies = Array.from({ length: BURST }, (_, i) => ({ email: `burst.${i}@shutdown.example`, body: variedDonation(`burst.${i}@shutdown.example`, HELD + i) }));
+      let burstDone = 0;
+      const burst = burstBodies.map(async ({ email, body }) => {
+        const outcome = await create(live.url, authorization, body);
+        burstDone++;
+        return { email, body, outcome };
+      });
+      await until('the first creates of the burst are answered', 10_000, () => burstDone >= 3);
+
+      const signalledAt = Date.now();
+      live.signal('SIGTERM');
+
+      // New connections are refused while the held requests keep the server draining; no probe hangs.
+      const probes: Probe[] = [];
+      await until('a new connection is refused after SIGTERM', 5_000, async () => {
+        const p = await probe(live.url, authorization);
+        probes.push(p);
+        assert.notEqual(p.kind, 'timeout', 'a request made during shutdown hung');
+        return p.kind === 'refused';
+      });
+      const refusedAfter = Date.now() - signalledAt;
+      // Give a server that does not wait every chance to be gone by now.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(exitSoFar(), undefined, `the server exited (${JSON.stringify(exitSoFar())}) while requests were in flight`);
+
+      for (const h of held) h.finish();
+      const heldOutcomes = await Promise.all(held.map(async (h) => ({ email: h.email, body: h.body, outcome: await h.result })));
+      const burstOutcomes = await Promise.all(burst);
+      const exit = await exitWithin(live, 10_000 - (Date.now() - signalledAt));
+      server = undefined;
+      assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, `exit after SIGTERM\nstderr: ${live.stderr}`);
+      assert.ok(exit.at - signalledAt < 10_000);
+
+      for (const { email, outcome } of heldOutcomes) {
+        assert.ok(isOk(outcome), `held create ${email}, in flight at SIGTERM, got ${JSON.stringify(outcome)} instead of its 200`);
+      }
+      for (const { email, outcome } of burstOutcomes) {
+        // In the server's hands at the signal: a 200. Not yet: refused, reset, or the 503 a draining server gives.
+        if (outcome.kind === 'answered') assert.ok([200, 503].includes(outcome.status), `${email}: ${JSON.stringify(outcome)}`);
+        else assert.notEqual(outcome.kind, 'status-only', `${email}: its answer was cut: ${JSON.stringify(outcome)}`);
+        if (outcome.kind === 'no-answer') assert.doesNotMatch(outcome.error, /timeout|abort/i, `${email} hung during shutdown`);
+      }
+      assert.equal((await probe(live.url, authorization)).kind, 'refused', 'after the exit, connections are refused');
+      assertDatabaseClosed();
+
+      const acknowledged = await assertStoredExactlyTheAcknowledged([...heldOutcomes, ...burstOutcomes]);
+      const burstOk = burstOutcomes.filter((b) => isOk(b.outcome));
+      const burstOkAfterSignal = burstOk.filter((b) => b.outcome.at > signalledAt).length;
+      const others = burstOutcomes.filter((b) => !isOk(b.outcome)).map((b) => (b.outcome.kind === 'answered' ? String(b.outcome.status) : (b.outcome as { error: string }).error));
+      t.diagnostic(
+        `refused new connections ${refusedAfter} ms after SIGTERM (${probes.length} probes: ${probes.map((p) => p.kind).join(', ')}); ` +
+          `exit 0 ${exit.at - signalledAt} ms after SIGTERM; held: ${HELD}/${HELD} answered 200; ` +
+          `burst: ${burstOk.length}/${BURST} answered 200 (${burstOkAfterSignal} of them after the signal), others: ${others.join(', ') || 'none'}; ` +
+          `${acknowledged} acknowledged, all stored`,
+      );
+    });
+
+    test('SIGINT with a create in flight: finished, exit 0', async () => {
+      const live = await start();
+      const exitSoFar = exitWatch(live);
+      const held = [0, 1, 2].map((i) => heldCreate(live.url, authorization, `sigint.${i}@shutdown.example`, 100 + i));
+      await Promise.all(held.map((h) => h.accepted));
+      const signalledAt = Date.now();
+      live.signal('SIGINT');
+      await until('a new connection is refused after SIGINT', 5_000, async () => {
+        const p = await probe(live.url, authorization);
+        assert.notEqual(p.kind, 'timeout', 'a request made during shutdown hung');
+        return p.kind === 'refused';
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(exitSoFar(), undefined, 'the server exited while requests were in flight');
+      for (const h of held) h.finish();
+      const outcomes = await Promise.all(held.map(async (h) => ({ email: h.email, body: h.body, outcome: await h.result })));
+      const exit = await exitWithin(live, 10_000 - (Date.now() - signalledAt));
+      server = undefined;
+      assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, `exit after SIGINT\nstderr: ${live.stderr}`);
+      for (const { email, outcome } of outcomes) assert.ok(isOk(outcome), `${email}: ${JSON.stringify(outcome)}`);
+      assertDatabaseClosed();
+      await assertStoredExactlyTheAcknowledged(outcomes);
+    });
+
+    test('an idle server exits 0 on SIGTERM, and a restart on the same database serves again', async () => {
+      const idle = await start();
+      assert.equal((await probe(idle.url, authorization)).kind, 'answered');
+      const signalledAt = Date.now();
+      idle.signal('SIGTERM');
+      const exit = await exitWithin(idle, 10_000);
+      server = undefined;
+      assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null });
+      assert.ok(exit.at - signalledAt < 5_000, `an idle server took ${exit.at - signalledAt} ms to stop`);
+      assertDatabaseClosed();
+
+      const again = await start();
+      const me = await probe(again.url, authorization);
+      assert.deepEqual(me, { kind: 'answered', status: 200 });
+      const outcome = await create(again.url, authorization, variedDonation('restart@shutdown.example', 200));
+      assert.ok(isOk(outcome), JSON.stringify(outcome));
+      assert.deepEqual(await again.stop('SIGTERM', 10_000), { code: 0, signal: null });
+      server = undefined;
+    });
+  });
+}
