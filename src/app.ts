@@ -55,10 +55,9 @@ export async function buildApp({
     reply.header('X-Content-Type-Options', 'nosniff');
   });
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
-      'request',
-    );
+    // The route's pattern, never the raw URL: a path or query string can carry anything.
+    const route = request.routeOptions.url ?? '(no route)';
+    request.log.info({ method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
   });
 
   registerErrorHandling(app);
