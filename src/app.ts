@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Store } from './store/store.js';
 import { basicAuth } from './http/auth.js';
+import { cachedCredentials } from './http/credential-cache.js';
 import { DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
 import { answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
@@ -67,7 +68,7 @@ export async function buildApp({
   await app.register(
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.
-      const authenticate = basicAuth((username) => store.findCredential(username), throttle);
+      const authenticate = basicAuth(cachedCredentials((username) => store.findCredential(username)), throttle);
       await api.register(meRoutes, { authenticate });
       await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store });
     },

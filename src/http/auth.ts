@@ -28,17 +28,27 @@ export function parseBasicAuthorization(header: string | undefined): { username:
 
 export type CredentialLookup = (username: string) => Promise<CharityCredential | undefined>;
 
+/** Where credentials come from: recently seen ones (in memory, or nothing), and the database itself. */
+export interface Credentials {
+  recent(username: string): CharityCredential | undefined;
+  fresh: CredentialLookup;
+}
+
 /**
  * An onRequest hook that sets `request.charity`, or answers 401; or 429 for a client address that
  * has failed too often (an unknown username and a wrong password count, and look, the same).
  */
-export function basicAuth(lookup: CredentialLookup, throttle: Throttle) {
+export function basicAuth(credentials: Credentials, throttle: Throttle) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const given = parseBasicAuthorization(request.headers.authorization);
     const username = given?.username ?? '';
     const wait = await throttle.authenticationBlocked(request.ip, username);
     if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
-    const charity = given && authenticatedCharity(await lookup(given.username), given.password);
+    // A recently seen credential answers at once; one that would fail is checked afresh first.
+    const charity =
+      given &&
+      (authenticatedCharity(credentials.recent(given.username), given.password) ??
+        authenticatedCharity(await credentials.fresh(given.username), given.password));
     if (!charity) {
       await throttle.authenticationFailed(request.ip, username);
       await discardBody(request.raw);

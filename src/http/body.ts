@@ -1,6 +1,6 @@
 // Request bodies: JSON (UTF-8) or application/x-www-form-urlencoded, at most 1 MiB.
 import type { IncomingMessage } from 'node:http';
-import { pipeline, Transform, type TransformCallback } from 'node:stream';
+import { Transform, type TransformCallback } from 'node:stream';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import sjson from 'secure-json-parse';
@@ -63,10 +63,13 @@ function charsetOf(contentType: string | undefined): string | undefined {
 }
 
 export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
-  app.addHook('preParsing', async (_request, _reply, payload) => {
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const { headers } = request;
+    if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return payload; // no body
+    // pipe(), not pipeline(): pipeline costs an AbortController per request. Errors are forwarded by hand.
     const limited = new BodyLimit();
-    pipeline(payload, limited, () => {}); // errors reach Fastify through `limited`
-    return limited;
+    payload.on('error', (err) => limited.destroy(err));
+    return payload.pipe(limited);
   });
 
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only

@@ -37,7 +37,24 @@ function sqliteDialect(path: string): Dialect {
   db.pragma('foreign_keys = ON');
   // The CLI and the server share the file; wait for a writer instead of failing at once.
   db.pragma('busy_timeout = 5000');
-  return new SqliteDialect({ database: db });
+  return new SqliteDialect({ database: reusingStatements(db) });
+}
+
+/**
+ * Kysely prepares every query afresh, which costs more than running it. The same SQL text gets
+ * the same prepared statement here, unless that one is still busy (an export iterating it).
+ */
+function reusingStatements(db: BetterSqlite3.Database): BetterSqlite3.Database {
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((source: string) => {
+    const cached = statements.get(source);
+    if (cached && !cached.busy) return cached;
+    const fresh = prepare(source);
+    if (statements.size < 500) statements.set(source, fresh);
+    return fresh;
+  }) as typeof db.prepare;
+  return db;
 }
 
 const INT8_OID = 20;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/charities/credentials.js';
 import { basic, startTestApp, type TestContext } from '../support/app.js';
+import { until } from '../support/cli.js';
 import { BACKENDS } from '../support/backends.js';
 
 for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, () => {
@@ -84,13 +85,22 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     assertUnauthorized(await me(basic(t.charity.username, hashPassword(t.charity.password))));
   });
 
-  test('a disabled charity gets 401, and works again once enabled', async () => {
+  test('a disabled charity gets 401 within 5 s (credentials are reused for up to 2 s), and works again at once when enabled', async () => {
     const c = await t.signUp('Soon Disabled', 'x@example.org');
     assert.equal((await me(c.authorization)).statusCode, 200);
     await t.store.setActive(c.username, false);
+    await until('disabled', 5000, async () => (await me(c.authorization)).statusCode === 401);
     assertUnauthorized(await me(c.authorization));
     await t.store.setActive(c.username, true);
     assert.equal((await me(c.authorization)).statusCode, 200);
+  });
+
+  test('after a rotation the new password works at once and the old one stops within 5 s', async () => {
+    const c = await t.signUp('Rotating Live', 'rl@example.org');
+    assert.equal((await me(c.authorization)).statusCode, 200); // now remembered
+    await t.store.setPasswordHash(c.username, hashPassword('a-brand-new-password-0123456789ab'));
+    assert.equal((await me(basic(c.username, 'a-brand-new-password-0123456789ab'))).statusCode, 200);
+    await until('the old password is refused', 5000, async () => (await me(c.authorization)).statusCode === 401);
   });
 
   test('after a rotation the old password is refused and the new one works', async () => {
