@@ -17,7 +17,7 @@ export const PG_QUERY_TIMEOUT_MS = 5000;
 
 export async function openStore(location: DatabaseLocation): Promise<Store> {
   const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path) : postgresDialect(location.url, location.poolMax);
-  const store = new Store(new Kysely<Database>({ dialect }), location.dialect);
+  const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1);
   try {
     await store.migrate();
   } catch (err) {

@@ -6,6 +6,7 @@ import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
 import type { Database, DonationsTable } from './schema.js';
 import type { DatabaseLocation } from '../config.js';
+import { GroupCommit } from './group-commit.js';
 import { migrations } from './migrations/index.js';
 
 export interface DonationFilter {
@@ -38,10 +39,16 @@ export interface KeyClaimOptions {
 export class ClaimLostError extends Error {}
 
 export class Store {
+  private readonly writes: GroupCommit<Database>;
+
   constructor(
     private readonly db: Kysely<Database>,
     readonly dialect: DatabaseLocation['dialect'],
-  ) {}
+    /** Write transactions at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
+    writeConcurrency = 1,
+  ) {
+    this.writes = new GroupCommit(db, writeConcurrency);
+  }
 
   /** Applies every pending migration; safe to call from several processes at once. */
   async migrate(): Promise<void> {
@@ -139,33 +146,32 @@ export class Store {
 
   /**
    * Stores one donation; when the promise resolves, the row is committed (durably, per the
-   * dialect's settings). With a claimed idempotency key, the key is completed in the same
-   * transaction, so a crash leaves either both or neither.
+   * dialect's settings), usually in one transaction with the other donations that arrived at the
+   * same moment. With a claimed idempotency key, the key is completed in the same transaction, so a
+   * crash leaves either both or neither.
    */
   async recordDonation(charityId: number, d: NewDonation, claim?: { key: string; token: string }): Promise<StoredDonation> {
-    const recorded_at = nowIso();
-    const row = {
-      ...d,
-      charity_id: charityId,
-      gift_aid: d.gift_aid ? 1 : 0,
-      zakat_donation: d.zakat_donation ? 1 : 0,
-      donation_date: d.donation_date ?? recorded_at,
-      recorded_at,
-    };
-    if (!claim) {
-      const { id } = await this.db.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
-      return toStoredDonation({ ...row, id });
-    }
-    return this.db.transaction().execute(async (trx) => {
+    return this.writes.run(async (trx) => {
+      const recorded_at = nowIso();
+      const row = {
+        ...d,
+        charity_id: charityId,
+        gift_aid: d.gift_aid ? 1 : 0,
+        zakat_donation: d.zakat_donation ? 1 : 0,
+        donation_date: d.donation_date ?? recorded_at,
+        recorded_at,
+      };
       const { id } = await trx.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
-      const completed = await trx
-        .updateTable('idempotency_keys')
-        .set({ donation_id: id, locked_until: null })
-        .where('charity_id', '=', charityId)
-        .where('key', '=', claim.key)
-        .where('locked_until', '=', claim.token)
-        .executeTakeFirst();
-      if (completed.numUpdatedRows === 0n) throw new ClaimLostError(); // rolls the donation back too
+      if (claim) {
+        const completed = await trx
+          .updateTable('idempotency_keys')
+          .set({ donation_id: id, locked_until: null })
+          .where('charity_id', '=', charityId)
+          .where('key', '=', claim.key)
+          .where('locked_until', '=', claim.token)
+          .executeTakeFirst();
+        if (completed.numUpdatedRows === 0n) throw new ClaimLostError(); // rolls the donation back too
+      }
       return toStoredDonation({ ...row, id });
     });
   }
@@ -182,12 +188,14 @@ export class Store {
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = nowMicros();
       const token = formatMicros(now + opts.leaseMicros);
-      const inserted = await this.db
-        .insertInto('idempotency_keys')
-        .values({ charity_id: charityId, key, fingerprint, donation_id: null, locked_until: token, created_at: formatMicros(now), expires_at: formatMicros(now + opts.ttlMicros) })
-        .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
-        .returning('key')
-        .executeTakeFirst();
+      const inserted = await this.writes.run((trx) =>
+        trx
+          .insertInto('idempotency_keys')
+          .values({ charity_id: charityId, key, fingerprint, donation_id: null, locked_until: token, created_at: formatMicros(now), expires_at: formatMicros(now + opts.ttlMicros) })
+          .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
+          .returning('key')
+          .executeTakeFirst(),
+      );
       if (inserted) return { outcome: 'claimed', token };
 
       const existing = await this.db
