@@ -1,6 +1,7 @@
 // POST /api/v1/donation/create: authenticate, validate, store durably, answer with the record.
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { toDonationRecord } from '../../donations/donation.js';
+import { CREATE_RESPONSE_SCHEMA, VALIDATION_ERROR_SCHEMA } from '../../donations/schema.js';
 import { validateDonation } from '../../donations/validate.js';
 import { ClaimLostError, type Store } from '../../store/store.js';
 import { fingerprint, IDEMPOTENCY, idempotencyKeyOf, inFlight } from '../idempotency.js';
@@ -14,7 +15,9 @@ interface Options {
 const INVALID = 'The given data was invalid.';
 
 export async function donationRoutes(app: FastifyInstance, { authenticate, limitCreates, store }: Options): Promise<void> {
-  app.post('/donation/create', { onRequest: [authenticate, limitCreates] }, async (request, reply) => {
+  // The response schema compiles a fast serialiser for the record; errors are serialised plainly.
+  const schema = { response: { 200: CREATE_RESPONSE_SCHEMA, 422: VALIDATION_ERROR_SCHEMA } };
+  app.post('/donation/create', { onRequest: [authenticate, limitCreates], schema }, async (request, reply) => {
     const key = idempotencyKeyOf(request.headers);
     // No body at all is an empty form; the parsers guarantee anything else is a plain object.
     const result = validateDonation((request.body ?? {}) as Record<string, unknown>);
