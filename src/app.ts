@@ -46,11 +46,19 @@ export async function buildApp({
     },
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: answerUnparsableRequest,
+    return503OnClosing: false, // see preClose below
   };
   // Fastify types an HTTPS instance apart; the routes and hooks here are the same for both.
   const app = (https ? Fastify({ ...options, https }) : Fastify(options)) as unknown as FastifyInstance;
 
+  // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
+  // close() does not wait for them. A request already on an open connection is served, not refused.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply) => {
+    if (closing) reply.header('Connection', 'close');
     reply.header('X-Request-Id', request.id);
     reply.header('Cache-Control', 'no-store');
     reply.header('X-Content-Type-Options', 'nosniff');

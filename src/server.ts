@@ -48,8 +48,11 @@ export async function serve(config: Config): Promise<void> {
       process.exit(1);
     }, 10_000);
     deadline.unref();
+    // While draining, close each connection as soon as it has nothing in flight.
+    const reaper = setInterval(() => app.server.closeIdleConnections(), 50);
     try {
       await app.close(); // stops accepting, waits for requests in flight
+      clearInterval(reaper);
       await store.close();
       redis?.disconnect();
       process.exit(0);

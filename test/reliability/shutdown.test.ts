@@ -7,21 +7,28 @@
 // parsed the request (Node answers it as it hands the request to the app); the client then sends
 // half of the body and keeps the rest back until the signal has been sent and new connections are
 // refused. So at the signal the server holds requests it can only finish by waiting, and the test
-// decides when they can finish. Besides them, a burst of ordinary creates over fetch (their own
-// connections) is under way when the signal comes.
+// decides when they can finish. Half of them come on keep-alive connections that the client keeps
+// open after the answer, as proxies and load balancers do, so the server has to close them itself
+// to finish; the other half ask for `Connection: close`. Besides them, a burst of ordinary creates
+// over fetch (keep-alive too) is under way when the signal comes.
 //
 // How it fails without the feature:
 // - No handler for the signal: the process dies of it (exit signal SIGTERM/SIGINT, not code 0).
 // - Exiting at once (process.exit in the handler, or closing without waiting): the held requests
 //   are cut (a connection error instead of a 200), the server has exited before they were
-//   finished ("still running while requests are in flight" fails), and a burst create that was
-//   committed but not answered shows up as "stored without a 200".
+//   finished ("the server exited ... while requests were in flight"), and a burst create that was
+//   committed but not answered shows up as "stored but its request got ...".
 // - Still accepting connections while draining: the probe never sees its connection refused.
-// - Waiting forever (on idle keep-alive connections, a pool that never ends): no exit within 10 s.
+// - Waiting too long (for clients to hang up keep-alive connections it answered while draining,
+//   for a pool that never ends): no exit with code 0 within 10 s.
 // - Exiting 0 without closing the database: on SQLite the WAL file (almoner.db-wal) is left
 //   behind, since only the last connection's close checkpoints and removes it. (On PostgreSQL an
 //   unclosed pool cannot be told apart from the client side once the process is gone.)
 // - An acknowledged create not committed before the exit: every 200 is looked up in the database.
+// Checked on both backends against altered copies of src/server.ts: no signal handlers, not
+// awaiting app.close(), and no store.close() each fail here; closing connections as they go idle
+// while draining (setInterval(() => app.server.closeIdleConnections(), 50) around app.close())
+// makes every test pass, in about 13 s for both backends.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
@@ -47,16 +54,26 @@ interface Held {
   /** Sends the rest of the body. */
   finish(): void;
   result: Promise<Outcome>;
+  /** Whether the server has closed this request's connection yet. */
+  closed(): boolean;
+  /** Hangs up (after the test: a keep-alive connection is otherwise kept, as a proxy keeps it). */
+  destroy(): void;
 }
 
-/** A create over a connection of its own, with its body held back halfway: see the top of the file. */
-function heldCreate(baseUrl: string, authorization: string, email: string, i: number): Held {
+/**
+ * A create over a connection of its own, with its body held back halfway: see the top of the file.
+ * `keepAlive`: the connection asks to stay open after the answer, as browsers, proxies and load
+ * balancers ask; otherwise it asks to be closed (`Connection: close`).
+ */
+function heldCreate(baseUrl: string, authorization: string, email: string, i: number, keepAlive: boolean): Held {
+  const agent = new http.Agent({ keepAlive, maxSockets: 1 });
+  let closed = false;
   const body = variedDonation(email, i);
   const payload = Buffer.from(JSON.stringify(body));
   const half = Math.floor(payload.length / 2);
   const req = http.request(`${baseUrl}/api/v1/donation/create`, {
     method: 'POST',
-    agent: false,
+    agent,
     headers: {
       authorization,
       accept: 'application/json',
@@ -66,6 +83,7 @@ function heldCreate(baseUrl: string, authorization: string, email: string, i: nu
     },
   });
   req.setTimeout(15_000, () => req.destroy(new Error('no answer within 15 s')));
+  req.once('socket', (socket) => socket.once('close', () => (closed = true)));
   const accepted = new Promise<void>((resolve, reject) => {
     req.once('continue', () => req.write(payload.subarray(0, half), () => resolve()));
     req.once('error', reject);
@@ -87,7 +105,7 @@ function heldCreate(baseUrl: string, authorization: string, email: string, i: nu
     });
   });
   req.flushHeaders();
-  return { email, body, accepted, finish: () => req.end(payload.subarray(half)), result };
+  return { email, body, accepted, finish: () => req.end(payload.subarray(half)), result, closed: () => closed, destroy: () => agent.destroy() };
 }
 
 type Probe = { kind: 'refused' | 'reset' | 'timeout'; error: string } | { kind: 'answered'; status: number };
@@ -108,18 +126,30 @@ function probe(baseUrl: string, authorization: string): Promise<Probe> {
   });
 }
 
-/** Waits for the process to exit, at most `ms`; returns how it exited and when. */
-async function exitWithin(server: ServerProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> {
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  at: number;
+}
+
+/** Waits for the process to exit, at most `ms`: how and when it exited, or undefined if it still runs. */
+async function waitExit(server: ServerProcess, ms: number): Promise<Exit | undefined> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the server did not exit within ${ms / 1000} s of the signal\nstderr: ${server.stderr}`)), ms);
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(ms, 0));
   });
   try {
-    const exit = await Promise.race([server.exited, timeout]);
-    return { ...exit, at: Date.now() };
+    return await Promise.race([server.exited.then((e) => ({ ...e, at: Date.now() })), timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Asserts a clean exit (code 0, not killed by a signal) within 10 s of the signal, sent at `signalledAt`. */
+function assertCleanExit(server: ServerProcess, exit: Exit | undefined, signalledAt: number, more = ''): void {
+  const how = exit ? `exited with code ${exit.code}, signal ${exit.signal}, ${exit.at - signalledAt} ms after the signal` : 'still running 11 s after the signal';
+  const ok = exit !== undefined && exit.code === 0 && exit.signal === null && exit.at - signalledAt < 10_000;
+  assert.ok(ok, `the server ${how}; expected exit code 0 within 10 s${more}\nstderr: ${server.stderr}\nlast log lines:\n${server.logLines().slice(-4).join('\n')}`);
 }
 
 /** How the process exited so far: undefined while it runs. */
@@ -195,71 +225,89 @@ for (const backend of BACKENDS) {
     test(`SIGTERM with ${HELD} held and ${BURST} concurrent creates in flight: all finished, refused after, exit 0 within 10 s`, async (t) => {
       const live = await start();
       const exitSoFar = exitWatch(live);
-      const held = Array.from({ length: HELD }, (_, i) => heldCreate(live.url, authorization, `held.${i}@shutdown.example`, i));
-      await Promise.all(held.map((h) => h.accepted)); // the server has every held request
-      assert.equal((await probe(live.url, authorization)).kind, 'answered', 'before the signal, a new connection is served');
+      // Half of the held requests come on keep-alive connections, half ask for Connection: close.
+      const held = Array.from({ length: HELD }, (_, i) => heldCreate(live.url, authorization, `held.${i}@shutdown.example`, i, i % 2 === 0));
+      try {
+        await Promise.all(held.map((h) => h.accepted)); // the server has every held request
+        assert.equal((await probe(live.url, authorization)).kind, 'answered', 'before the signal, a new connection is served');
 
-      const burstBodies = Array.from({ length: BURST }, (_, i) => ({ email: `burst.${i}@shutdown.example`, body: variedDonation(`burst.${i}@shutdown.example`, HELD + i) }));
-      let burstDone = 0;
-      const burst = burstBodies.map(async ({ email, body }) => {
-        const outcome = await create(live.url, authorization, body);
-        burstDone++;
-        return { email, body, outcome };
-      });
-      await until('the first creates of the burst are answered', 10_000, () => burstDone >= 3);
+        const burstBodies = Array.from({ length: BURST }, (_, i) => ({ email: `burst.${i}@shutdown.example`, body: variedDonation(`burst.${i}@shutdown.example`, HELD + i) }));
+        let burstDone = 0;
+        const burst = burstBodies.map(async ({ email, body }) => {
+          const outcome = await create(live.url, authorization, body);
+          burstDone++;
+          return { email, body, outcome };
+        });
+        await until('the first creates of the burst are answered', 10_000, () => burstDone >= 3);
 
-      const signalledAt = Date.now();
-      live.signal('SIGTERM');
+        const signalledAt = Date.now();
+        live.signal('SIGTERM');
 
-      // New connections are refused while the held requests keep the server draining; no probe hangs.
-      const probes: Probe[] = [];
-      await until('a new connection is refused after SIGTERM', 5_000, async () => {
-        const p = await probe(live.url, authorization);
-        probes.push(p);
-        assert.notEqual(p.kind, 'timeout', 'a request made during shutdown hung');
-        return p.kind === 'refused';
-      });
-      const refusedAfter = Date.now() - signalledAt;
-      // Give a server that does not wait every chance to be gone by now.
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal(exitSoFar(), undefined, `the server exited (${JSON.stringify(exitSoFar())}) while requests were in flight`);
+        // New connections are refused while the held requests keep the server draining; no probe hangs.
+        const probes: Probe[] = [];
+        await until('a new connection is refused after SIGTERM', 5_000, async () => {
+          const p = await probe(live.url, authorization);
+          probes.push(p);
+          assert.notEqual(p.kind, 'timeout', 'a request made during shutdown hung');
+          return p.kind === 'refused';
+        });
+        const refusedAfter = Date.now() - signalledAt;
+        // Give a server that does not wait every chance to be gone by now.
+        await new Promise((r) => setTimeout(r, 300));
+        assert.equal(exitSoFar(), undefined, `the server exited (${JSON.stringify(exitSoFar())}) while requests were in flight`);
 
-      for (const h of held) h.finish();
-      const heldOutcomes = await Promise.all(held.map(async (h) => ({ email: h.email, body: h.body, outcome: await h.result })));
-      const burstOutcomes = await Promise.all(burst);
-      const exit = await exitWithin(live, 10_000 - (Date.now() - signalledAt));
-      server = undefined;
-      assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, `exit after SIGTERM\nstderr: ${live.stderr}`);
-      assert.ok(exit.at - signalledAt < 10_000);
+        for (const h of held) h.finish();
+        const heldOutcomes = await Promise.all(held.map(async (h) => ({ email: h.email, body: h.body, outcome: await h.result })));
+        const burstOutcomes = await Promise.all(burst);
+        const answeredAfter = Math.max(...[...heldOutcomes, ...burstOutcomes].map((o) => o.outcome.at)) - signalledAt;
+        for (const { email, outcome } of heldOutcomes) {
+          assert.ok(isOk(outcome), `held create ${email}, in flight at SIGTERM, got ${JSON.stringify(outcome)} instead of its 200`);
+        }
+        for (const { email, outcome } of burstOutcomes) {
+          // In the server's hands at the signal: a 200. Not yet: the 503 a draining server gives, or a
+          // reset: a connection still in the kernel's accept queue when the listener closed (an
+          // instrumented server showed every connection it had accepted got a 200 or a 503). None is stored.
+          if (outcome.kind === 'answered') assert.ok([200, 503].includes(outcome.status), `${email}: ${JSON.stringify(outcome)}`);
+          else assert.notEqual(outcome.kind, 'status-only', `${email}: its answer was cut: ${JSON.stringify(outcome)}`);
+          if (outcome.kind === 'no-answer') assert.doesNotMatch(outcome.error, /timeout|abort/i, `${email} hung during shutdown`);
+        }
 
-      for (const { email, outcome } of heldOutcomes) {
-        assert.ok(isOk(outcome), `held create ${email}, in flight at SIGTERM, got ${JSON.stringify(outcome)} instead of its 200`);
+        // The client keeps its keep-alive connections open, as a proxy or a load balancer does:
+        // closing them once their requests are answered is the server's job.
+        await new Promise((r) => setTimeout(r, 500));
+        const keepAlive = held.filter((_, i) => i % 2 === 0);
+        const stillOpen = keepAlive.filter((h) => !h.closed()).length;
+        const exit = await waitExit(live, 11_000 - (Date.now() - signalledAt));
+        if (exit) server = undefined;
+        assertCleanExit(
+          live,
+          exit,
+          signalledAt,
+          `; every in-flight request was answered ${answeredAfter} ms after the signal, yet 500 ms later the server still had ` +
+            `${stillOpen} of the ${keepAlive.length} held keep-alive connections open (and the burst's, which fetch keeps)`,
+        );
+        assert.equal((await probe(live.url, authorization)).kind, 'refused', 'after the exit, connections are refused');
+        assertDatabaseClosed();
+
+        const acknowledged = await assertStoredExactlyTheAcknowledged([...heldOutcomes, ...burstOutcomes]);
+        const burstOk = burstOutcomes.filter((b) => isOk(b.outcome));
+        const burstOkAfterSignal = burstOk.filter((b) => b.outcome.at > signalledAt).length;
+        const others = burstOutcomes.filter((b) => !isOk(b.outcome)).map((b) => (b.outcome.kind === 'answered' ? String(b.outcome.status) : (b.outcome as { error: string }).error));
+        t.diagnostic(
+          `refused new connections ${refusedAfter} ms after SIGTERM (${probes.length} probes: ${probes.map((p) => p.kind).join(', ')}); ` +
+            `all answered ${answeredAfter} ms and exit 0 ${exit!.at - signalledAt} ms after SIGTERM; held: ${HELD}/${HELD} answered 200; ` +
+            `burst: ${burstOk.length}/${BURST} answered 200 (${burstOkAfterSignal} of them after the signal), others: ${others.join(', ') || 'none'}; ` +
+            `${acknowledged} acknowledged, all stored`,
+        );
+      } finally {
+        for (const h of held) h.destroy();
       }
-      for (const { email, outcome } of burstOutcomes) {
-        // In the server's hands at the signal: a 200. Not yet: refused, reset, or the 503 a draining server gives.
-        if (outcome.kind === 'answered') assert.ok([200, 503].includes(outcome.status), `${email}: ${JSON.stringify(outcome)}`);
-        else assert.notEqual(outcome.kind, 'status-only', `${email}: its answer was cut: ${JSON.stringify(outcome)}`);
-        if (outcome.kind === 'no-answer') assert.doesNotMatch(outcome.error, /timeout|abort/i, `${email} hung during shutdown`);
-      }
-      assert.equal((await probe(live.url, authorization)).kind, 'refused', 'after the exit, connections are refused');
-      assertDatabaseClosed();
-
-      const acknowledged = await assertStoredExactlyTheAcknowledged([...heldOutcomes, ...burstOutcomes]);
-      const burstOk = burstOutcomes.filter((b) => isOk(b.outcome));
-      const burstOkAfterSignal = burstOk.filter((b) => b.outcome.at > signalledAt).length;
-      const others = burstOutcomes.filter((b) => !isOk(b.outcome)).map((b) => (b.outcome.kind === 'answered' ? String(b.outcome.status) : (b.outcome as { error: string }).error));
-      t.diagnostic(
-        `refused new connections ${refusedAfter} ms after SIGTERM (${probes.length} probes: ${probes.map((p) => p.kind).join(', ')}); ` +
-          `exit 0 ${exit.at - signalledAt} ms after SIGTERM; held: ${HELD}/${HELD} answered 200; ` +
-          `burst: ${burstOk.length}/${BURST} answered 200 (${burstOkAfterSignal} of them after the signal), others: ${others.join(', ') || 'none'}; ` +
-          `${acknowledged} acknowledged, all stored`,
-      );
     });
 
     test('SIGINT with a create in flight: finished, exit 0', async () => {
       const live = await start();
       const exitSoFar = exitWatch(live);
-      const held = [0, 1, 2].map((i) => heldCreate(live.url, authorization, `sigint.${i}@shutdown.example`, 100 + i));
+      const held = [0, 1, 2].map((i) => heldCreate(live.url, authorization, `sigint.${i}@shutdown.example`, 100 + i, false));
       await Promise.all(held.map((h) => h.accepted));
       const signalledAt = Date.now();
       live.signal('SIGINT');
@@ -272,9 +320,9 @@ for (const backend of BACKENDS) {
       assert.equal(exitSoFar(), undefined, 'the server exited while requests were in flight');
       for (const h of held) h.finish();
       const outcomes = await Promise.all(held.map(async (h) => ({ email: h.email, body: h.body, outcome: await h.result })));
-      const exit = await exitWithin(live, 10_000 - (Date.now() - signalledAt));
-      server = undefined;
-      assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, `exit after SIGINT\nstderr: ${live.stderr}`);
+      const exit = await waitExit(live, 11_000 - (Date.now() - signalledAt));
+      if (exit) server = undefined;
+      assertCleanExit(live, exit, signalledAt);
       for (const { email, outcome } of outcomes) assert.ok(isOk(outcome), `${email}: ${JSON.stringify(outcome)}`);
       assertDatabaseClosed();
       await assertStoredExactlyTheAcknowledged(outcomes);
@@ -285,10 +333,10 @@ for (const backend of BACKENDS) {
       assert.equal((await probe(idle.url, authorization)).kind, 'answered');
       const signalledAt = Date.now();
       idle.signal('SIGTERM');
-      const exit = await exitWithin(idle, 10_000);
-      server = undefined;
-      assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null });
-      assert.ok(exit.at - signalledAt < 5_000, `an idle server took ${exit.at - signalledAt} ms to stop`);
+      const exit = await waitExit(idle, 11_000);
+      if (exit) server = undefined;
+      assertCleanExit(idle, exit, signalledAt);
+      assert.ok(exit!.at - signalledAt < 5_000, `an idle server took ${exit!.at - signalledAt} ms to stop`);
       assertDatabaseClosed();
 
       const again = await start();
