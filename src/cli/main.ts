@@ -24,6 +24,7 @@ program
 
 program.addCommand(charityCommand());
 program.addCommand(donationsCommand());
+program.addCommand((await import('./giftaid.js')).giftaidCommand());
 
 // Subcommands added with addCommand do not inherit these settings, so set them on every one.
 (function configure(command: Command) {

@@ -1,12 +1,18 @@
 // Validation of a create request, driven by the field table. Every failing field is
 // reported at once, with messages in Laravel's style that name the field in words.
-import validator from 'validator';
+// One module each rather than validator's index, which loads all hundred of its checks at start-up.
+// (At run time the default import is the function; its `.default` is the function again, as typed.)
+import isEmailModule from 'validator/lib/isEmail.js';
+import isIPModule from 'validator/lib/isIP.js';
 import { AMOUNT_MAX, AMOUNT_MIN, DONATION_FIELDS, type FieldSpec } from './fields.js';
 import type { DonationType, NewDonation } from './donation.js';
 import { isRealDate, startOfDayIso } from '../time.js';
 
 export type ValidationErrors = Record<string, string[]>;
 export type ValidationResult = { ok: true; donation: NewDonation } | { ok: false; errors: ValidationErrors };
+
+const isEmail = isEmailModule.default;
+const isIP = isIPModule.default;
 
 type Check = { value: unknown; errors?: undefined } | { value?: undefined; errors: string[] };
 
@@ -61,14 +67,14 @@ function checkEmail(f: FieldSpec, v: unknown): Check {
   if (isAbsent(v) || v === '') return { errors: [msg.required(f)] };
   const errors = checkString(f, v);
   if (errors.length) return { errors };
-  return validator.isEmail(v as string) ? { value: v } : { errors: [msg.email(f)] };
+  return isEmail(v as string) ? { value: v } : { errors: [msg.email(f)] };
 }
 
 function checkIp(f: FieldSpec, v: unknown): Check {
   if (isAbsent(v) || v === '') return { value: null };
   const errors = checkString(f, v);
   if (errors.length) return { errors };
-  return validator.isIP(v as string) ? { value: v } : { errors: [msg.ip(f)] };
+  return isIP(v as string) ? { value: v } : { errors: [msg.ip(f)] };
 }
 
 function checkChoice(f: FieldSpec, v: unknown): Check {

@@ -5,8 +5,17 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { createRequire } from 'node:module';
+import type * as Limiters from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { discardBody } from './body.js';
+
+// The package's index loads every backend it supports (MongoDB, MySQL, DynamoDB...) at start-up;
+// only these are needed, and Redis's only with REDIS_URL.
+const require = createRequire(import.meta.url);
+const RateLimiterMemory: typeof Limiters.RateLimiterMemory = require('rate-limiter-flexible/lib/RateLimiterMemory.js');
+const RateLimiterRes: typeof Limiters.RateLimiterRes = require('rate-limiter-flexible/lib/RateLimiterRes.js');
+type RateLimiterRes = Limiters.RateLimiterRes;
 
 export const AUTH_FAILURES = {
   /** Failed authentications one client address may make per window. */
@@ -29,6 +38,7 @@ function limiter(opts: ThrottleOptions, name: string, points: number, duration: 
   const keyPrefix = `${opts.keyPrefix ?? 'almoner'}:${name}`;
   const memory = new RateLimiterMemory({ keyPrefix, points, duration });
   if (!opts.redis) return memory;
+  const RateLimiterRedis: typeof Limiters.RateLimiterRedis = require('rate-limiter-flexible/lib/RateLimiterRedis.js');
   return new RateLimiterRedis({ storeClient: opts.redis, keyPrefix, points, duration, insuranceLimiter: memory });
 }
 

@@ -4,8 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
-import pg from 'pg';
-import Cursor from 'pg-cursor';
+import type pg from 'pg';
 import type { DatabaseLocation } from '../config.js';
 import type { Database } from './schema.js';
 import { Store } from './store.js';
@@ -16,7 +15,7 @@ export const PG_CONNECT_TIMEOUT_MS = 3000;
 export const PG_QUERY_TIMEOUT_MS = 5000;
 
 export async function openStore(location: DatabaseLocation): Promise<Store> {
-  const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path) : postgresDialect(location.url, location.poolMax);
+  const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path) : await postgresDialect(location.url, location.poolMax);
   const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1);
   try {
     await store.migrate();
@@ -59,7 +58,10 @@ function reusingStatements(db: BetterSqlite3.Database): BetterSqlite3.Database {
 
 const INT8_OID = 20;
 
-function postgresDialect(connectionString: string, max: number): Dialect {
+async function postgresDialect(connectionString: string, max: number): Promise<Dialect> {
+  // Loaded only for PostgreSQL, so SQLite deployments do not pay for it at start-up.
+  const { default: pg } = await import('pg');
+  const { default: Cursor } = await import('pg-cursor');
   const pool = new pg.Pool({
     connectionString,
     max,

@@ -1,0 +1,429 @@
+// The Gift Aid claim schedule: which donations a charity can claim from HMRC, laid out as the rows
+// of HMRC's Charities Online "Gift Aid schedule" spreadsheet, and why the others cannot be claimed
+// as they stand. Pure rules: no I/O, no clock (the claim date is passed in), no database.
+//
+// Sources: HMRC's guidance "Schedule spreadsheet to claim back tax on Gift Aid donations" (GOV.UK),
+// which gives the columns, the 35-character names, the space for a double-barrelled surname's hyphen,
+// postcodes "using capital letters and include a space", dates as DD/MM/YY, amounts with two
+// decimals and no £ sign, blank cells for what does not apply, and at most 1,000 rows per schedule.
+// Where the guidance is silent, the assumptions are stated next to the rule they shape.
+
+import type { StoredDonation } from '../donations/donation.js';
+
+/** HMRC's schedule columns, in the spreadsheet's order. */
+export const SCHEDULE_COLUMNS = [
+  'Title',
+  'First name',
+  'Last name',
+  'House name or number',
+  'Postcode',
+  'Aggregated donations',
+  'Sponsored event',
+  'Donation date (DD/MM/YY)',
+  'Amount',
+] as const;
+
+/** The columns of needs-attention.csv: enough to find the donation and the donor, and the reasons. */
+export const ATTENTION_COLUMNS = [
+  'id',
+  'donor_first_name',
+  'donor_last_name',
+  'donor_email',
+  'donor_address',
+  'donor_city',
+  'donor_postcode',
+  'donation_date',
+  'amount',
+  'reason',
+] as const;
+
+/** HMRC accepts at most 1,000 donation rows in one schedule spreadsheet. */
+export const MAX_ROWS_PER_SCHEDULE = 1000;
+/** HMRC: first and last names "using a maximum of 35 characters". */
+export const NAME_MAX_LENGTH = 35;
+/**
+ * House name or number: HMRC's published guidance gives no length; the schedule spreadsheet's own
+ * cell validation allows 40 characters (the same as "first line of address" in its GASDS
+ * schedules). Assumption: 40.
+ */
+export const HOUSE_MAX_LENGTH = 40;
+/** Gift Aid can be claimed for up to four years back (see isOutOfTime for how it is counted). */
+export const CLAIM_WINDOW_YEARS = 4;
+
+/** What the rules read of a donation: a StoredDonation (or an export row) fits. */
+export type GiftAidDonation = Pick<
+  StoredDonation,
+  | 'id'
+  | 'donor_first_name'
+  | 'donor_last_name'
+  | 'donor_email'
+  | 'donor_address'
+  | 'donor_city'
+  | 'donor_postcode'
+  | 'gift_aid'
+  | 'amount_minor'
+  | 'donation_date'
+>;
+
+/** One row of HMRC's schedule; every cell is text exactly as it goes into the spreadsheet. */
+export interface ScheduleRow {
+  /** Not collected by Almoner: always blank (the column is optional). */
+  title: '';
+  firstName: string;
+  lastName: string;
+  houseNameOrNumber: string;
+  postcode: string;
+  /** Each donation is claimed on its own row: never aggregated, so blank. */
+  aggregatedDonations: '';
+  /** Almoner does not know of sponsored events: blank. */
+  sponsoredEvent: '';
+  /** DD/MM/YY. */
+  donationDate: string;
+  /** Pounds with two decimals, no currency sign: 25.00. */
+  amount: string;
+}
+
+/** A donation that cannot be claimed as it stands, with what the charity needs to fix it. */
+export interface AttentionRow {
+  id: number;
+  donor_first_name: string | null;
+  donor_last_name: string | null;
+  donor_email: string;
+  donor_address: string | null;
+  donor_city: string | null;
+  donor_postcode: string | null;
+  /** YYYY-MM-DD. */
+  donation_date: string;
+  /** Pounds with two decimals. */
+  amount: string;
+  /** Every reason, in a fixed order; never empty. */
+  reasons: string[];
+}
+
+export type Assessment =
+  | { kind: 'claimable'; id: number; amountMinor: number; row: ScheduleRow }
+  | { kind: 'needs-attention'; id: number; amountMinor: number; row: AttentionRow }
+  | { kind: 'not-gift-aid'; id: number };
+
+/** The reasons, word for word, so callers and tests can recognise them. */
+export const REASONS = {
+  noFirstName: 'no first name',
+  firstNameNoLetters: 'first name has no letters',
+  noLastName: 'no last name',
+  lastNameNoLetters: 'last name has no letters',
+  noHouse: 'no house name or number (donor_address is empty)',
+  noPostcode: 'no postcode',
+  badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
+  formula: (column: string) => `${column} starts with =, +, - or @, which a spreadsheet would run as a formula`,
+  outOfTime: (cutoff: string) =>
+    `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): too late to claim`,
+  future: 'dated after the claim date',
+  notPositive: 'amount is not more than 0.00',
+} as const;
+
+/**
+ * Decides one donation against the claim date `today` (YYYY-MM-DD, the day the claim is made).
+ * Donations without Gift Aid are neither claimed nor reported as needing attention.
+ */
+export function assessDonation(d: GiftAidDonation, today: string): Assessment {
+  assertDay(today, 'today');
+  if (!d.gift_aid) return { kind: 'not-gift-aid', id: d.id };
+
+  const reasons: string[] = [];
+
+  // HMRC requires a first name ("first initial is acceptable") and a last name for an individual's
+  // donation; only aggregated donations go without, and Almoner never aggregates.
+  const firstName = hmrcFirstName(d.donor_first_name);
+  if (firstName === '') reasons.push(REASONS.noFirstName);
+  else if (!hasLetter(firstName)) reasons.push(REASONS.firstNameNoLetters);
+  const lastName = hmrcLastName(d.donor_last_name);
+  if (lastName === '') reasons.push(REASONS.noLastName);
+  else if (!hasLetter(lastName)) reasons.push(REASONS.lastNameNoLetters);
+
+  const house = houseNameOrNumber(d.donor_address);
+  if (house === '') reasons.push(REASONS.noHouse);
+
+  const postcode = hmrcPostcode(d.donor_postcode);
+  if (postcode.value === '') reasons.push(REASONS.noPostcode);
+  else if (!postcode.valid) reasons.push(REASONS.badPostcode(normaliseSpaces(d.donor_postcode ?? '')));
+
+  // The schedule is text that people open in a spreadsheet: a cell that begins with a formula
+  // character (from a web form anyone can fill in) would run there. A real name or house never
+  // begins with one, so such a donation is held back rather than written into the schedule.
+  for (const [column, value] of [
+    ['first name', firstName],
+    ['last name', lastName],
+    ['house name or number', house],
+  ] as const) {
+    if (FORMULA_START.test(value)) reasons.push(REASONS.formula(column));
+  }
+
+  const day = donationDay(d.donation_date);
+  if (day > today) reasons.push(REASONS.future);
+  else if (isOutOfTime(day, today)) reasons.push(REASONS.outOfTime(claimCutoff(today)));
+
+  if (!(d.amount_minor > 0)) reasons.push(REASONS.notPositive);
+
+  if (reasons.length > 0) {
+    return {
+      kind: 'needs-attention',
+      id: d.id,
+      amountMinor: d.amount_minor,
+      row: {
+        id: d.id,
+        donor_first_name: d.donor_first_name,
+        donor_last_name: d.donor_last_name,
+        donor_email: d.donor_email,
+        donor_address: d.donor_address,
+        donor_city: d.donor_city,
+        donor_postcode: d.donor_postcode,
+        donation_date: day,
+        amount: formatPounds(d.amount_minor),
+        reasons,
+      },
+    };
+  }
+  return {
+    kind: 'claimable',
+    id: d.id,
+    amountMinor: d.amount_minor,
+    row: {
+      title: '',
+      firstName,
+      lastName,
+      houseNameOrNumber: house,
+      postcode: postcode.value,
+      aggregatedDonations: '',
+      sponsoredEvent: '',
+      donationDate: hmrcDate(day),
+      amount: formatPounds(d.amount_minor),
+    },
+  };
+}
+
+export interface Schedule {
+  /** The claimable rows, in the donations' order, cut into schedules of at most 1,000 rows. */
+  schedules: ScheduleRow[][];
+  needsAttention: AttentionRow[];
+  claimableCount: number;
+  /** The sum of the claimable donations, in pence. */
+  claimableMinor: number;
+  /** Donations given without Gift Aid: not part of the claim at all. */
+  notGiftAidCount: number;
+}
+
+/** The whole claim at once (the CLI streams with assessDonation instead; this is the same rules). */
+export function buildSchedule(donations: Iterable<GiftAidDonation>, today: string): Schedule {
+  const claimable: ScheduleRow[] = [];
+  const needsAttention: AttentionRow[] = [];
+  let claimableMinor = 0;
+  let notGiftAidCount = 0;
+  for (const d of donations) {
+    const a = assessDonation(d, today);
+    if (a.kind === 'claimable') {
+      claimable.push(a.row);
+      claimableMinor += a.amountMinor;
+    } else if (a.kind === 'needs-attention') {
+      needsAttention.push(a.row);
+    } else {
+      notGiftAidCount++;
+    }
+  }
+  return { schedules: chunk(claimable, MAX_ROWS_PER_SCHEDULE), needsAttention, claimableCount: claimable.length, claimableMinor, notGiftAidCount };
+}
+
+/** A schedule row as the spreadsheet's cells, in SCHEDULE_COLUMNS order. */
+export function scheduleCells(r: ScheduleRow): string[] {
+  return [r.title, r.firstName, r.lastName, r.houseNameOrNumber, r.postcode, r.aggregatedDonations, r.sponsoredEvent, r.donationDate, r.amount];
+}
+
+/** A needs-attention row as cells, in ATTENTION_COLUMNS order; reasons joined with "; ". */
+export function attentionCells(r: AttentionRow): string[] {
+  return [
+    String(r.id),
+    r.donor_first_name ?? '',
+    r.donor_last_name ?? '',
+    r.donor_email,
+    r.donor_address ?? '',
+    r.donor_city ?? '',
+    r.donor_postcode ?? '',
+    r.donation_date,
+    r.amount,
+    r.reasons.join('; '),
+  ];
+}
+
+/** schedule-001.csv, schedule-002.csv, …: the file for the n-th schedule (from 1). */
+export function scheduleFileName(n: number): string {
+  return `schedule-${String(n).padStart(3, '0')}.csv`;
+}
+
+export const ATTENTION_FILE_NAME = 'needs-attention.csv';
+
+// --- the rules, one by one ---
+
+/** A formula in a spreadsheet cell starts with one of these. */
+const FORMULA_START = /^[=+\-@]/;
+
+/**
+ * Whitespace of any kind (line breaks, tabs, non-breaking spaces) and control characters become
+ * one space; the ends are trimmed. HMRC: "Don't include blank spaces … at the start or end of boxes".
+ */
+export function normaliseSpaces(s: string): string {
+  return s.replace(/[\s\p{Cc}]+/gu, ' ').trim();
+}
+
+/** Cut to `max` characters (Unicode code points, as every length in Almoner), without a trailing space. */
+export function cut(s: string, max: number): string {
+  const chars = Array.from(s);
+  return chars.length <= max ? s : chars.slice(0, max).join('').trimEnd();
+}
+
+function hasLetter(s: string): boolean {
+  return /\p{L}/u.test(s);
+}
+
+/**
+ * First name: spaces normalised, cut to 35 characters. Kept as given otherwise: HMRC asks for a
+ * space instead of a hyphen only in a double-barrelled surname, so "Mary-Jane" stays. Assumption:
+ * letters outside ASCII (Zoë, Łukasz) are kept, since the spreadsheet is Unicode; HMRC publishes no
+ * list of allowed characters for the schedule.
+ */
+export function hmrcFirstName(name: string | null): string {
+  return cut(normaliseSpaces(name ?? ''), NAME_MAX_LENGTH);
+}
+
+/**
+ * Last name: a double-barrelled surname gets a space instead of the hyphen (Smith-Jones becomes
+ * Smith Jones; any dash character counts as the hyphen), spaces normalised, cut to 35 characters.
+ */
+export function hmrcLastName(name: string | null): string {
+  return cut(normaliseSpaces((name ?? '').replace(/[-\u2010-\u2015\u2212]/g, ' ')), NAME_MAX_LENGTH);
+}
+
+/** A house number at the start of a segment: 12, 12a, 12-14, 12/3 (followed by a space, a comma or the end). */
+const HOUSE_NUMBER = /^\d+[A-Za-z]?(?:\s*[-/]\s*\d+[A-Za-z]?)?(?=[\s,]|$)/;
+/** A flat within a building: "Flat 3", "Apartment 4B", "Unit 2", "Flat A" (then the building follows). */
+const FLAT = /^((?:flat|apartment|apt\.?|unit|suite)\s+(?:[^\s,]*\d[^\s,]*|[A-Za-z]))(?:\s*,\s*|\s+)(.*)$/i;
+
+/**
+ * The house name or number, from the start of donor_address (Almoner has no separate field).
+ * The rule, on the address with its lines joined by commas and its spaces normalised:
+ *  1. The first segment is the text before the first comma.
+ *  2. If it starts with a house number (12, 12a, 12-14), the house is that number:
+ *     "12 High Street" -> "12"; "12a, High Street" -> "12a".
+ *  3. A flat first ("Flat 3", "Apartment 4B", "Unit 2", then the building) keeps the flat and adds
+ *     the building's number or name by rule 2, as "Flat 3, 12": HMRC matches a donor by house and
+ *     postcode, and the flat alone would not say which building. "Flat 3, 12 High St" and
+ *     "Flat 3 12 High St" -> "Flat 3, 12"; "Flat 2, Mill House, Mill Lane" -> "Flat 2, Mill House".
+ *  4. Otherwise the first segment is a house name and is kept whole: "Rose Cottage, Lane End" ->
+ *     "Rose Cottage". (An address with no comma and no leading number, "Rose Cottage Lane End",
+ *     cannot be told apart from its street, so the whole first line is taken.)
+ *  5. The result is cut to 40 characters. An empty or missing address gives "".
+ */
+export function houseNameOrNumber(address: string | null): string {
+  const text = (address ?? '')
+    .split(/\r\n|\r|\n/)
+    .map(normaliseSpaces)
+    .filter((line) => line !== '')
+    .join(', ');
+  const first = firstSegment(text);
+  if (first === '') return '';
+  const flat = FLAT.exec(text);
+  if (flat) {
+    const building = firstSegment(flat[2] ?? '');
+    return cut(building === '' ? (flat[1] ?? '') : `${flat[1]}, ${numberOrName(building)}`, HOUSE_MAX_LENGTH);
+  }
+  return cut(numberOrName(first), HOUSE_MAX_LENGTH);
+}
+
+function firstSegment(text: string): string {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .find((s) => s !== '') ?? '';
+}
+
+function numberOrName(segment: string): string {
+  return HOUSE_NUMBER.exec(segment)?.[0].replace(/\s+/g, '') ?? segment;
+}
+
+/**
+ * A UK postcode as HMRC wants it: capital letters, one space before the last three characters
+ * ("sw1a1aa" and " SW1A   1AA " both become "SW1A 1AA"). `valid` says whether it has the shape of
+ * a UK postcode (outward code, space, digit and two letters, or GIR 0AA). HMRC's convention for a
+ * donor living outside the UK is "X" in the postcode column; a recorded "X" (any case) is kept as X
+ * and counts as valid. Assumption: anything else that is not UK-shaped cannot be claimed as it
+ * stands, since HMRC's spreadsheet would reject it.
+ */
+export function hmrcPostcode(raw: string | null): { value: string; valid: boolean } {
+  const compact = (raw ?? '').replace(/[\s\p{Cc}]+/gu, '').toUpperCase();
+  if (compact === '') return { value: '', valid: false };
+  if (compact === 'X') return { value: 'X', valid: true };
+  const value = compact.length > 3 ? `${compact.slice(0, -3)} ${compact.slice(-3)}` : compact;
+  return { value, valid: UK_POSTCODE.test(value) };
+}
+
+const UK_POSTCODE = /^(?:[A-Z]{1,2}[0-9][A-Z0-9]?|GIR) [0-9][A-Z]{2}$/;
+
+/** The day of a stored donation_date (ISO 8601 UTC, midnight of the given day): YYYY-MM-DD. */
+export function donationDay(donationDate: string): string {
+  const day = donationDate.slice(0, 10);
+  assertDay(day, 'donation_date');
+  return day;
+}
+
+/** YYYY-MM-DD as HMRC's DD/MM/YY. */
+export function hmrcDate(day: string): string {
+  return `${day.slice(8, 10)}/${day.slice(5, 7)}/${day.slice(2, 4)}`;
+}
+
+function dayMonthYear(day: string): string {
+  return `${day.slice(8, 10)}/${day.slice(5, 7)}/${day.slice(0, 4)}`;
+}
+
+/**
+ * The earliest donation day still claimable on `today`: the same date four years earlier (29
+ * February becomes 28 February when that year has none).
+ */
+export function claimCutoff(today: string): string {
+  assertDay(today, 'today');
+  const year = Number(today.slice(0, 4)) - CLAIM_WINDOW_YEARS;
+  let rest = today.slice(4);
+  if (rest === '-02-29' && !isLeap(year)) rest = '-02-28';
+  return `${String(year).padStart(4, '0')}${rest}`;
+}
+
+/**
+ * "Dated more than four years back": before the same date four years before the claim date;
+ * a donation dated exactly four years before is still in time. Assumption, on the safe side: HMRC's
+ * real limit runs four years from the end of the charity's accounting period in which the donation
+ * was made, which is never earlier than this, so nothing reported in time here is out of time
+ * there; a charity whose accounting period allows it may still claim what this holds back.
+ */
+export function isOutOfTime(day: string, today: string): boolean {
+  return day < claimCutoff(today);
+}
+
+/** Integer pence as pounds with two decimals and no currency sign: 2500 -> "25.00", 5 -> "0.05". */
+export function formatPounds(minor: number): string {
+  if (!Number.isSafeInteger(minor)) throw new RangeError(`not a whole number of pence: ${minor}`);
+  const sign = minor < 0 ? '-' : '';
+  const abs = Math.abs(minor);
+  const pence = abs % 100;
+  return `${sign}${(abs - pence) / 100}.${String(pence).padStart(2, '0')}`;
+}
+
+export function chunk<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+}
+
+function isLeap(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
+
+function assertDay(day: string, what: string): void {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new RangeError(`${what} must be a day as YYYY-MM-DD, not ${JSON.stringify(day)}`);
+}
