@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { charityCommand } from './charity.js';
 import { donationsCommand } from './donations.js';
+import { giftaidCommand } from './giftaid.js';
 import { UsageError } from './usage.js';
 
 const program = new Command('almoner')
@@ -24,7 +25,7 @@ program
 
 program.addCommand(charityCommand());
 program.addCommand(donationsCommand());
-program.addCommand((await import('./giftaid.js')).giftaidCommand());
+program.addCommand(giftaidCommand());
 
 // Subcommands added with addCommand do not inherit these settings, so set them on every one.
 (function configure(command: Command) {

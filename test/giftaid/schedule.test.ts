@@ -1,0 +1,341 @@
+// The Gift Aid schedule rules (src/giftaid/schedule.ts), each with its own fixtures. Pure: no
+// database, no files, and the claim date is always given.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  assessDonation,
+  ATTENTION_COLUMNS,
+  attentionCells,
+  buildSchedule,
+  claimCutoff,
+  formatPounds,
+  hmrcDate,
+  hmrcFirstName,
+  hmrcLastName,
+  hmrcPostcode,
+  houseNameOrNumber,
+  isOutOfTime,
+  MAX_ROWS_PER_SCHEDULE,
+  REASONS,
+  SCHEDULE_COLUMNS,
+  scheduleCells,
+  scheduleFileName,
+  type AttentionRow,
+  type GiftAidDonation,
+  type ScheduleRow,
+} from '../../src/giftaid/schedule.js';
+
+/** The claim date of every test unless said otherwise. */
+const TODAY = '2025-06-15';
+
+/** A claimable Gift Aid donation; each test changes what it is about. */
+function donation(overrides: Partial<GiftAidDonation> = {}): GiftAidDonation {
+  return {
+    id: 1,
+    donor_first_name: 'Jane',
+    donor_last_name: 'Doe',
+    donor_email: 'jane.doe@example.com',
+    donor_address: '12 High Street',
+    donor_city: 'London',
+    donor_postcode: 'SW1A 1AA',
+    gift_aid: true,
+    amount_minor: 2500,
+    donation_date: '2025-02-25T00:00:00.000000Z',
+    ...overrides,
+  };
+}
+
+function claimed(d: GiftAidDonation, today = TODAY): ScheduleRow {
+  const a = assessDonation(d, today);
+  if (a.kind !== 'claimable') assert.fail(`expected a claimable donation, got ${JSON.stringify(a)}`);
+  return a.row;
+}
+
+function attention(d: GiftAidDonation, today = TODAY): AttentionRow {
+  const a = assessDonation(d, today);
+  if (a.kind !== 'needs-attention') assert.fail(`expected a donation needing attention, got ${JSON.stringify(a)}`);
+  return a.row;
+}
+
+describe('the schedule row', () => {
+  test("HMRC's nine columns, in the spreadsheet's order", () => {
+    assert.deepEqual(SCHEDULE_COLUMNS, [
+      'Title',
+      'First name',
+      'Last name',
+      'House name or number',
+      'Postcode',
+      'Aggregated donations',
+      'Sponsored event',
+      'Donation date (DD/MM/YY)',
+      'Amount',
+    ]);
+  });
+
+  test('the example donation: title, aggregated and sponsored blank; date DD/MM/YY; amount with two decimals', () => {
+    assert.deepEqual(scheduleCells(claimed(donation())), ['', 'Jane', 'Doe', '12', 'SW1A 1AA', '', '', '25/02/25', '25.00']);
+  });
+
+  test('only Gift Aid donations: one without is neither claimed nor needs attention', () => {
+    assert.deepEqual(assessDonation(donation({ gift_aid: false, donor_last_name: null }), TODAY), { kind: 'not-gift-aid', id: 1 });
+  });
+});
+
+describe('names', () => {
+  test('cut to 35 characters, with no space left at the end', () => {
+    assert.equal(hmrcFirstName('A'.repeat(40)), 'A'.repeat(35));
+    assert.equal(hmrcLastName('B'.repeat(35)), 'B'.repeat(35), 'exactly 35 stays whole');
+    assert.equal(hmrcFirstName(`${'C'.repeat(34)} Dee`), 'C'.repeat(34), 'the space at the cut goes');
+    const row = claimed(donation({ donor_first_name: 'Wolfeschlegelsteinhausenbergerdorff Hubert', donor_last_name: 'x'.repeat(50) }));
+    assert.equal(row.firstName, 'Wolfeschlegelsteinhausenbergerdorff');
+    assert.equal(row.lastName.length, 35);
+  });
+
+  test('lengths count characters (code points), not UTF-16 units, and letters outside ASCII are kept', () => {
+    assert.equal(hmrcFirstName('Zoë'), 'Zoë');
+    assert.equal(hmrcLastName('𝒜'.repeat(36)), '𝒜'.repeat(35));
+  });
+
+  test('a double-barrelled surname gets a space instead of the hyphen', () => {
+    assert.equal(hmrcLastName('Smith-Jones'), 'Smith Jones');
+    assert.equal(hmrcLastName('House-Martin'), 'House Martin');
+    assert.equal(hmrcLastName('Smith - Jones'), 'Smith Jones');
+    assert.equal(hmrcLastName('Smith‐Jones'), 'Smith Jones', 'a Unicode hyphen too');
+    assert.equal(hmrcLastName('Lloyd-Webber-Smith'), 'Lloyd Webber Smith');
+  });
+
+  test("a first name's hyphen stays (HMRC asks for the space only in a surname)", () => {
+    assert.equal(hmrcFirstName('Mary-Jane'), 'Mary-Jane');
+  });
+
+  test('spaces, tabs and line breaks become one space; the ends are trimmed', () => {
+    assert.equal(hmrcFirstName('  Jane \t Ann\r\n'), 'Jane Ann');
+    assert.equal(hmrcLastName('\u00a0Doe\u00a0'), 'Doe');
+  });
+
+  test("an apostrophe (O'Brien) is kept", () => {
+    assert.equal(claimed(donation({ donor_last_name: "O'Brien" })).lastName, "O'Brien");
+  });
+});
+
+describe('postcodes', () => {
+  test('upper-cased, with the space before the last three characters', () => {
+    assert.deepEqual(hmrcPostcode('sw1a1aa'), { value: 'SW1A 1AA', valid: true });
+    assert.deepEqual(hmrcPostcode('SW1A 1AA'), { value: 'SW1A 1AA', valid: true });
+    assert.deepEqual(hmrcPostcode('  sw1a   1aa '), { value: 'SW1A 1AA', valid: true });
+    assert.deepEqual(hmrcPostcode('s19 2bd'), { value: 'S19 2BD', valid: true });
+    assert.deepEqual(hmrcPostcode('M11AE'), { value: 'M1 1AE', valid: true });
+    assert.deepEqual(hmrcPostcode('ec4m8ad'), { value: 'EC4M 8AD', valid: true });
+    assert.deepEqual(hmrcPostcode('gir0aa'), { value: 'GIR 0AA', valid: true });
+  });
+
+  test('X (a donor outside the UK, by HMRC convention) is kept as X', () => {
+    assert.deepEqual(hmrcPostcode('x'), { value: 'X', valid: true });
+    assert.equal(claimed(donation({ donor_postcode: ' x ' })).postcode, 'X');
+  });
+
+  test('what is not shaped like a UK postcode is not valid', () => {
+    for (const raw of ['12345', '75008', 'SW1A 1A', 'SWIA IAA', 'D02 X285', 'ABC']) {
+      assert.equal(hmrcPostcode(raw).valid, false, raw);
+    }
+  });
+
+  test('the claimable row carries the normalised postcode', () => {
+    assert.equal(claimed(donation({ donor_postcode: 'sw1a1aa' })).postcode, 'SW1A 1AA');
+  });
+});
+
+describe('house name or number, from the start of donor_address', () => {
+  const cases: [string, string][] = [
+    ['12 High Street', '12'],
+    ['12a High Street', '12a'],
+    ['12, High Street', '12'],
+    ['12-14 High Street', '12-14'],
+    ['12 - 14 High Street', '12-14'],
+    ['Rose Cottage, Lane End', 'Rose Cottage'],
+    ['Rose Cottage\nLane End', 'Rose Cottage'],
+    ['The Old Rectory', 'The Old Rectory'],
+    ['Flat 3, 12 High St', 'Flat 3, 12'],
+    ['Flat 3 12 High St', 'Flat 3, 12'],
+    ['flat 3\n12 High St', 'flat 3, 12'],
+    ['Apartment 4B, Riverside House, 1 Quay Street', 'Apartment 4B, Riverside House'],
+    ['Flat 2, "The Old Mill"\nMill Lane\r\nLower Street', 'Flat 2, "The Old Mill"'],
+    ['Flat 3', 'Flat 3'],
+    ['Flat Top Cottage, The Green', 'Flat Top Cottage'],
+    ['  \n  7   Acacia Avenue ', '7'],
+    ['1st Floor, 5 King Street', '1st Floor'],
+  ];
+  for (const [address, house] of cases) {
+    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address), house);
+    });
+  }
+
+  test('cut to 40 characters', () => {
+    const name = 'The Very Long Named Farmhouse Beyond The Hill';
+    assert.equal(houseNameOrNumber(`${name}, Somewhere`), name.slice(0, 40).trimEnd());
+    assert.ok(houseNameOrNumber(`${name}, Somewhere`).length <= 40);
+  });
+
+  test('nothing to take: missing, empty or blank gives ""', () => {
+    for (const address of [null, '', '   ', '\n\n', ' , ']) assert.equal(houseNameOrNumber(address), '', JSON.stringify(address));
+  });
+});
+
+describe('dates', () => {
+  test('DD/MM/YY from the stored timestamp', () => {
+    assert.equal(claimed(donation({ donation_date: '2024-03-05T00:00:00.000000Z' })).donationDate, '05/03/24');
+    assert.equal(claimed(donation({ donation_date: '2025-06-15T13:45:12.123456Z' })).donationDate, '15/06/25', 'an undated donation: the day it was recorded');
+    assert.equal(hmrcDate('2021-12-31'), '31/12/21');
+  });
+
+  test('four years back: the same date four years before the claim date is still in time, the day before is not', () => {
+    assert.equal(claimCutoff('2025-06-15'), '2021-06-15');
+    assert.equal(isOutOfTime('2021-06-15', '2025-06-15'), false);
+    assert.equal(isOutOfTime('2021-06-14', '2025-06-15'), true);
+    claimed(donation({ donation_date: '2021-06-15T00:00:00.000000Z' }));
+    const row = attention(donation({ donation_date: '2021-06-14T00:00:00.000000Z' }));
+    assert.deepEqual(row.reasons, [REASONS.outOfTime('2021-06-15')]);
+    assert.match(row.reasons[0]!, /more than 4 years before the claim date \(before 15\/06\/2021\)/);
+  });
+
+  test('a claim made on 29 February counts back to 28 February when that year has none', () => {
+    assert.equal(claimCutoff('2028-02-29'), '2024-02-29');
+    assert.equal(claimCutoff('2104-02-29'), '2100-02-28');
+  });
+
+  test('the claim date is injected: the same donation is in time on one day and out of time later', () => {
+    const d = donation({ donation_date: '2021-01-10T00:00:00.000000Z' });
+    claimed(d, '2025-01-10');
+    attention(d, '2025-01-11');
+  });
+
+  test('a donation dated after the claim date needs attention', () => {
+    assert.deepEqual(attention(donation({ donation_date: '2025-06-16T00:00:00.000000Z' })).reasons, [REASONS.future]);
+    claimed(donation({ donation_date: '2025-06-15T00:00:00.000000Z' }));
+  });
+
+  test('a malformed claim date is a programming error', () => {
+    assert.throws(() => assessDonation(donation(), '15/06/2025'), RangeError);
+  });
+});
+
+describe('amounts', () => {
+  test('from the integer pence, two decimals, no currency sign', () => {
+    assert.equal(formatPounds(2500), '25.00');
+    assert.equal(formatPounds(5), '0.05');
+    assert.equal(formatPounds(1050), '10.50');
+    assert.equal(formatPounds(100000050), '1000000.50');
+    assert.equal(formatPounds(99999999999), '999999999.99');
+  });
+
+  test('never the amount text as sent', () => {
+    const d = { ...donation({ amount_minor: 2050 }), amount: '020.5' };
+    assert.equal(claimed(d).amount, '20.50');
+  });
+
+  test('a whole number of pence only', () => {
+    assert.throws(() => formatPounds(0.1), RangeError);
+  });
+
+  test('an amount of 0.00 or less needs attention', () => {
+    assert.deepEqual(attention(donation({ amount_minor: 0 })).reasons, [REASONS.notPositive]);
+  });
+});
+
+describe('donations that need attention', () => {
+  const single: [string, Partial<GiftAidDonation>, string][] = [
+    ['no last name', { donor_last_name: null }, REASONS.noLastName],
+    ['an empty last name', { donor_last_name: '  ' }, REASONS.noLastName],
+    ['a last name of a hyphen alone', { donor_last_name: '-' }, REASONS.noLastName],
+    ['a last name with no letters', { donor_last_name: '123' }, REASONS.lastNameNoLetters],
+    ['no first name', { donor_first_name: null }, REASONS.noFirstName],
+    ['an empty first name', { donor_first_name: '' }, REASONS.noFirstName],
+    ['a first name with no letters', { donor_first_name: '.' }, REASONS.firstNameNoLetters],
+    ['no address', { donor_address: null }, REASONS.noHouse],
+    ['a blank address', { donor_address: ' \n ' }, REASONS.noHouse],
+    ['no postcode', { donor_postcode: null }, REASONS.noPostcode],
+    ['an empty postcode', { donor_postcode: ' ' }, REASONS.noPostcode],
+    ['a postcode that is not a UK one', { donor_postcode: '75008' }, REASONS.badPostcode('75008')],
+    ['a first name that a spreadsheet would run as a formula', { donor_first_name: '=HYPERLINK("http://x")' }, REASONS.formula('first name')],
+    ['a house that a spreadsheet would run as a formula', { donor_address: '@SUM(A1), High St' }, REASONS.formula('house name or number')],
+  ];
+  for (const [what, overrides, reason] of single) {
+    test(`${what}: ${reason}`, () => {
+      assert.deepEqual(attention(donation(overrides)).reasons, [reason]);
+    });
+  }
+
+  test('every reason, in a fixed order', () => {
+    const row = attention(
+      donation({ donor_first_name: null, donor_last_name: null, donor_address: null, donor_postcode: null, donation_date: '2019-01-01T00:00:00.000000Z' }),
+    );
+    assert.deepEqual(row.reasons, [REASONS.noFirstName, REASONS.noLastName, REASONS.noHouse, REASONS.noPostcode, REASONS.outOfTime('2021-06-15')]);
+  });
+
+  test('the row keeps what the charity needs to fix it, as recorded, and the reasons joined with "; "', () => {
+    const row = attention(
+      donation({
+        id: 42,
+        donor_last_name: null,
+        donor_address: 'Flat 2, "The Old Mill"\nMill Lane',
+        donor_postcode: 'sw1a1aa',
+        donation_date: '2025-07-01T00:00:00.000000Z',
+        amount_minor: 1234,
+      }),
+    );
+    assert.deepEqual(attentionCells(row), [
+      '42',
+      'Jane',
+      '',
+      'jane.doe@example.com',
+      'Flat 2, "The Old Mill"\nMill Lane',
+      'London',
+      'sw1a1aa',
+      '2025-07-01',
+      '12.34',
+      `${REASONS.noLastName}; ${REASONS.future}`,
+    ]);
+    assert.equal(attentionCells(row).length, ATTENTION_COLUMNS.length);
+  });
+});
+
+describe('the whole claim', () => {
+  test('split into schedules of at most 1,000 rows, in the donations order, every donation accounted for', () => {
+    const donations: GiftAidDonation[] = [];
+    for (let id = 1; id <= 2003; id++) {
+      donations.push(donation({ id, donor_last_name: `Doe${id}`, amount_minor: id }));
+    }
+    donations.push(donation({ id: 3000, donor_postcode: null }));
+    donations.push(donation({ id: 3001, gift_aid: false }));
+    const s = buildSchedule(donations, TODAY);
+    assert.equal(MAX_ROWS_PER_SCHEDULE, 1000);
+    assert.deepEqual(
+      s.schedules.map((rows) => rows.length),
+      [1000, 1000, 3],
+    );
+    assert.deepEqual(
+      s.schedules.flat().map((r) => r.lastName),
+      donations.slice(0, 2003).map((d) => d.donor_last_name),
+    );
+    assert.equal(s.claimableCount, 2003);
+    assert.equal(s.claimableMinor, (2003 * 2004) / 2);
+    assert.deepEqual(
+      s.needsAttention.map((r) => r.id),
+      [3000],
+    );
+    assert.equal(s.notGiftAidCount, 1);
+  });
+
+  test('exactly 1,000 claimable rows make one schedule; none make none', () => {
+    const thousand = Array.from({ length: 1000 }, (_, i) => donation({ id: i + 1 }));
+    assert.equal(buildSchedule(thousand, TODAY).schedules.length, 1);
+    assert.deepEqual(buildSchedule([], TODAY).schedules, []);
+  });
+
+  test('file names: schedule-001.csv, schedule-002.csv, …', () => {
+    assert.equal(scheduleFileName(1), 'schedule-001.csv');
+    assert.equal(scheduleFileName(12), 'schedule-012.csv');
+    assert.equal(scheduleFileName(1000), 'schedule-1000.csv');
+  });
+});
