@@ -75,22 +75,48 @@ export class Store {
   }
 
   async ping(): Promise<void> {
-    await this.db.selectFrom('charities').select('id').limit(1).execute();
+    return this.tracked(async () => {
+      await this.db.selectFrom('charities').select('id').limit(1).execute();
+    });
   }
 
+  /**
+   * Waits (5 s at most) for the operations still running, for example those of requests whose
+   * client has gone while the server drains, then closes the database.
+   */
   async close(): Promise<void> {
+    const deadline = performance.now() + 5000;
+    let quietTurns = 0; // a just-finished operation's caller may start the next one a moment later
+    while (quietTurns < 2 && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      quietTurns = this.active === 0 ? quietTurns + 1 : 0;
+    }
     await this.db.destroy();
+  }
+
+  private active = 0;
+
+  /** Counts an operation as running until it settles, so close() can wait for it. */
+  private async tracked<T>(work: () => Promise<T>): Promise<T> {
+    this.active++;
+    try {
+      return await work();
+    } finally {
+      this.active--;
+    }
   }
 
   // --- charities ---
 
   async findCredential(username: string): Promise<CharityCredential | undefined> {
-    const row = await this.db
-      .selectFrom('charities')
-      .select(['id', 'name', 'email', 'password_hash', 'active'])
-      .where('username', '=', username)
-      .executeTakeFirst();
-    return row && { ...row, active: Boolean(row.active) };
+    return this.tracked(async () => {
+      const row = await this.db
+        .selectFrom('charities')
+        .select(['id', 'name', 'email', 'password_hash', 'active'])
+        .where('username', '=', username)
+        .executeTakeFirst();
+      return row && { ...row, active: Boolean(row.active) };
+    });
   }
 
   async createCharity(c: NewCharity): Promise<Charity> {
@@ -151,105 +177,115 @@ export class Store {
    * crash leaves either both or neither.
    */
   async recordDonation(charityId: number, d: NewDonation, claim?: { key: string; token: string }): Promise<StoredDonation> {
-    return this.writes.run(async (trx) => {
-      const recorded_at = nowIso();
-      const row = {
-        ...d,
-        charity_id: charityId,
-        gift_aid: d.gift_aid ? 1 : 0,
-        zakat_donation: d.zakat_donation ? 1 : 0,
-        donation_date: d.donation_date ?? recorded_at,
-        recorded_at,
-      };
-      const { id } = await trx.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
-      if (claim) {
-        const completed = await trx
-          .updateTable('idempotency_keys')
-          .set({ donation_id: id, locked_until: null })
-          .where('charity_id', '=', charityId)
-          .where('key', '=', claim.key)
-          .where('locked_until', '=', claim.token)
-          .executeTakeFirst();
-        if (completed.numUpdatedRows === 0n) throw new ClaimLostError(); // rolls the donation back too
-      }
-      return toStoredDonation({ ...row, id });
+    return this.tracked(async () => {
+      return this.writes.run(async (trx) => {
+        const recorded_at = nowIso();
+        const row = {
+          ...d,
+          charity_id: charityId,
+          gift_aid: d.gift_aid ? 1 : 0,
+          zakat_donation: d.zakat_donation ? 1 : 0,
+          donation_date: d.donation_date ?? recorded_at,
+          recorded_at,
+        };
+        const { id } = await trx.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
+        if (claim) {
+          const completed = await trx
+            .updateTable('idempotency_keys')
+            .set({ donation_id: id, locked_until: null })
+            .where('charity_id', '=', charityId)
+            .where('key', '=', claim.key)
+            .where('locked_until', '=', claim.token)
+            .executeTakeFirst();
+          if (completed.numUpdatedRows === 0n) throw new ClaimLostError(); // rolls the donation back too
+        }
+        return toStoredDonation({ ...row, id });
+      });
     });
   }
 
   async findDonation(id: number): Promise<StoredDonation | undefined> {
-    const row = await this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst();
-    return row && toStoredDonation(row);
+    return this.tracked(async () => {
+      const row = await this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst();
+      return row && toStoredDonation(row);
+    });
   }
 
   // --- idempotency keys ---
 
   /** Claims a charity's idempotency key for a donation with this fingerprint, or says why not. */
   async claimIdempotencyKey(charityId: number, key: string, fingerprint: string, opts: KeyClaimOptions): Promise<KeyClaim> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const now = nowMicros();
-      const token = formatMicros(now + opts.leaseMicros);
-      const inserted = await this.writes.run((trx) =>
-        trx
-          .insertInto('idempotency_keys')
-          .values({ charity_id: charityId, key, fingerprint, donation_id: null, locked_until: token, created_at: formatMicros(now), expires_at: formatMicros(now + opts.ttlMicros) })
-          .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
-          .returning('key')
-          .executeTakeFirst(),
-      );
-      if (inserted) return { outcome: 'claimed', token };
+    return this.tracked(async () => {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const now = nowMicros();
+        const token = formatMicros(now + opts.leaseMicros);
+        const inserted = await this.writes.run((trx) =>
+          trx
+            .insertInto('idempotency_keys')
+            .values({ charity_id: charityId, key, fingerprint, donation_id: null, locked_until: token, created_at: formatMicros(now), expires_at: formatMicros(now + opts.ttlMicros) })
+            .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
+            .returning('key')
+            .executeTakeFirst(),
+        );
+        if (inserted) return { outcome: 'claimed', token };
 
-      const existing = await this.db
-        .selectFrom('idempotency_keys')
-        .selectAll()
-        .where('charity_id', '=', charityId)
-        .where('key', '=', key)
-        .executeTakeFirst();
-      if (!existing) continue; // purged in between
-      if (existing.expires_at < formatMicros(now)) {
-        // Expired: forget it and use the key afresh.
-        await this.db
-          .deleteFrom('idempotency_keys')
+        const existing = await this.db
+          .selectFrom('idempotency_keys')
+          .selectAll()
           .where('charity_id', '=', charityId)
           .where('key', '=', key)
-          .where('expires_at', '=', existing.expires_at)
-          .execute();
-        continue;
+          .executeTakeFirst();
+        if (!existing) continue; // purged in between
+        if (existing.expires_at < formatMicros(now)) {
+          // Expired: forget it and use the key afresh.
+          await this.db
+            .deleteFrom('idempotency_keys')
+            .where('charity_id', '=', charityId)
+            .where('key', '=', key)
+            .where('expires_at', '=', existing.expires_at)
+            .execute();
+          continue;
+        }
+        if (existing.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+        if (existing.donation_id !== null) {
+          const donation = await this.findDonation(Number(existing.donation_id));
+          if (donation) return { outcome: 'replay', donation };
+        }
+        if (existing.locked_until !== null && existing.locked_until >= formatMicros(now)) return { outcome: 'in_flight' };
+        // The first request never finished (its process died): take its claim over, unless another did first.
+        const taken = await this.db
+          .updateTable('idempotency_keys')
+          .set({ locked_until: token })
+          .where('charity_id', '=', charityId)
+          .where('key', '=', key)
+          .where('donation_id', 'is', null)
+          .where('locked_until', '=', existing.locked_until)
+          .executeTakeFirst();
+        if (taken.numUpdatedRows > 0n) return { outcome: 'claimed', token };
       }
-      if (existing.fingerprint !== fingerprint) return { outcome: 'mismatch' };
-      if (existing.donation_id !== null) {
-        const donation = await this.findDonation(Number(existing.donation_id));
-        if (donation) return { outcome: 'replay', donation };
-      }
-      if (existing.locked_until !== null && existing.locked_until >= formatMicros(now)) return { outcome: 'in_flight' };
-      // The first request never finished (its process died): take its claim over, unless another did first.
-      const taken = await this.db
-        .updateTable('idempotency_keys')
-        .set({ locked_until: token })
-        .where('charity_id', '=', charityId)
-        .where('key', '=', key)
-        .where('donation_id', 'is', null)
-        .where('locked_until', '=', existing.locked_until)
-        .executeTakeFirst();
-      if (taken.numUpdatedRows > 0n) return { outcome: 'claimed', token };
-    }
-    return { outcome: 'in_flight' };
+      return { outcome: 'in_flight' };
+    });
   }
 
   /** Gives up a claim whose donation could not be recorded, so the client may retry at once. */
   async releaseIdempotencyKey(charityId: number, key: string, token: string): Promise<void> {
-    await this.db
-      .deleteFrom('idempotency_keys')
-      .where('charity_id', '=', charityId)
-      .where('key', '=', key)
-      .where('donation_id', 'is', null)
-      .where('locked_until', '=', token)
-      .execute();
+    return this.tracked(async () => {
+      await this.db
+        .deleteFrom('idempotency_keys')
+        .where('charity_id', '=', charityId)
+        .where('key', '=', key)
+        .where('donation_id', 'is', null)
+        .where('locked_until', '=', token)
+        .execute();
+    });
   }
 
   /** Forgets keys past their expiry; returns how many. */
   async purgeExpiredIdempotencyKeys(): Promise<number> {
-    const r = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<', nowIso()).executeTakeFirst();
-    return Number(r.numDeletedRows);
+    return this.tracked(async () => {
+      const r = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<', nowIso()).executeTakeFirst();
+      return Number(r.numDeletedRows);
+    });
   }
 
   /** Streams donations in id order, filtered by charity and by inclusive donation_date bounds. */

@@ -1,0 +1,425 @@
+// `npm run bench` (issue 5): Almoner side by side with the machine's own limit, in one run.
+//
+// The ceiling is a bare node:http server answering a fixed small JSON body. Against it, and then
+// against `bin/almoner serve` on a fresh SQLite file (and on a fresh PostgreSQL database when
+// DATABASE_URL names a PostgreSQL server), the same load generator drives the same number of
+// connections for the same time: POST /api/v1/me, then POST /api/v1/donation/create with varied
+// valid donations. It reports throughput as a ratio to the ceiling, latency, non-2xx answers,
+// the server's memory, its start-up time, and whether the database holds exactly what was
+// acknowledged; then prints a table and writes bench/results/latest.json.
+//
+// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run), BENCH_WARMUP (2 s, not
+// counted), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1).
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { chooseLoader, type LoadResult, type LoadSpec, type Loader } from './load.js';
+import {
+  cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, stop,
+  summariseLog, waitUntilIdle, type BenchDatabase, type LogSummary,
+} from './servers.js';
+
+function intSetting(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number of at least ${min}, not ${raw}`);
+  return value;
+}
+
+const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 64, 1);
+const SECONDS = intSetting('BENCH_DURATION', 10, 1);
+const WARMUP = intSetting('BENCH_WARMUP', 2, 0);
+const MB = 1024; // kB per MB, as /proc reports kB
+const START_SAMPLES = 3;
+
+interface Measured {
+  load: LoadResult;
+  warmup: LoadResult | null;
+  rssPeakMb: number;
+  rssMbEachSecond: number[];
+  /** CPU time over wall time, in cores (1.0 = one core busy all the time). */
+  serverCpu: number;
+  loaderCpu: number;
+}
+
+interface Run extends Measured {
+  name: string;
+  ratio: number;
+}
+
+interface PhaseCheck {
+  acknowledged: number;
+  stored: number;
+  duplicates: number;
+  /** Requests written but unanswered when the load generator stopped at the deadline. */
+  unansweredAtEnd: number;
+  ok: boolean;
+}
+
+interface BackendResult {
+  backend: BenchDatabase['backend'];
+  describe: string;
+  /** Spawn to the first 200 from GET /health: the median of START_SAMPLES starts, and each of them. */
+  startMs: number;
+  startSamplesMs: number[];
+  memoryMb: { idle: number; afterMe: number; afterCreate: number; peak: number; afterCreateAnon: number; afterCreateFile: number; afterCreateShmem: number };
+  /** How long the server kept working after the create load had stopped, before it was stopped. */
+  settleMs: number;
+  shutdown: { code: number | null; signal: string | null };
+  log: LogSummary;
+  me: Run;
+  create: Run;
+  check: {
+    warmup: PhaseCheck | null;
+    measured: PhaseCheck;
+    unmarkedRows: number;
+    /** Idempotency keys stored: about 80% of the creates carried one. */
+    idempotencyKeys: number;
+    /** 200s for creates that the server logged (warm-up and measured): answers it finished writing. */
+    serverLogged200: number | null;
+    ok: boolean;
+  };
+}
+
+/** A warm-up (not counted), then the measured run, watching the server's memory and both CPUs. */
+async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, 'seconds' | 'marker'>): Promise<Measured> {
+  const warmup = WARMUP > 0 ? await loader.run({ ...spec, seconds: WARMUP, marker: 'W' }, () => {}) : null;
+  const monitor = new Monitor(serverPid);
+  let loaderPid = 0;
+  const load = await loader.run({ ...spec, seconds: SECONDS, marker: 'M' }, (pid) => monitor.watch((loaderPid = pid)));
+  monitor.stop();
+  return {
+    load,
+    warmup,
+    rssPeakMb: monitor.peakRssKb / MB,
+    rssMbEachSecond: monitor.rssEachSecondKb.map((kb) => Math.round(kb / MB)),
+    serverCpu: monitor.cpuShare(serverPid),
+    loaderCpu: monitor.cpuShare(loaderPid),
+  };
+}
+
+function checkPhase(load: LoadResult, counts: { rows: number; distinct: number }): PhaseCheck {
+  const unansweredAtEnd = Math.max(0, (load.sent ?? 0) - load.responses);
+  // Every acknowledged donation stored once; beyond those, at most the requests the load generator
+  // abandoned at the deadline (the server may well have committed them after it left).
+  const ok = counts.distinct === counts.rows && counts.rows >= load.ok && counts.rows <= load.ok + unansweredAtEnd;
+  return { acknowledged: load.ok, stored: counts.rows, duplicates: counts.rows - counts.distinct, unansweredAtEnd, ok };
+}
+
+async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, dir: string): Promise<BackendResult> {
+  const { username, password } = await createCharity(db.url);
+  const auth = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  const startSamplesMs: number[] = [];
+  for (let i = 1; i < START_SAMPLES; i++) {
+    const trial = await startAlmoner(db.url, dir, `${db.backend.toLowerCase()}-start-${i}`);
+    startSamplesMs.push(trial.startMs);
+    await stop(trial.child);
+  }
+  const server = await startAlmoner(db.url, dir, db.backend.toLowerCase());
+  startSamplesMs.push(server.startMs);
+  const idle = memoryKb(server.pid).rss;
+  const spec = { url: server.url, connections: CONNECTIONS, auth };
+  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' });
+  const afterMe = memoryKb(server.pid).rss;
+  const create = await measure(loader, server.pid, { ...spec, scenario: 'create' });
+  // Requests the load generator abandoned at the deadline may still be in the server's hands: let
+  // it finish them, then SIGTERM (it closes the database cleanly), so the count below is final.
+  const settleMs = await waitUntilIdle(server.pid);
+  const afterCreate = memoryKb(server.pid);
+  const shutdown = await stop(server.child);
+  const log = await summariseLog(server.logPath);
+
+  const measuredCounts = await db.count('M');
+  const warmupCounts = create.warmup ? await db.count('W') : { rows: 0, distinct: 0 };
+  const measured = checkPhase(create.load, measuredCounts);
+  const warmup = create.warmup ? checkPhase(create.warmup, warmupCounts) : null;
+  const unmarkedRows = measuredCounts.all - measuredCounts.rows - warmupCounts.rows;
+  // The server's own count of the 200s it finished writing lies between what the client read and
+  // what is stored (a request whose client has gone is stored, but its answer is never finished).
+  const serverLogged200 = log.responses['POST /api/v1/donation/create 200'] ?? null;
+  const acknowledged = create.load.ok + (create.warmup?.ok ?? 0);
+  const loggedOk = serverLogged200 === null || (serverLogged200 >= acknowledged && serverLogged200 <= measuredCounts.all);
+  const run = (name: string, m: Measured): Run => ({ name: `${name}, ${db.backend}`, ratio: NaN, ...m });
+  return {
+    backend: db.backend,
+    describe,
+    startMs: [...startSamplesMs].sort((a, b) => a - b)[Math.floor(startSamplesMs.length / 2)]!,
+    startSamplesMs,
+    memoryMb: {
+      idle: idle / MB,
+      afterMe: afterMe / MB,
+      afterCreate: afterCreate.rss / MB,
+      peak: afterCreate.hwm / MB,
+      afterCreateAnon: afterCreate.anon / MB,
+      afterCreateFile: afterCreate.file / MB,
+      afterCreateShmem: afterCreate.shmem / MB,
+    },
+    settleMs,
+    shutdown,
+    log,
+    me: run('/me', me),
+    create: run('create', create),
+    check: { warmup, measured, unmarkedRows, idempotencyKeys: measuredCounts.keys, serverLogged200, ok: measured.ok && (warmup?.ok ?? true) && unmarkedRows === 0 && loggedOk },
+  };
+}
+
+// ---- Describing the machine and the setup --------------------------------------------------------
+
+function filesystemOf(path: string): string {
+  let best = { mount: '', type: 'unknown' };
+  for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+    const [, mount, type] = line.split(' ');
+    if (mount && type && (path === mount || path.startsWith(mount.endsWith('/') ? mount : `${mount}/`)) && mount.length >= best.mount.length) {
+      best = { mount, type };
+    }
+  }
+  return best.type;
+}
+
+/** The synchronous pragma the compiled server sets, read from dist/ so the report cannot claim FULL wrongly. */
+function sqliteSynchronous(): string {
+  const dist = join(ROOT, 'dist');
+  const found = new Set<string>();
+  for (const file of readdirSync(dist, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'))) {
+    for (const m of readFileSync(join(dist, file), 'utf8').matchAll(/pragma\(\s*['"`]synchronous\s*=\s*(\w+)/gi)) found.add(m[1]!.toUpperCase());
+  }
+  return found.size ? [...found].join('/') : 'unknown (no pragma found in dist/)';
+}
+
+/** Whether some file in src/ is newer than everything in dist/: then bin/almoner runs old code. */
+function distIsStale(): boolean {
+  const newest = (dir: string) =>
+    Math.max(...readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => statSync(join(dir, f)).mtimeMs));
+  return newest(join(ROOT, 'src')) > newest(join(ROOT, 'dist'));
+}
+
+async function postgresVersion(db: BenchDatabase): Promise<string> {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    return (await client.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? '?';
+  } finally {
+    await client.end();
+  }
+}
+
+// ---- Reporting ---------------------------------------------------------------------------------
+
+interface Goal {
+  goal: string;
+  target: string;
+  measured: number | null;
+  holds: boolean | null;
+  note?: string;
+}
+
+function goal(name: string, measured: number | null, op: '>=' | '<=', target: number, unit = ''): Goal {
+  const holds = measured === null || Number.isNaN(measured) ? null : op === '>=' ? measured >= target : measured <= target;
+  return { goal: name, target: `${op === '>=' ? '≥' : '≤'} ${target}${unit}`, measured, holds };
+}
+
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString('en-GB', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : '-';
+
+function table(rows: string[][], rightAligned: (i: number) => boolean): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((cell, i) => (rightAligned(i) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+function describeCheck(c: PhaseCheck): string {
+  const extra = c.stored - c.acknowledged;
+  return (
+    `${fmt(c.acknowledged)} acknowledged, ${fmt(c.stored)} stored, ${c.duplicates} duplicate(s)` +
+    (extra ? `, ${extra} stored for requests cut off unanswered at the deadline (${c.unansweredAtEnd} were)` : '') +
+    `: ${c.ok ? 'OK' : 'FAIL'}`
+  );
+}
+
+function describeLogged(b: BackendResult): string {
+  const logged = b.check.serverLogged200;
+  if (logged === null) return 'no create lines in the log, not checked';
+  const acknowledged = b.create.load.ok + (b.create.warmup?.ok ?? 0);
+  const stored = b.check.measured.stored + (b.check.warmup?.stored ?? 0) + b.check.unmarkedRows;
+  const ok = logged >= acknowledged && logged <= stored;
+  return (
+    `${fmt(logged)} create 200s logged, between the ${fmt(acknowledged)} acknowledged and the ${fmt(stored)} stored: ${ok ? 'OK' : 'FAIL'}` +
+    (stored > logged ? ` (${fmt(stored - logged)} stored donations have no log line: their client had gone before the answer)` : '')
+  );
+}
+
+// ---- Main --------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const loader = chooseLoader();
+  const dir = makeTempDir();
+  const pgUrl = /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '') ? process.env.DATABASE_URL! : null;
+  const cpus = os.cpus();
+  const machine = {
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    /** Other work on the machine distorts every figure; this shows whether there was any. */
+    loadAverageAtStart: Math.round(os.loadavg()[0]! * 100) / 100,
+  };
+  const sqliteSync = sqliteSynchronous();
+  const stale = distIsStale();
+  if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
+  const startedAt = new Date();
+  const total = (2 + (pgUrl ? 2 : 1) * 2) * (SECONDS + WARMUP);
+  process.stderr.write(`bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SECONDS} s per run; about ${total + 10} s in all\n`);
+
+  // The ceiling: the same requests as /me, to a server that does nothing but answer. Measured
+  // first and again last: the mean is what the ratios divide by, the difference shows drift.
+  const measureCeiling = async (name: string): Promise<Run> => {
+    const ceiling = await startCeiling();
+    const auth = 'Basic YmVuY2g6YmVuY2g=';
+    const run = { name, ratio: NaN, ...(await measure(loader, ceiling.pid, { url: ceiling.url, scenario: 'me', connections: CONNECTIONS, auth })) };
+    await stop(ceiling.child);
+    process.stderr.write(`bench: ${name}: ${fmt(run.load.rps)} req/s\n`);
+    return run;
+  };
+  const ceilingFirst = await measureCeiling('ceiling (bare node:http)');
+
+  const backends: BackendResult[] = [];
+  const sqlite = sqliteDatabase(dir);
+  const sqliteDescribe = `fresh file in ${os.tmpdir()} (${filesystemOf(os.tmpdir())}), WAL, synchronous=${sqliteSync} (as dist/ sets it)`;
+  backends.push(await benchBackend(sqlite, sqliteDescribe, loader, dir));
+  process.stderr.write(`bench: SQLite done\n`);
+  if (pgUrl) {
+    const db = await postgresDatabase(pgUrl);
+    const where = new URL(pgUrl);
+    const describe = `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
+    backends.push(await benchBackend(db, describe, loader, dir));
+    process.stderr.write(`bench: PostgreSQL done\n`);
+  }
+  const ceilingLast = await measureCeiling('ceiling, again at the end');
+
+  // ---- Verdicts
+  const ceilingRps = (ceilingFirst.load.rps + ceilingLast.load.rps) / 2;
+  const ceilingDrift = Math.abs(ceilingFirst.load.rps - ceilingLast.load.rps) / ceilingRps;
+  const almonerRuns = backends.flatMap((b) => [b.me, b.create]);
+  const runs = [ceilingFirst, ...almonerRuns, ceilingLast];
+  for (const r of runs) r.ratio = r.load.rps / ceilingRps;
+  const sqliteResult = backends[0]!;
+  const pgResult = backends.find((b) => b.backend === 'PostgreSQL') ?? null;
+  const goals: Goal[] = [
+    ...backends.map((b) => goal(`/me, ${b.backend}: ratio to the ceiling`, b.me.ratio, '>=', 0.7)),
+    {
+      ...goal('create, SQLite (synchronous=FULL): ratio to the ceiling', sqliteResult.create.ratio, '>=', 0.5),
+      // The goal is for full durability: a faster figure without it does not count.
+      ...(sqliteSync === 'FULL' ? {} : { holds: false, note: `synchronous=${sqliteSync}, not FULL` }),
+    },
+    {
+      ...goal('create, PostgreSQL: ratio to the ceiling', pgResult ? pgResult.create.ratio : null, '>=', 0.3),
+      ...(pgResult ? {} : { note: 'set DATABASE_URL=postgres://… to measure it' }),
+    },
+    goal(`p99 latency at ${CONNECTIONS} connections, worst Almoner run`, Math.max(...almonerRuns.map((r) => r.load.p99Ms)), '<=', 10, ' ms'),
+    goal('server RSS under load, worst peak (VmHWM)', Math.max(...backends.map((b) => b.memoryMb.peak)), '<=', 150, ' MB'),
+    goal(`process start to first answered request, median of ${START_SAMPLES}, worst backend`, Math.max(...backends.map((b) => b.startMs)), '<=', 500, ' ms'),
+  ];
+  const failures = [
+    ...runs.filter((r) => r.load.non2xx > 0).map((r) => `${r.name}: ${fmt(r.load.non2xx)} non-2xx answers ${JSON.stringify(r.load.statuses ?? {})}`),
+    ...runs.filter((r) => r.load.errors > 0).map((r) => `${r.name}: ${fmt(r.load.errors)} connection errors or timeouts`),
+    ...backends.filter((b) => !b.check.ok).map((b) => `${b.backend}: the database does not hold exactly the acknowledged donations`),
+    ...backends.filter((b) => b.shutdown.code !== 0).map((b) => `${b.backend}: the server did not stop cleanly on SIGTERM (${b.shutdown.code ?? b.shutdown.signal})`),
+  ];
+
+  // ---- The table
+  const loaderBound = runs.filter((r) => r.loaderCpu >= 0.9).map((r) => r.name);
+  const header = ['run', 'req/s', 'ratio', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
+  const lines = runs.map((r) => [
+    r.name, fmt(r.load.rps), fmt(r.ratio, 2), fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
+    r.load.non2xx ? `${fmt(r.load.non2xx)} FAIL` : '0', fmt(r.load.errors), fmt(r.rssPeakMb), fmt(r.serverCpu, 2), fmt(r.loaderCpu, 2),
+  ]);
+  const out: string[] = [
+    `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
+    `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SECONDS} s per run after ${WARMUP} s of warm-up (not counted)`,
+    `server      bin/almoner serve; LOG_LEVEL=info (the production default; JSON lines to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
+    ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
+    ...backends.map((b) => `${b.backend.padEnd(11)} ${b.describe}`),
+    `requests    /me and the ceiling: POST /api/v1/me with Basic auth, no body; create: varied valid donations, 80% with a unique Idempotency-Key, 20% without donation_date`,
+    '',
+    table([header, ...lines], (i) => i > 0),
+    `(ratio: req/s over the ceiling's, the mean of its two runs, ${fmt(ceilingRps)} req/s; they differ by ${fmt(ceilingDrift * 100)}%` +
+      `${ceilingDrift > 0.15 ? ': the machine did not stay steady, so the ratios are rough' : ''})`,
+    '(CPU: cores busy, 1.00 = one core all the time, of the server and of the load generator)',
+    ...(loaderBound.length
+      ? [`(the load generator kept a whole core busy in: ${loaderBound.join('; ')}: there the limit may be the load generator's, not the server's)`]
+      : []),
+    '',
+    ...backends.flatMap((b) => [
+      `${b.backend}:`,
+      `  start to first answer (spawn -> 200 from GET /health): ${fmt(b.startMs)} ms, the median of ${b.startSamplesMs.map((ms) => fmt(ms)).join(', ')} ms`,
+      `  server RSS: ${fmt(b.memoryMb.idle)} MB idle after start, ${fmt(b.memoryMb.afterMe)} MB after /me, ${fmt(b.memoryMb.afterCreate)} MB after create ` +
+        `(anonymous ${fmt(b.memoryMb.afterCreateAnon)}, files ${fmt(b.memoryMb.afterCreateFile)}, shared ${fmt(b.memoryMb.afterCreateShmem)}), peak (VmHWM) ${fmt(b.memoryMb.peak)} MB`,
+      `  after the create load stopped, the server was idle again within ${fmt(b.settleMs)} ms (300 ms of quiet included), then got SIGTERM`,
+      `  database check, measured creates: ${describeCheck(b.check.measured)}`,
+      ...(b.check.warmup ? [`  database check, warm-up creates: ${describeCheck(b.check.warmup)}`] : []),
+      ...(b.check.unmarkedRows ? [`  database check: ${b.check.unmarkedRows} rows that no request of this run sent: FAIL`] : []),
+      `  idempotency keys stored: ${fmt(b.check.idempotencyKeys)}, for ${fmt((100 * b.check.idempotencyKeys) / (b.check.measured.stored + (b.check.warmup?.stored ?? 0)))}% of the donations`,
+      `  database check against the server log: ${describeLogged(b)}`,
+      `  server log: ${b.log.warnings} line(s) at warn or above; responses logged: ${Object.entries(b.log.responses).map(([k, n]) => `${k} x${fmt(n)}`).join(', ')}`,
+      ...b.log.firstWarnings.map((l) => `    ${l}`),
+      `  SIGTERM at the end: ${b.shutdown.code === 0 ? 'exit 0' : `ended with ${b.shutdown.code ?? b.shutdown.signal}`}`,
+    ]),
+    '',
+    'goals (issue 5)',
+    table(
+      goals.map((g) => [
+        `  ${g.goal}`, g.target, g.measured === null ? 'not measured' : fmt(g.measured, g.target.includes('ms') || g.target.includes('MB') ? 1 : 2),
+        `${g.holds === null ? '' : g.holds ? 'holds' : 'MISSED'}${g.note ? ` (${g.note})` : ''}`,
+      ]),
+      (i) => i === 2,
+    ),
+    '',
+    failures.length ? `FAIL\n${failures.map((f) => `  ${f}`).join('\n')}` : 'PASS: every answer 2xx, no errors, the databases hold exactly what was acknowledged',
+  ];
+  process.stdout.write(out.join('\n') + '\n');
+
+  const results = {
+    date: startedAt.toISOString(),
+    machine,
+    tool: { name: loader.tool, version: loader.version, describe: loader.describe },
+    connections: CONNECTIONS,
+    ceilingRps,
+    ceilingDrift,
+    durationSeconds: SECONDS,
+    warmupSeconds: WARMUP,
+    server: { logLevel: 'info', createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
+    runs: runs.map(({ warmup: _, ...r }) => r),
+    backends: backends.map(({ me: _me, create: _create, ...b }) => b),
+    goals,
+    pass: failures.length === 0,
+    failures,
+    table: out.join('\n'),
+  };
+  mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+  const rounded = (_key: string, v: unknown) => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
+  writeFileSync(join(ROOT, 'bench', 'results', 'latest.json'), JSON.stringify(results, rounded, 2) + '\n');
+  process.stdout.write('written bench/results/latest.json\n');
+  return failures.length ? 1 : 0;
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    interrupted = true;
+    process.stderr.write(`\nbench: ${signal}, cleaning up\n`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+try {
+  process.exitCode = await main();
+} catch (err) {
+  if (!interrupted) {
+    process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  }
+} finally {
+  await cleanUp();
+}

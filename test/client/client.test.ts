@@ -1,0 +1,434 @@
+// almoner/client against the real service: an in-process app listening on a real socket, on
+// every backend. Only what no live server can produce on demand (a 503, a hang) is simulated.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import {
+  AlmonerClient,
+  AlmonerError,
+  AuthenticationError,
+  ConflictError,
+  NetworkError,
+  RateLimitError,
+  TimeoutError,
+  UnavailableError,
+  ValidationError,
+  type DonationInput,
+  type DonationRecord,
+} from '../../src/client/index.js';
+import type { DonationRecord as ServerRecord } from '../../src/donations/donation.js';
+import type { DonationFieldName } from '../../src/donations/fields.js';
+import { validateDonation } from '../../src/donations/validate.js';
+import { fingerprint } from '../../src/http/idempotency.js';
+import { Throttle } from '../../src/http/throttle.js';
+import { exampleDonation, RECORD_KEYS, TIMESTAMP, startTestApp, type TestContext } from '../support/app.js';
+import { BACKENDS } from '../support/backends.js';
+
+// Compile-time (npm run typecheck): the client's input names exactly the server's fields, and its
+// record is the server's own type. Either drifting fails the type check here.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const INPUT_MATCHES_FIELD_TABLE: Same<keyof DonationInput, DonationFieldName> = true;
+const RECORD_IS_THE_SERVERS: Same<DonationRecord, ServerRecord> = true;
+
+/** The interface's example, typed: it must compile as a DonationInput. */
+const EXAMPLE: DonationInput = {
+  donor_first_name: 'Jane',
+  donor_last_name: 'Doe',
+  donor_email: 'jane.doe@example.com',
+  donor_phone: '07700 900123',
+  donor_address: '12 High Street',
+  donor_city: 'London',
+  donor_postcode: 'SW1A 1AA',
+  donor_ip: '203.0.113.7',
+  gift_aid: 'yes',
+  amount: '25.00',
+  payment_method: 'cash',
+  payment_confirmation_number: 'PAY-123456',
+  donation_type: 'one-time',
+  donation_date: '25-02-2021',
+  zakat_donation: 'yes',
+};
+
+const EXAMPLE_RECORD: Omit<DonationRecord, 'id'> = {
+  donor_first_name: 'Jane',
+  donor_last_name: 'Doe',
+  donor_email: 'jane.doe@example.com',
+  donor_phone: '07700 900123',
+  donor_address: '12 High Street',
+  donor_city: 'London',
+  donor_postcode: 'SW1A 1AA',
+  donor_ip: '203.0.113.7',
+  gift_aid: 'yes',
+  amount: '25.00',
+  payment_method: 'cash',
+  payment_confirmation_number: 'PAY-123456',
+  donation_type: 'one-time',
+  donation_date: '2021-02-25T00:00:00.000000Z',
+  zakat_donation: true,
+};
+
+const HOUR = 3600 * 1_000_000;
+
+async function listen(app: FastifyInstance): Promise<string> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+}
+
+/** What the caller expects to be rejected with, checked as a class and as an AlmonerError. */
+async function rejection<E extends Error>(promise: Promise<unknown>, type: abstract new (...args: never[]) => E): Promise<E> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof type, `expected ${type.name}, got ${String(err)}`);
+    return err;
+  }
+  assert.fail(`expected ${type.name}, but the call succeeded`);
+}
+
+test('the client types match the server: input fields and record type (checked by tsc)', () => {
+  assert.equal(INPUT_MATCHES_FIELD_TABLE, true);
+  assert.equal(RECORD_IS_THE_SERVERS, true);
+  assert.deepEqual(EXAMPLE, exampleDonation());
+});
+
+for (const backend of BACKENDS) {
+  describe(`almoner/client [${backend.name}]`, () => {
+    let t: TestContext;
+    let baseUrl: string;
+    let client: AlmonerClient;
+    before(async () => {
+      t = await startTestApp(backend);
+      baseUrl = await listen(t.app);
+      client = new AlmonerClient({ baseUrl, username: t.charity.username, password: t.charity.password });
+    });
+    after(() => t.close());
+
+    let n = 0;
+    const uniqueKey = () => `client-${backend.name}-${++n}-${Date.now()}`;
+    const count = async () => (await t.donations()).length;
+
+    test('me(): the charity name and e-mail', async () => {
+      assert.deepEqual(await client.me(), { name: 'Helping Hands', email: 'info@helpinghands.example' });
+    });
+
+    test('baseUrl may end in /api/v1 or a slash', async () => {
+      for (const url of [`${baseUrl}/`, `${baseUrl}/api/v1`, `${baseUrl}/api/v1/`, new URL(baseUrl)]) {
+        const c = new AlmonerClient({ baseUrl: url, username: t.charity.username, password: t.charity.password });
+        assert.equal(c.apiUrl, `${baseUrl}/api/v1`);
+        assert.equal((await c.me()).name, 'Helping Hands');
+      }
+    });
+
+    test('every request sends Accept: application/json and the Basic credentials', async () => {
+      const seen: Headers[] = [];
+      const recording = new AlmonerClient({
+        baseUrl,
+        username: t.charity.username,
+        password: t.charity.password,
+        fetch: (input, init) => {
+          seen.push(new Headers(init?.headers));
+          return fetch(input, init);
+        },
+      });
+      const key = uniqueKey();
+      await recording.me();
+      await recording.createDonation(EXAMPLE, { idempotencyKey: key });
+      await rejection(recording.createDonation({ ...EXAMPLE, gift_aid: 'maybe' as 'yes' }), ValidationError);
+      assert.equal(seen.length, 3);
+      for (const h of seen) {
+        assert.equal(h.get('accept'), 'application/json');
+        assert.equal(h.get('authorization'), t.charity.authorization);
+      }
+      assert.equal(seen[0]?.get('content-type'), null);
+      assert.equal(seen[1]?.get('content-type'), 'application/json');
+      assert.equal(seen[1]?.get('idempotency-key'), key);
+      assert.equal(seen[2]?.get('idempotency-key'), null);
+    });
+
+    test('createDonation: the interface example gives the whole record, stored', async () => {
+      const before = await count();
+      const { record, replayed } = await client.createDonation(EXAMPLE);
+      assert.equal(replayed, false);
+      assert.deepEqual(Object.keys(record), RECORD_KEYS);
+      assert.equal(typeof record.id, 'number');
+      assert.deepEqual(record, { id: record.id, ...EXAMPLE_RECORD });
+      const stored = await t.donations();
+      assert.equal(stored.length, before + 1);
+      assert.equal(stored.find((d) => d.id === record.id)?.charity, t.charity.username);
+    });
+
+    test('createDonation: the required fields only, a numeric amount and a boolean zakat', async () => {
+      const { record } = await client.createDonation({
+        donor_email: 'min@example.org',
+        gift_aid: 'no',
+        amount: 20.5,
+        donation_type: 'recurring',
+        zakat_donation: true,
+      });
+      assert.equal(record.amount, '20.5');
+      assert.equal(record.gift_aid, 'no');
+      assert.equal(record.zakat_donation, true);
+      assert.equal(record.donor_first_name, null);
+      assert.match(record.donation_date, TIMESTAMP);
+    });
+
+    test('idempotencyKey: a retry replays the first answer (replayed: true, same id), nothing new stored', async () => {
+      const key = uniqueKey();
+      const first = await client.createDonation(EXAMPLE, { idempotencyKey: key });
+      assert.equal(first.replayed, false);
+      const before = await count();
+      const again = await client.createDonation(EXAMPLE, { idempotencyKey: key });
+      assert.equal(again.replayed, true);
+      assert.equal(again.record.id, first.record.id);
+      assert.deepEqual(again.record, first.record);
+      assert.equal(await count(), before);
+    });
+
+    test('ValidationError: 422 with the per-field messages, nothing stored', async () => {
+      const before = await count();
+      // Deliberately wrong, as an untyped caller (a form, JavaScript) might send it.
+      const bad = { amount: '12,50', gift_aid: 'maybe' } as unknown as DonationInput;
+      const err = await rejection(client.createDonation(bad), ValidationError);
+      assert.ok(err instanceof AlmonerError);
+      assert.equal(err.name, 'ValidationError');
+      assert.equal(err.status, 422);
+      assert.equal(err.message, 'The given data was invalid.');
+      assert.deepEqual(err.errors, {
+        donor_email: ['The donor email is required.'],
+        gift_aid: ['The selected gift aid is invalid.'],
+        amount: ['The amount must be a number.'],
+        donation_type: ['The donation type is required.'],
+      });
+      assert.deepEqual(err.body, { message: err.message, errors: err.errors });
+      assert.equal(typeof err.requestId, 'string');
+      assert.equal(await count(), before);
+    });
+
+    test('ValidationError: an idempotencyKey reused for another donation names idempotency_key', async () => {
+      const key = uniqueKey();
+      await client.createDonation(EXAMPLE, { idempotencyKey: key });
+      const err = await rejection(client.createDonation({ ...EXAMPLE, amount: '99.00' }, { idempotencyKey: key }), ValidationError);
+      assert.ok(err.errors.idempotency_key?.[0]);
+    });
+
+    test('AuthenticationError: 401 for a wrong password, on both operations', async () => {
+      const wrong = new AlmonerClient({ baseUrl, username: t.charity.username, password: `${t.charity.password}x` });
+      const before = await count();
+      for (const call of [() => wrong.me(), () => wrong.createDonation(EXAMPLE)]) {
+        const err = await rejection(call(), AuthenticationError);
+        assert.equal(err.status, 401);
+        assert.equal(err.message, 'Unauthorized');
+      }
+      assert.equal(await count(), before);
+    });
+
+    test('ConflictError: 409 while the first request with the key is in progress', async () => {
+      const key = uniqueKey();
+      const validated = validateDonation(exampleDonation());
+      if (!validated.ok) assert.fail(JSON.stringify(validated.errors));
+      const claim = await t.store.claimIdempotencyKey(t.charity.id, key, fingerprint(validated.donation), { leaseMicros: HOUR, ttlMicros: 24 * HOUR });
+      assert.equal(claim.outcome, 'claimed');
+      const before = await count();
+      const err = await rejection(client.createDonation(EXAMPLE, { idempotencyKey: key }), ConflictError);
+      assert.equal(err.status, 409);
+      assert.match(err.message, /in progress/);
+      assert.equal(await count(), before);
+    });
+
+    test('RateLimitError: 429 with retryAfterSeconds, for creates and for failed authentications', async () => {
+      const app = await buildApp({ store: t.store, throttle: new Throttle({ createsPerSecond: 1 }) });
+      try {
+        const url = await listen(app);
+        const limited = new AlmonerClient({ baseUrl: url, username: t.charity.username, password: t.charity.password });
+        await limited.createDonation(EXAMPLE);
+        const err = await rejection(limited.createDonation(EXAMPLE), RateLimitError);
+        assert.equal(err.status, 429);
+        assert.equal(err.retryAfterSeconds, 1);
+        assert.match(err.message, /Try again in 1 seconds/);
+
+        const guesser = new AlmonerClient({ baseUrl: url, username: t.charity.username, password: 'guess' });
+        for (let i = 0; i < 10; i++) await rejection(guesser.me(), AuthenticationError);
+        const blocked = await rejection(guesser.me(), RateLimitError);
+        assert.ok(Number.isInteger(blocked.retryAfterSeconds) && blocked.retryAfterSeconds >= 1 && blocked.retryAfterSeconds <= 60, String(blocked.retryAfterSeconds));
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('other statuses are a plain AlmonerError with the server message: 404 (wrong baseUrl), 413', async () => {
+      const lost = new AlmonerClient({ baseUrl: `${baseUrl}/elsewhere`, username: t.charity.username, password: t.charity.password });
+      const notFound = await rejection(lost.me(), AlmonerError);
+      assert.equal(notFound.constructor, AlmonerError);
+      assert.equal(notFound.status, 404);
+      assert.equal(notFound.message, 'Not Found');
+
+      const tooLarge = await rejection(client.createDonation({ ...EXAMPLE, donor_address: 'x'.repeat(1_100_000) }), AlmonerError);
+      assert.equal(tooLarge.constructor, AlmonerError);
+      assert.equal(tooLarge.status, 413);
+      assert.match(tooLarge.message, /1 MiB/);
+    });
+
+    test("import through the package name: 'almoner/client' resolves to dist/ and works", async () => {
+      // Through a variable, so that tsc checks against src/ rather than needing dist/ built.
+      const specifier = 'almoner/client';
+      const resolved = fileURLToPath(import.meta.resolve(specifier));
+      assert.match(resolved, /[/\\]dist[/\\]client[/\\]index\.js$/);
+      assert.ok(existsSync(resolved.replace(/\.js$/, '.d.ts')), 'the exported types exist');
+      const pkg: typeof import('../../src/client/index.js') = await import(specifier);
+      const c = new pkg.AlmonerClient({ baseUrl, username: t.charity.username, password: t.charity.password });
+      assert.deepEqual(await c.me(), { name: 'Helping Hands', email: 'info@helpinghands.example' });
+      const { record } = await c.createDonation(EXAMPLE);
+      assert.deepEqual(record, { id: record.id, ...EXAMPLE_RECORD });
+      const err = await rejection(c.createDonation({} as DonationInput), pkg.ValidationError);
+      assert.ok(err instanceof pkg.AlmonerError);
+      assert.deepEqual(Object.keys(err.errors).sort(), ['amount', 'donation_type', 'donor_email', 'gift_aid']);
+    });
+  });
+}
+
+describe('almoner/client without a live service', () => {
+  const credentials = { username: 'helping-hands-k3x9q2', password: 'secret' };
+
+  /** A client whose fetch answers with `response` and records what it was asked. */
+  const answering = (response: () => Response) => {
+    const calls: { url: string; init: RequestInit | undefined }[] = [];
+    const client = new AlmonerClient({
+      baseUrl: 'http://almoner.invalid',
+      ...credentials,
+      fetch: async (input, init) => {
+        calls.push({ url: String(input), init });
+        return response();
+      },
+    });
+    return { client, calls };
+  };
+  const json = (status: number, body: unknown, headers: Record<string, string> = {}) => () =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+
+  test('UnavailableError: 503 with retryAfterSeconds from Retry-After', async () => {
+    const { client } = answering(json(503, { message: 'The database is unavailable. Please try again shortly.' }, { 'retry-after': '1', 'x-request-id': 'req-1' }));
+    const err = await rejection(client.createDonation(EXAMPLE), UnavailableError);
+    assert.equal(err.status, 503);
+    assert.equal(err.retryAfterSeconds, 1);
+    assert.equal(err.requestId, 'req-1');
+    assert.match(err.message, /database is unavailable/);
+  });
+
+  test('Retry-After as an HTTP date, or missing', async () => {
+    const inTenSeconds = new Date(Date.now() + 10_000).toUTCString();
+    const dated = await rejection(answering(json(429, { message: 'slow down' }, { 'retry-after': inTenSeconds })).client.me(), RateLimitError);
+    assert.ok(dated.retryAfterSeconds >= 9 && dated.retryAfterSeconds <= 10, String(dated.retryAfterSeconds));
+    const missing = await rejection(answering(json(429, { message: 'slow down' })).client.me(), RateLimitError);
+    assert.equal(missing.retryAfterSeconds, 1);
+  });
+
+  test('a non-JSON error page (a proxy 502) is an AlmonerError with the status and the text', async () => {
+    const { client } = answering(() => new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }));
+    const err = await rejection(client.me(), AlmonerError);
+    assert.equal(err.status, 502);
+    assert.equal(err.body, '<html>Bad Gateway</html>');
+    assert.equal(err.message, 'http://almoner.invalid/api/v1/me answered HTTP 502 Bad Gateway.');
+  });
+
+  test('a 200 that is not Almoner\'s answer is an AlmonerError, not a malformed record', async () => {
+    const err = await rejection(answering(json(200, { hello: 'world' })).client.createDonation(EXAMPLE), AlmonerError);
+    assert.equal(err.status, 200);
+    assert.match(err.message, /is baseUrl right/);
+  });
+
+  test('a redirect is reported, not followed', async () => {
+    const { client, calls } = answering(() => new Response(null, { status: 308, headers: { location: 'https://almoner.example/api/v1/me' } }));
+    const err = await rejection(client.me(), AlmonerError);
+    assert.equal(err.status, 308);
+    assert.match(err.message, /redirect to https:\/\/almoner\.example/);
+    assert.equal(calls[0]?.init?.redirect, 'manual');
+  });
+
+  test('POSTs JSON to the API root, UTF-8 credentials encoded as RFC 7617 says', async () => {
+    const { client, calls } = answering(json(200, { data: { id: 1, ...EXAMPLE_RECORD } }));
+    await client.createDonation(EXAMPLE);
+    assert.equal(calls[0]?.url, 'http://almoner.invalid/api/v1/donation/create');
+    assert.equal(calls[0]?.init?.method, 'POST');
+    assert.deepEqual(JSON.parse(String(calls[0]?.init?.body)), EXAMPLE);
+
+    const unicode = new AlmonerClient({ baseUrl: 'http://x.invalid', username: 'zoë', password: 'pässwörd', fetch: async (_input, init) => {
+      assert.equal(new Headers(init?.headers).get('authorization'), `Basic ${Buffer.from('zoë:pässwörd', 'utf8').toString('base64')}`);
+      return json(200, { success: true, message: 'Authenticated', data: { name: 'n', email: 'e' } })();
+    } });
+    assert.deepEqual(await unicode.me(), { name: 'n', email: 'e' });
+  });
+
+  test('NetworkError: nothing listens there', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const client = new AlmonerClient({ baseUrl: `http://127.0.0.1:${port}`, ...credentials });
+    const err = await rejection(client.me(), NetworkError);
+    assert.ok(err instanceof AlmonerError);
+    assert.equal(err.status, 0);
+    assert.match(err.message, /ECONNREFUSED/);
+    assert.ok(err.cause instanceof Error);
+  });
+
+  describe('a server that never answers', () => {
+    let server: Server;
+    let baseUrl: string;
+    before(async () => {
+      server = createServer(() => {}); // reads the request, never answers
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    after(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    test('TimeoutError after timeoutMs; a create says to retry with the same idempotencyKey', async () => {
+      const client = new AlmonerClient({ baseUrl, ...credentials, timeoutMs: 200 });
+      const started = Date.now();
+      const err = await rejection(client.createDonation(EXAMPLE, { idempotencyKey: 'k-1' }), TimeoutError);
+      assert.ok(err instanceof NetworkError);
+      assert.ok(Date.now() - started >= 190);
+      assert.equal(err.status, 0);
+      assert.match(err.message, /within 200 ms.*same idempotencyKey/);
+    });
+
+    test("the caller's own AbortSignal rejects with its reason, not an AlmonerError", async () => {
+      const client = new AlmonerClient({ baseUrl, ...credentials });
+      const controller = new AbortController();
+      const call = client.me({ signal: controller.signal });
+      setTimeout(() => controller.abort(), 50);
+      await assert.rejects(call, (err: unknown) => err instanceof Error && err.name === 'AbortError' && !(err instanceof AlmonerError));
+    });
+  });
+
+  test('programming mistakes are TypeErrors, thrown before any request', async () => {
+    const { client, calls } = answering(json(200, {}));
+    for (const key of ['', 'k'.repeat(256), 'clé', 'a\nb']) {
+      await assert.rejects(client.createDonation(EXAMPLE, { idempotencyKey: key }), TypeError);
+    }
+    assert.equal(calls.length, 0);
+    for (const options of [
+      { baseUrl: 'not a url', ...credentials },
+      { baseUrl: 'ftp://x.example', ...credentials },
+      { baseUrl: 'http://user:pw@x.example', ...credentials },
+      { baseUrl: 'http://x.example', username: 'a:b', password: 'p' },
+      { baseUrl: 'http://x.example', ...credentials, timeoutMs: 0 },
+      { baseUrl: 'http://x.example', ...credentials, timeoutMs: 2 ** 31 },
+    ]) {
+      assert.throws(() => new AlmonerClient(options), TypeError, JSON.stringify(options));
+    }
+  });
+
+  test('the password never shows when the client is logged', async () => {
+    const { inspect } = await import('node:util');
+    const client = new AlmonerClient({ baseUrl: 'http://x.example', username: 'u', password: 'hunter2' });
+    assert.doesNotMatch(inspect(client, { showHidden: true, depth: 5 }) + JSON.stringify(client), /hunter2|aHVudGVyMg|dTpodW50ZXIy/);
+  });
+});
