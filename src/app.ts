@@ -9,6 +9,8 @@ import { cachedCredentials } from './http/credential-cache.js';
 import { DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
 import { answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
+import type { Metrics } from './http/metrics.js';
+import type { DonationRecord } from './donations/donation.js';
 import { donationRoutes } from './http/routes/donations.js';
 import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
@@ -23,6 +25,9 @@ export interface AppOptions {
   trustProxy?: boolean | string;
   /** HTTPS: PEM certificate and key. */
   https?: { cert: Buffer; key: Buffer };
+  /** Prometheus metrics; `serveMetrics` adds GET /metrics to this app (else serve them elsewhere). */
+  metrics?: Metrics;
+  serveMetrics?: boolean;
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -33,6 +38,8 @@ export async function buildApp({
   logger = false,
   trustProxy = false,
   https,
+  metrics,
+  serveMetrics = true,
 }: AppOptions): Promise<FastifyInstance> {
   const options = {
     logger,
@@ -69,6 +76,12 @@ export async function buildApp({
     request.log.info({ method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
   });
 
+  if (metrics) {
+    metrics.instrument(app);
+    store.observeBatches(metrics.observeBatch);
+    if (serveMetrics) await app.register((instance) => metrics.route(instance));
+  }
+
   registerErrorHandling(app);
   await registerBodyParsing(app);
 
@@ -76,9 +89,11 @@ export async function buildApp({
   await app.register(
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.
-      const authenticate = basicAuth(cachedCredentials((username) => store.findCredential(username)), throttle);
+      const onFailure = metrics ? () => metrics.authenticationFailures.inc() : undefined;
+      const authenticate = basicAuth(cachedCredentials((username) => store.findCredential(username)), throttle, onFailure);
       await api.register(meRoutes, { authenticate });
-      await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store });
+      const recorded = metrics && ((r: DonationRecord) => metrics.donations.inc({ gift_aid: r.gift_aid, donation_type: r.donation_type }));
+      await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store, recorded });
     },
     { prefix: '/api/v1' },
   );

@@ -17,6 +17,8 @@ export interface Config {
   trustProxy: boolean | string;
   /** Serve HTTPS with this certificate and key (PEM files). */
   tls: { certFile: string; keyFile: string } | undefined;
+  /** Prometheus metrics: off, on the API's port (GET /metrics), or on a port of their own. */
+  metrics: { enabled: false } | { enabled: true; port: number | undefined };
 }
 
 export class ConfigError extends Error {}
@@ -104,6 +106,17 @@ function parseTls(env: NodeJS.ProcessEnv): Config['tls'] {
   return { certFile, keyFile };
 }
 
+function parseMetrics(env: NodeJS.ProcessEnv): Config['metrics'] {
+  const mode = (env.METRICS ?? '').toLowerCase();
+  if (mode === 'off' || mode === 'false' || mode === '0') return { enabled: false };
+  if (mode !== '' && mode !== 'on' && mode !== 'true' && mode !== '1') throw new ConfigError(`METRICS must be on or off (got ${JSON.stringify(env.METRICS)}).`);
+  const raw = env.METRICS_PORT;
+  if (raw === undefined || raw === '') return { enabled: true, port: undefined };
+  const port = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || port < 1 || port > 65535) throw new ConfigError(`METRICS_PORT must be a port from 1 to 65535 (got ${JSON.stringify(raw)}).`);
+  return { enabled: true, port };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     database: databaseFromEnv(env),
@@ -114,5 +127,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: parseRedisUrl(env.REDIS_URL),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     tls: parseTls(env),
+    metrics: parseMetrics(env),
   };
 }

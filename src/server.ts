@@ -1,5 +1,6 @@
 // The server process: config -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { Throttle } from './http/throttle.js';
@@ -31,14 +32,19 @@ export async function serve(config: Config): Promise<void> {
     : undefined; // loaded only when used: ioredis alone adds 0.1 s to start-up
   redis?.on('error', () => {}); // reconnects by itself; meanwhile the in-memory fallback counts
   const throttle = new Throttle({ createsPerSecond: config.createRateLimit, redis });
+  const metrics = config.metrics.enabled ? new (await import('./http/metrics.js')).Metrics() : undefined;
+  const metricsPort = config.metrics.enabled ? config.metrics.port : undefined;
   const app = await buildApp({
     store,
     throttle,
+    metrics,
+    serveMetrics: metricsPort === undefined,
     logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
     trustProxy: config.trustProxy,
     https,
   });
 
+  let metricsApp: FastifyInstance | undefined;
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -54,6 +60,7 @@ export async function serve(config: Config): Promise<void> {
     try {
       await app.close(); // stops accepting, waits for requests in flight
       clearInterval(reaper);
+      await metricsApp?.close();
       await store.close();
       redis?.disconnect();
       process.exit(0);
@@ -69,6 +76,13 @@ export async function serve(config: Config): Promise<void> {
 
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+
+  // METRICS_PORT: the metrics on a port of their own, for example one that only Prometheus can reach.
+  if (metrics && metricsPort !== undefined) {
+    metricsApp = Fastify({ logger: false });
+    await metricsApp.register((instance: FastifyInstance) => metrics.route(instance));
+    await metricsApp.listen({ port: metricsPort, host: config.host });
+  }
 
   await app.listen({ port: config.port, host: config.host });
 

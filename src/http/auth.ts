@@ -38,7 +38,7 @@ export interface Credentials {
  * An onRequest hook that sets `request.charity`, or answers 401; or 429 for a client address that
  * has failed too often (an unknown username and a wrong password count, and look, the same).
  */
-export function basicAuth(credentials: Credentials, throttle: Throttle) {
+export function basicAuth(credentials: Credentials, throttle: Throttle, onFailure: () => void = () => {}) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const given = parseBasicAuthorization(request.headers.authorization);
     const username = given?.username ?? '';
@@ -50,6 +50,7 @@ export function basicAuth(credentials: Credentials, throttle: Throttle) {
       (authenticatedCharity(credentials.recent(given.username), given.password) ??
         authenticatedCharity(await credentials.fresh(given.username), given.password));
     if (!charity) {
+      onFailure();
       await throttle.authenticationFailed(request.ip, username);
       await discardBody(request.raw);
       return reply.code(401).header('WWW-Authenticate', WWW_AUTHENTICATE).send({ message: 'Unauthorized' });

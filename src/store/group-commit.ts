@@ -24,8 +24,14 @@ export class GroupCommit<DB> {
     /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
     private readonly concurrency: number,
     private readonly maxBatch = 256,
-    private readonly observe?: BatchObserver,
   ) {}
+
+  private observe: BatchObserver | undefined;
+
+  /** Reports each batch's size and commit time (to metrics). */
+  observeWith(observer: BatchObserver): void {
+    this.observe = observer;
+  }
 
   /** Runs `write` inside a shared transaction; resolves once that transaction has committed. */
   run<T>(write: (trx: Transaction<DB>) => Promise<T>): Promise<T> {

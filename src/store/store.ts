@@ -6,7 +6,7 @@ import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
 import type { Database, DonationsTable } from './schema.js';
 import type { DatabaseLocation } from '../config.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, type BatchObserver } from './group-commit.js';
 import { migrations } from './migrations/index.js';
 
 export interface DonationFilter {
@@ -51,6 +51,11 @@ export class Store {
   }
 
   /** Applies every pending migration; safe to call from several processes at once. */
+  /** Reports each group-commit batch's size and commit time (to metrics). */
+  observeBatches(observer: BatchObserver): void {
+    this.writes.observeWith(observer);
+  }
+
   async migrate(): Promise<void> {
     if (this.dialect === 'sqlite') return this.migrateOn(this.db); // SQLite's write lock serialises migrators
     // Instances starting together take turns: a session-level advisory lock held on one connection

@@ -1,6 +1,6 @@
 // POST /api/v1/donation/create: authenticate, validate, store durably, answer with the record.
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
-import { toDonationRecord } from '../../donations/donation.js';
+import { toDonationRecord, type DonationRecord } from '../../donations/donation.js';
 import { CREATE_RESPONSE_SCHEMA, VALIDATION_ERROR_SCHEMA } from '../../donations/schema.js';
 import { validateDonation } from '../../donations/validate.js';
 import { ClaimLostError, type Store } from '../../store/store.js';
@@ -10,11 +10,13 @@ interface Options {
   authenticate: onRequestHookHandler;
   limitCreates: onRequestHookHandler;
   store: Store;
+  /** Told of each donation newly recorded (not of replays). */
+  recorded?: (record: DonationRecord) => void;
 }
 
 const INVALID = 'The given data was invalid.';
 
-export async function donationRoutes(app: FastifyInstance, { authenticate, limitCreates, store }: Options): Promise<void> {
+export async function donationRoutes(app: FastifyInstance, { authenticate, limitCreates, store, recorded = () => {} }: Options): Promise<void> {
   // The response schema compiles a fast serialiser for the record; errors are serialised plainly.
   const schema = { response: { 200: CREATE_RESPONSE_SCHEMA, 422: VALIDATION_ERROR_SCHEMA } };
   app.post('/donation/create', { onRequest: [authenticate, limitCreates], schema }, async (request, reply) => {
@@ -25,7 +27,9 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
     const charityId = request.charity.id;
 
     if (key === undefined) {
-      return { data: toDonationRecord(await store.recordDonation(charityId, result.donation)) };
+      const record = toDonationRecord(await store.recordDonation(charityId, result.donation));
+      recorded(record);
+      return { data: record };
     }
 
     // An invalid request never reaches this point, so it does not use up its key.
@@ -43,7 +47,9 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
         });
     }
     try {
-      return { data: toDonationRecord(await store.recordDonation(charityId, result.donation, { key, token: claim.token })) };
+      const record = toDonationRecord(await store.recordDonation(charityId, result.donation, { key, token: claim.token }));
+      recorded(record);
+      return { data: record };
     } catch (err) {
       if (err instanceof ClaimLostError) throw inFlight();
       await store.releaseIdempotencyKey(charityId, key, claim.token).catch(() => {}); // let the client retry at once

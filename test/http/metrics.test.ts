@@ -1,0 +1,104 @@
+// Prometheus metrics: GET /metrics scrapes, counts what it should, and never names a donor or a
+// charity. METRICS_PORT moves it to a port of its own; METRICS=off removes it.
+import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { Metrics } from '../../src/http/metrics.js';
+import { basic, exampleDonation, startTestApp, type TestContext } from '../support/app.js';
+import { BACKENDS, SQLITE } from '../support/backends.js';
+import { ServerProcess } from '../support/server.js';
+
+function sample(text: string, name: string, labels = ''): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `) || (labels === '' && l.startsWith(`${name} `)));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+for (const backend of BACKENDS) {
+  describe(`GET /metrics [${backend.name}]`, () => {
+    let t: TestContext;
+    let app: FastifyInstance;
+    before(async () => {
+      t = await startTestApp(backend);
+      app = await buildApp({ store: t.store, metrics: new Metrics() });
+      await app.ready();
+    });
+    after(async () => {
+      await app?.close();
+      await t?.close();
+    });
+
+    const create = (body: Record<string, unknown>, key?: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/donation/create',
+        headers: { authorization: t.charity.authorization, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+        payload: JSON.stringify(body),
+      });
+
+    test('counts requests, failures, donations and commits, with no personal data in it', async () => {
+      await app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization } });
+      await app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: basic(t.charity.username, 'wrong') } });
+      assert.equal((await create(exampleDonation({ donor_email: 'metrics.donor@example.org' }), 'metrics-key-1')).statusCode, 200);
+      assert.equal((await create(exampleDonation({ donor_email: 'metrics.donor@example.org' }), 'metrics-key-1')).statusCode, 200); // a replay
+      assert.equal((await create(exampleDonation({ gift_aid: 'no', donation_type: 'renewal' }))).statusCode, 200);
+      assert.equal((await create({ donor_email: 'bad' })).statusCode, 422);
+
+      const res = await app.inject({ method: 'GET', url: '/metrics' });
+      assert.equal(res.statusCode, 200);
+      assert.match(String(res.headers['content-type']), /^text\/plain/);
+      const text = res.body;
+      assert.equal(sample(text, 'almoner_http_requests_total', '{route="/api/v1/me",method="POST",status="200"}'), 1);
+      assert.equal(sample(text, 'almoner_http_requests_total', '{route="/api/v1/me",method="POST",status="401"}'), 1);
+      assert.equal(sample(text, 'almoner_http_requests_total', '{route="/api/v1/donation/create",method="POST",status="200"}'), 3);
+      assert.equal(sample(text, 'almoner_http_requests_total', '{route="/api/v1/donation/create",method="POST",status="422"}'), 1);
+      assert.equal(sample(text, 'almoner_authentication_failures_total'), 1);
+      assert.equal(sample(text, 'almoner_donations_recorded_total', '{gift_aid="yes",donation_type="one-time"}'), 1, 'a replay is not a new donation');
+      assert.equal(sample(text, 'almoner_donations_recorded_total', '{gift_aid="no",donation_type="renewal"}'), 1);
+      assert.ok(sample(text, 'almoner_db_batch_size_count') >= 2);
+      assert.ok(sample(text, 'almoner_db_commit_seconds_count') >= 2);
+      assert.ok(sample(text, 'almoner_http_request_duration_seconds_count', '{route="/api/v1/me",method="POST"}') >= 2);
+      assert.match(text, /^process_cpu_user_seconds_total /m);
+      for (const secret of ['metrics.donor@example.org', t.charity.username, t.charity.password, 'Jane', 'SW1A 1AA']) {
+        assert.ok(!text.includes(secret), `the metrics mention ${secret}`);
+      }
+    });
+
+    test('unknown paths are counted under one label, not by their URL', async () => {
+      await app.inject({ method: 'GET', url: '/some/secret/path/jane@example.org' });
+      const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      assert.ok(!text.includes('jane@example.org'));
+      assert.ok(sample(text, 'almoner_http_requests_total', '{route="(no route)",method="GET",status="404"}') >= 1);
+    });
+  });
+}
+
+describe('serve: METRICS_PORT and METRICS=off', () => {
+  const freePort = () =>
+    new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+
+  test('METRICS_PORT serves /metrics there and not on the API port; METRICS=off serves none', async () => {
+    const database = await SQLITE.createDatabase();
+    const metricsPort = await freePort();
+    const separate = await new ServerProcess(database.url, { METRICS_PORT: String(metricsPort) }).listening();
+    try {
+      assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200);
+      assert.equal((await fetch(`${separate.url}/metrics`)).status, 404);
+    } finally {
+      await separate.stop('SIGTERM', 10_000);
+    }
+    const off = await new ServerProcess(database.url, { METRICS: 'off' }).listening();
+    try {
+      assert.equal((await fetch(`${off.url}/metrics`)).status, 404);
+    } finally {
+      await off.stop('SIGTERM', 10_000);
+      await database.drop();
+    }
+  });
+});
