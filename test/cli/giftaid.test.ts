@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { validateDonation } from '../../src/donations/validate.js';
 import { exampleDonation, startTestApp, tempDir, type TestCharity, type TestContext } from '../support/app.js';
+import { parseCsv as parseStrictCsv } from '../support/csv.js';
 import { BACKENDS } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js';
 
@@ -27,47 +28,10 @@ const ATTENTION_HEADER = ['id', 'donor_first_name', 'donor_last_name', 'donor_em
 /** Claimable donations recorded straight through the store: more than one schedule holds. */
 const BULK = 1003;
 
-/** Strict RFC 4180 after a UTF-8 byte order mark: records end with CRLF; fields bare or quoted with "" escapes. */
+/** Strict RFC 4180 after a UTF-8 byte order mark. */
 function parseCsv(text: string): string[][] {
   assert.ok(text.startsWith('\uFEFF'), 'the file starts with a UTF-8 byte order mark');
-  text = text.slice(1);
-  const records: string[][] = [];
-  let i = 0;
-  while (i < text.length) {
-    const record: string[] = [];
-    for (;;) {
-      let field = '';
-      if (text[i] === '"') {
-        i++;
-        for (;;) {
-          const q = text.indexOf('"', i);
-          assert.ok(q >= 0, 'an unterminated quoted field');
-          field += text.slice(i, q);
-          if (text[q + 1] === '"') {
-            field += '"';
-            i = q + 2;
-          } else {
-            i = q + 1;
-            break;
-          }
-        }
-      } else {
-        const m = /^[^",\r\n]*/.exec(text.slice(i))!;
-        field = m[0];
-        i += field.length;
-      }
-      record.push(field);
-      if (text[i] === ',') {
-        i++;
-        continue;
-      }
-      assert.equal(text.slice(i, i + 2), '\r\n', `a record must end with CRLF (at offset ${i}: ${JSON.stringify(text.slice(i, i + 20))})`);
-      i += 2;
-      break;
-    }
-    records.push(record);
-  }
-  return records;
+  return parseStrictCsv(text.slice(1));
 }
 
 function readCsv(path: string, header: string[]): string[][] {
