@@ -54,12 +54,9 @@ export class ConflictError extends AlmonerError {
   override name: string = 'ConflictError';
 }
 
-/**
- * 429: too many donations too quickly for this charity, or too many failed authentications from
- * this address. Wait `retryAfterSeconds` (from the Retry-After header; 1 if it had none) before retrying.
- */
-export class RateLimitError extends AlmonerError {
-  override name: string = 'RateLimitError';
+/** An answer that says to come back later: `retryAfterSeconds` from Retry-After (1 if it had none). */
+export class RetryLaterError extends AlmonerError {
+  override name: string = 'RetryLaterError';
   readonly retryAfterSeconds: number;
 
   constructor(message: string, details: AlmonerErrorDetails & { retryAfterSeconds: number }) {
@@ -69,17 +66,20 @@ export class RateLimitError extends AlmonerError {
 }
 
 /**
- * 503: the service's database cannot answer right now; nothing was recorded. Retry after
- * `retryAfterSeconds` (from the Retry-After header; 1 if it had none).
+ * 429: too many donations too quickly for this charity, or too many failed authentications from
+ * this address. Wait `retryAfterSeconds` before retrying.
  */
-export class UnavailableError extends AlmonerError {
-  override name: string = 'UnavailableError';
-  readonly retryAfterSeconds: number;
+export class RateLimitError extends RetryLaterError {
+  override name: string = 'RateLimitError';
+}
 
-  constructor(message: string, details: AlmonerErrorDetails & { retryAfterSeconds: number }) {
-    super(message, details);
-    this.retryAfterSeconds = details.retryAfterSeconds;
-  }
+/**
+ * 503: the service's database cannot answer right now. The request was not acknowledged (in the
+ * rare case that the connection dropped just after a commit, a create may still have been stored),
+ * so retry a create after `retryAfterSeconds` with the same idempotencyKey.
+ */
+export class UnavailableError extends RetryLaterError {
+  override name: string = 'UnavailableError';
 }
 
 /**
