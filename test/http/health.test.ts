@@ -27,7 +27,8 @@ for (const backend of BACKENDS) {
     });
 
     test('GET /health/ready: 503 JSON when the database does not answer, while /health stays 200', async () => {
-      const store = await openStore((await backend.createDatabase()).location);
+      const database = await backend.createDatabase();
+      const store = await openStore(database.location);
       const app = await buildApp({ store });
       try {
         await store.close(); // the database is gone from this app's point of view
@@ -37,6 +38,7 @@ for (const backend of BACKENDS) {
         assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200);
       } finally {
         await app.close();
+        await database.drop();
       }
     });
 
