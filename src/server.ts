@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from './config.js';
 import { buildApp } from './app.js';
+import { loggable } from './http/errors.js';
 import { Throttle } from './http/throttle.js';
 import { openStore } from './store/open.js';
 
@@ -70,7 +71,7 @@ export async function serve(config: Config): Promise<void> {
     }
   };
   // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour.
-  const purge = () => store.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err: { message: String(err) } }, 'purging idempotency keys failed'));
+  const purge = () => store.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err: loggable(err) }, 'purging idempotency keys failed'));
   void purge();
   setInterval(purge, 3600_000).unref();
 

@@ -1,12 +1,12 @@
 import { InvalidArgumentError } from 'commander';
-import validator from 'validator';
+import { isEmail } from '../donations/validate.js';
 import { endOfDayIso, isRealDate, startOfDayIso } from '../time.js';
 
 /** A mistake in what the operator asked for: exit status 2. */
 export class UsageError extends Error {}
 
 export function emailArgument(value: string): string {
-  if (!validator.isEmail(value)) throw new InvalidArgumentError('must be a valid email address.');
+  if (!isEmail(value)) throw new InvalidArgumentError('must be a valid email address.');
   return value;
 }
 

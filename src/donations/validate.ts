@@ -11,7 +11,8 @@ import { isRealDate, startOfDayIso } from '../time.js';
 export type ValidationErrors = Record<string, string[]>;
 export type ValidationResult = { ok: true; donation: NewDonation } | { ok: false; errors: ValidationErrors };
 
-const isEmail = isEmailModule.default;
+/** The one e-mail rule, for donors and for charities alike. */
+export const isEmail = isEmailModule.default;
 const isIP = isIPModule.default;
 
 type Check = { value: unknown; errors?: undefined } | { value?: undefined; errors: string[] };

@@ -100,5 +100,5 @@ export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
     done(null, body);
   });
 
-  await app.register(formbody, { bodyLimit: DRAIN_LIMIT });
+  await app.register(formbody); // within the app-wide bodyLimit (DRAIN_LIMIT), like the JSON parser
 }

@@ -27,8 +27,9 @@ const FASTIFY_MESSAGES: Record<string, string> = {
  * What of an error goes to the log: never the whole object, whose extra fields (a PostgreSQL
  * error's `detail`, say) can quote the row, and so a donor's personal data.
  */
-function loggable(err: Error & { code?: unknown }) {
-  return { type: err.name, code: err.code, message: err.message, stack: err.stack };
+export function loggable(err: unknown) {
+  if (!(err instanceof Error)) return { message: String(err) };
+  return { type: err.name, code: (err as { code?: unknown }).code, message: err.message, stack: err.stack };
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

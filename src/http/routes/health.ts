@@ -2,6 +2,7 @@
 // and without authentication, for load balancers and orchestrators.
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../store/store.js';
+import { loggable } from '../errors.js';
 
 export async function healthRoutes(app: FastifyInstance, { store }: { store: Store }): Promise<void> {
   app.get('/health', async () => ({ status: 'ok' }));
@@ -11,7 +12,7 @@ export async function healthRoutes(app: FastifyInstance, { store }: { store: Sto
       await store.ping();
       return { status: 'ready' };
     } catch (err) {
-      request.log.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, 'readiness check failed');
+      request.log.warn({ err: loggable(err) }, 'readiness check failed');
       return reply.code(503).send({ status: 'unavailable', message: 'The database is unavailable.' });
     }
   });
