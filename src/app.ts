@@ -12,6 +12,7 @@ import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { DonationRecord } from './donations/donation.js';
 import { donationRoutes } from './http/routes/donations.js';
+import { docsRoutes } from './http/routes/docs.js';
 import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
 
@@ -67,7 +68,7 @@ export async function buildApp({
   app.addHook('onSend', async (request, reply) => {
     if (closing) reply.header('Connection', 'close');
     reply.header('X-Request-Id', request.id);
-    reply.header('Cache-Control', 'no-store');
+    if (!reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store'); // the docs page's assets may be kept
     reply.header('X-Content-Type-Options', 'nosniff');
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -86,6 +87,7 @@ export async function buildApp({
   await registerBodyParsing(app);
 
   await app.register(healthRoutes, { store });
+  await app.register(docsRoutes);
   await app.register(
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.

@@ -12,13 +12,14 @@ export const IDEMPOTENCY = {
   leaseMicros: 60 * 1_000_000,
 };
 
-const PRINTABLE = /^[\x20-\x7e]{1,255}$/;
+/** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 
 /** The request's Idempotency-Key, undefined without one; a malformed key is a 400. */
 export function idempotencyKeyOf(headers: IncomingHttpHeaders): string | undefined {
   const raw = headers['idempotency-key'];
   if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !PRINTABLE.test(raw)) {
+  if (typeof raw !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(raw)) {
     throw new HttpError(400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.');
   }
   return raw;

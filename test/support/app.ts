@@ -1,10 +1,13 @@
 // Test support: a real app on a real, fresh database of the backend under test.
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import { AlmonerClient } from '../../src/client/index.js';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { openStore } from '../../src/store/open.js';
 import type { ExportedDonation, Store } from '../../src/store/store.js';
 import { SQLITE, type Backend } from './backends.js';
+import { OpenApiConformance } from './openapi.js';
 
 export interface TestCharity {
   id: number;
@@ -24,7 +27,13 @@ export interface TestContext {
   app: FastifyInstance;
   charity: TestCharity;
   signUp(name?: string, email?: string): Promise<TestCharity>;
+  /** The app's address on a real socket (it starts listening on first use), e.g. http://127.0.0.1:41234. */
+  baseUrl(): Promise<string>;
+  /** The typed client for a charity (this one by default), over a real socket to the app. */
+  client(charity?: Pick<TestCharity, 'username' | 'password'>): Promise<AlmonerClient>;
   donations(): Promise<ExportedDonation[]>;
+  /** Every exchange under /api/v1 is checked against the OpenAPI document; close() fails on any that does not conform. */
+  conformance: OpenApiConformance;
   close(): Promise<void>;
 }
 
@@ -39,20 +48,49 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
   const database = await backend.createDatabase();
   const store = await openStore(database.location);
   const app = await buildApp({ store });
+  const conformance = new OpenApiConformance();
+  const violations: string[] = [];
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return; // no stream is sent under /api/v1
+    const exchange = {
+      method: request.method,
+      url: request.url,
+      requestHeaders: request.headers,
+      requestBody: request.body,
+      status: reply.statusCode,
+      responseHeaders: reply.getHeaders(),
+      responseBody: payload.toString(),
+    };
+    try {
+      violations.push(...conformance.check(exchange));
+    } catch (err) {
+      violations.push(`${request.method} ${request.url}: the check itself failed: ${(err as Error).message}`);
+    }
+  });
   await app.ready();
+
+  let baseUrl: Promise<string> | undefined;
+  const listening = () =>
+    (baseUrl ??= app.listen({ host: '127.0.0.1', port: 0 }).then(() => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`));
 
   const signUp = async (name = 'Helping Hands', email = 'info@helpinghands.example'): Promise<TestCharity> => {
     const { charity, password } = await signUpCharity(store, { name, email });
     return { ...charity, password, authorization: basic(charity.username, password) };
   };
 
+  const first = await signUp();
   return {
     backend: backend.name,
     databaseUrl: database.url,
     store,
     app,
-    charity: await signUp(),
+    charity: first,
     signUp,
+    baseUrl: listening,
+    async client(charity = first) {
+      return new AlmonerClient({ baseUrl: await listening(), username: charity.username, password: charity.password });
+    },
+    conformance,
     async donations() {
       const rows: ExportedDonation[] = [];
       for await (const d of store.exportDonations({})) rows.push(d);
@@ -62,6 +100,9 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
       await app.close();
       await store.close();
       await database.drop();
+      if (violations.length > 0) {
+        throw new Error(`${violations.length} exchange(s) do not conform to the OpenAPI document:\n${[...new Set(violations)].join('\n')}`);
+      }
     },
   };
 }

@@ -1,0 +1,192 @@
+// The OpenAPI 3.1 document of the charity-facing interface, served at GET /api/v1/openapi.json and
+// read by the /docs page. It is assembled from the schema objects the server itself uses
+// (donations/schema.ts, from the field table) and the server's own limits and messages, so it
+// cannot describe a different API from the one that answers.
+import { validateDonation } from '../donations/validate.js';
+import { toDonationRecord } from '../donations/donation.js';
+import {
+  CREATE_RESPONSE_SCHEMA,
+  DONATION_INPUT_SCHEMA,
+  DONATION_RECORD_SCHEMA,
+  ERROR_SCHEMA,
+  EXAMPLE_DONATION_INPUT,
+  ME_RESPONSE_SCHEMA,
+  VALIDATION_ERROR_SCHEMA,
+} from '../donations/schema.js';
+import { WWW_AUTHENTICATE } from './auth.js';
+import { BODY_LIMIT } from './body.js';
+import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
+
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+/** The interface's example response: the example request as the server turns it into a record. */
+function exampleRecord() {
+  const result = validateDonation(EXAMPLE_DONATION_INPUT);
+  if (!result.ok) throw new Error(`The field table's examples do not validate: ${JSON.stringify(result.errors)}`);
+  const { donation } = result;
+  return toDonationRecord({ ...donation, id: 1, charity_id: 1, donation_date: donation.donation_date ?? '', recorded_at: '' });
+}
+
+const json = (schema: unknown, example?: unknown) => ({
+  'application/json': { schema, ...(example === undefined ? {} : { example }) },
+});
+
+function errorResponse(description: string, example: string, headers?: Record<string, unknown>) {
+  return { description, ...(headers ? { headers } : {}), content: json(ref('schemas', 'Error'), { message: example }) };
+}
+
+/** Answers every operation can give, whatever it does. */
+const COMMON_RESPONSES = {
+  '400': ref('responses', 'BadRequest'),
+  '401': ref('responses', 'Unauthorized'),
+  '405': ref('responses', 'MethodNotAllowed'),
+  '413': ref('responses', 'PayloadTooLarge'),
+  '415': ref('responses', 'UnsupportedMediaType'),
+  '429': ref('responses', 'TooManyRequests'),
+  '500': ref('responses', 'InternalServerError'),
+  '503': ref('responses', 'Unavailable'),
+};
+
+const CALLING = `Every request carries \`Authorization: Basic base64(username:password)\` with the charity's
+credentials (from \`bin/almoner charity create\`) and \`Accept: application/json\`. Every answer is JSON:
+errors are \`{ "message": ... }\`, and a 422 adds \`errors\`, one list of messages per failing field.
+Every answer carries an \`X-Request-Id\` (yours, if you sent a printable one; quote it when asking for help).`;
+
+export function buildOpenApiDocument(version: string) {
+  const maxIdempotencyHours = IDEMPOTENCY.ttlMicros / 3_600_000_000;
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Almoner',
+      version,
+      summary: 'Record donations for a charity.',
+      description: CALLING,
+    },
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+    servers: [{ url: '/api/v1', description: 'This server' }],
+    security: [{ basicAuth: [] }],
+    tags: [{ name: 'Charity', description: 'The two operations a charity has.' }],
+    paths: {
+      '/me': {
+        post: {
+          operationId: 'testConnection',
+          summary: 'Test Connection',
+          description: 'Checks the credentials and names the charity they belong to. Takes no body.',
+          tags: ['Charity'],
+          responses: {
+            '200': {
+              description: 'The credentials are valid.',
+              headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
+              content: json(ref('schemas', 'Identity'), {
+                success: true,
+                message: 'Authenticated',
+                data: { name: 'Helping Hands', email: 'info@helpinghands.example' },
+              }),
+            },
+            ...COMMON_RESPONSES,
+          },
+        },
+      },
+      '/donation/create': {
+        post: {
+          operationId: 'createDonation',
+          summary: 'Create Donation',
+          description: `Validates the donation, stores it durably and returns the record. A 200 means it is stored.
+Send an \`Idempotency-Key\` to make retries safe: a retry with the same key and the same body gets the
+first answer again (with \`Idempotent-Replayed: true\`) instead of a second donation, for ${maxIdempotencyHours} hours.`,
+          tags: ['Charity'],
+          parameters: [
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              description: 'Any 1 to 255 printable ASCII characters, unique per donation, e.g. a UUID.',
+              schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
+              example: '5f0c6a9e-3b7d-4c1e-9f2a-8d4b6e1a7c30',
+            },
+          ],
+          requestBody: {
+            required: true,
+            description: 'The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too.',
+            content: {
+              'application/json': { schema: ref('schemas', 'DonationInput'), example: EXAMPLE_DONATION_INPUT },
+              'application/x-www-form-urlencoded': { schema: ref('schemas', 'DonationInput') },
+            },
+          },
+          responses: {
+            '200': {
+              description: 'Recorded (or, with a repeated Idempotency-Key, recorded before).',
+              headers: {
+                'X-Request-Id': ref('headers', 'X-Request-Id'),
+                'Idempotent-Replayed': {
+                  description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key.',
+                  schema: { type: 'string', enum: ['true'] },
+                },
+              },
+              content: json(ref('schemas', 'CreateDonationResponse'), { data: exampleRecord() }),
+            },
+            '409': errorResponse(
+              'An earlier request with this Idempotency-Key is still being processed. Retry in a moment.',
+              'A request with this Idempotency-Key is still in progress. Retry it in a moment.',
+            ),
+            '422': {
+              description: 'The donation is invalid (every failing field is named), or the Idempotency-Key was used for a different donation.',
+              content: json(ref('schemas', 'ValidationError'), {
+                message: 'The given data was invalid.',
+                errors: { donor_email: ['The donor email is required.'], amount: ['The amount must be at least 0.01.'] },
+              }),
+            },
+            ...COMMON_RESPONSES,
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        basicAuth: { type: 'http', scheme: 'basic', description: "The charity's username and password." },
+      },
+      schemas: {
+        DonationInput: DONATION_INPUT_SCHEMA,
+        Donation: DONATION_RECORD_SCHEMA,
+        CreateDonationResponse: { ...CREATE_RESPONSE_SCHEMA, properties: { data: ref('schemas', 'Donation') } },
+        Identity: ME_RESPONSE_SCHEMA,
+        ValidationError: VALIDATION_ERROR_SCHEMA,
+        Error: ERROR_SCHEMA,
+      },
+      headers: {
+        'X-Request-Id': { description: 'Identifies the request in the logs.', schema: { type: 'string' }, required: true },
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$' }, required: true },
+      },
+      responses: {
+        BadRequest: errorResponse(
+          'The request could not be read: the body is not JSON or a form, is not UTF-8, is not a JSON object, or the Idempotency-Key header is malformed.',
+          'The request body is not valid JSON.',
+        ),
+        Unauthorized: errorResponse('The credentials are missing or invalid.', 'Unauthorized', {
+          'WWW-Authenticate': { description: `Always \`${WWW_AUTHENTICATE}\`.`, schema: { type: 'string' }, required: true },
+        }),
+        MethodNotAllowed: errorResponse(
+          'The path was called with a method other than POST (this answer is given for any other method).',
+          'The GET method is not supported for this route. Supported methods: POST.',
+          { Allow: { description: 'The methods the path takes.', schema: { type: 'string' }, required: true } },
+        ),
+        PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT / 1024 / 1024} MiB.`, 'The request body must not be larger than 1 MiB.'),
+        UnsupportedMediaType: errorResponse(
+          'The body is neither application/json (UTF-8) nor application/x-www-form-urlencoded.',
+          'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
+        ),
+        TooManyRequests: errorResponse(
+          'Too many failed authentication attempts from this address, or too many donations recorded too quickly by this charity.',
+          'Too many donations recorded too quickly. Try again in 1 seconds.',
+          { 'Retry-After': ref('headers', 'Retry-After') },
+        ),
+        InternalServerError: errorResponse('An unexpected fault; nothing about it is shown. Quote the X-Request-Id.', 'Internal Server Error'),
+        Unavailable: errorResponse(
+          'The database is unavailable, so the request was not acknowledged (a create may or may not have been stored). Retry after Retry-After seconds, with the same Idempotency-Key.',
+          'The database is unavailable. Please try again shortly.',
+          { 'Retry-After': ref('headers', 'Retry-After') },
+        ),
+      },
+    },
+  };
+}

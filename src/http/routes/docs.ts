@@ -1,0 +1,84 @@
+// GET /api/v1/openapi.json (the OpenAPI document) and GET /docs (Swagger UI on that document, from
+// the swagger-ui-dist package: nothing is fetched from a CDN). Neither needs credentials: the page
+// asks for them, and "Try it out" sends them only to this server.
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { buildOpenApiDocument } from '../openapi.js';
+
+const require = createRequire(import.meta.url);
+
+/** The assets the page loads, by the name it loads them under. */
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+  'favicon-16x16.png': 'image/png',
+};
+
+const PAGE = `<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Almoner API reference</title>
+  <link rel="stylesheet" href="/docs/swagger-ui.css">
+  <link rel="icon" type="image/png" href="/docs/favicon-32x32.png" sizes="32x32">
+  <link rel="icon" type="image/png" href="/docs/favicon-16x16.png" sizes="16x16">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/swagger-ui-bundle.js"></script>
+  <script src="/docs/almoner-docs.js"></script>
+</body>
+</html>
+`;
+
+// validatorUrl: null keeps the page from sending the document to swagger.io for a badge.
+const INITIALISER = `window.ui = SwaggerUIBundle({
+  url: '/api/v1/openapi.json',
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  validatorUrl: null,
+  tryItOutEnabled: true,
+  displayRequestDuration: true,
+  defaultModelsExpandDepth: 0,
+  supportedSubmitMethods: ['post'],
+});
+`;
+
+// Swagger UI styles elements inline and draws icons as data: URIs; scripts come from here only.
+const PAGE_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+export async function docsRoutes(app: FastifyInstance): Promise<void> {
+  const { version } = require('../../../package.json') as { version: string };
+  const document = JSON.stringify(buildOpenApiDocument(version));
+  const distDir = dirname(require.resolve('swagger-ui-dist/package.json'));
+  const loaded = new Map<string, Promise<Buffer>>(); // read on first use: most servers never show the page
+
+  app.get('/api/v1/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(document));
+
+  app.get('/docs', async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').header('Content-Security-Policy', PAGE_POLICY).send(PAGE),
+  );
+  app.get('/docs/almoner-docs.js', async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(INITIALISER));
+
+  for (const [name, type] of Object.entries(ASSETS)) {
+    app.get(`/docs/${name}`, async (_request, reply) => {
+      let content = loaded.get(name);
+      if (!content) loaded.set(name, (content = readFile(join(distDir, name))));
+      // The package's files change only with its version: let browsers keep them for a day.
+      return reply.type(type).header('Cache-Control', 'public, max-age=86400').send(await content);
+    });
+  }
+}

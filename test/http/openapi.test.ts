@@ -1,0 +1,194 @@
+// GET /api/v1/openapi.json: a valid OpenAPI 3.1 document, built from the field table, whose
+// examples and messages are what the live server does. (That every exchange of the HTTP suite
+// conforms to it is checked by test/support/app.ts, for every test that uses startTestApp.)
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { after, before, describe, test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { ValidationError } from '../../src/client/index.js';
+import { DONATION_FIELDS } from '../../src/donations/fields.js';
+import { buildOpenApiDocument } from '../../src/http/openapi.js';
+import { startTestApp, type TestContext } from '../support/app.js';
+import { BACKENDS } from '../support/backends.js';
+import { OpenApiConformance } from '../support/openapi.js';
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const ERROR_STATUSES = ['400', '401', '405', '413', '415', '429', '500', '503'];
+
+describe('the OpenAPI document', () => {
+  const document: Json = buildOpenApiDocument(version);
+  const checker = new OpenApiConformance(document);
+  const op = (path: string): Json => document.paths[path].post;
+
+  test('is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator, the official schemas)', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(document));
+    assert.deepEqual(result.errors, undefined);
+    assert.equal(result.valid, true);
+    assert.equal(validator.version, '3.1');
+  });
+
+  test('every schema in it compiles as JSON Schema 2020-12 in Ajv strict mode', () => {
+    for (const [name, schema] of Object.entries<Json>(document.components.schemas)) {
+      assert.doesNotThrow(() => checker.compile(schema), name);
+    }
+    assert.throws(() => checker.compile({ type: 'strin' }), /schema is invalid/);
+  });
+
+  test('has exactly the two operations of the interface, under the /api/v1 server, behind Basic auth', () => {
+    assert.deepEqual(document.servers, [{ url: '/api/v1', description: 'This server' }]);
+    assert.deepEqual(Object.keys(document.paths), ['/me', '/donation/create']);
+    assert.deepEqual(Object.keys(document.paths['/me']), ['post']);
+    assert.deepEqual(Object.keys(document.paths['/donation/create']), ['post']);
+    assert.equal(op('/me').summary, 'Test Connection');
+    assert.equal(op('/donation/create').summary, 'Create Donation');
+    assert.deepEqual(document.components.securitySchemes, {
+      basicAuth: { type: 'http', scheme: 'basic', description: "The charity's username and password." },
+    });
+    assert.deepEqual(document.security, [{ basicAuth: [] }]);
+  });
+
+  test('lists every answer each operation can give, with its body shape', () => {
+    assert.deepEqual(Object.keys(op('/me').responses).sort(), ['200', ...ERROR_STATUSES].sort());
+    assert.deepEqual(Object.keys(op('/donation/create').responses).sort(), ['200', '409', '422', ...ERROR_STATUSES].sort());
+    for (const path of ['/me', '/donation/create']) {
+      for (const [status, spec] of Object.entries<Json>(op(path).responses)) {
+        const response = checker.deref(spec);
+        assert.ok(response.description, `${path} ${status} has a description`);
+        const schema = response.content?.['application/json']?.schema;
+        assert.ok(schema, `${path} ${status} has a JSON body schema`);
+        assert.ok(schema.required?.length, `${path} ${status}'s body has required properties`);
+      }
+    }
+    const headerOf = (path: string, status: string, name: string) => checker.deref(op(path).responses[status]).headers?.[name];
+    assert.ok(headerOf('/me', '401', 'WWW-Authenticate').required);
+    assert.ok(headerOf('/donation/create', '429', 'Retry-After').required);
+    assert.ok(headerOf('/donation/create', '503', 'Retry-After').required);
+    assert.ok(headerOf('/me', '405', 'Allow').required);
+    assert.ok(headerOf('/donation/create', '200', 'Idempotent-Replayed'));
+  });
+
+  test('describes every field of the field table: type, format, limits, example, and which are required', () => {
+    const input = document.components.schemas.DonationInput;
+    const record = document.components.schemas.Donation;
+    assert.deepEqual(Object.keys(input.properties), DONATION_FIELDS.map((f) => f.name));
+    assert.deepEqual(Object.keys(record.properties), ['id', ...DONATION_FIELDS.map((f) => f.name)]);
+    assert.deepEqual(input.required, ['donor_email', 'gift_aid', 'amount', 'donation_type']);
+    for (const f of DONATION_FIELDS) {
+      const p = input.properties[f.name];
+      assert.ok(p.description, f.name);
+      assert.deepEqual(p.examples, [f.example], f.name);
+      assert.ok(p.type || p.oneOf, `${f.name} has a type`);
+      if (f.maxLength !== undefined) assert.equal(p.maxLength, f.maxLength, `${f.name} maxLength`);
+      if ('choices' in f) assert.deepEqual(p.enum, f.choices, `${f.name} enum`);
+      assert.ok(record.properties[f.name].type, `${f.name} has a type in the record`);
+    }
+    assert.equal(input.properties.donor_email.format, 'idn-email');
+    assert.equal(record.properties.donation_date.format, 'date-time');
+    assert.equal(input.properties.amount.oneOf[1].minimum, 0.01);
+    assert.deepEqual(record.required, ['id', ...DONATION_FIELDS.map((f) => f.name)]);
+  });
+
+  test("the example request is the interface's own, and the example response is what the server makes of it", () => {
+    const example = op('/donation/create').requestBody.content['application/json'].example;
+    assert.deepEqual(example, {
+      donor_first_name: 'Jane',
+      donor_last_name: 'Doe',
+      donor_email: 'jane.doe@example.com',
+      donor_phone: '07700 900123',
+      donor_address: '12 High Street',
+      donor_city: 'London',
+      donor_postcode: 'SW1A 1AA',
+      donor_ip: '203.0.113.7',
+      gift_aid: 'yes',
+      amount: '25.00',
+      payment_method: 'cash',
+      payment_confirmation_number: 'PAY-123456',
+      donation_type: 'one-time',
+      donation_date: '25-02-2021',
+      zakat_donation: 'yes',
+    });
+    const response = op('/donation/create').responses['200'].content['application/json'].example;
+    assert.equal(response.data.donation_date, '2021-02-25T00:00:00.000000Z');
+    assert.equal(response.data.zakat_donation, true);
+  });
+
+  test('the conformance check can fail: it rejects answers and requests the document does not allow', () => {
+    const ok = { method: 'POST', url: '/api/v1/me', requestHeaders: {}, requestBody: undefined };
+    const json = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r' };
+    const me = JSON.stringify({ success: true, message: 'Authenticated', data: { name: 'n', email: 'e' } });
+    assert.deepEqual(checker.check({ ...ok, status: 200, responseHeaders: json, responseBody: me }), []);
+    const problems = (x: Partial<Parameters<OpenApiConformance['check']>[0]>) =>
+      checker.check({ ...ok, status: 200, responseHeaders: json, responseBody: me, ...x }).join('\n');
+    assert.match(problems({ responseBody: JSON.stringify({ success: true, message: 'Authenticated' }) }), /required property 'data'/);
+    assert.match(problems({ status: 418 }), /status 418 is not documented/);
+    assert.match(problems({ status: 401, responseBody: '{"message":"Unauthorized"}' }), /WWW-Authenticate is missing/);
+    assert.match(problems({ responseHeaders: { ...json, 'content-type': 'text/plain' } }), /content type "text\/plain"/);
+    assert.match(problems({ method: 'GET' }), /not documented for the path, yet not a 405/);
+    assert.match(problems({ url: '/api/v1/nowhere' }), /not a documented path, yet not a 404/);
+    const record = { ...op('/donation/create').responses['200'].content['application/json'].example };
+    const created = {
+      url: '/api/v1/donation/create',
+      requestHeaders: { 'content-type': 'application/json' },
+      requestBody: { donor_email: 'a@example.com', gift_aid: 'yes', amount: 'ten', donation_type: 'one-time' },
+      responseBody: JSON.stringify(record),
+    };
+    assert.match(problems(created), /accepted a body the document does not allow: \/amount/);
+    assert.match(problems({ ...created, requestBody: { ...created.requestBody, amount: '0.00' } }), /\/amount/);
+    assert.match(problems({ ...created, requestHeaders: { ...created.requestHeaders, 'idempotency-key': 'é' } }), /Idempotency-Key/);
+  });
+});
+
+for (const backend of BACKENDS) describe(`GET /api/v1/openapi.json and the live server [${backend.name}]`, () => {
+  let t: TestContext;
+  before(async () => {
+    t = await startTestApp(backend);
+  });
+  after(() => t.close());
+
+  test('is served without credentials, as JSON, and is the document built from the field table', async () => {
+    const res = await fetch(`${await t.baseUrl()}/api/v1/openapi.json`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.deepEqual(await res.json(), JSON.parse(JSON.stringify(buildOpenApiDocument(version))));
+  });
+
+  test('the example request, sent with the client, gets the example response', async () => {
+    const document: Json = buildOpenApiDocument(version);
+    const media = document.paths['/donation/create'].post;
+    const client = await t.client();
+    const { record } = await client.createDonation(media.requestBody.content['application/json'].example);
+    const expected = media.responses['200'].content['application/json'].example.data;
+    assert.deepEqual(record, { ...expected, id: record.id });
+    const identity = await client.me();
+    assert.deepEqual(Object.keys(identity), Object.keys(document.paths['/me'].post.responses['200'].content['application/json'].example.data));
+  });
+
+  test("the documented messages are the server's: 400, 401, 405, 413, 415, 422", async () => {
+    const document: Json = buildOpenApiDocument(version);
+    const checker = new OpenApiConformance(document);
+    const example = (name: string) => checker.deref({ $ref: `#/components/responses/${name}` }).content['application/json'].example;
+    const send = (overrides: { method?: 'POST' | 'GET'; headers?: Record<string, string>; payload?: string }) =>
+      t.app.inject({
+        method: overrides.method ?? 'POST',
+        url: '/api/v1/donation/create',
+        headers: { accept: 'application/json', authorization: t.charity.authorization, 'content-type': 'application/json', ...overrides.headers },
+        ...(overrides.payload === undefined ? {} : { payload: overrides.payload }),
+      });
+    assert.deepEqual((await send({ payload: '{' })).json(), example('BadRequest'));
+    assert.deepEqual((await send({ headers: { authorization: 'Basic eDp5' }, payload: '{}' })).json(), example('Unauthorized'));
+    assert.deepEqual((await send({ method: 'GET' })).json(), example('MethodNotAllowed'));
+    assert.deepEqual((await send({ payload: `"${'x'.repeat(1024 * 1024)}"` })).json(), example('PayloadTooLarge'));
+    assert.deepEqual((await send({ headers: { 'content-type': 'text/plain' }, payload: 'hello' })).json(), example('UnsupportedMediaType'));
+
+    const invalid = document.paths['/donation/create'].post.responses['422'].content['application/json'].example;
+    const input = { ...document.paths['/donation/create'].post.requestBody.content['application/json'].example, amount: '0' };
+    delete input.donor_email;
+    const error = await (await t.client()).createDonation(input).catch((e: unknown) => e);
+    assert.ok(error instanceof ValidationError);
+    assert.deepEqual({ message: error.message, errors: error.errors }, invalid);
+  });
+});
