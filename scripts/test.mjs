@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // npm test: every test file under test/, through Node's test runner (TypeScript via tsx).
-// The PostgreSQL half runs when TEST_DATABASE_URL names a server; this says so either way.
+// The PostgreSQL half runs when TEST_DATABASE_URL names a server, the browser test when Chromium is
+// installed; this says so either way.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 function testFiles(dir) {
@@ -21,6 +22,11 @@ if (url) {
 
 if (!process.env.TEST_REDIS_URL) {
   console.log('Redis: SKIPPED, TEST_REDIS_URL is not set; rate limits shared through Redis are not tested. Set it (e.g. redis://127.0.0.1:6379) to test them.');
+}
+
+const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+if (!existsSync(chromium) && !process.env.CI) {
+  console.log(`Chromium: SKIPPED, there is none at ${chromium}; the docs page is not tested in a browser. Install it (apt-get install -y chromium) or set CHROMIUM_PATH.`);
 }
 
 const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test');

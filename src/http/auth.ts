@@ -26,6 +26,11 @@ export function parseBasicAuthorization(header: string | undefined): { username:
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+/** Whether a page's script sent the request and handles a 401 itself (X-Requested-With: XMLHttpRequest). */
+function fromScript(request: FastifyRequest): boolean {
+  return request.headers['x-requested-with']?.toString().toLowerCase() === 'xmlhttprequest';
+}
+
 export type CredentialLookup = (username: string) => Promise<CharityCredential | undefined>;
 
 /** Where credentials come from: recently seen ones (in memory, or nothing), and the database itself. */
@@ -53,7 +58,10 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
       onFailure();
       await throttle.authenticationFailed(request.ip, username);
       await discardBody(request.raw);
-      return reply.code(401).header('WWW-Authenticate', WWW_AUTHENTICATE).send({ message: 'Unauthorized' });
+      // A page's script that says so (as the /docs page does) gets no Basic challenge: with one, the
+      // browser would cover the page with its own login dialog instead of letting it show the 401.
+      if (!fromScript(request)) reply.header('WWW-Authenticate', WWW_AUTHENTICATE);
+      return reply.code(401).send({ message: 'Unauthorized' });
     }
     request.charity = charity;
   };

@@ -62,7 +62,6 @@ export function buildOpenApiDocument(version: string) {
       summary: 'Record donations for a charity.',
       description: CALLING,
     },
-    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     servers: [{ url: '/api/v1', description: 'This server' }],
     security: [{ basicAuth: [] }],
     tags: [{ name: 'Charity', description: 'The two operations a charity has.' }],
@@ -100,9 +99,9 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
               name: 'Idempotency-Key',
               in: 'header',
               required: false,
-              description: 'Any 1 to 255 printable ASCII characters, unique per donation, e.g. a UUID.',
+              // No example value: the docs page would fill it in, and a second try would then be a replay.
+              description: 'Any 1 to 255 printable ASCII characters, unique per donation, e.g. a UUID such as `5f0c6a9e-3b7d-4c1e-9f2a-8d4b6e1a7c30`.',
               schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
-              example: '5f0c6a9e-3b7d-4c1e-9f2a-8d4b6e1a7c30',
             },
           ],
           requestBody: {
@@ -163,7 +162,10 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           'The request body is not valid JSON.',
         ),
         Unauthorized: errorResponse('The credentials are missing or invalid.', 'Unauthorized', {
-          'WWW-Authenticate': { description: `Always \`${WWW_AUTHENTICATE}\`.`, schema: { type: 'string' }, required: true },
+          'WWW-Authenticate': {
+            description: `\`${WWW_AUTHENTICATE}\`; left out when the request has \`X-Requested-With: XMLHttpRequest\`, so that a browser shows the page's own error instead of its login dialog.`,
+            schema: { type: 'string', const: WWW_AUTHENTICATE },
+          },
         }),
         MethodNotAllowed: errorResponse(
           'The path was called with a method other than POST (this answer is given for any other method).',

@@ -1,0 +1,169 @@
+// GET /docs: Swagger UI on the OpenAPI document, served from the swagger-ui-dist package. The
+// page is opened in real headless Chromium, which lists both operations and sends real requests
+// ("Test Connection", then "Create Donation") with a charity's credentials. Screenshots go to
+// test-artifacts/.
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { startTestApp, type TestContext } from '../support/app.js';
+import { launchChromium, noBrowser } from '../support/browser.js';
+
+const ARTIFACTS = 'test-artifacts';
+
+describe('GET /docs', () => {
+  let t: TestContext;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('is an HTML page whose scripts and styles all come from this server, under a strict CSP', async () => {
+    const base = await t.baseUrl();
+    const res = await fetch(`${base}/docs`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/html; charset=utf-8');
+    const policy = res.headers.get('content-security-policy') ?? '';
+    assert.match(policy, /script-src 'self'(;|$)/);
+    assert.match(policy, /connect-src 'self'(;|$)/);
+    const html = await res.text();
+    assert.doesNotMatch(html, /https?:\/\//, 'no address of another host');
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    assert.deepEqual(assets.sort(), [
+      '/docs/almoner-docs.js',
+      '/docs/favicon-16x16.png',
+      '/docs/favicon-32x32.png',
+      '/docs/swagger-ui-bundle.js',
+      '/docs/swagger-ui.css',
+    ]);
+    const types: Record<string, string> = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8', png: 'image/png' };
+    for (const path of assets) {
+      const asset = await fetch(`${base}${path}`);
+      assert.equal(asset.status, 200, path);
+      assert.equal(asset.headers.get('content-type'), types[path.split('.').pop()!], path);
+      assert.ok((await asset.arrayBuffer()).byteLength > 0, path);
+    }
+    assert.equal((await fetch(`${base}/docs/swagger-ui.css`)).headers.get('cache-control'), 'public, max-age=86400');
+    const missing = await fetch(`${base}/docs/index.html`);
+    assert.equal(missing.status, 404);
+    assert.deepEqual(await missing.json(), { message: 'Not Found' });
+  });
+
+  test("a 401 to a page's script (X-Requested-With: XMLHttpRequest) has no Basic challenge, so no login dialog; any other 401 has one", async () => {
+    const url = `${await t.baseUrl()}/api/v1/me`;
+    const wrong = { authorization: 'Basic eDp5', accept: 'application/json' };
+    const plain = await fetch(url, { method: 'POST', headers: wrong });
+    assert.equal(plain.status, 401);
+    assert.equal(plain.headers.get('www-authenticate'), 'Basic realm="Almoner", charset="UTF-8"');
+    const script = await fetch(url, { method: 'POST', headers: { ...wrong, 'x-requested-with': 'XMLHttpRequest' } });
+    assert.equal(script.status, 401);
+    assert.equal(script.headers.get('www-authenticate'), null);
+    assert.deepEqual(await script.json(), { message: 'Unauthorized' });
+  });
+
+  describe('in headless Chromium', { skip: noBrowser }, () => {
+    let browser: Browser;
+    let page: Page;
+    const requested: string[] = [];
+    const problems: string[] = [];
+
+    before(async () => {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      browser = await launchChromium();
+      page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      page.setDefaultTimeout(10_000);
+      page.on('request', (r) => requested.push(r.url()));
+      page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+      page.on('console', (m) => {
+        if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+      });
+      await page.goto(`${await t.baseUrl()}/docs`);
+      await page.waitForSelector('.opblock');
+    });
+    after(() => browser?.close());
+
+    const operation = (id: string) => page.locator(`#operations-Charity-${id}`);
+
+    /** The answer's body as the page shows it, under "Server response". */
+    const shownBody = (id: string) => operation(id).locator('.live-responses-table tbody .response-col_description .microlight').first().innerText();
+
+    /** Opens an operation, presses Execute and returns the HTTP status the browser got. */
+    async function execute(id: string, path: string): Promise<number> {
+      const op = operation(id);
+      if (!(await op.locator('button.execute').isVisible())) await op.locator('.opblock-summary').click();
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => new URL(r.url()).pathname === `/api/v1${path}`),
+        op.locator('button.execute').click(),
+      ]);
+      // The page shows the answer it got: wait for its status to appear there.
+      await op.locator('.live-responses-table tbody .response-col_status', { hasText: String(response.status()) }).waitFor();
+      return response.status();
+    }
+
+    async function authorize(username: string, password: string) {
+      await page.locator('.scheme-container button.authorize').click();
+      const modal = page.locator('.modal-ux');
+      if (await modal.locator('button', { hasText: 'Logout' }).isVisible()) await modal.locator('button', { hasText: 'Logout' }).click();
+      await modal.locator('#auth-basic-username').fill(username);
+      await modal.locator('#auth-basic-password').fill(password);
+      await modal.locator('button[type=submit]').click();
+      await modal.locator('button.btn-done').click();
+    }
+
+    /** The operation's request and the answer the page shows, as a PNG under test-artifacts/. */
+    async function screenshot(id: string, file: string) {
+      const op = operation(id);
+      const top = await op.boundingBox();
+      const answer = await op.locator('.live-responses-table').first().boundingBox();
+      assert.ok(top && answer);
+      // Boxes are relative to the viewport; a full-page clip is relative to the page.
+      const scrolled = await page.evaluate(() => (globalThis as unknown as { scrollY: number }).scrollY);
+      const clip = { x: 0, y: top.y + scrolled, width: 1280, height: answer.y + answer.height - top.y + 10 };
+      await page.screenshot({ path: `${ARTIFACTS}/${file}`, fullPage: true, clip });
+    }
+
+    test('lists both operations of the interface', async () => {
+      await page.screenshot({ path: `${ARTIFACTS}/docs-page.png` });
+      const summaries = await page.locator('.opblock-summary').allInnerTexts();
+      assert.deepEqual(
+        summaries.map((s) => s.replace(/\s+/g, ' ').trim()),
+        ['POST /me Test Connection', 'POST /donation/create Create Donation'],
+      );
+    });
+
+    test('"Test Connection" with the wrong password shows the 401', async () => {
+      await authorize(t.charity.username, 'not-the-password');
+      assert.equal(await execute('testConnection', '/me'), 401);
+      assert.match(await shownBody('testConnection'), /"message": "Unauthorized"/);
+      assert.doesNotMatch(await operation('testConnection').locator('.live-responses-table tbody').first().innerText(), /www-authenticate/i);
+    });
+
+    test('"Test Connection" with the charity\'s credentials: 200, Authenticated, and the charity named', async () => {
+      await authorize(t.charity.username, t.charity.password);
+      assert.equal(await execute('testConnection', '/me'), 200);
+      const shown = await shownBody('testConnection');
+      assert.match(shown, /"message": "Authenticated"/);
+      assert.match(shown, new RegExp(`"name": "${t.charity.name}"`));
+      await screenshot('testConnection', 'docs-test-connection.png');
+    });
+
+    test('"Create Donation" with the example body records the donation', async () => {
+      const before = (await t.donations()).length;
+      assert.equal(await execute('createDonation', '/donation/create'), 200);
+      const shown = await shownBody('createDonation');
+      assert.match(shown, /"donation_date": "2021-02-25T00:00:00.000000Z"/);
+      const stored = await t.donations();
+      assert.equal(stored.length, before + 1);
+      assert.equal(stored.at(-1)?.donor_email, 'jane.doe@example.com');
+      assert.equal(stored.at(-1)?.charity, t.charity.username);
+      await screenshot('createDonation', 'docs-create-donation.png');
+    });
+
+    test('asked nothing of any other host, and logged no errors', () => {
+      const origin = new URL(page.url()).origin;
+      assert.ok(requested.length >= 6, `${requested.length} requests`);
+      assert.deepEqual(requested.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith('data:')), []);
+      assert.deepEqual(problems.filter((p) => !/status of 401/.test(p)), []);
+    });
+  });
+});
