@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/charities/credentials.js';
-import { basic, startTestApp, type TestContext } from '../support/app.js';
+import { AuthenticationError } from '../../src/client/index.js';
+import { startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { until } from '../support/cli.js';
 import { BACKENDS } from '../support/backends.js';
 
@@ -26,7 +27,37 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     assert.match(String(res.headers['content-type']), /^application\/json/);
   }
 
+  /** `me()` through the typed client, for these credentials. */
+  const meAs = async (charity: Pick<TestCharity, 'username' | 'password'>) => (await t.client(charity)).me();
+
+  /**
+   * The client's view of the same 401. Its headers, which the client does not expose, are checked
+   * by the raw tests (one code path answers every 401), and WWW-Authenticate's presence and the JSON
+   * content type of every 401 by the OpenAPI conformance check at close().
+   */
+  async function assertRefused(call: Promise<unknown>): Promise<AuthenticationError> {
+    const err = await call.then(
+      (value) => assert.fail(`expected a 401, got ${JSON.stringify(value)}`),
+      (e: unknown) => e,
+    );
+    if (!(err instanceof AuthenticationError)) throw err;
+    assert.equal(err.status, 401);
+    assert.deepEqual(err.body, { message: 'Unauthorized' });
+    assert.equal(err.message, 'Unauthorized');
+    return err;
+  }
+  /** Whether `me()` with these credentials is refused with a 401 (any other failure throws). */
+  const refused = (charity: Pick<TestCharity, 'username' | 'password'>) =>
+    meAs(charity).then(
+      () => false,
+      (err: unknown) => {
+        if (err instanceof AuthenticationError) return true;
+        throw err;
+      },
+    );
+
   test('valid credentials: 200 with the charity name and e-mail', async () => {
+    // Raw: the whole answer as the interface defines it; the client returns only its data.
     const res = await me(t.charity.authorization);
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json(), {
@@ -38,11 +69,11 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
 
   test('each charity sees its own identity', async () => {
     const other = await t.signUp('Zakat Fund', 'hello@zakat.example');
-    const res = await me(other.authorization);
-    assert.deepEqual(res.json().data, { name: 'Zakat Fund', email: 'hello@zakat.example' });
+    assert.deepEqual(await meAs(other), { name: 'Zakat Fund', email: 'hello@zakat.example' });
   });
 
   test('the scheme name is case-insensitive', async () => {
+    // Raw: the client always writes the scheme as "Basic".
     const token = t.charity.authorization.slice('Basic '.length);
     for (const scheme of ['basic', 'BASIC', 'bAsIc']) {
       assert.equal((await me(`${scheme} ${token}`)).statusCode, 200, scheme);
@@ -50,19 +81,20 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
   });
 
   test('missing credentials: 401', async () => {
+    // Raw: the client always sends an Authorization header.
     assertUnauthorized(await me());
   });
 
   test('wrong password: 401', async () => {
-    assertUnauthorized(await me(basic(t.charity.username, `${t.charity.password}x`)));
-    assertUnauthorized(await me(basic(t.charity.username, '')));
+    await assertRefused(meAs({ username: t.charity.username, password: `${t.charity.password}x` }));
+    await assertRefused(meAs({ username: t.charity.username, password: '' }));
   });
 
   test('unknown username: the same 401 as a wrong password', async () => {
-    const unknown = await me(basic('nobody-abc123', t.charity.password));
-    const wrong = await me(basic(t.charity.username, 'not-the-password'));
-    assertUnauthorized(unknown);
-    assert.equal(unknown.body, wrong.body);
+    const unknown = await assertRefused(meAs({ username: 'nobody-abc123', password: t.charity.password }));
+    const wrong = await assertRefused(meAs({ username: t.charity.username, password: 'not-the-password' }));
+    assert.deepEqual(unknown.body, wrong.body);
+    assert.equal(unknown.message, wrong.message);
   });
 
   for (const [what, header] of [
@@ -73,50 +105,53 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     ['a NUL in the username', `Basic ${Buffer.from('a\u0000b:c').toString('base64')}`],
   ] as const) {
     test(`malformed Authorization (${what}): 401`, async () => {
+      // Raw: a header the client would never write.
       assertUnauthorized(await me(header));
     });
   }
 
   test('a long username ending in an emoji is a plain 401 (it once broke the throttle key)', async () => {
-    assertUnauthorized(await me(basic(`${'a'.repeat(99)}😀`, 'x')));
+    await assertRefused(meAs({ username: `${'a'.repeat(99)}😀`, password: 'x' }));
   });
 
   test('the hash of the password is not a password', async () => {
-    assertUnauthorized(await me(basic(t.charity.username, hashPassword(t.charity.password))));
+    await assertRefused(meAs({ username: t.charity.username, password: hashPassword(t.charity.password) }));
   });
 
   test('a disabled charity gets 401 within 5 s (credentials are reused for up to 2 s), and works again at once when enabled', async () => {
     const c = await t.signUp('Soon Disabled', 'x@example.org');
-    assert.equal((await me(c.authorization)).statusCode, 200);
+    assert.deepEqual(await meAs(c), { name: 'Soon Disabled', email: 'x@example.org' });
     await t.store.setActive(c.username, false);
-    await until('disabled', 5000, async () => (await me(c.authorization)).statusCode === 401);
-    assertUnauthorized(await me(c.authorization));
+    await until('disabled', 5000, () => refused(c));
+    await assertRefused(meAs(c));
     await t.store.setActive(c.username, true);
-    assert.equal((await me(c.authorization)).statusCode, 200);
+    assert.deepEqual(await meAs(c), { name: 'Soon Disabled', email: 'x@example.org' });
   });
 
   test('after a rotation the new password works at once and the old one stops within 5 s', async () => {
     const c = await t.signUp('Rotating Live', 'rl@example.org');
-    assert.equal((await me(c.authorization)).statusCode, 200); // now remembered
+    const identity = { name: 'Rotating Live', email: 'rl@example.org' };
+    assert.deepEqual(await meAs(c), identity); // now remembered
     await t.store.setPasswordHash(c.username, hashPassword('a-brand-new-password-0123456789ab'));
-    assert.equal((await me(basic(c.username, 'a-brand-new-password-0123456789ab'))).statusCode, 200);
-    await until('the old password is refused', 5000, async () => (await me(c.authorization)).statusCode === 401);
+    assert.deepEqual(await meAs({ username: c.username, password: 'a-brand-new-password-0123456789ab' }), identity);
+    await until('the old password is refused', 5000, () => refused(c));
   });
 
   test('after a rotation the old password is refused and the new one works', async () => {
     const c = await t.signUp('Rotating', 'r@example.org');
     await t.store.setPasswordHash(c.username, hashPassword('the-new-password-0123456789abcdef'));
-    assertUnauthorized(await me(c.authorization));
-    assert.equal((await me(basic(c.username, 'the-new-password-0123456789abcdef'))).statusCode, 200);
+    await assertRefused(meAs(c));
+    assert.deepEqual(await meAs({ username: c.username, password: 'the-new-password-0123456789abcdef' }), { name: 'Rotating', email: 'r@example.org' });
   });
 
   test('a password containing a colon is split at the first colon only', async () => {
     const c = await t.signUp('Colon', 'c@example.org');
     await t.store.setPasswordHash(c.username, hashPassword('pass:with:colons'));
-    assert.equal((await me(basic(c.username, 'pass:with:colons'))).statusCode, 200);
+    assert.deepEqual(await meAs({ username: c.username, password: 'pass:with:colons' }), { name: 'Colon', email: 'c@example.org' });
   });
 
   test('a request body is ignored', async () => {
+    // Raw: a Content-Type on /me, which the client never sends there.
     const res = await me(t.charity.authorization, { 'content-type': 'application/json' });
     assert.equal(res.statusCode, 200);
   });

@@ -5,8 +5,9 @@ import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import { AlmonerClient, AuthenticationError, type DonationInput, ValidationError } from '../../src/client/index.js';
 import { Metrics } from '../../src/http/metrics.js';
-import { basic, exampleDonation, startTestApp, type TestContext } from '../support/app.js';
+import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS, SQLITE } from '../support/backends.js';
 import { ServerProcess } from '../support/server.js';
 
@@ -19,32 +20,33 @@ for (const backend of BACKENDS) {
   describe(`GET /metrics [${backend.name}]`, () => {
     let t: TestContext;
     let app: FastifyInstance;
+    /** The typed client of the app with metrics (not of t.app, so t.client() will not do), over a real socket. */
+    let client: (password?: string) => AlmonerClient;
     before(async () => {
       t = await startTestApp(backend);
       app = await buildApp({ store: t.store, metrics: new Metrics() });
       await app.ready();
+      const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+      client = (password = t.charity.password) => new AlmonerClient({ baseUrl, username: t.charity.username, password });
     });
     after(async () => {
       await app?.close();
       await t?.close();
     });
 
+    // exampleDonation and the invalid donation are plain records: cast, the request is still well-formed JSON.
     const create = (body: Record<string, unknown>, key?: string) =>
-      app.inject({
-        method: 'POST',
-        url: '/api/v1/donation/create',
-        headers: { authorization: t.charity.authorization, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
-        payload: JSON.stringify(body),
-      });
+      client().createDonation(body as unknown as DonationInput, key ? { idempotencyKey: key } : {});
 
     test('counts requests, failures, donations and commits, with no personal data in it', async () => {
-      await app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization } });
-      await app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: basic(t.charity.username, 'wrong') } });
-      assert.equal((await create(exampleDonation({ donor_email: 'metrics.donor@example.org' }), 'metrics-key-1')).statusCode, 200);
-      assert.equal((await create(exampleDonation({ donor_email: 'metrics.donor@example.org' }), 'metrics-key-1')).statusCode, 200); // a replay
-      assert.equal((await create(exampleDonation({ gift_aid: 'no', donation_type: 'renewal' }))).statusCode, 200);
-      assert.equal((await create({ donor_email: 'bad' })).statusCode, 422);
+      await client().me();
+      await assert.rejects(client('wrong').me(), (e) => e instanceof AuthenticationError && e.status === 401);
+      assert.equal((await create(exampleDonation({ donor_email: 'metrics.donor@example.org' }), 'metrics-key-1')).replayed, false);
+      assert.equal((await create(exampleDonation({ donor_email: 'metrics.donor@example.org' }), 'metrics-key-1')).replayed, true); // a replay
+      assert.equal((await create(exampleDonation({ gift_aid: 'no', donation_type: 'renewal' }))).replayed, false);
+      await assert.rejects(create({ donor_email: 'bad' }), (e) => e instanceof ValidationError && e.status === 422);
 
+      // Raw: /metrics is not part of the API the client speaks.
       const res = await app.inject({ method: 'GET', url: '/metrics' });
       assert.equal(res.statusCode, 200);
       assert.match(String(res.headers['content-type']), /^text\/plain/);
@@ -66,6 +68,7 @@ for (const backend of BACKENDS) {
     });
 
     test('unknown paths are counted under one label, not by their URL', async () => {
+      // Raw: not an API call.
       await app.inject({ method: 'GET', url: '/some/secret/path/jane@example.org' });
       const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
       assert.ok(!text.includes('jane@example.org'));

@@ -9,12 +9,15 @@ import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
+import { AlmonerClient, type CreatedDonation, type DonationInput, RateLimitError } from '../../src/client/index.js';
 import { AUTH_FAILURES, Throttle } from '../../src/http/throttle.js';
 import { basic, exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined;
 
+// Raw requests, for what depends on the client's address: inject can claim any, the typed client
+// always comes from 127.0.0.1.
 const me = (app: FastifyInstance, authorization: string, remoteAddress: string, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization, ...headers }, remoteAddress });
 
@@ -26,6 +29,33 @@ const create = (app: FastifyInstance, charity: TestCharity, remoteAddress = '127
     payload: JSON.stringify(exampleDonation()),
     remoteAddress,
   });
+
+/**
+ * The typed client of `app` (a fresh app of this file's, not t.app, so t.client() will not do), over
+ * a real socket from 127.0.0.1. `onResponse` sees each raw answer, for headers the client does not expose.
+ */
+async function clientOf(app: FastifyInstance, charity: Pick<TestCharity, 'username' | 'password'>, onResponse?: (res: Response) => void) {
+  const baseUrl = app.server.listening
+    ? `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    : await app.listen({ host: '127.0.0.1', port: 0 });
+  const observed: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    onResponse?.(res);
+    return res;
+  };
+  return new AlmonerClient({ baseUrl, username: charity.username, password: charity.password, fetch: observed });
+}
+
+/** exampleDonation is a plain record: cast, the request is still well-formed JSON. */
+const DONATION = exampleDonation() as unknown as DonationInput;
+
+/** A create through the client: the record, or the RateLimitError it was refused with (anything else fails). */
+const settle = (call: Promise<CreatedDonation>): Promise<CreatedDonation | RateLimitError> =>
+  call.catch((err: unknown) => {
+    if (err instanceof RateLimitError) return err;
+    throw err;
+  });
+const statusOf = (outcome: CreatedDonation | RateLimitError) => (outcome instanceof RateLimitError ? outcome.status : 200);
 
 function assertThrottled(res: Awaited<ReturnType<typeof me>>) {
   assert.equal(res.statusCode, 429, res.body);
@@ -50,6 +80,7 @@ for (const backend of BACKENDS) {
     }
 
     test('a guesser at one username is throttled; the charity keeps working from its own address', async () => {
+      // Raw: two client addresses, which the typed client (always 127.0.0.1) cannot be.
       const app = await freshApp();
       try {
         const guess = basic(t.charity.username, 'not-the-password');
@@ -66,6 +97,7 @@ for (const backend of BACKENDS) {
     });
 
     test('one address guessing across many usernames is throttled per address', async () => {
+      // Raw: per-address counting, from addresses the typed client cannot claim.
       const app = await freshApp();
       try {
         for (let i = 0; i < AUTH_FAILURES.perAddress; i++) {
@@ -82,13 +114,16 @@ for (const backend of BACKENDS) {
     test('successful requests are never counted', async () => {
       const app = await freshApp();
       try {
-        for (let i = 0; i < AUTH_FAILURES.perAddress + 5; i++) assert.equal((await me(app, t.charity.authorization, '127.0.0.6')).statusCode, 200);
+        // Through the client, from 127.0.0.1: a fresh app has counted nothing there.
+        const client = await clientOf(app, t.charity);
+        for (let i = 0; i < AUTH_FAILURES.perAddress + 5; i++) assert.deepEqual(await client.me(), { name: t.charity.name, email: t.charity.email });
       } finally {
         await app.close();
       }
     });
 
     test('no oracle: an unknown username and a wrong password look the same, in status, body and headers', async () => {
+      // Raw: compares the whole answers, headers included, which the client does not expose.
       const app = await freshApp();
       try {
         const strip = (res: Awaited<ReturnType<typeof me>>) => {
@@ -112,6 +147,7 @@ for (const backend of BACKENDS) {
     });
 
     test('over real sockets from other loopback addresses, each client address is counted apart', async () => {
+      // Raw sockets: each bound to its own local address, which the client's fetch cannot choose.
       const app = await freshApp();
       try {
         await app.listen({ port: 0, host: '0.0.0.0' });
@@ -135,6 +171,7 @@ for (const backend of BACKENDS) {
     });
 
     test('TRUST_PROXY: behind a trusted proxy the client address comes from X-Forwarded-For', async () => {
+      // Raw: X-Forwarded-For, which the client never sends.
       const proxied = await freshApp(undefined, '127.0.0.1');
       const direct = await freshApp();
       try {
@@ -158,15 +195,19 @@ for (const backend of BACKENDS) {
       try {
         const other = await t.signUp('Rate Other', 'rate@example.org');
         const before = (await t.donations()).length;
-        const responses = [];
-        for (let i = 0; i < 8; i++) responses.push(await create(app, t.charity));
-        const statuses = responses.map((r) => r.statusCode);
+        // The client reads a missing Retry-After as 1 second: the header itself is checked as sent.
+        const retryAfter: (string | null)[] = [];
+        const client = await clientOf(app, t.charity, (res) => retryAfter.push(res.headers.get('retry-after')));
+        const outcomes = [];
+        for (let i = 0; i < 8; i++) outcomes.push(await settle(client.createDonation(DONATION)));
         // The window starts at the first create, so a quick burst of 8 has exactly 5 through.
-        assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
-        const refused = responses.at(-1)!;
-        assert.ok(Number(refused.headers['retry-after']) >= 1);
-        assert.match(refused.json().message, /Too many donations recorded too quickly\. Try again in \d+ seconds\./);
-        assert.equal((await create(app, other)).statusCode, 200);
+        assert.deepEqual(outcomes.map(statusOf), [200, 200, 200, 200, 200, 429, 429, 429]);
+        const refused = outcomes.at(-1);
+        assert.ok(refused instanceof RateLimitError);
+        assert.ok(refused.retryAfterSeconds >= 1);
+        assert.ok(Number(retryAfter.at(-1)) >= 1, `Retry-After ${retryAfter.at(-1)}`);
+        assert.match(refused.message, /Too many donations recorded too quickly\. Try again in \d+ seconds\./);
+        await (await clientOf(app, other)).createDonation(DONATION);
         assert.equal((await t.donations()).length, before + 6, 'a refused create stores nothing');
       } finally {
         await app.close();
@@ -176,7 +217,8 @@ for (const backend of BACKENDS) {
     test('CREATE_RATE_LIMIT=0 turns the create limit off', async () => {
       const app = await freshApp(new Throttle({ createsPerSecond: 0 }));
       try {
-        const statuses = await Promise.all(Array.from({ length: 150 }, () => create(app, t.charity).then((r) => r.statusCode)));
+        const client = await clientOf(app, t.charity);
+        const statuses = await Promise.all(Array.from({ length: 150 }, () => settle(client.createDonation(DONATION)).then(statusOf)));
         assert.deepEqual([...new Set(statuses)], [200]);
       } finally {
         await app.close();
@@ -184,6 +226,7 @@ for (const backend of BACKENDS) {
     });
 
     test('with Redis unreachable, limits fall back to each instance and requests still work', async () => {
+      // Raw: the charity and the guesser come from different addresses, and assertThrottled reads Retry-After as sent.
       const redis = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => null });
       redis.on('error', () => {});
       const app = await freshApp(new Throttle({ createsPerSecond: 100, redis, keyPrefix: `t-${randomBytes(4).toString('hex')}` }));
@@ -205,6 +248,7 @@ for (const backend of BACKENDS) {
         const a = await freshApp(new Throttle({ createsPerSecond: 4, redis, keyPrefix }));
         const b = await freshApp(new Throttle({ createsPerSecond: 4, redis, keyPrefix }));
         try {
+          // Raw for the guesses: the charity must then come from an address other than the guesser's.
           const guess = basic(t.charity.username, 'wrong');
           for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) {
             assert.equal((await me(i % 2 ? a : b, guess, '127.0.0.30')).statusCode, 401);
@@ -213,9 +257,11 @@ for (const backend of BACKENDS) {
           assertThrottled(await me(b, guess, '127.0.0.30'));
           assert.equal((await me(b, t.charity.authorization, '127.0.0.31')).statusCode, 200);
 
+          // The creates through the client, one per instance.
           const charity = await t.signUp('Shared Rate', 'shared@example.org');
+          const [onA, onB] = [await clientOf(a, charity), await clientOf(b, charity)];
           const statuses = [];
-          for (let i = 0; i < 10; i++) statuses.push((await create(i % 2 ? a : b, charity)).statusCode);
+          for (let i = 0; i < 10; i++) statuses.push(statusOf(await settle((i % 2 ? onA : onB).createDonation(DONATION))));
           assert.ok(statuses.includes(429), `the 4/s limit is shared: ${statuses.join()}`);
         } finally {
           await a.close();
