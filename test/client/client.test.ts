@@ -28,6 +28,7 @@ import { fingerprint } from '../../src/http/idempotency.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { exampleDonation, RECORD_KEYS, TIMESTAMP, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
+import { watchConformance } from '../support/openapi.js';
 
 // Compile-time (npm run typecheck): the client's input names exactly the server's fields, and its
 // record is the server's own type. Either drifting fails the type check here.
@@ -242,6 +243,7 @@ for (const backend of BACKENDS) {
 
     test('RateLimitError: 429 with retryAfterSeconds, for creates and for failed authentications', async () => {
       const app = await buildApp({ store: t.store, throttle: new Throttle({ createsPerSecond: 1 }) });
+      watchConformance(app);
       try {
         const url = await listen(app);
         const limited = new AlmonerClient({ baseUrl: url, username: t.charity.username, password: t.charity.password });

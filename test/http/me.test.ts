@@ -32,8 +32,8 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
 
   /**
    * The client's view of the same 401. Its headers, which the client does not expose, are checked
-   * by the raw tests (one code path answers every 401), and WWW-Authenticate's presence and the JSON
-   * content type of every 401 by the OpenAPI conformance check at close().
+   * by the raw tests (one code path answers every 401), and the JSON content type, body and
+   * WWW-Authenticate value of every 401 by the OpenAPI conformance check at close().
    */
   async function assertRefused(call: Promise<unknown>): Promise<AuthenticationError> {
     const err = await call.then(

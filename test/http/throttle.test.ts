@@ -13,6 +13,7 @@ import { AlmonerClient, type CreatedDonation, type DonationInput, RateLimitError
 import { AUTH_FAILURES, Throttle } from '../../src/http/throttle.js';
 import { basic, exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
+import { watchConformance } from '../support/openapi.js';
 
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined;
 
@@ -75,6 +76,7 @@ for (const backend of BACKENDS) {
     /** A fresh app on the same store, so each test starts with clean counters. */
     async function freshApp(throttle = new Throttle({ createsPerSecond: 100 }), trustProxy: boolean | string = false) {
       const app = await buildApp({ store: t.store, throttle, trustProxy });
+      watchConformance(app);
       await app.ready();
       return app;
     }

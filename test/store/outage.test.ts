@@ -13,6 +13,7 @@ import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { basic, exampleDonation } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { watchConformance } from '../support/openapi.js';
 import { TcpProxy } from '../support/proxy.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
@@ -39,16 +40,20 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
     store = await openStore(parseDatabaseUrl(viaProxy.href, 4));
     direct = await openStore(database.location);
     app = await buildApp({ store });
+    watchConformance(app); // the 503s too
     const { charity, password } = await signUpCharity(direct, { name: 'Outage Test', email: 'o@example.org' });
     authorization = basic(charity.username, password);
   });
 
   after(async () => {
-    await app?.close();
-    await store?.close();
-    await direct?.close();
-    await proxy?.close();
-    await database?.drop();
+    try {
+      await app?.close(); // fails if an answer did not conform to the OpenAPI document
+    } finally {
+      await store?.close();
+      await direct?.close();
+      await proxy?.close();
+      await database?.drop();
+    }
   });
 
   const me = () => app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization } });

@@ -7,7 +7,7 @@ import { signUpCharity } from '../../src/charities/signup.js';
 import { openStore } from '../../src/store/open.js';
 import type { ExportedDonation, Store } from '../../src/store/store.js';
 import { SQLITE, type Backend } from './backends.js';
-import { OpenApiConformance } from './openapi.js';
+import { watchConformance } from './openapi.js';
 
 export interface TestCharity {
   id: number;
@@ -32,8 +32,6 @@ export interface TestContext {
   /** The typed client for a charity (this one by default), over a real socket to the app. */
   client(charity?: Pick<TestCharity, 'username' | 'password'>): Promise<AlmonerClient>;
   donations(): Promise<ExportedDonation[]>;
-  /** Every exchange under /api/v1 is checked against the OpenAPI document; close() fails on any that does not conform. */
-  conformance: OpenApiConformance;
   close(): Promise<void>;
 }
 
@@ -48,25 +46,7 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
   const database = await backend.createDatabase();
   const store = await openStore(database.location);
   const app = await buildApp({ store });
-  const conformance = new OpenApiConformance();
-  const violations: string[] = [];
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return; // no stream is sent under /api/v1
-    const exchange = {
-      method: request.method,
-      url: request.url,
-      requestHeaders: request.headers,
-      requestBody: request.body,
-      status: reply.statusCode,
-      responseHeaders: reply.getHeaders(),
-      responseBody: payload.toString(),
-    };
-    try {
-      violations.push(...conformance.check(exchange));
-    } catch (err) {
-      violations.push(`${request.method} ${request.url}: the check itself failed: ${(err as Error).message}`);
-    }
-  });
+  watchConformance(app);
   await app.ready();
 
   let baseUrl: Promise<string> | undefined;
@@ -90,18 +70,18 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
     async client(charity = first) {
       return new AlmonerClient({ baseUrl: await listening(), username: charity.username, password: charity.password });
     },
-    conformance,
     async donations() {
       const rows: ExportedDonation[] = [];
       for await (const d of store.exportDonations({})) rows.push(d);
       return rows;
     },
+    /** Fails if any exchange did not conform to the OpenAPI document (see watchConformance). */
     async close() {
-      await app.close();
-      await store.close();
-      await database.drop();
-      if (violations.length > 0) {
-        throw new Error(`${violations.length} exchange(s) do not conform to the OpenAPI document:\n${[...new Set(violations)].join('\n')}`);
+      try {
+        await app.close();
+      } finally {
+        await store.close();
+        await database.drop();
       }
     },
   };

@@ -1,7 +1,8 @@
 // Checks HTTP exchanges against the OpenAPI document the server publishes: every response under
 // /api/v1 must be one the document lists for its operation (status, content type, required headers,
 // body shape), and every request the server accepted (2xx) must be one the document allows.
-// startTestApp puts every exchange of the HTTP suite through it.
+// watchConformance puts every exchange of an app through it (startTestApp does, for every app it starts).
+import type { FastifyInstance } from 'fastify';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { createRequire } from 'node:module';
 import { buildOpenApiDocument } from '../../src/http/openapi.js';
@@ -146,4 +147,36 @@ export class OpenApiConformance {
     if (error) problems.push(`${where}: accepted a body the document does not allow: ${error}`);
     return problems;
   }
+}
+
+const shared = new OpenApiConformance();
+
+/**
+ * Checks every exchange of the app against the OpenAPI document; closing the app then fails
+ * (app.close() rejects) if any did not conform. Call before app.ready().
+ */
+export function watchConformance(app: FastifyInstance, conformance: OpenApiConformance = shared): void {
+  const violations: string[] = [];
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return; // no stream is sent under /api/v1
+    const exchange = {
+      method: request.method,
+      url: request.url,
+      requestHeaders: request.headers,
+      requestBody: request.body,
+      status: reply.statusCode,
+      responseHeaders: reply.getHeaders(),
+      responseBody: payload.toString(),
+    };
+    try {
+      violations.push(...conformance.check(exchange));
+    } catch (err) {
+      violations.push(`${request.method} ${request.url}: the check itself failed: ${(err as Error).message}`);
+    }
+  });
+  app.addHook('onClose', async () => {
+    if (violations.length > 0) {
+      throw new Error(`${violations.length} exchange(s) do not conform to the OpenAPI document:\n${[...new Set(violations)].join('\n')}`);
+    }
+  });
 }
