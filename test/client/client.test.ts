@@ -28,6 +28,7 @@ import { fingerprint } from '../../src/http/idempotency.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { exampleDonation, RECORD_KEYS, TIMESTAMP, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
+import { rejection } from '../support/client.js';
 import { watchConformance } from '../support/openapi.js';
 
 // Compile-time (npm run typecheck): the client's input names exactly the server's fields, and its
@@ -81,16 +82,6 @@ async function listen(app: FastifyInstance): Promise<string> {
 }
 
 /** What the caller expects to be rejected with, checked as a class and as an AlmonerError. */
-async function rejection<E extends Error>(promise: Promise<unknown>, type: abstract new (...args: never[]) => E): Promise<E> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof type, `expected ${type.name}, got ${String(err)}`);
-    return err;
-  }
-  assert.fail(`expected ${type.name}, but the call succeeded`);
-}
-
 test('the client types match the server: input fields and record type (checked by tsc)', () => {
   assert.equal(INPUT_MATCHES_FIELD_TABLE, true);
   assert.equal(RECORD_IS_THE_SERVERS, true);

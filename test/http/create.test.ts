@@ -3,14 +3,11 @@ import { after, before, describe, test } from 'node:test';
 import { type AlmonerClient, type DonationInput, ValidationError } from '../../src/client/index.js';
 import { exampleDonation, RECORD_KEYS, startTestApp, TIMESTAMP, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
+import { rejection } from '../support/client.js';
 
 /** The ValidationError (422) a call rejects with; anything else fails the test. */
 async function invalid(call: Promise<unknown>): Promise<ValidationError> {
-  const err = await call.then(
-    (value) => assert.fail(`expected a 422, got ${JSON.stringify(value)}`),
-    (e: unknown) => e,
-  );
-  if (!(err instanceof ValidationError)) throw err;
+  const err = await rejection(call, ValidationError);
   assert.equal(err.status, 422);
   // The client's message and errors are the whole body, so asserting on them is asserting on the body.
   assert.deepEqual(err.body, { message: err.message, errors: err.errors });
@@ -72,6 +69,16 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.match(data.donation_date, TIMESTAMP);
     assert.ok(data.donation_date.slice(0, 23) >= started.slice(0, 23), 'the date is the moment of recording');
     assert.ok(Date.parse(data.donation_date) - Date.now() < 1000);
+  });
+
+  test('donor_ip: IPv4 and IPv6 addresses are taken as sent; anything else, an IPv6 zone included, is a 422', async () => {
+    for (const ip of ['203.0.113.7', '2001:db8::1', '::1', '::ffff:192.0.2.1', 'FE80::ABCD']) {
+      assert.equal((await create(exampleDonation({ donor_ip: ip }))).donor_ip, ip);
+    }
+    for (const ip of ['fe80::1%eth0', 'fe80::1%25eth0', '192.0.2.1/24', '01.2.3.4', '1.2.3', '2001:db8::1::2', ' 203.0.113.7']) {
+      const err = await invalid(create(exampleDonation({ donor_ip: ip })));
+      assert.deepEqual(err.errors, { donor_ip: ['The donor ip must be a valid IP address.'] }, ip);
+    }
   });
 
   test('empty strings stay empty, except donor_ip which becomes null', async () => {

@@ -6,15 +6,9 @@ import { fingerprint } from '../../src/http/idempotency.js';
 import { ClaimLostError } from '../../src/store/store.js';
 import { exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
+import { rejection } from '../support/client.js';
 
 const HOUR = 3600 * 1_000_000;
-
-/** What a call rejected with; fails the test if it resolved. */
-const rejection = (call: Promise<unknown>) =>
-  call.then(
-    (value) => assert.fail(`expected a rejection, got ${JSON.stringify(value)}`),
-    (e: unknown) => e,
-  );
 
 for (const backend of BACKENDS) {
   describe(`Idempotency-Key on create [${backend.name}]`, () => {
@@ -87,8 +81,7 @@ for (const backend of BACKENDS) {
       const key = uniqueKey();
       await create(donation(), key);
       const before = await count();
-      const other = await rejection(create(exampleDonation({ donor_email: 'idem@example.org', amount: '99.00' }), key));
-      assert.ok(other instanceof ValidationError, String(other));
+      const other = await rejection(create(exampleDonation({ donor_email: 'idem@example.org', amount: '99.00' }), key), ValidationError);
       assert.equal(other.status, 422);
       assert.match(other.message, /Idempotency-Key/);
       assert.ok(Array.isArray(other.errors.idempotency_key));
@@ -109,8 +102,7 @@ for (const backend of BACKENDS) {
       const body = donation();
       tokenOf(await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: HOUR, ttlMicros: 24 * HOUR }));
       const before = await count();
-      const err = await rejection(create(body, key));
-      assert.ok(err instanceof ConflictError, String(err));
+      const err = await rejection(create(body, key), ConflictError);
       assert.equal(err.status, 409);
       assert.match(err.message, /in progress/);
       assert.equal(await count(), before);
@@ -172,8 +164,7 @@ for (const backend of BACKENDS) {
 
     test('an invalid request does not use up its key', async () => {
       const key = uniqueKey();
-      const bad = await rejection(create({ donor_email: 'nope' }, key));
-      assert.ok(bad instanceof ValidationError, String(bad));
+      const bad = await rejection(create({ donor_email: 'nope' }, key), ValidationError);
       assert.equal(bad.status, 422);
       assert.ok(bad.errors.donor_email);
       const good = await create(donation(), key);

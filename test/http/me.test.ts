@@ -5,6 +5,7 @@ import { AuthenticationError } from '../../src/client/index.js';
 import { startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { until } from '../support/cli.js';
 import { BACKENDS } from '../support/backends.js';
+import { rejection } from '../support/client.js';
 
 for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, () => {
   let t: TestContext;
@@ -36,11 +37,7 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
    * WWW-Authenticate value of every 401 by the OpenAPI conformance check at close().
    */
   async function assertRefused(call: Promise<unknown>): Promise<AuthenticationError> {
-    const err = await call.then(
-      (value) => assert.fail(`expected a 401, got ${JSON.stringify(value)}`),
-      (e: unknown) => e,
-    );
-    if (!(err instanceof AuthenticationError)) throw err;
+    const err = await rejection(call, AuthenticationError);
     assert.equal(err.status, 401);
     assert.deepEqual(err.body, { message: 'Unauthorized' });
     assert.equal(err.message, 'Unauthorized');

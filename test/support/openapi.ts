@@ -40,7 +40,7 @@ export class OpenApiConformance {
     this.#base = document.servers[0].url;
     addFormats(this.#ajv);
     // ajv-formats has no idn-email: a loose check of its shape (the server's own rule is stricter).
-    this.#ajv.addFormat('idn-email', /^[^\s@]+@[^\s@]+\.[^\s@]+$/u);
+    this.#ajv.addFormat('idn-email', /^[\s\S]+@[^\s@]+\.[^\s@]+$/u);
   }
 
   /** Follows `$ref`s (in the document: no cycles) until the node is not one. */
