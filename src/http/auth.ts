@@ -13,6 +13,12 @@ declare module 'fastify' {
 }
 
 export const WWW_AUTHENTICATE = 'Basic realm="Almoner", charset="UTF-8"';
+/**
+ * The challenge for a page's script: a 401 must carry one (RFC 9110), but with a Basic one the
+ * browser covers the page with its own login dialog instead of letting the page show the 401.
+ * Browsers do not know this scheme, so they leave the answer to the page.
+ */
+export const SCRIPT_WWW_AUTHENTICATE = 'XBasic realm="Almoner"';
 
 /** Splits an `Authorization` header into Basic credentials; the scheme name is case-insensitive (RFC 7617). */
 export function parseBasicAuthorization(header: string | undefined): { username: string; password: string } | null {
@@ -58,9 +64,8 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
       onFailure();
       await throttle.authenticationFailed(request.ip, username);
       await discardBody(request.raw);
-      // A page's script that says so (as the /docs page does) gets no Basic challenge: with one, the
-      // browser would cover the page with its own login dialog instead of letting it show the 401.
-      if (!fromScript(request)) reply.header('WWW-Authenticate', WWW_AUTHENTICATE);
+      // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
+      reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);
       return reply.code(401).send({ message: 'Unauthorized' });
     }
     request.charity = charity;

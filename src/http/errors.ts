@@ -2,8 +2,9 @@
 // a database outage a 503 to retry, any other fault a plain 500 (logged with the request, never shown).
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
+import { discardBody } from './body.js';
 
 /** An error whose message is meant for the client. */
 export class HttpError extends Error {
@@ -58,17 +59,25 @@ export function registerErrorHandling(app: FastifyInstance): void {
     methodsByPath.set(route.url, methods);
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    const path = (request.url.split('?')[0] ?? '/').replace(/(.)\/+$/, '$1');
+  const answerNoRoute = (request: FastifyRequest, reply: FastifyReply) => {
+    // One trailing slash is the route itself (ignoreTrailingSlash); `/me//` is no route at all.
+    const path = (request.url.split('?')[0] ?? '/').replace(/(.)\/$/, '$1');
     const allowed = methodsByPath.get(path);
-    if (allowed) {
+    if (allowed && !allowed.has(request.method)) {
       return reply
         .code(405)
         .header('Allow', [...allowed].sort().join(', '))
         .send({ message: `The ${request.method} method is not supported for this route. Supported methods: ${[...allowed].sort().join(', ')}.` });
     }
     return reply.code(404).send({ message: 'Not Found' });
+  };
+  // No route: 404 or 405 before the body is read, so a body's faults (400, 413, 415) never come first.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.is404) return;
+    await discardBody(request.raw);
+    return answerNoRoute(request, reply);
   });
+  app.setNotFoundHandler(answerNoRoute);
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   ME_RESPONSE_SCHEMA,
   VALIDATION_ERROR_SCHEMA,
 } from '../donations/schema.js';
-import { WWW_AUTHENTICATE } from './auth.js';
+import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
 import { BODY_LIMIT } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
 
@@ -31,8 +31,8 @@ const json = (schema: unknown, example?: unknown) => ({
   'application/json': { schema, ...(example === undefined ? {} : { example }) },
 });
 
-function errorResponse(description: string, example: string, headers?: Record<string, unknown>) {
-  return { description, ...(headers ? { headers } : {}), content: json(ref('schemas', 'Error'), { message: example }) };
+function errorResponse(description: string, example: string, headers: Record<string, unknown> = {}) {
+  return { description, headers: { 'X-Request-Id': ref('headers', 'X-Request-Id'), ...headers }, content: json(ref('schemas', 'Error'), { message: example }) };
 }
 
 /** Answers every operation can give, whatever it does. */
@@ -50,7 +50,9 @@ const COMMON_RESPONSES = {
 const CALLING = `Every request carries \`Authorization: Basic base64(username:password)\` with the charity's
 credentials (from \`bin/almoner charity create\`) and \`Accept: application/json\`. Every answer is JSON:
 errors are \`{ "message": ... }\`, and a 422 adds \`errors\`, one list of messages per failing field.
-Every answer carries an \`X-Request-Id\` (yours, if you sent a printable one; quote it when asking for help).`;
+Every answer carries an \`X-Request-Id\`: yours if you sent one of 1 to 200 printable ASCII characters
+without spaces, else a generated UUID; quote it when asking for help. (A request too malformed for the
+HTTP parser gets a 400, 408 or 431 with the same JSON body but no request id.)`;
 
 export function buildOpenApiDocument(version: string) {
   const maxIdempotencyHours = IDEMPOTENCY.ttlMicros / 3_600_000_000;
@@ -130,6 +132,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
             ),
             '422': {
               description: 'The donation is invalid (every failing field is named), or the Idempotency-Key was used for a different donation.',
+              headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
               content: json(ref('schemas', 'ValidationError'), {
                 message: 'The given data was invalid.',
                 errors: { donor_email: ['The donor email is required.'], amount: ['The amount must be at least 0.01.'] },
@@ -158,19 +161,20 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
       },
       responses: {
         BadRequest: errorResponse(
-          'The request could not be read: the body is not JSON or a form, is not UTF-8, is not a JSON object, or the Idempotency-Key header is malformed.',
+          'The request could not be read: the body is not valid JSON, not UTF-8, not a JSON object, or shorter or longer than its Content-Length; or the Idempotency-Key header is not 1 to 255 printable ASCII characters.',
           'The request body is not valid JSON.',
         ),
         Unauthorized: errorResponse('The credentials are missing or invalid.', 'Unauthorized', {
           'WWW-Authenticate': {
-            description: `\`${WWW_AUTHENTICATE}\`; left out when the request has \`X-Requested-With: XMLHttpRequest\`, so that a browser shows the page's own error instead of its login dialog.`,
-            schema: { type: 'string', const: WWW_AUTHENTICATE },
+            description: `\`${WWW_AUTHENTICATE}\`; \`${SCRIPT_WWW_AUTHENTICATE}\` when the request has \`X-Requested-With: XMLHttpRequest\`, so that a browser shows the page's own error instead of its login dialog.`,
+            schema: { type: 'string', enum: [WWW_AUTHENTICATE, SCRIPT_WWW_AUTHENTICATE] },
+            required: true,
           },
         }),
         MethodNotAllowed: errorResponse(
           'The path was called with a method other than POST (this answer is given for any other method).',
           'The GET method is not supported for this route. Supported methods: POST.',
-          { Allow: { description: 'The methods the path takes.', schema: { type: 'string' }, required: true } },
+          { Allow: { description: 'The methods the path takes.', schema: { type: 'string', const: 'POST' }, required: true } },
         ),
         PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT / 1024 / 1024} MiB.`, 'The request body must not be larger than 1 MiB.'),
         UnsupportedMediaType: errorResponse(

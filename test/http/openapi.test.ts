@@ -65,7 +65,8 @@ describe('the OpenAPI document', () => {
       }
     }
     const headerOf = (path: string, status: string, name: string) => checker.deref(op(path).responses[status]).headers?.[name];
-    assert.equal(headerOf('/me', '401', 'WWW-Authenticate').schema.const, 'Basic realm="Almoner", charset="UTF-8"');
+    assert.deepEqual(headerOf('/me', '401', 'WWW-Authenticate').schema.enum, ['Basic realm="Almoner", charset="UTF-8"', 'XBasic realm="Almoner"']);
+    assert.ok(headerOf('/me', '401', 'WWW-Authenticate').required);
     assert.ok(headerOf('/donation/create', '429', 'Retry-After').required);
     assert.ok(headerOf('/donation/create', '503', 'Retry-After').required);
     assert.ok(headerOf('/me', '405', 'Allow').required);
@@ -111,6 +112,8 @@ describe('the OpenAPI document', () => {
     assert.match(problems({ responseBody: JSON.stringify({ success: true, message: 'Authenticated' }) }), /required property 'data'/);
     assert.match(problems({ status: 418 }), /status 418 is not documented/);
     assert.match(problems({ status: 429, responseBody: '{"message":"Slow down"}' }), /Retry-After is missing/);
+    assert.match(problems({ status: 401, responseBody: '{"message":"Unauthorized"}' }), /WWW-Authenticate is missing/);
+    assert.match(problems({ status: 405, responseBody: '{"message":"No"}', responseHeaders: { ...json, allow: 'POST' } }), /a 405 for a method the document lists/);
     assert.match(problems({ responseHeaders: { ...json, 'content-type': 'text/plain' } }), /content type "text\/plain"/);
     assert.match(problems({ method: 'GET' }), /not documented for the path, yet not a 405/);
     assert.match(problems({ url: '/api/v1/nowhere' }), /not a documented path, yet not a 404/);

@@ -210,6 +210,24 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       }
     });
 
+    test('no route is a 404 (or 405) whatever the body: a body that could not be read does not come first', async () => {
+      const bodies = [
+        { 'content-type': 'application/json', payload: '{' }, // would be 400
+        { 'content-type': 'text/plain', payload: 'hello' }, // would be 415
+        { 'content-type': 'application/json', payload: `"${'x'.repeat(2 * 1024 * 1024)}"` }, // would be 413
+      ];
+      for (const { payload, ...headers } of bodies) {
+        for (const url of ['/api/v1/nope', '/api/v1/me//', '/api/v1//donation/create']) {
+          const res = await t.app.inject({ method: 'POST', url, headers, payload });
+          assert.equal(res.statusCode, 404, `${url} ${headers['content-type']}`);
+          assert.deepEqual(res.json(), { message: 'Not Found' });
+        }
+        const wrongMethod = await t.app.inject({ method: 'PUT', url: '/api/v1/me', headers, payload });
+        assert.equal(wrongMethod.statusCode, 405);
+        assert.equal(wrongMethod.headers.allow, 'POST');
+      }
+    });
+
     test('a known path with the wrong method: 405 with Allow, no credentials needed', async () => {
       for (const [method, url] of [['GET', '/api/v1/me'], ['PUT', '/api/v1/donation/create'], ['DELETE', '/api/v1/me'], ['GET', '/api/v1/donation/create?x=1']] as const) {
         const res = await t.app.inject({ method, url });

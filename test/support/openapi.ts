@@ -75,10 +75,10 @@ export class OpenApiConformance {
 
   /** What is wrong with the exchange, if anything: [] when it conforms or is outside the API. */
   check(x: Exchange): string[] {
-    const path = x.url.split('?')[0]!.replace(/(.)\/+$/, '$1');
+    const path = x.url.split('?')[0]!.replace(/(.)\/$/, '$1'); // one trailing slash is the route itself
     if (!path.startsWith(`${this.#base}/`) || path === `${this.#base}/openapi.json`) return [];
     const item: Json | undefined = this.document.paths[path.slice(this.#base.length)];
-    const where = `${x.method} ${path} → ${x.status}`;
+    const where = `${x.method} ${x.url} → ${x.status}`;
     this.seen.set(where, (this.seen.get(where) ?? 0) + 1);
     if (!item) return x.status === 404 ? [] : [`${where}: not a documented path, yet not a 404`];
 
@@ -92,6 +92,7 @@ export class OpenApiConformance {
       if (!documented) return [`${where}: no operation of the path documents a 405`];
       return this.#checkResponse(where, documented, x);
     }
+    if (x.status === 405) return [`${where}: a 405 for a method the document lists`];
     problems.push(...this.#checkResponse(where, operation, x));
     if (x.status >= 200 && x.status < 300) problems.push(...this.#checkRequest(where, operation, x));
     return problems;

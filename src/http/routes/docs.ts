@@ -85,9 +85,14 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
   for (const [name, type] of Object.entries(ASSETS)) {
     app.get(`/docs/${name}`, async (_request, reply) => {
       let content = loaded.get(name);
-      if (!content) loaded.set(name, (content = readFile(join(distDir, name))));
+      if (!content) {
+        content = readFile(join(distDir, name));
+        loaded.set(name, content);
+        content.catch(() => loaded.delete(name)); // a failed read is tried again next time, not remembered
+      }
+      const bytes = await content; // a failure is a plain 500, with the default no-store
       // The package's files change only with its version: let browsers keep them for a day.
-      return reply.type(type).header('Cache-Control', 'public, max-age=86400').send(await content);
+      return reply.type(type).header('Cache-Control', 'public, max-age=86400').send(bytes);
     });
   }
 }
