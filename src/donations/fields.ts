@@ -23,6 +23,8 @@ export interface FieldSpec {
 }
 
 export const AMOUNT_MIN = '0.01';
+/** donation_date in a request: DD-MM-YYYY (and then a real calendar date). */
+export const DAY_MONTH_YEAR = /^([0-9]{2})-([0-9]{2})-([0-9]{4})$/;
 export const AMOUNT_MAX = '999999999.99';
 const TEXT_MAX = 255;
 

@@ -1,7 +1,9 @@
 // JSON Schemas of what the API takes and returns, generated from the field table. Fastify compiles
 // the response schemas into fast serialisers; the OpenAPI document (http/openapi.ts) is built from
-// the same objects. The request schema describes what validate.ts accepts, which the same table drives.
-import { AMOUNT_MAX, AMOUNT_MIN, DONATION_FIELDS, type FieldSpec } from './fields.js';
+// the same objects. The request schema says what validate.ts, driven by the same table, accepts:
+// what JSON Schema can say as keywords, the rest in each field's description (DESCRIBED_ONLY).
+// test/http/openapi.test.ts compares the two on random requests.
+import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, type FieldSpec } from './fields.js';
 
 /**
  * An amount as text: plain decimal notation, at most 9 whole digits after any leading zeros and at
@@ -9,8 +11,27 @@ import { AMOUNT_MAX, AMOUNT_MIN, DONATION_FIELDS, type FieldSpec } from './field
  */
 const AMOUNT_PATTERN = '^(?=[0-9.]*[1-9])0*[0-9]{1,9}(\\.[0-9]{1,2})?$';
 
+/** The rules of each kind of field that no JSON Schema keyword here expresses, in words. */
+function rulesInWords(f: FieldSpec): string {
+  const text = 'No NUL characters or unpaired surrogates; lengths count characters (code points).';
+  switch (f.kind) {
+    case 'text':
+      return text;
+    case 'email':
+      return `${text} A valid address by validator.js's isEmail with its defaults: a local part of at most 64 characters and a domain name with a top-level domain (no IP address).`;
+    case 'ip':
+      return `${text} No IPv6 zone (such as %eth0).`;
+    case 'amount':
+      return 'A JSON number may have at most two decimals too.';
+    case 'date':
+      return 'A real calendar date, years 0001 to 9999.';
+    default:
+      return '';
+  }
+}
+
 function inputProperty(f: FieldSpec): Record<string, unknown> {
-  const base = { description: f.description, examples: [f.example] };
+  const base = { description: `${f.description} ${rulesInWords(f)}`.trim(), examples: [f.example] };
   const maxLength = f.maxLength === undefined ? {} : { maxLength: f.maxLength };
   switch (f.kind) {
     case 'text':
@@ -32,16 +53,27 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
         ],
       };
     case 'date':
-      return { ...base, type: ['string', 'null'], pattern: '^[0-9]{2}-[0-9]{2}-[0-9]{4}$' };
+      return { ...base, type: ['string', 'null'], pattern: DAY_MONTH_YEAR.source };
     case 'flag':
       return { ...base, type: ['string', 'boolean', 'null'], enum: ['yes', 'no', true, false, null] };
   }
 }
 
 /**
+ * The messages of the rules that DONATION_INPUT_SCHEMA states only in words (rulesInWords): a
+ * request the schema allows may still get a 422, but only with these.
+ */
+export const DESCRIBED_ONLY: readonly RegExp[] = [
+  /must not contain null characters\.$/,
+  /must be valid Unicode text\.$/,
+  /must be a valid email address\.$/,
+  /is not a valid date\.$/,
+  /must not have more than 2 decimal places\.$/,
+];
+
+/**
  * A create request: the interface's fields, the required ones required. Other properties are
- * allowed and ignored. (Rules a schema cannot say, such as a real calendar date or the e-mail rule
- * validate.ts applies, are in the descriptions; a 422 names them.)
+ * allowed and ignored. Rules no keyword expresses are in the descriptions (DESCRIBED_ONLY).
  */
 export const DONATION_INPUT_SCHEMA = {
   type: 'object',

@@ -4,7 +4,7 @@
 // (At run time the default import is the function; its `.default` is the function again, as typed.)
 import isEmailModule from 'validator/lib/isEmail.js';
 import isIPModule from 'validator/lib/isIP.js';
-import { AMOUNT_MAX, AMOUNT_MIN, DONATION_FIELDS, type FieldSpec } from './fields.js';
+import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, type FieldSpec } from './fields.js';
 import type { DonationType, NewDonation } from './donation.js';
 import { isRealDate, startOfDayIso } from '../time.js';
 
@@ -120,8 +120,6 @@ export function checkAmount(f: FieldSpec, v: unknown): Check {
   const minor = Number(whole || '0') * 100 + Number(fraction.padEnd(2, '0'));
   return { value: { text, minor } };
 }
-
-const DAY_MONTH_YEAR = /^([0-9]{2})-([0-9]{2})-([0-9]{4})$/;
 
 function checkDate(f: FieldSpec, v: unknown): Check {
   if (isAbsent(v)) return { value: null };

@@ -5,8 +5,11 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import fc from 'fast-check';
 import { ValidationError } from '../../src/client/index.js';
 import { DONATION_FIELDS } from '../../src/donations/fields.js';
+import { DESCRIBED_ONLY } from '../../src/donations/schema.js';
+import { validateDonation } from '../../src/donations/validate.js';
 import { buildOpenApiDocument } from '../../src/http/openapi.js';
 import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
@@ -52,7 +55,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(document.security, [{ basicAuth: [] }]);
   });
 
-  test('lists every answer each operation can give, with its body shape', () => {
+  test('lists every answer each operation can give, with its body shape (the conformance check fails the suite on any other)', () => {
     assert.deepEqual(Object.keys(op('/me').responses).sort(), ['200', ...ERROR_STATUSES].sort());
     assert.deepEqual(Object.keys(op('/donation/create').responses).sort(), ['200', '409', '422', ...ERROR_STATUSES].sort());
     for (const path of ['/me', '/donation/create']) {
@@ -100,6 +103,69 @@ describe('the OpenAPI document', () => {
     const response = op('/donation/create').responses['200'].content['application/json'].example;
     assert.equal(response.data.donation_date, '2021-02-25T00:00:00.000000Z');
     assert.equal(response.data.zakat_donation, true);
+  });
+
+  test('the request schema and the validator agree: what the server accepts the schema allows, and what the schema allows the server refuses only for a rule in words', (t) => {
+    const validate = checker.compile(document.components.schemas.DonationInput);
+    const junk = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.string(), { maxLength: 2 }), fc.object({ maxDepth: 1 }));
+    const text = (max: number) =>
+      fc.oneof(fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('', 'x'.repeat(max), 'x'.repeat(max + 1), '\ud800', 'a\u0000b', '😀'.repeat(max)), junk);
+    const byKind: Record<string, fc.Arbitrary<unknown>> = {
+      email: fc.oneof(
+        fc.emailAddress(),
+        fc.constantFrom('a@example.c', 'a@[1.2.3.4]', 'a..b@example.com', `${'x'.repeat(65)}@example.com`, 'ü@example.com', '"a b"@example.com', ''),
+        text(254),
+      ),
+      ip: fc.oneof(fc.ipV4(), fc.ipV6(), fc.ipV4Extended(), fc.constantFrom('', 'fe80::1%eth0', '::ffff:1.2.3.4', '1.2.3'), text(255)),
+      amount: fc.oneof(
+        fc.double({ min: -10, max: 1e10 }),
+        fc.integer(),
+        fc.stringMatching(/^-?0{0,3}[0-9]{0,11}(\.[0-9]{0,4})?$/),
+        fc.constantFrom('0', '0.00', '0.001', '0.01', '999999999.99', '999999999.991', '1000000000', '1e3', ' 1'),
+        junk,
+      ),
+      date: fc.oneof(
+        fc.stringMatching(/^[0-9]{2}-[0-9]{2}-[0-9]{4}$/),
+        fc.constantFrom('29-02-2024', '29-02-2023', '31-04-2021', '00-01-2020', '01-01-0000', '2021-02-25'),
+        junk,
+      ),
+      flag: fc.oneof(fc.constantFrom('yes', 'no', true, false, null, 'YES', 1, 0, ''), junk),
+    };
+    const fieldArbitrary = (f: (typeof DONATION_FIELDS)[number]): fc.Arbitrary<unknown> =>
+      f.kind === 'choice'
+        ? fc.oneof(fc.constantFrom(...(f.choices as readonly string[])), fc.constantFrom('', 'YES', 'one time'), junk)
+        : (byKind[f.kind] ?? text(f.maxLength ?? 255));
+    // Mostly the example's value, so that many bodies are valid but for a field or two; sometimes none.
+    const example = exampleDonation();
+    const bodies = fc
+      .record(
+        Object.fromEntries(
+          DONATION_FIELDS.map((f) => [
+            f.name,
+            fc.oneof({ weight: 6, arbitrary: fc.constant(example[f.name]) }, { weight: 2, arbitrary: fieldArbitrary(f) }, { weight: 1, arbitrary: fc.constant(undefined) }),
+          ]),
+        ),
+      )
+      .map((body) => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)));
+    let accepted = 0;
+    let refusedInWords = 0;
+    fc.assert(
+      fc.property(bodies, (body) => {
+        const server = validateDonation(body as Record<string, unknown>);
+        const allowed = validate(body);
+        if (server.ok) {
+          accepted++;
+          assert.ok(allowed, `accepted by the server but not by the schema: ${checker.errorsOf(validate)}`);
+        } else if (allowed) {
+          refusedInWords++;
+          const unstated = Object.values(server.errors).flat().filter((m) => !DESCRIBED_ONLY.some((rule) => rule.test(m)));
+          assert.deepEqual(unstated, [], 'allowed by the schema, refused for a rule it does not state');
+        }
+      }),
+      { numRuns: 20_000 },
+    );
+    t.diagnostic(`${accepted} accepted by both; ${refusedInWords} allowed by the schema and refused for a rule in words`);
+    assert.ok(accepted > 100 && refusedInWords > 100, `${accepted} accepted, ${refusedInWords} refused for a rule in words: both directions were tried`);
   });
 
   test('the conformance check can fail: it rejects answers and requests the document does not allow', () => {

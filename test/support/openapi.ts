@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { createRequire } from 'node:module';
+import { DESCRIBED_ONLY } from '../../src/donations/schema.js';
 import { buildOpenApiDocument } from '../../src/http/openapi.js';
 
 // ajv-formats is CommonJS, and its typings describe its ESM-interop default: require it as it is.
@@ -24,6 +25,15 @@ export interface Exchange {
 }
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** A value as JSON, cut short, for a message (a hostile body may be too deep to stringify). */
+function preview(value: unknown): string {
+  try {
+    return String(JSON.stringify(value)).slice(0, 80);
+  } catch {
+    return '(too deep to show)';
+  }
+}
 
 const mediaType = (value: unknown) => String(value ?? '').split(';')[0]!.trim().toLowerCase();
 
@@ -61,6 +71,11 @@ export class OpenApiConformance {
     return v;
   }
 
+  /** The last errors of a compiled schema, in words. */
+  errorsOf(validate: ValidateFunction): string {
+    return this.#ajv.errorsText(validate.errors);
+  }
+
   #schemaErrors(schema: Json, value: unknown): string | undefined {
     const validate = this.compile(schema);
     if (validate(value)) return undefined;
@@ -68,7 +83,7 @@ export class OpenApiConformance {
     return (validate.errors ?? [])
       .map((e) => {
         const at = e.instancePath.split('/').slice(1).reduce((v: any, k) => v?.[k.replaceAll('~1', '/').replaceAll('~0', '~')], value); // eslint-disable-line @typescript-eslint/no-explicit-any
-        return `${e.instancePath || '(body)'} ${e.message} (given ${JSON.stringify(at)?.slice(0, 80)})`;
+        return `${e.instancePath || '(body)'} ${e.message} (given ${preview(at)})`;
       })
       .join('; ');
   }
@@ -95,7 +110,28 @@ export class OpenApiConformance {
     if (x.status === 405) return [`${where}: a 405 for a method the document lists`];
     problems.push(...this.#checkResponse(where, operation, x));
     if (x.status >= 200 && x.status < 300) problems.push(...this.#checkRequest(where, operation, x));
+    if (x.status === 422 && this.#checkRequest(where, operation, x).length === 0) problems.push(...this.#checkRefusal(where, x));
     return problems;
+  }
+
+  /**
+   * A request the document allows may be refused (422) only for a rule it states in words
+   * (DESCRIBED_ONLY), or for an Idempotency-Key used before with another body.
+   */
+  #checkRefusal(where: string, x: Exchange): string[] {
+    let errors: Record<string, string[]>;
+    try {
+      errors = JSON.parse(x.responseBody).errors ?? {};
+    } catch {
+      return []; // the response check reports it
+    }
+    return Object.entries(errors).flatMap(([field, messages]) =>
+      field === 'idempotency_key'
+        ? []
+        : messages
+            .filter((m) => !DESCRIBED_ONLY.some((rule) => rule.test(m)))
+            .map((m) => `${where}: a request the document allows was refused: ${field}: ${m} (given ${preview((x.requestBody as Json)?.[field])})`),
+    );
   }
 
   #checkResponse(where: string, operation: Json, x: Exchange): string[] {
@@ -142,7 +178,7 @@ export class OpenApiConformance {
     const hasBody = x.requestBody !== undefined && x.requestBody !== null;
     if (!body) return problems; // a body sent anyway is ignored
     const type = mediaType(x.requestHeaders['content-type']);
-    if (!hasBody) return body.required && type ? [...problems, `${where}: accepted without a body`] : problems;
+    if (!hasBody) return body.required ? [...problems, `${where}: accepted without a body`] : problems;
     if (!body.content[type]) return [...problems, `${where}: accepted a body of undocumented type "${type}"`];
     const error = this.#schemaErrors(body.content[type].schema, x.requestBody);
     if (error) problems.push(`${where}: accepted a body the document does not allow: ${error}`);
