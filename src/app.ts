@@ -29,6 +29,8 @@ export interface AppOptions {
   /** Prometheus metrics; `serveMetrics` adds GET /metrics to this app (else serve them elsewhere). */
   metrics?: Metrics;
   serveMetrics?: boolean;
+  /** GET /docs (Swagger UI) and GET /api/v1/openapi.json; on by default. */
+  docs?: boolean;
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -41,6 +43,7 @@ export async function buildApp({
   https,
   metrics,
   serveMetrics = true,
+  docs = true,
 }: AppOptions): Promise<FastifyInstance> {
   const options = {
     logger,
@@ -87,7 +90,7 @@ export async function buildApp({
   await registerBodyParsing(app);
 
   await app.register(healthRoutes, { store });
-  await app.register(docsRoutes);
+  if (docs) await app.register(docsRoutes);
   await app.register(
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.

@@ -19,6 +19,8 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | undefined;
   /** Prometheus metrics: off, on the API's port (GET /metrics), or on a port of their own. */
   metrics: { enabled: false } | { enabled: true; port: number | undefined };
+  /** GET /docs and GET /api/v1/openapi.json. */
+  docs: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -106,10 +108,16 @@ function parseTls(env: NodeJS.ProcessEnv): Config['tls'] {
   return { certFile, keyFile };
 }
 
+/** An on/off setting, on unless set otherwise. */
+function isOn(env: NodeJS.ProcessEnv, name: string): boolean {
+  const mode = (env[name] ?? '').toLowerCase();
+  if (mode === 'off' || mode === 'false' || mode === '0') return false;
+  if (mode !== '' && mode !== 'on' && mode !== 'true' && mode !== '1') throw new ConfigError(`${name} must be on or off (got ${JSON.stringify(env[name])}).`);
+  return true;
+}
+
 function parseMetrics(env: NodeJS.ProcessEnv): Config['metrics'] {
-  const mode = (env.METRICS ?? '').toLowerCase();
-  if (mode === 'off' || mode === 'false' || mode === '0') return { enabled: false };
-  if (mode !== '' && mode !== 'on' && mode !== 'true' && mode !== '1') throw new ConfigError(`METRICS must be on or off (got ${JSON.stringify(env.METRICS)}).`);
+  if (!isOn(env, 'METRICS')) return { enabled: false };
   const raw = env.METRICS_PORT;
   if (raw === undefined || raw === '') return { enabled: true, port: undefined };
   const port = Number(raw);
@@ -128,5 +136,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     tls: parseTls(env),
     metrics: parseMetrics(env),
+    docs: isOn(env, 'DOCS'),
   };
 }

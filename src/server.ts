@@ -40,6 +40,7 @@ export async function serve(config: Config): Promise<void> {
     throttle,
     metrics,
     serveMetrics: metricsPort === undefined,
+    docs: config.docs,
     logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
     trustProxy: config.trustProxy,
     https,

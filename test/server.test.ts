@@ -196,6 +196,7 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           ['PORT', '65536'],
           ['PORT', 'http'],
           ['LOG_LEVEL', 'loud'],
+          ['DOCS', 'maybe'],
         ] as const) {
           test(`${name}=${value}: exit 2 with a message naming ${name}`, async () => {
             const r = await run(['serve'], { [name]: value });

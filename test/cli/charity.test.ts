@@ -9,6 +9,7 @@ import type { Store } from '../../src/store/store.js';
 import { basic } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, until, type Run } from '../support/cli.js';
+import { watchConformance } from '../support/openapi.js';
 
 interface Created {
   id: number;
@@ -42,14 +43,15 @@ describe('bin/almoner charity', { concurrency: true }, () => {
         database = await backend.createDatabase();
         store = await openStore(database.location);
         app = await buildApp({ store });
+        watchConformance(app);
         await app.ready();
       });
 
       after(async () => {
         try {
-          await app?.close();
-          await store?.close();
+          await app?.close(); // fails if an exchange did not conform to the OpenAPI document
         } finally {
+          await store?.close();
           await database?.drop();
         }
       });

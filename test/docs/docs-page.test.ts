@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestContext } from '../support/app.js';
 import { launchChromium, noBrowser } from '../support/browser.js';
+import { ServerProcess } from '../support/server.js';
 
 const ARTIFACTS = 'test-artifacts';
 
@@ -59,6 +60,22 @@ describe('GET /docs', () => {
     assert.equal(script.status, 401);
     assert.equal(script.headers.get('www-authenticate'), 'XBasic realm="Almoner"');
     assert.deepEqual(await script.json(), { message: 'Unauthorized' });
+  });
+
+  test('DOCS=off: bin/almoner serve has neither /docs nor /api/v1/openapi.json, and the API works as before', async () => {
+    const server = await new ServerProcess(t.databaseUrl, { DOCS: 'off' }).listening();
+    try {
+      for (const path of ['/docs', '/docs/swagger-ui-bundle.js', '/api/v1/openapi.json']) {
+        const res = await fetch(`${server.url}${path}`);
+        assert.equal(res.status, 404, path);
+        assert.deepEqual(await res.json(), { message: 'Not Found' });
+      }
+      const me = await fetch(`${server.url}/api/v1/me`, { method: 'POST', headers: { authorization: t.charity.authorization, accept: 'application/json' } });
+      assert.equal(me.status, 200);
+    } finally {
+      await server.stop('SIGTERM', 10_000);
+    }
+    assert.equal((await fetch(`${await t.baseUrl()}/api/v1/openapi.json`)).status, 200, 'on by default');
   });
 
   describe('in headless Chromium', { skip: noBrowser }, () => {
