@@ -86,7 +86,8 @@ export async function serve(config: Config): Promise<void> {
     await metricsApp.listen({ port: metricsPort, host: config.host });
   }
 
-  await app.listen({ port: config.port, host: config.host });
+  const address = await app.listen({ port: config.port, host: config.host });
+  if (config.docs) process.stderr.write(`API reference (try both operations with a charity's credentials): ${address}/docs\n`);
 
   if ((await store.countCharities()) === 0) {
     process.stderr.write(

@@ -115,9 +115,10 @@ describe('bin/almoner serve', { concurrency: true }, () => {
         });
         after(() => server?.kill());
 
-        test('prints on stderr how to create the first charity', async () => {
+        test('prints on stderr where the API reference is and how to create the first charity', async () => {
           await until('the first-charity hint on stderr', 5_000, () => server.stderr.includes('charity create'));
           assert.match(server.stderr, /bin\/almoner charity create --name .+ --email \S+/);
+          assert.ok(server.stderr.includes(`${server.url}/docs\n`), server.stderr);
         });
 
         test('POST /api/v1/me without credentials is a 401 JSON answer', async () => {

@@ -72,6 +72,7 @@ describe('GET /docs', () => {
       }
       const me = await fetch(`${server.url}/api/v1/me`, { method: 'POST', headers: { authorization: t.charity.authorization, accept: 'application/json' } });
       assert.equal(me.status, 200);
+      assert.doesNotMatch(server.stderr, /\/docs/, 'no pointer to a page that is not there');
     } finally {
       await server.stop('SIGTERM', 10_000);
     }
