@@ -122,6 +122,7 @@ function parseMetrics(env: NodeJS.ProcessEnv): Config['metrics'] {
   if (raw === undefined || raw === '') return { enabled: true, port: undefined };
   const port = Number(raw);
   if (!/^[0-9]+$/.test(raw) || port < 1 || port > 65535) throw new ConfigError(`METRICS_PORT must be a port from 1 to 65535 (got ${JSON.stringify(raw)}).`);
+  if (port === parsePort(env.PORT)) throw new ConfigError(`METRICS_PORT must differ from PORT (both are ${port}): the metrics get a port of their own.`);
   return { enabled: true, port };
 }
 

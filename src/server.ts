@@ -79,14 +79,23 @@ export async function serve(config: Config): Promise<void> {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 
-  // METRICS_PORT: the metrics on a port of their own, for example one that only Prometheus can reach.
-  if (metrics && metricsPort !== undefined) {
-    metricsApp = Fastify({ logger: false });
-    await metricsApp.register((instance: FastifyInstance) => metrics.route(instance));
-    await metricsApp.listen({ port: metricsPort, host: config.host });
+  let address: string;
+  try {
+    // METRICS_PORT: the metrics on a port of their own, for example one that only Prometheus can reach.
+    if (metrics && metricsPort !== undefined) {
+      metricsApp = Fastify({ logger: false });
+      await metricsApp.register((instance: FastifyInstance) => metrics.route(instance));
+      await metricsApp.listen({ port: metricsPort, host: config.host });
+    }
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    // A port already taken: close whatever did start, so the process ends instead of half-serving.
+    await metricsApp?.close();
+    await app.close();
+    await store.close();
+    redis?.disconnect();
+    throw err;
   }
-
-  const address = await app.listen({ port: config.port, host: config.host });
   if (config.docs) process.stderr.write(`API reference (try both operations with a charity's credentials): ${address}/docs\n`);
 
   if ((await store.countCharities()) === 0) {

@@ -1,6 +1,8 @@
 // bin/almoner serve: the real server process, as an operator starts it, on a fresh database of
 // each backend.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { basic, exampleDonation } from './support/app.js';
 import { BACKENDS, type TestDatabase } from './support/backends.js';
@@ -206,6 +208,28 @@ describe('bin/almoner serve', { concurrency: true }, () => {
             assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
           });
         }
+
+        test('METRICS_PORT equal to PORT: exit 2 with a message naming METRICS_PORT', async () => {
+          const r = await run(['serve'], { PORT: '3990', METRICS_PORT: '3990' });
+          assert.equal(r.code, 2, `exit ${r.code}\nstderr: ${r.stderr}`);
+          assert.match(r.stderr, /METRICS_PORT must differ from PORT/);
+        });
+
+        test('a PORT another program holds, with METRICS_PORT set: exit 1 with the reason, not a server half up', async () => {
+          const holder = createServer();
+          await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+          const spare = createServer();
+          await new Promise<void>((resolve) => spare.listen(0, '127.0.0.1', resolve));
+          const metricsPort = (spare.address() as AddressInfo).port;
+          await new Promise((resolve) => spare.close(resolve));
+          try {
+            const r = await run(['serve'], { PORT: String((holder.address() as AddressInfo).port), METRICS_PORT: String(metricsPort) });
+            assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
+            assert.match(r.stderr, /EADDRINUSE/);
+          } finally {
+            await new Promise((resolve) => holder.close(resolve));
+          }
+        });
       });
     });
   }
