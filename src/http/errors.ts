@@ -21,7 +21,6 @@ const FASTIFY_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
   FST_ERR_CTP_BODY_TOO_LARGE: 'The request body must not be larger than 1 MiB.',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The request body does not match its Content-Length header.',
-  FST_ERR_CTP_INVALID_TYPE: 'The Content-Type header is not valid.',
 };
 
 /**

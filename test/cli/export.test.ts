@@ -2,6 +2,7 @@
 // of each backend, read back by the real executable from the same database.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { DonationInput, DonationRecord } from '../../src/client/index.js';
 import { exampleDonation, RECORD_KEYS, startTestApp, TIMESTAMP, type TestCharity, type TestContext } from '../support/app.js';
 import { parseCsv } from '../support/csv.js';
 import { BACKENDS } from '../support/backends.js';
@@ -10,7 +11,6 @@ import { almoner, assertBuilt } from '../support/cli.js';
 /** A value with everything CSV has to quote: a comma, a double quote and line breaks (LF and CRLF). */
 const TRICKY_ADDRESS = 'Flat 2, "The Old Mill"\nMill Lane\r\nLower Street';
 
-type ApiRecord = Record<string, unknown>;
 type Row = Record<string, unknown>;
 
 
@@ -31,7 +31,7 @@ describe('bin/almoner donations export', { concurrency: true }, () => {
       let startedAt: string;
       let finishedAt: string;
       /** What the API returned for each donation, by a short name, plus who recorded it. */
-      const recorded = new Map<string, { record: ApiRecord; charity: string }>();
+      const recorded = new Map<string, { record: DonationRecord; charity: string }>();
 
       async function exportOut(args: string[]): Promise<string> {
         const r = await almoner(ctx.databaseUrl, ['donations', 'export', ...args]);
@@ -54,14 +54,7 @@ describe('bin/almoner donations export', { concurrency: true }, () => {
       }
 
       async function donate(name: string, charity: TestCharity, body: Record<string, unknown>): Promise<void> {
-        const res = await ctx.app.inject({
-          method: 'POST',
-          url: '/api/v1/donation/create',
-          headers: { authorization: charity.authorization, accept: 'application/json', 'content-type': 'application/json' },
-          payload: JSON.stringify(body),
-        });
-        assert.equal(res.statusCode, 200, `donation ${name}: ${res.body}`);
-        const record = (res.json() as { data: ApiRecord }).data;
+        const { record } = await (await ctx.client(charity)).createDonation(body as unknown as DonationInput);
         recorded.set(name, { record, charity: charity.username });
       }
 
@@ -73,7 +66,7 @@ describe('bin/almoner donations export', { concurrency: true }, () => {
       }
 
       function ids(names: string[]): number[] {
-        return names.map((n) => recorded.get(n)!.record.id as number);
+        return names.map((n) => recorded.get(n)!.record.id);
       }
 
       before(async () => {

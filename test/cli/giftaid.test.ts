@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { DonationInput } from '../../src/client/index.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { exampleDonation, startTestApp, tempDir, type TestCharity, type TestContext } from '../support/app.js';
 import { parseCsv as parseStrictCsv } from '../support/csv.js';
@@ -75,14 +76,7 @@ describe('bin/almoner giftaid schedule', { concurrency: true }, () => {
       const claimable = new Map<string, { id: number; pence: number }>();
 
       async function donate(name: string, charity: TestCharity, body: Record<string, unknown>): Promise<number> {
-        const res = await ctx.app.inject({
-          method: 'POST',
-          url: '/api/v1/donation/create',
-          headers: { authorization: charity.authorization, accept: 'application/json', 'content-type': 'application/json' },
-          payload: JSON.stringify(body),
-        });
-        assert.equal(res.statusCode, 200, `donation ${name}: ${res.body}`);
-        const id = (res.json() as { data: { id: number } }).data.id;
+        const { id } = (await (await ctx.client(charity)).createDonation(body as unknown as DonationInput)).record;
         recorded.set(name, { id, body });
         return id;
       }

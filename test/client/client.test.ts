@@ -6,7 +6,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import {
   AlmonerClient,
@@ -28,7 +27,7 @@ import { fingerprint } from '../../src/http/idempotency.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { exampleDonation, RECORD_KEYS, TIMESTAMP, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
-import { rejection } from '../support/client.js';
+import { rejection, urlOf } from '../support/client.js';
 import { watchConformance } from '../support/openapi.js';
 
 // Compile-time (npm run typecheck): the client's input names exactly the server's fields, and its
@@ -76,12 +75,6 @@ const EXAMPLE_RECORD: Omit<DonationRecord, 'id'> = {
 
 const HOUR = 3600 * 1_000_000;
 
-async function listen(app: FastifyInstance): Promise<string> {
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-}
-
-/** What the caller expects to be rejected with, checked as a class and as an AlmonerError. */
 test('the client types match the server: input fields and record type (checked by tsc)', () => {
   assert.equal(INPUT_MATCHES_FIELD_TABLE, true);
   assert.equal(RECORD_IS_THE_SERVERS, true);
@@ -95,8 +88,8 @@ for (const backend of BACKENDS) {
     let client: AlmonerClient;
     before(async () => {
       t = await startTestApp(backend);
-      baseUrl = await listen(t.app);
-      client = new AlmonerClient({ baseUrl, username: t.charity.username, password: t.charity.password });
+      baseUrl = await t.baseUrl();
+      client = await t.client();
     });
     after(() => t.close());
 
@@ -236,7 +229,7 @@ for (const backend of BACKENDS) {
       const app = await buildApp({ store: t.store, throttle: new Throttle({ createsPerSecond: 1 }) });
       watchConformance(app);
       try {
-        const url = await listen(app);
+        const url = await urlOf(app);
         const limited = new AlmonerClient({ baseUrl: url, username: t.charity.username, password: t.charity.password });
         await limited.createDonation(EXAMPLE);
         const err = await rejection(limited.createDonation(EXAMPLE), RateLimitError);

@@ -9,6 +9,7 @@ import { AlmonerClient, AuthenticationError, type DonationInput, ValidationError
 import { Metrics } from '../../src/http/metrics.js';
 import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS, SQLITE } from '../support/backends.js';
+import { urlOf } from '../support/client.js';
 import { watchConformance } from '../support/openapi.js';
 import { ServerProcess } from '../support/server.js';
 
@@ -28,7 +29,7 @@ for (const backend of BACKENDS) {
       app = await buildApp({ store: t.store, metrics: new Metrics() });
       watchConformance(app);
       await app.ready();
-      const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+      const baseUrl = await urlOf(app);
       client = (password = t.charity.password) => new AlmonerClient({ baseUrl, username: t.charity.username, password });
     });
     after(async () => {

@@ -9,10 +9,11 @@ import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
-import { AlmonerClient, type CreatedDonation, type DonationInput, RateLimitError } from '../../src/client/index.js';
+import { type CreatedDonation, type DonationInput, RateLimitError } from '../../src/client/index.js';
 import { AUTH_FAILURES, Throttle } from '../../src/http/throttle.js';
 import { basic, exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
+import { clientFor } from '../support/client.js';
 import { watchConformance } from '../support/openapi.js';
 
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined;
@@ -35,16 +36,13 @@ const create = (app: FastifyInstance, charity: TestCharity, remoteAddress = '127
  * The typed client of `app` (a fresh app of this file's, not t.app, so t.client() will not do), over
  * a real socket from 127.0.0.1. `onResponse` sees each raw answer, for headers the client does not expose.
  */
-async function clientOf(app: FastifyInstance, charity: Pick<TestCharity, 'username' | 'password'>, onResponse?: (res: Response) => void) {
-  const baseUrl = app.server.listening
-    ? `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-    : await app.listen({ host: '127.0.0.1', port: 0 });
+function clientOf(app: FastifyInstance, charity: Pick<TestCharity, 'username' | 'password'>, onResponse?: (res: Response) => void) {
   const observed: typeof fetch = async (input, init) => {
     const res = await fetch(input, init);
     onResponse?.(res);
     return res;
   };
-  return new AlmonerClient({ baseUrl, username: charity.username, password: charity.password, fetch: observed });
+  return clientFor(app, charity, observed);
 }
 
 /** exampleDonation is a plain record: cast, the request is still well-formed JSON. */

@@ -1,12 +1,12 @@
 // Test support: a real app on a real, fresh database of the backend under test.
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import { AlmonerClient } from '../../src/client/index.js';
+import type { AlmonerClient } from '../../src/client/index.js';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { openStore } from '../../src/store/open.js';
 import type { ExportedDonation, Store } from '../../src/store/store.js';
 import { SQLITE, type Backend } from './backends.js';
+import { clientFor, urlOf } from './client.js';
 import { watchConformance } from './openapi.js';
 
 export interface TestCharity {
@@ -49,10 +49,6 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
   watchConformance(app);
   await app.ready();
 
-  let baseUrl: Promise<string> | undefined;
-  const listening = () =>
-    (baseUrl ??= app.listen({ host: '127.0.0.1', port: 0 }).then(() => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`));
-
   const signUp = async (name = 'Helping Hands', email = 'info@helpinghands.example'): Promise<TestCharity> => {
     const { charity, password } = await signUpCharity(store, { name, email });
     return { ...charity, password, authorization: basic(charity.username, password) };
@@ -66,10 +62,8 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
     app,
     charity: first,
     signUp,
-    baseUrl: listening,
-    async client(charity = first) {
-      return new AlmonerClient({ baseUrl: await listening(), username: charity.username, password: charity.password });
-    },
+    baseUrl: () => urlOf(app),
+    client: (charity = first) => clientFor(app, charity),
     async donations() {
       const rows: ExportedDonation[] = [];
       for await (const d of store.exportDonations({})) rows.push(d);

@@ -70,12 +70,15 @@ const PAGE_POLICY = [
 ].join('; ');
 
 export async function docsRoutes(app: FastifyInstance): Promise<void> {
-  const { version } = require('../../../package.json') as { version: string };
-  const document = JSON.stringify(buildOpenApiDocument(version));
-  const distDir = dirname(require.resolve('swagger-ui-dist/package.json'));
-  const loaded = new Map<string, Promise<Buffer>>(); // read on first use: most servers never show the page
+  // Built, found and read on first use, not at start-up: most servers never show the page.
+  let document: string | undefined;
+  const loaded = new Map<string, Promise<Buffer>>();
+  const distDir = () => dirname(require.resolve('swagger-ui-dist/package.json'));
 
-  app.get('/api/v1/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(document));
+  app.get('/api/v1/openapi.json', async (_request, reply) => {
+    document ??= JSON.stringify(buildOpenApiDocument((require('../../../package.json') as { version: string }).version));
+    return reply.type('application/json; charset=utf-8').send(document);
+  });
 
   app.get('/docs', async (_request, reply) =>
     reply.type('text/html; charset=utf-8').header('Content-Security-Policy', PAGE_POLICY).send(PAGE),
@@ -86,7 +89,7 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
     app.get(`/docs/${name}`, async (_request, reply) => {
       let content = loaded.get(name);
       if (!content) {
-        content = readFile(join(distDir, name));
+        content = readFile(join(distDir(), name));
         loaded.set(name, content);
         content.catch(() => loaded.delete(name)); // a failed read is tried again next time, not remembered
       }
