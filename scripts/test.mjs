@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // npm test: every test file under test/, through Node's test runner (TypeScript via tsx).
 // The PostgreSQL half runs when TEST_DATABASE_URL names a server, the browser test when Chromium is
-// installed; this says so either way.
+// installed, the spreadsheet check when LibreOffice is; this says so either way.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,6 +27,11 @@ if (!process.env.TEST_REDIS_URL) {
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 if (!existsSync(chromium) && !process.env.CI) {
   console.log(`Chromium: SKIPPED, there is none at ${chromium}; the docs page is not tested in a browser. Install it (apt-get install -y chromium) or set CHROMIUM_PATH.`);
+}
+
+const soffice = process.env.SOFFICE_PATH ?? '/usr/bin/soffice';
+if (!existsSync(soffice) && !process.env.CI) {
+  console.log(`LibreOffice: SKIPPED, there is none at ${soffice}; the Gift Aid spreadsheets are not opened in it. Install it (apt-get install -y libreoffice-calc) or set SOFFICE_PATH.`);
 }
 
 const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test');

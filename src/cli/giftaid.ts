@@ -1,132 +1,362 @@
-// bin/almoner giftaid schedule: a charity's Gift Aid donations as HMRC Charities Online schedule
-// CSV files (at most 1,000 rows each), and the donations that cannot be claimed as they stand in
-// needs-attention.csv. The rules live in src/giftaid/schedule.ts; this file streams and writes.
-import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+// bin/almoner giftaid: claim Gift Aid from HMRC. `claim` prepares a claim of a charity's unclaimed
+// Gift Aid donations and records it in the ledger (src/store/claims.ts), `files` writes its HMRC
+// schedule spreadsheets again, `mark` records what HMRC did with it, `claims` lists them, and
+// `schedule` previews, claiming nothing. The rules live in src/giftaid/schedule.ts, the
+// spreadsheet in src/giftaid/ods.ts; this file reads, decides what to write, and writes.
+import { constants } from 'node:fs';
+import { access, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { Command } from 'commander';
+import { Argument, Command, InvalidArgumentError } from 'commander';
 import { stringify } from 'csv-stringify/sync';
+import { CLAIM_STATUSES, NEXT_STATUSES, type ClaimStatus } from '../giftaid/claim.js';
+import { scheduleSpreadsheet } from '../giftaid/ods.js';
 import {
-  assessDonation,
   ATTENTION_COLUMNS,
-  ATTENTION_FILE_NAME,
   attentionCells,
+  buildSchedule,
+  chunk,
   claimCutoff,
+  dayMonthYear,
   formatPounds,
   MAX_ROWS_PER_SCHEDULE,
-  SCHEDULE_COLUMNS,
-  scheduleCells,
-  scheduleFileName,
+  pounds,
+  type AttentionRow,
+  type GiftAidDonation,
+  type Schedule,
 } from '../giftaid/schedule.js';
-import { print, withStore } from './io.js';
+import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
+import type { Store } from '../store/store.js';
+import { print, printJson, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
-interface ScheduleOptions {
-  charity: string;
-  from: string;
-  to: string;
-  out: string;
-}
-
-/** Files a previous run may have left: never overwritten, lest an old schedule be claimed twice. */
-const OUR_FILES = /^(?:schedule-\d{3,}\.csv|needs-attention\.csv)$/;
+const NEEDS_ATTENTION = 'needs-attention.csv';
+const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
+const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
+const previewFileName = (file: number) => `preview-${file}.ods`;
 
 export function giftaidCommand(): Command {
-  const giftaid = new Command('giftaid').description('claim Gift Aid from HMRC');
+  const giftaid = new Command('giftaid').description('claim Gift Aid from HMRC: prepare a claim, write its files, record what HMRC did');
+
+  giftaid
+    .command('claim')
+    .description(
+      "prepare a new claim of a charity's Gift Aid donations that are in no other live claim, record it, and write its " +
+        'HMRC schedule spreadsheets (claim-ID-1.ods, …, at most 1,000 donations each) and the donations left out, with the reason, to claim-ID-needs-attention.csv',
+    )
+    .requiredOption('--charity <username>', 'the charity claiming')
+    .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
+    .option('--to <YYYY-MM-DD>', 'donations dated on or before this day (default: today in the UK)', toArgument)
+    .option('--json', 'print {"claim","files","needs_attention","donations","total"}')
+    .action(async (opts: { charity: string; out: string; to?: string; json?: boolean }) => {
+      const today = todayInUk();
+      const upTo = opts.to ?? `${today}T23:59:59.999999Z`;
+      if (upTo.slice(0, 10) > today) {
+        throw new UsageError(`--to must not be later than today (${today}): HMRC refuses donations dated in the future.`);
+      }
+      const dir = await outputFolder(opts.out);
+
+      await withStore(async (store) => {
+        const charity = await findCharity(store, opts.charity);
+        await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
+        const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today);
+
+        const attentionName = claim ? claimAttentionName(claim.id) : NEEDS_ATTENTION;
+        let files: string[] = [];
+        try {
+          if (claim) files = await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name));
+          if (assessed.needsAttention.length > 0) await writeAttention(dir, attentionName, assessed.needsAttention);
+        } catch (err) {
+          if (!claim) throw err;
+          throw new Error(
+            `claim ${claim.id} was prepared and recorded, but its files could not be written (${err instanceof Error ? err.message : String(err)}). ` +
+              `Write them with: bin/almoner giftaid files ${claim.id} --out DIR`,
+          );
+        }
+
+        const shown = (name: string) => join(opts.out, name);
+        const needsAttention = assessed.needsAttention.length > 0 ? shown(attentionName) : null;
+        if (opts.json) {
+          printJson({
+            claim: claim?.id ?? null,
+            files: files.map(shown),
+            needs_attention: needsAttention,
+            donations: claim?.donation_count ?? 0,
+            total: formatPounds(claim?.total_minor ?? 0),
+          });
+          return;
+        }
+        if (claim) {
+          print(`Claim ${claim.id} for ${charity.name} (${opts.charity}) prepared: ${count(claim.donation_count, 'donation')} dated up to ${dayMonthYear(claim.up_to)}, ${pounds(claim.total_minor)} in all.`);
+          print(`  ${files.length === 1 ? 'Its schedule' : `Its ${files.length} schedules (one HMRC upload each)`}: ${files.map(shown).join(', ')}`);
+        } else {
+          print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo.slice(0, 10))} is both claimable and in no other claim. No claim was made.`);
+        }
+        printAttention(assessed.needsAttention.length, needsAttention, today);
+        if (assessed.claimedBefore > 0) print(`  ${count(assessed.claimedBefore, 'donation')} already in a live claim ${assessed.claimedBefore === 1 ? 'was' : 'were'} left out.`);
+        if (claim) {
+          print(`Next: open ${files.length === 1 ? 'the file' : 'each file'}, check it, attach it to a claim in HMRC Charities Online, then record that with`);
+          print(`  bin/almoner giftaid mark ${claim.id} submitted`);
+        }
+      });
+    });
+
+  giftaid
+    .command('claims')
+    .description('list the claims, newest first, with their status, donation count and total')
+    .option('--charity <username>', "only this charity's claims")
+    .option('--json', 'print an array of {"id","charity","status","donations","total","up_to","claim_date","prepared_at","submitted_at","paid_at","rejected_at"}')
+    .action(async (opts: { charity?: string; json?: boolean }) => {
+      await withStore(async (store) => {
+        const charityId = opts.charity === undefined ? undefined : (await findCharity(store, opts.charity)).id;
+        const claims = await store.claims.list(charityId);
+        if (opts.json) return printJson(claims.map(claimJson));
+        if (claims.length === 0) return print(opts.charity ? `No claims for ${opts.charity} yet.` : 'No claims yet.');
+        const table = [
+          ['claim', 'charity', 'status', 'donations', 'total', 'up to', 'prepared'],
+          ...claims.map((c) => [String(c.id), c.charity, c.status, c.donation_count.toLocaleString('en-GB'), pounds(c.total_minor), c.up_to, c.prepared_at.slice(0, 10)]),
+        ];
+        const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
+        const numeric = new Set([0, 3, 4]);
+        for (const r of table) print(r.map((cell, i) => (numeric.has(i) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+      });
+    });
+
+  giftaid
+    .command('mark')
+    .description(
+      'record what happened to a claim at HMRC: submitted (uploaded), then paid or rejected; rejected frees its donations for the next claim. ' +
+        `Allowed: ${CLAIM_STATUSES.filter((s) => NEXT_STATUSES[s].length > 0).map((s) => `${s} -> ${NEXT_STATUSES[s].join('|')}`).join(', ')}`,
+    )
+    .argument('<claim>', 'the claim id', claimIdArgument)
+    .addArgument(new Argument('<status>', 'submitted, paid or rejected').choices(['submitted', 'paid', 'rejected']))
+    .option('--json', 'print the claim as `claims --json` does')
+    .action(async (id: number, status: ClaimStatus, opts: { json?: boolean }) => {
+      await withStore(async (store) => {
+        let marked;
+        try {
+          marked = await store.claims.mark(id, status);
+        } catch (err) {
+          if (err instanceof ClaimStatusError) throw new UsageError(err.message);
+          throw err;
+        }
+        if (!marked) throw new UsageError(`no claim has the id ${id}.`);
+        const { claim, changed } = marked;
+        if (opts.json) return printJson(claimJson(claim));
+        if (!changed) return print(`Claim ${id} is already ${status}: nothing changed.`);
+        print(
+          status === 'rejected'
+            ? `Claim ${id} marked rejected: its ${count(claim.donation_count, 'donation')} can go in the next claim.`
+            : `Claim ${id} marked ${status}.`,
+        );
+      });
+    });
+
+  giftaid
+    .command('files')
+    .description("write a claim's HMRC schedule spreadsheets again, with the same rows (claim-ID-1.ods, …)")
+    .argument('<claim>', 'the claim id', claimIdArgument)
+    .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
+    .option('--json', 'print {"claim","files"}')
+    .action(async (id: number, opts: { out: string; json?: boolean }) => {
+      const dir = await outputFolder(opts.out);
+      await withStore(async (store) => {
+        const claim = await store.claims.find(id);
+        if (!claim) throw new UsageError(`no claim has the id ${id}.`);
+        const charity = await findCharity(store, claim.charity);
+        await makeFolder(dir, opts.out);
+        const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name))).map((name) => join(opts.out, name));
+        if (opts.json) return printJson({ claim: id, files });
+        print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
+        if (claim.status === 'rejected') print('  This claim was rejected: its donations may be in a newer claim. Do not send these files to HMRC.');
+      });
+    });
 
   giftaid
     .command('schedule')
     .description(
-      "write a charity's Gift Aid donations as HMRC Charities Online schedule CSV files (schedule-001.csv, …, " +
-        'at most 1,000 rows each) and the donations that cannot be claimed as they stand to needs-attention.csv',
+      "preview, claiming nothing: a charity's Gift Aid donations that are in no live claim, as the schedule spreadsheets a claim " +
+        'would write (preview-1.ods, …, marked as previews), and the donations that cannot be claimed as they stand in needs-attention.csv',
     )
-    .requiredOption('--charity <username>', 'the charity claiming')
+    .requiredOption('--charity <username>', 'the charity')
     .requiredOption('--from <YYYY-MM-DD>', 'donations dated on or after this day', fromArgument)
     .requiredOption('--to <YYYY-MM-DD>', 'donations dated on or before this day', toArgument)
     .option('--out <dir>', 'the folder to write the files to, created if missing', '.')
-    .action(async (opts: ScheduleOptions) => {
+    .option('--json', 'print {"files","needs_attention","donations","total"}')
+    .action(async (opts: { charity: string; from: string; to: string; out: string; json?: boolean }) => {
       if (opts.from > opts.to) throw new UsageError('--from must not be later than --to.');
-      const dir = resolve(opts.out);
-      await checkOutputFolder(dir, opts.out);
+      const dir = await outputFolder(opts.out);
       const today = todayInUk();
-
       await withStore(async (store) => {
-        if (!(await store.findCredential(opts.charity))) {
-          throw new UsageError(`no charity has the username ${JSON.stringify(opts.charity)}.`);
-        }
-        await mkdir(dir, { recursive: true });
-        const files = new OutputFiles(dir);
-        let claimable = 0;
-        let claimableMinor = 0;
-        let attention = 0;
-        let notGiftAid = 0;
-        const perSchedule: number[] = [];
-        try {
-          const attentionFile = await files.open(ATTENTION_FILE_NAME, ATTENTION_COLUMNS);
-          let schedule: CsvFile | undefined;
-          for await (const d of store.exportDonations({ charity: opts.charity, from: opts.from, to: opts.to })) {
-            const a = assessDonation(d, today);
-            if (a.kind === 'claimable') {
-              if (!schedule || schedule.rows === MAX_ROWS_PER_SCHEDULE) {
-                if (schedule) await schedule.close();
-                schedule = await files.open(scheduleFileName(perSchedule.length + 1), SCHEDULE_COLUMNS);
-                perSchedule.push(0);
-              }
-              await schedule.write(scheduleCells(a.row));
-              perSchedule[perSchedule.length - 1]!++;
-              claimable++;
-              claimableMinor += a.amountMinor;
-            } else if (a.kind === 'needs-attention') {
-              await attentionFile.write(attentionCells(a.row));
-              attention++;
-            } else {
-              notGiftAid++;
-            }
-          }
-          await schedule?.close();
-          await attentionFile.close();
-          await files.commit();
-        } catch (err) {
-          await files.abandon();
-          throw err;
-        }
+        const charity = await findCharity(store, opts.charity);
+        await makeFolder(dir, opts.out);
+        const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today);
+        const totalMinor = assessed.claimableMinor;
+        const parts = chunk(assessed.rows, MAX_ROWS_PER_SCHEDULE);
+        const spreadsheets = parts.map((rows, i) => ({
+          name: previewFileName(i + 1),
+          bytes: scheduleSpreadsheet({
+            rows,
+            preparedAt: new Date().toISOString(),
+            title: `Gift Aid schedule PREVIEW for ${charity.name}, ${i + 1} of ${parts.length}`,
+            about: [
+              'PREVIEW, NOT A CLAIM: do not send this file to HMRC. Its donations are not recorded as claimed.',
+              `${charity.name} (${opts.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}. Prepare the claim with: bin/almoner giftaid claim --charity ${opts.charity} --out DIR`,
+            ],
+          }),
+        }));
+        const files = (await writeNewFiles(dir, spreadsheets, /^preview-\d+\.ods$/)).map((name) => join(opts.out, name));
+        if (assessed.needsAttention.length > 0) await writeAttention(dir, NEEDS_ATTENTION, assessed.needsAttention);
+        const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, NEEDS_ATTENTION) : null;
+        if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(totalMinor) });
 
-        const shown = (name: string) => join(opts.out, name);
-        print(`Gift Aid schedule for ${opts.charity}, donations dated ${opts.from.slice(0, 10)} to ${opts.to.slice(0, 10)} (claim date ${today}):`);
-        if (claimable === 0) {
-          print('  No donations can be claimed: no schedule file was written.');
-        } else {
-          print(`  ${count(claimable, 'donation')} to claim, ${pounds(claimableMinor)} in all, in ${count(perSchedule.length, 'schedule file')}:`);
-          perSchedule.forEach((rows, i) => print(`    ${shown(scheduleFileName(i + 1))}  (${count(rows, 'row')})`));
-        }
-        print(
-          attention === 0
-            ? `  No donation needs attention (${shown(ATTENTION_FILE_NAME)} has only its header row).`
-            : `  ${count(attention, 'donation')} need${attention === 1 ? 's' : ''} attention before ${attention === 1 ? 'it' : 'they'} can be claimed: ${shown(ATTENTION_FILE_NAME)}`,
-        );
-        if (notGiftAid > 0) print(`  ${count(notGiftAid, 'donation')} without Gift Aid ${notGiftAid === 1 ? 'was' : 'were'} left out.`);
-        print(`  Donations dated before ${claimCutoff(today)} are more than four years old and cannot be claimed.`);
+        print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from.slice(0, 10)} to ${opts.to.slice(0, 10)} (claim date ${today}); nothing was claimed:`);
+        if (files.length === 0) print('  No donations can be claimed: no schedule file was written.');
+        else print(`  ${count(assessed.rows.length, 'donation')} to claim, ${pounds(totalMinor)} in all: ${files.join(', ')}`);
+        printAttention(assessed.needsAttention.length, needsAttention, today);
+        if (assessed.claimedBefore > 0) print(`  ${count(assessed.claimedBefore, 'donation')} already in a live claim ${assessed.claimedBefore === 1 ? 'was' : 'were'} left out.`);
       });
     });
 
   return giftaid;
 }
 
-/** The folder must not already hold a schedule or a needs-attention.csv: an old file would mix with the new. */
-async function checkOutputFolder(dir: string, shown: string): Promise<void> {
+interface Assessed extends Schedule {
+  /** Gift Aid donations in the range that are in a live claim already. */
+  claimedBefore: number;
+}
+
+/** The charity's Gift Aid donations in the range that are in no live claim, decided by the rules. */
+async function assessUnclaimed(store: Store, charityId: number, range: { from?: string; to: string }, today: string): Promise<Assessed> {
+  const donations: GiftAidDonation[] = [];
+  for await (const d of store.claims.unclaimed(charityId, range)) donations.push(d);
+  return { ...buildSchedule(donations, today), claimedBefore: await store.claims.countClaimed(charityId, range) };
+}
+
+/**
+ * Records a claim of every claimable donation up to `upTo` that is in no live claim, if there is
+ * one. When another claim takes some of them at the same moment, the database refuses this one and
+ * it looks again at what is left; each refusal means another claim was recorded, so this ends.
+ */
+async function prepareClaim(store: Store, charityId: number, upTo: string, today: string): Promise<{ claim?: Claim; assessed: Assessed }> {
+  for (let attempt = 1; ; attempt++) {
+    const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today);
+    if (assessed.rows.length === 0) return { assessed };
+    try {
+      return { claim: await store.claims.prepare({ charityId, upTo: upTo.slice(0, 10), claimDate: today, rows: assessed.rows }), assessed };
+    } catch (err) {
+      if (!(err instanceof ClaimConflictError) || attempt === 10) throw err;
+    }
+  }
+}
+
+/** A claim's spreadsheets, from its rows as recorded: the same bytes every time. */
+async function claimSpreadsheets(store: Store, claim: Claim, charityName: string): Promise<Array<{ name: string; bytes: Uint8Array }>> {
+  const parts = chunk(await store.claims.rows(claim.id), MAX_ROWS_PER_SCHEDULE);
+  return parts.map((rows, i) => ({
+    name: claimFileName(claim.id, i + 1),
+    bytes: scheduleSpreadsheet({
+      rows,
+      preparedAt: claim.prepared_at,
+      title: `Gift Aid claim ${claim.id} for ${charityName}, ${i + 1} of ${parts.length}`,
+      about: [
+        `Gift Aid claim ${claim.id} for ${charityName} (${claim.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}, ${pounds(rows.reduce((s, r) => s + r.amountMinor, 0))}.`,
+        `Prepared by Almoner on ${dayMonthYear(claim.prepared_at.slice(0, 10))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
+          "Check it, then attach it to a claim in HMRC Charities Online. Don't change the layout of the schedule or the name of the worksheet.",
+      ],
+    }),
+  }));
+}
+
+async function findCharity(store: Store, username: string): Promise<{ id: number; name: string }> {
+  const charity = await store.findCredential(username);
+  if (!charity) throw new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
+  return charity;
+}
+
+/** The --out folder: a usage error if it is something else than a folder. Nothing is created yet. */
+async function outputFolder(out: string): Promise<string> {
+  const dir = resolve(out);
   const info = await stat(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;
     throw err;
   });
-  if (!info) return;
-  if (!info.isDirectory()) throw new UsageError(`--out ${shown} is not a folder.`);
-  const existing = (await readdir(dir)).filter((name) => OUR_FILES.test(name)).sort();
-  if (existing.length > 0) {
+  if (info && !info.isDirectory()) throw new UsageError(`--out ${out} is not a folder.`);
+  return dir;
+}
+
+/** Creates the folder if missing, once the arguments have been checked; a usage error if it cannot be written to. */
+async function makeFolder(dir: string, out: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await access(dir, constants.W_OK).catch(() => {
+    throw new UsageError(`--out ${out} cannot be written to.`);
+  });
+}
+
+/**
+ * Writes the files, all or none: each under a hidden temporary name, renamed into place once all
+ * are written. A schedule file is never overwritten (an old one could be claimed with the new):
+ * if any of these names, or any name `family` matches, is taken already, nothing is written.
+ * Returns the names written.
+ */
+async function writeNewFiles(dir: string, files: ReadonlyArray<{ name: string; bytes: Uint8Array }>, family?: RegExp): Promise<string[]> {
+  const names = new Set(files.map((f) => f.name));
+  const taken = (await readdir(dir)).filter((name) => names.has(name) || family?.test(name)).sort();
+  if (taken.length > 0) {
     throw new UsageError(
-      `${shown === '.' ? 'the current folder' : shown} already holds ${existing.join(', ')}: move or delete ${existing.length === 1 ? 'it' : 'them'} first, or choose another --out folder, so that no old schedule is claimed with the new.`,
+      `${dir} already holds ${taken.join(', ')}: move or delete ${taken.length === 1 ? 'it' : 'them'} first, or choose another --out folder, so that no old schedule is sent with the new.`,
     );
   }
+  const partial = (name: string) => join(dir, `.${name}.partial`);
+  try {
+    for (const f of files) await writeFile(partial(f.name), f.bytes, { flag: 'wx' });
+    for (const f of files) await rename(partial(f.name), join(dir, f.name));
+  } catch (err) {
+    await Promise.all(files.map((f) => rm(partial(f.name), { force: true })));
+    throw err;
+  }
+  return files.map((f) => f.name);
+}
+
+/**
+ * The donations left out, as CSV that spreadsheets open cleanly: UTF-8 with a byte order mark
+ * (without one, Excel reads UTF-8 as Windows-1252), a header row, RFC 4180 quoting, CRLF line
+ * ends. It is a to-do list made afresh from the data, so it replaces one of the same name.
+ */
+async function writeAttention(dir: string, name: string, rows: readonly AttentionRow[]): Promise<void> {
+  const csv = stringify([[...ATTENTION_COLUMNS], ...rows.map(attentionCells)], { record_delimiter: 'windows' });
+  const partial = join(dir, `.${name}.partial`);
+  await writeFile(partial, `\uFEFF${csv}`);
+  await rename(partial, join(dir, name));
+}
+
+function printAttention(n: number, path: string | null, today: string): void {
+  print(
+    n === 0
+      ? '  No Gift Aid donation was left out.'
+      : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${path}`,
+  );
+  print(`  Donations dated before ${claimCutoff(today)} are more than four years old and cannot be claimed.`);
+}
+
+function claimJson(c: Claim) {
+  return {
+    id: c.id,
+    charity: c.charity,
+    status: c.status,
+    donations: c.donation_count,
+    total: formatPounds(c.total_minor),
+    up_to: c.up_to,
+    claim_date: c.claim_date,
+    prepared_at: c.prepared_at,
+    submitted_at: c.submitted_at,
+    paid_at: c.paid_at,
+    rejected_at: c.rejected_at,
+  };
+}
+
+function claimIdArgument(value: string): number {
+  if (!/^[1-9][0-9]{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('must be a claim id (a whole number from 1).');
+  return Number(value);
 }
 
 /** Today in the UK, where the claim is made, as YYYY-MM-DD. */
@@ -134,92 +364,6 @@ function todayInUk(now = new Date()): string {
   return new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London', year: 'numeric', month: '2-digit', day: '2-digit' }).format(now);
 }
 
-/**
- * The files of one run. Each is written under a hidden temporary name and renamed into place only
- * when the whole run has succeeded, so a failure half-way leaves no partial schedule to be claimed.
- */
-class OutputFiles {
-  private readonly files: CsvFile[] = [];
-
-  constructor(private readonly dir: string) {}
-
-  async open(name: string, columns: readonly string[]): Promise<CsvFile> {
-    const file = new CsvFile(join(this.dir, `.${name}.partial`), join(this.dir, name));
-    this.files.push(file);
-    await file.open(columns);
-    return file;
-  }
-
-  async commit(): Promise<void> {
-    for (const f of this.files) await rename(f.partialPath, f.finalPath);
-  }
-
-  async abandon(): Promise<void> {
-    for (const f of this.files) {
-      f.destroy();
-      await rm(f.partialPath, { force: true });
-    }
-  }
-}
-
-/**
- * A CSV file as spreadsheets open it cleanly: UTF-8 with a byte order mark (without one, Excel reads
- * UTF-8 as Windows-1252 and "Zoë" becomes "ZoÃ«"), a header row, RFC 4180 quoting, CRLF line ends.
- */
-class CsvFile {
-  rows = 0;
-  private stream: WriteStream | undefined;
-  /** A write error, kept until the next write or close reports it (an unheard 'error' would crash the process). */
-  private failure: Error | undefined;
-
-  constructor(
-    readonly partialPath: string,
-    readonly finalPath: string,
-  ) {}
-
-  async open(columns: readonly string[]): Promise<void> {
-    this.stream = createWriteStream(this.partialPath, { flags: 'w' });
-    this.stream.on('error', (err) => (this.failure ??= err));
-    await once(this.stream, 'open');
-    await this.put(`\uFEFF${csvLine(columns)}`);
-  }
-
-  async write(cells: string[]): Promise<void> {
-    await this.put(csvLine(cells));
-    this.rows++;
-  }
-
-  async close(): Promise<void> {
-    const stream = this.stream;
-    if (!stream) return;
-    if (!stream.closed) {
-      stream.end();
-      await once(stream, 'close');
-    }
-    if (this.failure) throw this.failure;
-  }
-
-  destroy(): void {
-    this.stream?.destroy();
-  }
-
-  private async put(text: string): Promise<void> {
-    const stream = this.stream!;
-    if (this.failure) throw this.failure;
-    if (!stream.write(text)) await once(stream, 'drain');
-  }
-}
-
-function csvLine(cells: readonly string[]): string {
-  return stringify([cells], { record_delimiter: 'windows' });
-}
-
 function count(n: number, noun: string): string {
   return `${n.toLocaleString('en-GB')} ${noun}${n === 1 ? '' : 's'}`;
-}
-
-/** Pence as £1,234.56 (for people; the files carry no currency sign). */
-function pounds(minor: number): string {
-  const [whole, pence] = formatPounds(minor).split('.');
-  return `£${BigInt(whole!).toLocaleString('en-GB')}.${pence}`;
 }

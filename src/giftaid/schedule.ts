@@ -8,20 +8,8 @@
 // decimals and no £ sign, blank cells for what does not apply, and at most 1,000 rows per schedule.
 // Where the guidance is silent, the assumptions are stated next to the rule they shape.
 
+import anyAscii from 'any-ascii';
 import type { StoredDonation } from '../donations/donation.js';
-
-/** HMRC's schedule columns, in the spreadsheet's order. */
-export const SCHEDULE_COLUMNS = [
-  'Title',
-  'First name',
-  'Last name',
-  'House name or number',
-  'Postcode',
-  'Aggregated donations',
-  'Sponsored event',
-  'Donation date (DD/MM/YY)',
-  'Amount',
-] as const;
 
 /** The columns of needs-attention.csv: enough to find the donation and the donor, and the reasons. */
 export const ATTENTION_COLUMNS = [
@@ -65,22 +53,21 @@ export type GiftAidDonation = Pick<
   | 'donation_date'
 >;
 
-/** One row of HMRC's schedule; every cell is text exactly as it goes into the spreadsheet. */
+/**
+ * One donation as it goes into HMRC's schedule, every text already in HMRC's form. Title,
+ * aggregated donations and sponsored event are always blank: Almoner does not collect a title,
+ * claims each donation on its own row, and knows of no sponsored events.
+ */
 export interface ScheduleRow {
-  /** Not collected by Almoner: always blank (the column is optional). */
-  title: '';
+  donationId: number;
   firstName: string;
   lastName: string;
   houseNameOrNumber: string;
   postcode: string;
-  /** Each donation is claimed on its own row: never aggregated, so blank. */
-  aggregatedDonations: '';
-  /** Almoner does not know of sponsored events: blank. */
-  sponsoredEvent: '';
-  /** DD/MM/YY. */
-  donationDate: string;
-  /** Pounds with two decimals, no currency sign: 25.00. */
-  amount: string;
+  /** YYYY-MM-DD; the file shows it as DD/MM/YY. */
+  donationDay: string;
+  /** Pence; the file shows it as pounds with two decimals. */
+  amountMinor: number;
 }
 
 /** A donation that cannot be claimed as it stands, with what the charity needs to fix it. */
@@ -114,7 +101,8 @@ export const REASONS = {
   noHouse: 'no house name or number (donor_address is empty)',
   noPostcode: 'no postcode',
   badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
-  formula: (column: string) => `${column} starts with =, +, - or @, which a spreadsheet would run as a formula`,
+  unwritable: (column: string, chars: readonly string[]) =>
+    `${column} holds ${chars.map((c) => JSON.stringify(c)).join(', ')}, which HMRC's schedule cannot hold and which has no plain-letter spelling`,
   outOfTime: (cutoff: string) =>
     `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): too late to claim`,
   future: 'dated after the claim date',
@@ -147,15 +135,15 @@ export function assessDonation(d: GiftAidDonation, today: string): Assessment {
   if (postcode.value === '') reasons.push(REASONS.noPostcode);
   else if (!postcode.valid) reasons.push(REASONS.badPostcode(normaliseSpaces(d.donor_postcode ?? '')));
 
-  // The schedule is text that people open in a spreadsheet: a cell that begins with a formula
-  // character (from a web form anyone can fill in) would run there. A real name or house never
-  // begins with one, so such a donation is held back rather than written into the schedule.
+  // HMRC deletes every character outside its set before reading a value. Letters outside it are
+  // written in plain letters already (hmrcText); anything left would reach HMRC mangled.
   for (const [column, value] of [
     ['first name', firstName],
     ['last name', lastName],
     ['house name or number', house],
   ] as const) {
-    if (FORMULA_START.test(value)) reasons.push(REASONS.formula(column));
+    const outside = outsideHmrcCharacters(value);
+    if (outside.length > 0) reasons.push(REASONS.unwritable(column, outside));
   }
 
   const day = donationDay(d.donation_date);
@@ -188,53 +176,42 @@ export function assessDonation(d: GiftAidDonation, today: string): Assessment {
     id: d.id,
     amountMinor: d.amount_minor,
     row: {
-      title: '',
+      donationId: d.id,
       firstName,
       lastName,
       houseNameOrNumber: house,
       postcode: postcode.value,
-      aggregatedDonations: '',
-      sponsoredEvent: '',
-      donationDate: hmrcDate(day),
-      amount: formatPounds(d.amount_minor),
+      donationDay: day,
+      amountMinor: d.amount_minor,
     },
   };
 }
 
 export interface Schedule {
-  /** The claimable rows, in the donations' order, cut into schedules of at most 1,000 rows. */
-  schedules: ScheduleRow[][];
+  /** The claimable donations' rows, earliest first (then by id): a claim's first file holds its earliest donations. */
+  rows: ScheduleRow[];
+  /** The Gift Aid donations that cannot be claimed as they stand, in the donations' order. */
   needsAttention: AttentionRow[];
-  claimableCount: number;
   /** The sum of the claimable donations, in pence. */
   claimableMinor: number;
-  /** Donations given without Gift Aid: not part of the claim at all. */
-  notGiftAidCount: number;
 }
 
-/** The whole claim at once (the CLI streams with assessDonation instead; this is the same rules). */
+/** Decides every donation against the claim date `today`; donations without Gift Aid are left out. */
 export function buildSchedule(donations: Iterable<GiftAidDonation>, today: string): Schedule {
-  const claimable: ScheduleRow[] = [];
+  const rows: ScheduleRow[] = [];
   const needsAttention: AttentionRow[] = [];
   let claimableMinor = 0;
-  let notGiftAidCount = 0;
   for (const d of donations) {
     const a = assessDonation(d, today);
     if (a.kind === 'claimable') {
-      claimable.push(a.row);
+      rows.push(a.row);
       claimableMinor += a.amountMinor;
     } else if (a.kind === 'needs-attention') {
       needsAttention.push(a.row);
-    } else {
-      notGiftAidCount++;
     }
   }
-  return { schedules: chunk(claimable, MAX_ROWS_PER_SCHEDULE), needsAttention, claimableCount: claimable.length, claimableMinor, notGiftAidCount };
-}
-
-/** A schedule row as the spreadsheet's cells, in SCHEDULE_COLUMNS order. */
-export function scheduleCells(r: ScheduleRow): string[] {
-  return [r.title, r.firstName, r.lastName, r.houseNameOrNumber, r.postcode, r.aggregatedDonations, r.sponsoredEvent, r.donationDate, r.amount];
+  rows.sort((x, y) => (x.donationDay < y.donationDay ? -1 : x.donationDay > y.donationDay ? 1 : x.donationId - y.donationId));
+  return { rows, needsAttention, claimableMinor };
 }
 
 /** A needs-attention row as cells, in ATTENTION_COLUMNS order; reasons joined with "; ". */
@@ -253,17 +230,9 @@ export function attentionCells(r: AttentionRow): string[] {
   ];
 }
 
-/** schedule-001.csv, schedule-002.csv, …: the file for the n-th schedule (from 1). */
-export function scheduleFileName(n: number): string {
-  return `schedule-${String(n).padStart(3, '0')}.csv`;
-}
-
 export const ATTENTION_FILE_NAME = 'needs-attention.csv';
 
 // --- the rules, one by one ---
-
-/** A formula in a spreadsheet cell starts with one of these. */
-const FORMULA_START = /^[=+\-@]/;
 
 /**
  * Whitespace of any kind (line breaks, tabs, non-breaking spaces) and control characters become
@@ -284,21 +253,49 @@ function hasLetter(s: string): boolean {
 }
 
 /**
- * First name: spaces normalised, cut to 35 characters. Kept as given otherwise: HMRC asks for a
- * space instead of a hyphen only in a double-barrelled surname, so "Mary-Jane" stays. Assumption:
- * letters outside ASCII (Zoë, Łukasz) are kept, since the spreadsheet is Unicode; HMRC publishes no
- * list of allowed characters for the schedule.
+ * HMRC's characters: its checker deletes every character outside U+0020 to U+007E and U+00A1 to
+ * U+00FF before it reads a value, so "Łukasz" would arrive as "ukasz".
  */
-export function hmrcFirstName(name: string | null): string {
-  return cut(normaliseSpaces(name ?? ''), NAME_MAX_LENGTH);
+const HMRC_CHARACTER = /[\u0020-\u007E\u00A1-\u00FF]/u;
+/** What may be spelt in plain letters: letters and their accents, dashes and quotation marks (O’Brien). */
+const SPELLABLE = /[\p{L}\p{M}\p{Pd}\p{Pi}\p{Pf}]/u;
+
+/**
+ * Text in HMRC's characters. A word with a letter outside them is written wholly in plain letters
+ * by any-ascii ("Łukasz Żółkiewski" -> "Lukasz Zolkiewski", "O’Brien" -> "O'Brien"), never half
+ * and half; a word HMRC can hold as it is keeps its accents ("Zoë" stays "Zoë"). A word with
+ * anything else outside HMRC's characters (an emoji, a symbol) is left as it is, for
+ * outsideHmrcCharacters to report: it must not reach HMRC mangled.
+ */
+export function hmrcText(text: string): string {
+  return text.replace(/\S+/gu, (word) => {
+    const outside = Array.from(word).filter((c) => !HMRC_CHARACTER.test(c));
+    if (outside.length === 0 || !outside.every((c) => SPELLABLE.test(c))) return word;
+    return normaliseSpaces(anyAscii(word));
+  });
+}
+
+/** The characters of `text` that HMRC's schedule cannot hold, each once, in order. */
+export function outsideHmrcCharacters(text: string): string[] {
+  return [...new Set(Array.from(text).filter((c) => !HMRC_CHARACTER.test(c)))];
 }
 
 /**
- * Last name: a double-barrelled surname gets a space instead of the hyphen (Smith-Jones becomes
- * Smith Jones; any dash character counts as the hyphen), spaces normalised, cut to 35 characters.
+ * First name: in HMRC's characters, spaces normalised, cut to 35 characters. Kept as given
+ * otherwise: HMRC asks for a space instead of a hyphen only in a double-barrelled surname, so
+ * "Mary-Jane" stays.
+ */
+export function hmrcFirstName(name: string | null): string {
+  return cut(hmrcText(normaliseSpaces(name ?? '')), NAME_MAX_LENGTH);
+}
+
+/**
+ * Last name: in HMRC's characters, a double-barrelled surname with a space instead of the hyphen
+ * (Smith-Jones becomes Smith Jones; any dash character counts as the hyphen), spaces normalised,
+ * cut to 35 characters.
  */
 export function hmrcLastName(name: string | null): string {
-  return cut(normaliseSpaces((name ?? '').replace(/[-\u2010-\u2015\u2212]/g, ' ')), NAME_MAX_LENGTH);
+  return cut(normaliseSpaces(hmrcText(normaliseSpaces(name ?? '')).replace(/[-\u2010-\u2015\u2212]/g, ' ')), NAME_MAX_LENGTH);
 }
 
 /** A house number at the start of a segment: 12, 12a, 12-14, 12/3 (followed by a space, a comma or the end). */
@@ -320,11 +317,12 @@ const FLAT = /^((?:flat|apartment|apt\.?|unit|suite)\s+(?:[^\s,]*\d[^\s,]*|[A-Za
  *     "Rose Cottage". (An address with no comma and no leading number, "Rose Cottage Lane End",
  *     cannot be told apart from its street, so the whole first line is taken.)
  *  5. The result is cut to 40 characters. An empty or missing address gives "".
+ * The address is first put in HMRC's characters (hmrcText).
  */
 export function houseNameOrNumber(address: string | null): string {
   const text = (address ?? '')
     .split(/\r\n|\r|\n/)
-    .map(normaliseSpaces)
+    .map((line) => hmrcText(normaliseSpaces(line)))
     .filter((line) => line !== '')
     .join(', ');
   const first = firstSegment(text);
@@ -350,11 +348,11 @@ function numberOrName(segment: string): string {
 
 /**
  * A UK postcode as HMRC wants it: capital letters, one space before the last three characters
- * ("sw1a1aa" and " SW1A   1AA " both become "SW1A 1AA"). `valid` says whether it has the shape of
- * a UK postcode (outward code, space, digit and two letters, or GIR 0AA). HMRC's convention for a
- * donor living outside the UK is "X" in the postcode column; a recorded "X" (any case) is kept as X
- * and counts as valid. Assumption: anything else that is not UK-shaped cannot be claimed as it
- * stands, since HMRC's spreadsheet would reject it.
+ * ("sw1a1aa" and " SW1A   1AA " both become "SW1A 1AA"). `valid` says whether HMRC's checker takes
+ * it: GIR 0AA, or an outward code (A9, A99, A9A, AA9, AA99 or AA9A, where a second letter is never
+ * I or Z), a space, a digit and two letters. HMRC's convention for a donor living outside the UK is
+ * "X" in the postcode column; a recorded "X" (any case) is kept as X and counts as valid. Anything
+ * else cannot be claimed as it stands, since HMRC would reject the row.
  */
 export function hmrcPostcode(raw: string | null): { value: string; valid: boolean } {
   const compact = (raw ?? '').replace(/[\s\p{Cc}]+/gu, '').toUpperCase();
@@ -364,7 +362,7 @@ export function hmrcPostcode(raw: string | null): { value: string; valid: boolea
   return { value, valid: UK_POSTCODE.test(value) };
 }
 
-const UK_POSTCODE = /^(?:[A-Z]{1,2}[0-9][A-Z0-9]?|GIR) [0-9][A-Z]{2}$/;
+const UK_POSTCODE = /^(?:GIR 0AA|[A-Z][A-HJ-Y]?[0-9][0-9A-Z]? [0-9][A-Z]{2})$/;
 
 /** The day of a stored donation_date (ISO 8601 UTC, midnight of the given day): YYYY-MM-DD. */
 export function donationDay(donationDate: string): string {
@@ -378,7 +376,8 @@ export function hmrcDate(day: string): string {
   return `${day.slice(8, 10)}/${day.slice(5, 7)}/${day.slice(2, 4)}`;
 }
 
-function dayMonthYear(day: string): string {
+/** YYYY-MM-DD as DD/MM/YYYY, for people. */
+export function dayMonthYear(day: string): string {
   return `${day.slice(8, 10)}/${day.slice(5, 7)}/${day.slice(0, 4)}`;
 }
 
@@ -412,6 +411,12 @@ export function formatPounds(minor: number): string {
   const abs = Math.abs(minor);
   const pence = abs % 100;
   return `${sign}${(abs - pence) / 100}.${String(pence).padStart(2, '0')}`;
+}
+
+/** Pence as £1,234.56, for people (the schedule's donation rows carry no currency sign). */
+export function pounds(minor: number): string {
+  const [whole, pence] = formatPounds(minor).split('.');
+  return `£${whole!.replace(/\B(?=(\d{3})+$)/g, ',')}.${pence}`;
 }
 
 export function chunk<T>(items: readonly T[], size: number): T[][] {

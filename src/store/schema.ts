@@ -1,5 +1,6 @@
 // The database schema as one TypeScript interface: the single source of the query types.
 import type { Generated } from 'kysely';
+import type { ClaimStatus } from '../giftaid/claim.js';
 
 export interface CharitiesTable {
   id: Generated<number>;
@@ -52,8 +53,43 @@ export interface IdempotencyKeysTable {
   expires_at: string;
 }
 
+export interface GiftaidClaimsTable {
+  id: Generated<number>;
+  charity_id: number;
+  status: ClaimStatus;
+  /** The last day of donations the claim took (YYYY-MM-DD). */
+  up_to: string;
+  /** The day the claim was prepared, in the UK (YYYY-MM-DD): the day its rules were applied. */
+  claim_date: string;
+  donation_count: number;
+  total_minor: number;
+  prepared_at: string;
+  submitted_at: string | null;
+  paid_at: string | null;
+  rejected_at: string | null;
+}
+
+/** A donation in a claim, with its row exactly as it went into HMRC's schedule. */
+export interface GiftaidClaimDonationsTable {
+  claim_id: number;
+  donation_id: number;
+  /** 1, 2, 3, … over the whole claim: file ceil(position / 1000), item ((position - 1) % 1000) + 1. */
+  position: number;
+  /** 1 while the claim is live (not rejected), null after: a donation has at most one live row. */
+  live: 1 | null;
+  first_name: string;
+  last_name: string;
+  house: string;
+  postcode: string;
+  /** YYYY-MM-DD. */
+  donation_day: string;
+  amount_minor: number;
+}
+
 export interface Database {
   charities: CharitiesTable;
   donations: DonationsTable;
   idempotency_keys: IdempotencyKeysTable;
+  giftaid_claims: GiftaidClaimsTable;
+  giftaid_claim_donations: GiftaidClaimDonationsTable;
 }

@@ -1,10 +1,12 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
-import { Kysely, Migrator, sql, type Selectable } from 'kysely';
+import { Kysely, Migrator, sql } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
-import type { Database, DonationsTable } from './schema.js';
+import type { Database } from './schema.js';
+import { ClaimLedger } from './claims.js';
+import { toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
 import { migrations } from './migrations/index.js';
@@ -40,6 +42,8 @@ export class ClaimLostError extends Error {}
 
 export class Store {
   private readonly writes: GroupCommit<Database>;
+  /** The Gift Aid claims. */
+  readonly claims: ClaimLedger;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -48,6 +52,7 @@ export class Store {
     writeConcurrency = 1,
   ) {
     this.writes = new GroupCommit(db, writeConcurrency);
+    this.claims = new ClaimLedger(db);
   }
 
   /** Applies every pending migration; safe to call from several processes at once. */
@@ -307,28 +312,4 @@ export class Store {
       yield { ...toStoredDonation(row), charity: row.charity };
     }
   }
-}
-
-function toStoredDonation(row: Selectable<DonationsTable>): StoredDonation {
-  return {
-    id: Number(row.id),
-    charity_id: Number(row.charity_id),
-    donor_first_name: row.donor_first_name,
-    donor_last_name: row.donor_last_name,
-    donor_email: row.donor_email,
-    donor_phone: row.donor_phone,
-    donor_address: row.donor_address,
-    donor_city: row.donor_city,
-    donor_postcode: row.donor_postcode,
-    donor_ip: row.donor_ip,
-    gift_aid: Boolean(row.gift_aid),
-    amount: row.amount,
-    amount_minor: Number(row.amount_minor),
-    payment_method: row.payment_method,
-    payment_confirmation_number: row.payment_confirmation_number,
-    donation_type: row.donation_type as StoredDonation['donation_type'],
-    donation_date: row.donation_date,
-    zakat_donation: Boolean(row.zakat_donation),
-    recorded_at: row.recorded_at,
-  };
 }

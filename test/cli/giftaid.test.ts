@@ -1,6 +1,7 @@
-// bin/almoner giftaid schedule: donations recorded through the real HTTP app (and, for volume,
-// straight through the store) on a fresh database of each backend; the real executable writes the
-// schedule files, which are parsed back as strict RFC 4180 CSV.
+// bin/almoner giftaid: a claim prepared by the real executable from donations recorded through the
+// real HTTP app (and, for volume, straight through the store), on a fresh database of each backend.
+// Its .ods files are read back by an independent reader that counts rows and cells as HMRC's
+// checker does (test/support/ods.ts, no code shared with the writer) and opened in LibreOffice.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,36 +10,23 @@ import { after, before, describe, test } from 'node:test';
 import type { DonationInput } from '../../src/client/index.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { exampleDonation, startTestApp, tempDir, type TestCharity, type TestContext } from '../support/app.js';
-import { parseCsv as parseStrictCsv } from '../support/csv.js';
 import { BACKENDS } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js';
+import { parseCsv } from '../support/csv.js';
+import { cellsAsShown, noLibreOffice } from '../support/libreoffice.js';
+import { giftAidRows, hmrcProblems, packageProblems, readOds, type GiftAidRow, type OdsFile } from '../support/ods.js';
 
-const SCHEDULE_HEADER = [
-  'Title',
-  'First name',
-  'Last name',
-  'House name or number',
-  'Postcode',
-  'Aggregated donations',
-  'Sponsored event',
-  'Donation date (DD/MM/YY)',
-  'Amount',
-];
 const ATTENTION_HEADER = ['id', 'donor_first_name', 'donor_last_name', 'donor_email', 'donor_address', 'donor_city', 'donor_postcode', 'donation_date', 'amount', 'reason'];
+const HEADINGS = ['Item', 'Title', 'First name', 'Last name', 'House name or number', 'Postcode', 'Aggregated donations', 'Sponsored event', 'Donation date', 'Amount'];
 
-/** Claimable donations recorded straight through the store: more than one schedule holds. */
+/** Claimable donations recorded straight through the store: more than one file holds. */
 const BULK = 1003;
 
-/** Strict RFC 4180 after a UTF-8 byte order mark. */
-function parseCsv(text: string): string[][] {
-  assert.ok(text.startsWith('\uFEFF'), 'the file starts with a UTF-8 byte order mark');
-  return parseStrictCsv(text.slice(1));
-}
-
-function readCsv(path: string, header: string[]): string[][] {
-  const [head, ...rows] = parseCsv(readFileSync(path, 'utf8'));
-  assert.deepEqual(head, header, `the header row of ${path}`);
-  for (const row of rows) assert.equal(row.length, header.length, `every row of ${path} has ${header.length} cells`);
+function readAttention(path: string): string[][] {
+  const text = readFileSync(path, 'utf8');
+  assert.ok(text.startsWith('\uFEFF'), 'needs-attention CSV starts with a UTF-8 byte order mark');
+  const [head, ...rows] = parseCsv(text.slice(1));
+  assert.deepEqual(head, ATTENTION_HEADER);
   return rows;
 }
 
@@ -57,76 +45,102 @@ function shift(day: string, { years = 0, days = 0 }: { years?: number; days?: nu
 const api = (day: string) => `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}`; // DD-MM-YYYY
 const hmrc = (day: string) => `${day.slice(8, 10)}/${day.slice(5, 7)}/${day.slice(2, 4)}`; // DD/MM/YY
 
-describe('bin/almoner giftaid schedule', { concurrency: true }, () => {
+/** A row's ten cells B to K, as HMRC reads them. */
+const cellsOf = (r: GiftAidRow) => [r.item, r.title, r.firstName, r.lastName, r.house, r.postcode, r.aggregated, r.sponsored, r.date, r.amount];
+
+function json<T>(run: Run): T {
+  assert.equal(run.code, 0, `exit ${run.code}\nstderr: ${run.stderr}`);
+  return JSON.parse(run.stdout) as T;
+}
+
+interface ClaimJson {
+  claim: number | null;
+  files: string[];
+  needs_attention: string | null;
+  donations: number;
+  total: string;
+}
+interface ClaimListJson {
+  id: number;
+  charity: string;
+  status: string;
+  donations: number;
+  total: string;
+  up_to: string;
+  prepared_at: string;
+  submitted_at: string | null;
+  paid_at: string | null;
+  rejected_at: string | null;
+}
+
+describe('bin/almoner giftaid', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
-    describe(`bin/almoner giftaid schedule [${backend.name}]`, { concurrency: 1 }, () => {
+    describe(`bin/almoner giftaid [${backend.name}]`, { concurrency: 1 }, () => {
       let ctx: TestContext;
       let other: TestCharity;
       let dir: string;
       let out: string;
-      let run: Run;
+      let claimRun: Run;
+      let claim: ClaimJson;
+      let previewRun: Run;
+      let claimsBeforeClaim: ClaimListJson[];
+      const files: OdsFile[] = [];
       const today = todayInUk();
-      const from = shift(today, { years: -4, days: -30 });
-      const to = shift(today, { days: 30 });
-      /** Every donation recorded, by a short name: its id, and how it was recorded. */
-      const recorded = new Map<string, { id: number; body: Record<string, unknown> }>();
-      /** The ids the claim must account for: this charity's Gift Aid donations dated from..to. */
-      const inClaim = new Set<number>();
-      /** Claimable donations by their (unique) last name as the schedule shows it, with the amount in pence. */
+      const recent = shift(today, { days: -30 });
+      /** Every donation recorded, by a short name. */
+      const recorded = new Map<string, number>();
+      /** This charity's Gift Aid donations dated up to today: each must be in the claim or in needs-attention. */
+      const considered = new Set<number>();
+      /** Claimable donations by their (unique) last name as the schedule shows it: id and pence. */
       const claimable = new Map<string, { id: number; pence: number }>();
 
       async function donate(name: string, charity: TestCharity, body: Record<string, unknown>): Promise<number> {
         const { id } = (await (await ctx.client(charity)).createDonation(body as unknown as DonationInput)).record;
-        recorded.set(name, { id, body });
+        recorded.set(name, id);
         return id;
       }
-
-      function idOf(name: string): number {
-        const r = recorded.get(name);
-        assert.ok(r, `no donation ${name}`);
-        return r.id;
-      }
+      const idOf = (name: string) => recorded.get(name) ?? assert.fail(`no donation ${name}`);
+      const allRows = () => files.flatMap((f) => giftAidRows(f));
 
       before(async () => {
         assertBuilt();
         ctx = await startTestApp(backend);
         other = await ctx.signUp('Second Charity', 'second@charity.example');
         dir = tempDir();
-        out = join(dir, 'claims', '2025'); // nested and missing: the command creates it
+        out = join(dir, 'claims', '2026'); // nested and missing: the command creates it
 
-        const recent = shift(today, { days: -30 });
-        // Claimable, each showing one rule on the way into the schedule.
         const yes = async (name: string, lastName: string, pence: number, body: Record<string, unknown>) => {
           const id = await donate(name, ctx.charity, exampleDonation({ donation_date: api(recent), ...body }));
-          inClaim.add(id);
+          considered.add(id);
           claimable.set(lastName, { id, pence });
         };
         await yes('hyphenated', 'Smith Jones', 2500, { donor_last_name: 'Smith-Jones', donor_postcode: 'sw1a1aa', amount: '25.00' });
         await yes('flat', 'Flatley', 1050, { donor_last_name: 'Flatley', donor_address: 'Flat 3, 12 High St', amount: 10.5 });
         await yes('cottage', 'Cottager', 100000050, { donor_last_name: 'Cottager', donor_address: 'Rose Cottage, Lane End', amount: '1000000.50' });
-        await yes('long', 'W'.repeat(35), 1, {
-          donor_first_name: 'Wolfeschlegelsteinhausenbergerdorff Hubert',
-          donor_last_name: 'W'.repeat(40),
-          amount: '0.01',
-        });
-        await yes('onFrom', 'Onfrom', 700, { donor_last_name: 'Onfrom', donation_date: api(shift(today, { years: -4 })), amount: '7' });
+        await yes('long', 'W'.repeat(35), 1, { donor_first_name: 'Wolfeschlegelsteinhausenbergerdorff Hubert', donor_last_name: 'W'.repeat(40), amount: '0.01' });
+        await yes('onCutoff', 'Oncutoff', 700, { donor_last_name: 'Oncutoff', donation_date: api(shift(today, { years: -4 })), amount: '7' });
+        await yes('polish', 'Zolkiewski', 1234, { donor_first_name: 'Łukasz', donor_last_name: 'Żółkiewski', amount: '12.34' });
+        await yes('latin1', "O'Brien", 500, { donor_first_name: 'Zoë', donor_last_name: 'O’Brien', donor_address: 'Château Rouge, 5 Rue Haute', amount: '5' });
+        await yes('cyrillic', 'Petrov', 300, { donor_first_name: 'Иван', donor_last_name: 'Петров', amount: '3.00' });
+        await yes('abroad', 'Dupont', 4200, { donor_last_name: 'Dupont', donor_address: '100 Champs Elysees, Paris', donor_postcode: 'x', amount: '42' });
+        await yes('today', 'Todays', 100, { donor_last_name: 'Todays', donation_date: api(today), amount: '1' });
 
         // Gift Aid donations that cannot be claimed as they stand.
-        const attention = async (name: string, body: Record<string, unknown>, charity = ctx.charity) => {
-          inClaim.add(await donate(name, charity, exampleDonation({ donation_date: api(recent), ...body })));
+        const attention = async (name: string, body: Record<string, unknown>) => {
+          considered.add(await donate(name, ctx.charity, exampleDonation({ donation_date: api(recent), ...body })));
         };
         await attention('noLastName', { donor_last_name: null });
         await attention('noAddress', { donor_address: '' });
         await attention('noPostcode', { donor_postcode: undefined });
         await attention('tooOld', { donation_date: api(shift(today, { years: -4, days: -10 })) });
-        await attention('future', { donation_date: api(shift(today, { days: 10 })) });
         await attention('tricky', { donor_first_name: null, donor_address: 'Flat 2, "The Old Mill"\nMill Lane', donor_postcode: '75008' });
+        await attention('emoji', { donor_last_name: 'Doe 😀' });
+        await attention('notHmrcPostcode', { donor_postcode: 'ZZ1 1ZZ' }); // UK-shaped, but HMRC allows no Z as a second letter
 
-        // Never in the claim: no Gift Aid, another charity, dated outside --from..--to.
+        // Never in this claim: no Gift Aid, another charity's, dated after today.
         await donate('noGiftAid', ctx.charity, exampleDonation({ gift_aid: 'no', donation_date: api(recent) }));
         await donate('otherCharity', other, exampleDonation({ donation_date: api(recent) }));
-        await donate('beforeFrom', ctx.charity, exampleDonation({ donation_date: api(shift(from, { days: -1 })) }));
-        await donate('afterTo', ctx.charity, exampleDonation({ donation_date: api(shift(to, { days: 1 })) }));
+        await donate('future', ctx.charity, exampleDonation({ donor_last_name: 'Future', donation_date: api(shift(today, { days: 10 })) }));
 
         // Volume: straight through the store, 100 at a time, each with its own last name.
         for (let start = 0; start < BULK; start += 100) {
@@ -136,14 +150,17 @@ describe('bin/almoner giftaid schedule', { concurrency: true }, () => {
               const v = validateDonation(exampleDonation({ donor_last_name: `Bulk-${i}`, amount: `${i + 1}.00`, donation_date: api(recent) }));
               assert.ok(v.ok);
               const d = await ctx.store.recordDonation(ctx.charity.id, v.donation);
-              inClaim.add(d.id);
+              considered.add(d.id);
               claimable.set(`Bulk ${i}`, { id: d.id, pence: (i + 1) * 100 });
             }),
           );
         }
 
-        run = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', from, '--to', to, '--out', out]);
-        assert.equal(run.code, 0, `giftaid schedule exited ${run.code}\nstderr: ${run.stderr}`);
+        previewRun = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'preview'), '--json']);
+        claimsBeforeClaim = json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--json']));
+        claimRun = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', out, '--json']);
+        claim = json<ClaimJson>(claimRun);
+        for (const f of claim.files) files.push(await readOds(f));
       });
 
       after(async () => {
@@ -151,114 +168,230 @@ describe('bin/almoner giftaid schedule', { concurrency: true }, () => {
         if (dir) rmSync(dir, { recursive: true, force: true });
       });
 
-      const claimableCount = () => claimable.size; // 5 + BULK
-      const schedules = () => [readCsv(join(out, 'schedule-001.csv'), SCHEDULE_HEADER), readCsv(join(out, 'schedule-002.csv'), SCHEDULE_HEADER)];
-      const needsAttention = () => readCsv(join(out, 'needs-attention.csv'), ATTENTION_HEADER);
-
-      test('the folder is created and holds schedule-001.csv with 1,000 rows, schedule-002.csv with the rest, and needs-attention.csv', () => {
-        assert.deepEqual(readdirSync(out).sort(), ['needs-attention.csv', 'schedule-001.csv', 'schedule-002.csv'], 'no other file, no temporary file left');
-        const [first, second] = schedules();
-        assert.equal(first!.length, 1000);
-        assert.equal(second!.length, claimableCount() - 1000);
+      test('claim --json: the claim, its two files (1,000 donations and the rest), needs-attention, the count and total', () => {
+        const pence = [...claimable.values()].reduce((sum, c) => sum + c.pence, 0);
+        assert.equal(typeof claim.claim, 'number');
+        assert.deepEqual(claim, {
+          claim: claim.claim,
+          files: [join(out, `claim-${claim.claim}-1.ods`), join(out, `claim-${claim.claim}-2.ods`)],
+          needs_attention: join(out, `claim-${claim.claim}-needs-attention.csv`),
+          donations: claimable.size,
+          total: `${Math.floor(pence / 100)}.${String(pence % 100).padStart(2, '0')}`,
+        });
+        assert.deepEqual(readdirSync(out).sort(), [`claim-${claim.claim}-1.ods`, `claim-${claim.claim}-2.ods`, `claim-${claim.claim}-needs-attention.csv`], 'no other file, no temporary file left');
+        assert.equal(giftAidRows(files[0]!).length, 1000);
+        assert.equal(giftAidRows(files[1]!).length, claimable.size - 1000);
+        assert.equal(claimRun.stderr, '');
       });
 
-      test('every Gift Aid donation in range is in exactly one schedule row or in needs-attention.csv; nothing else is', () => {
+      test('each file passes every rule of HMRC’s checker, read independently, and is a proper OpenDocument package', () => {
+        for (const [i, f] of files.entries()) {
+          assert.deepEqual(packageProblems(f), [], `file ${i + 1} as a package`);
+          assert.deepEqual(hmrcProblems(f, today), [], `file ${i + 1} by HMRC's rules`);
+          assert.equal(f.sheetName, 'R68GAD_V1_00_0_EN');
+          assert.deepEqual(f.rows(23)[22]!.slice(1, 11), HEADINGS, 'the headings stand in row 23, B to K');
+          const rows = giftAidRows(f);
+          assert.deepEqual(
+            rows.map((r) => r.rowIndex),
+            rows.map((_, k) => 24 + k),
+            'donations from row 25 down, with no gap',
+          );
+          assert.deepEqual(
+            rows.map((r) => r.item),
+            rows.map((_, k) => String(k + 1)),
+            'items 1, 2, 3, … in each file',
+          );
+          const earliest = rows.map((r) => r.date.split('/').reverse().join('')).sort()[0]!;
+          assert.equal(f.cellAt(12, 3), `${earliest.slice(4, 6)}/${earliest.slice(2, 4)}/${earliest.slice(0, 2)}`, 'D13: the earliest donation date in this file');
+          assert.equal(f.cellAt(16, 3), '', 'D17: no previously over-claimed amount');
+        }
+        assert.equal(files[0]!.cellAt(12, 3), hmrc(shift(today, { years: -4 })), 'the first file holds the earliest donations');
+        assert.equal(files[1]!.cellAt(12, 3), hmrc(recent));
+      });
+
+      test('every Gift Aid donation dated up to today is in exactly one schedule row or in needs-attention; nothing else is', () => {
         const seen: number[] = [];
-        for (const row of schedules().flat()) {
-          const c = claimable.get(row[2]!);
+        for (const row of allRows()) {
+          const c = claimable.get(row.lastName);
           assert.ok(c, `a schedule row for no claimable donation: ${JSON.stringify(row)}`);
           seen.push(c.id);
         }
-        for (const row of needsAttention()) seen.push(Number(row[0]));
+        for (const row of readAttention(claim.needs_attention!)) seen.push(Number(row[0]));
         assert.equal(new Set(seen).size, seen.length, 'no donation twice');
-        assert.deepEqual(new Set(seen), inClaim);
-        for (const name of ['noGiftAid', 'otherCharity', 'beforeFrom', 'afterTo']) assert.ok(!seen.includes(idOf(name)), `${name} is not in the claim`);
+        assert.deepEqual(new Set(seen), considered);
+        for (const name of ['noGiftAid', 'otherCharity', 'future']) assert.ok(!seen.includes(idOf(name)), `${name} is not in the claim`);
       });
 
-      test('schedule rows follow the rules: names, house, postcode, DD/MM/YY, pounds with two decimals, in id order', () => {
-        const rows = schedules().flat();
-        const byLastName = new Map(rows.map((r) => [r[2], r]));
-        const recent = hmrc(shift(today, { days: -30 }));
-        assert.deepEqual(byLastName.get('Smith Jones'), ['', 'Jane', 'Smith Jones', '12', 'SW1A 1AA', '', '', recent, '25.00']);
-        assert.deepEqual(byLastName.get('Flatley'), ['', 'Jane', 'Flatley', 'Flat 3, 12', 'SW1A 1AA', '', '', recent, '10.50']);
-        assert.deepEqual(byLastName.get('Cottager'), ['', 'Jane', 'Cottager', 'Rose Cottage', 'SW1A 1AA', '', '', recent, '1000000.50']);
-        assert.deepEqual(byLastName.get('W'.repeat(35)), ['', 'Wolfeschlegelsteinhausenbergerdorff', 'W'.repeat(35), '12', 'SW1A 1AA', '', '', recent, '0.01']);
-        assert.deepEqual(byLastName.get('Onfrom'), ['', 'Jane', 'Onfrom', '12', 'SW1A 1AA', '', '', hmrc(shift(today, { years: -4 })), '7.00']);
-        assert.deepEqual(byLastName.get('Bulk 7'), ['', 'Jane', 'Bulk 7', '12', 'SW1A 1AA', '', '', recent, '8.00']);
-        const ids = rows.map((r) => claimable.get(r[2]!)!.id);
-        assert.deepEqual(
-          ids,
-          [...ids].sort((a, b) => a - b),
-          'in id order',
-        );
+      test("rows in HMRC's form: names in HMRC's characters, house, postcode, DD/MM/YY, pounds with two decimals", () => {
+        const byLastName = new Map(allRows().map((r) => [r.lastName, cellsOf(r).slice(1)]));
+        const row = (first: string, last: string, house: string, postcode: string, day: string, amount: string) => ['', first, last, house, postcode, '', '', hmrc(day), amount];
+        assert.deepEqual(byLastName.get('Smith Jones'), row('Jane', 'Smith Jones', '12', 'SW1A 1AA', recent, '25.00'));
+        assert.deepEqual(byLastName.get('Flatley'), row('Jane', 'Flatley', 'Flat 3, 12', 'SW1A 1AA', recent, '10.50'));
+        assert.deepEqual(byLastName.get('Cottager'), row('Jane', 'Cottager', 'Rose Cottage', 'SW1A 1AA', recent, '1000000.50'));
+        assert.deepEqual(byLastName.get('W'.repeat(35)), row('Wolfeschlegelsteinhausenbergerdorff', 'W'.repeat(35), '12', 'SW1A 1AA', recent, '0.01'));
+        assert.deepEqual(byLastName.get('Oncutoff'), row('Jane', 'Oncutoff', '12', 'SW1A 1AA', shift(today, { years: -4 }), '7.00'));
+        assert.deepEqual(byLastName.get('Zolkiewski'), row('Lukasz', 'Zolkiewski', '12', 'SW1A 1AA', recent, '12.34'));
+        assert.deepEqual(byLastName.get("O'Brien"), row('Zoë', "O'Brien", 'Château Rouge', 'SW1A 1AA', recent, '5.00'));
+        assert.deepEqual(byLastName.get('Petrov'), row('Ivan', 'Petrov', '12', 'SW1A 1AA', recent, '3.00'));
+        assert.deepEqual(byLastName.get('Dupont'), row('Jane', 'Dupont', '100', 'X', recent, '42.00'));
+        assert.deepEqual(byLastName.get('Todays'), row('Jane', 'Todays', '12', 'SW1A 1AA', today, '1.00'));
+        assert.deepEqual(byLastName.get('Bulk 7'), row('Jane', 'Bulk 7', '12', 'SW1A 1AA', recent, '8.00'));
       });
 
-      test('needs-attention.csv: each donation as recorded, with every reason', () => {
-        const rows = new Map(needsAttention().map((r) => [Number(r[0]), r]));
+      test('LibreOffice opens both files and shows in the cells HMRC reads what the independent reader found', { skip: noLibreOffice }, async () => {
+        const shown = await cellsAsShown(claim.files);
+        for (const [i, sheet] of shown.entries()) {
+          const f = files[i]!;
+          assert.equal(sheet[0]![1], 'Gift Aid donations schedule');
+          assert.deepEqual(sheet[22]!.slice(1, 11), HEADINGS, 'row 23: the headings');
+          assert.equal(sheet[12]![3], f.cellAt(12, 3), 'D13');
+          assert.equal(sheet[16]![3] ?? '', '', 'D17');
+          const rows = giftAidRows(f);
+          for (const r of rows) assert.deepEqual(sheet[r.rowIndex]!.slice(1, 11), cellsOf(r), `row ${r.rowIndex + 1}`);
+          assert.ok(sheet.slice(24 + rows.length).every((cells) => cells.every((c) => c === '')), 'nothing below the donations');
+        }
+      });
+
+      test('needs-attention: each donation left out, as recorded, with every reason', () => {
+        const rows = new Map(readAttention(claim.needs_attention!).map((r) => [Number(r[0]), r]));
         const reason = (name: string) => rows.get(idOf(name))?.[9];
         assert.equal(reason('noLastName'), 'no last name');
         assert.equal(reason('noAddress'), 'no house name or number (donor_address is empty)');
         assert.equal(reason('noPostcode'), 'no postcode');
         assert.match(reason('tooOld') ?? '', /^dated more than 4 years before the claim date \(before \d\d\/\d\d\/\d{4}\): too late to claim$/);
-        assert.equal(reason('future'), 'dated after the claim date');
         assert.equal(reason('tricky'), 'no first name; postcode "75008" is not a UK postcode (use X for a donor living outside the UK)');
-        const tricky = rows.get(idOf('tricky'));
-        assert.deepEqual(tricky?.slice(0, 9), [
-          String(idOf('tricky')),
-          '',
-          'Doe',
-          'jane.doe@example.com',
-          'Flat 2, "The Old Mill"\nMill Lane',
-          'London',
-          '75008',
-          shift(today, { days: -30 }),
-          '25.00',
-        ]);
-        assert.equal(rows.size, 6);
+        assert.equal(reason('emoji'), 'last name holds "😀", which HMRC\'s schedule cannot hold and which has no plain-letter spelling');
+        assert.equal(reason('notHmrcPostcode'), 'postcode "ZZ1 1ZZ" is not a UK postcode (use X for a donor living outside the UK)');
+        assert.deepEqual(rows.get(idOf('tricky'))?.slice(0, 9), [String(idOf('tricky')), '', 'Doe', 'jane.doe@example.com', 'Flat 2, "The Old Mill"\nMill Lane', 'London', '75008', recent, '25.00']);
+        assert.equal(rows.size, 7);
       });
 
-      test('the summary on stdout: how many to claim, the total, the files, how many need attention', () => {
-        const pence = [...claimable.values()].reduce((sum, c) => sum + c.pence, 0);
-        const total = `£${Math.floor(pence / 100).toLocaleString('en-GB')}.${String(pence % 100).padStart(2, '0')}`;
-        assert.ok(run.stdout.includes(`${claimableCount().toLocaleString('en-GB')} donations to claim, ${total} in all, in 2 schedule files:`), run.stdout);
-        assert.ok(run.stdout.includes(`${join(out, 'schedule-001.csv')}  (1,000 rows)`), run.stdout);
-        assert.ok(run.stdout.includes(`${join(out, 'schedule-002.csv')}  (${claimableCount() - 1000} rows)`), run.stdout);
-        assert.ok(run.stdout.includes(`6 donations need attention before they can be claimed: ${join(out, 'needs-attention.csv')}`), run.stdout);
-        assert.ok(run.stdout.includes('1 donation without Gift Aid was left out.'), run.stdout);
-        assert.equal(run.stderr, '');
+      test('the preview wrote the same rows as previews, and claimed nothing', async () => {
+        const preview = json<{ files: string[]; needs_attention: string | null; donations: number; total: string }>(previewRun);
+        assert.deepEqual(claimsBeforeClaim, [], 'no claim was made by the preview');
+        assert.deepEqual(preview.files, [join(dir, 'preview', 'preview-1.ods'), join(dir, 'preview', 'preview-2.ods')]);
+        assert.equal(preview.donations, claim.donations);
+        assert.equal(preview.total, claim.total);
+        const previews = await Promise.all(preview.files.map(readOds));
+        assert.deepEqual(previews.flatMap((f) => giftAidRows(f).map(cellsOf)), allRows().map(cellsOf), 'the same rows as the claim');
+        for (const f of previews) assert.deepEqual(hmrcProblems(f, today), []);
+        assert.match(previews[0]!.rows(3)[2]![1]!, /^PREVIEW, NOT A CLAIM: do not send this file to HMRC\./);
       });
 
-      test('a folder that already holds a schedule is refused (exit 2) and left as it was', async () => {
-        const r = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', from, '--to', to, '--out', out]);
-        assert.equal(r.code, 2, r.stderr);
-        assert.match(r.stderr, /already holds needs-attention\.csv, schedule-001\.csv, schedule-002\.csv/);
-        assert.deepEqual(readdirSync(out).sort(), ['needs-attention.csv', 'schedule-001.csv', 'schedule-002.csv']);
-      });
-
-      test('without --out the files go to the current folder; with nothing claimable, only needs-attention.csv', async () => {
-        const cwd = join(dir, 'cwd');
-        mkdirSync(cwd);
-        const r = await new Promise<Run>((resolve, reject) =>
-          execFile(BIN, ['giftaid', 'schedule', '--charity', other.username, '--from', from, '--to', from], { cwd, env: childEnv(ctx.databaseUrl), timeout: 20_000 }, (err, stdout, stderr) => {
-            if (err && typeof err.code !== 'number') return reject(err);
-            resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-          }),
+      test('claims --json lists the claim as prepared, with its count and total; the table says the same', async () => {
+        const list = json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--json']));
+        assert.equal(list.length, 1);
+        assert.deepEqual(
+          { ...list[0], prepared_at: undefined },
+          { id: claim.claim, charity: ctx.charity.username, status: 'prepared', donations: claim.donations, total: claim.total, up_to: today, claim_date: today, prepared_at: undefined, submitted_at: null, paid_at: null, rejected_at: null },
         );
-        assert.equal(r.code, 0, r.stderr);
-        assert.deepEqual(readdirSync(cwd), ['needs-attention.csv']);
-        assert.deepEqual(readCsv(join(cwd, 'needs-attention.csv'), ATTENTION_HEADER), []);
-        assert.match(r.stdout, /No donations can be claimed: no schedule file was written\./);
+        const table = await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', ctx.charity.username]);
+        assert.equal(table.code, 0, table.stderr);
+        assert.match(table.stdout, new RegExp(`^\\s*${claim.claim}\\s+${ctx.charity.username}\\s+prepared\\s+1,0\\d\\d\\s+£`, 'm'));
+        assert.equal((await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', other.username])).stdout, `No claims for ${other.username} yet.\n`);
       });
 
-      test('bad arguments exit 2 with a message and write nothing', async () => {
-        const base = ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', from, '--to', to];
+      test('a second claim finds nothing new: no claim, no schedule file, exit 0; the donations left out are listed again', async () => {
+        const again = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again'), '--json']));
+        assert.deepEqual(again, { claim: null, files: [], needs_attention: join(dir, 'again', 'needs-attention.csv'), donations: 0, total: '0.00' });
+        assert.equal(readAttention(again.needs_attention!).length, 7);
+        const text = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again')]);
+        assert.equal(text.code, 0, text.stderr);
+        assert.match(text.stdout, /^Nothing to claim for .*No claim was made\./m);
+        assert.match(text.stdout, new RegExp(`${(claimable.size).toLocaleString('en-GB')} donations already in a live claim were left out\\.`));
+        assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--json'])).length, 1);
+      });
+
+      test('files writes the claim again, byte for byte; it never overwrites a schedule', async () => {
+        const copy = json<{ claim: number; files: string[] }>(await almoner(ctx.databaseUrl, ['giftaid', 'files', String(claim.claim), '--out', join(dir, 'copy'), '--json']));
+        assert.deepEqual(copy.files, claim.files.map((f) => f.replace(out, join(dir, 'copy'))));
+        for (const [i, f] of copy.files.entries()) assert.ok(readFileSync(f).equals(readFileSync(claim.files[i]!)), `${f} is the same file`);
+        const refused = await almoner(ctx.databaseUrl, ['giftaid', 'files', String(claim.claim), '--out', out]);
+        assert.equal(refused.code, 2, refused.stderr);
+        assert.match(refused.stderr, new RegExp(`already holds claim-${claim.claim}-1\\.ods, claim-${claim.claim}-2\\.ods`));
+      });
+
+      test('mark: prepared -> submitted -> paid; the same again changes nothing; a move not allowed is exit 2', async () => {
+        const id = String(claim.claim);
+        const mark = (status: string, ...more: string[]) => almoner(ctx.databaseUrl, ['giftaid', 'mark', id, status, ...more]);
+        const paidTooEarly = await mark('paid');
+        assert.equal(paidTooEarly.code, 2);
+        assert.equal(paidTooEarly.stderr, `almoner: claim ${id} is prepared, so it cannot be marked paid (it can be marked submitted or rejected).\n`);
+        const submitted = json<ClaimListJson>(await mark('submitted', '--json'));
+        assert.equal(submitted.status, 'submitted');
+        assert.ok(submitted.submitted_at);
+        assert.equal((await mark('submitted')).stdout, `Claim ${id} is already submitted: nothing changed.\n`);
+        assert.equal((await mark('paid')).stdout, `Claim ${id} marked paid.\n`);
+        const rejectPaid = await mark('rejected');
+        assert.equal(rejectPaid.code, 2);
+        assert.match(rejectPaid.stderr, /is paid, so it cannot be marked rejected \(a paid claim is final\)/);
+        for (const [args, message] of [
+          [['giftaid', 'mark', '999999', 'submitted'], /no claim has the id 999999/],
+          [['giftaid', 'mark', id, 'prepared'], /value 'prepared' is invalid for argument 'status'\. Allowed choices are submitted, paid, rejected/],
+          [['giftaid', 'mark', 'one', 'paid'], /must be a claim id/],
+        ] as const) {
+          const r = await almoner(ctx.databaseUrl, [...args]);
+          assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+          assert.match(r.stderr, message);
+        }
+        assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--json']))[0]!.status, 'paid');
+      });
+
+      test('a rejected claim frees its donations: the next claim takes the same rows', async () => {
+        const rejecting = await ctx.signUp('Rejecting Charity', 'rejecting@charity.example');
+        for (const last of ['Alpha', 'Beta', 'Gamma']) await donate(last, rejecting, exampleDonation({ donor_last_name: last, donation_date: api(recent) }));
+        const claimIn = async (folder: string) => json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', rejecting.username, '--out', join(dir, folder), '--json']));
+        const first = await claimIn('rejecting-1');
+        assert.equal(first.donations, 3);
+        assert.equal((await claimIn('rejecting-blocked')).claim, null, 'nothing left while the first is live');
+        const rejected = await almoner(ctx.databaseUrl, ['giftaid', 'mark', String(first.claim), 'rejected']);
+        assert.equal(rejected.stdout, `Claim ${first.claim} marked rejected: its 3 donations can go in the next claim.\n`);
+        const second = await claimIn('rejecting-2');
+        assert.equal(second.donations, 3);
+        assert.notEqual(second.claim, first.claim);
+        const rowsOf = async (path: string) => giftAidRows(await readOds(path)).map(cellsOf);
+        assert.deepEqual(await rowsOf(second.files[0]!), await rowsOf(first.files[0]!));
+        const list = json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', rejecting.username, '--json']));
+        assert.deepEqual(
+          list.map((c) => [c.id, c.status, c.donations]),
+          [
+            [second.claim, 'prepared', 3],
+            [first.claim, 'rejected', 3],
+          ],
+        );
+        const oldFiles = await almoner(ctx.databaseUrl, ['giftaid', 'files', String(first.claim), '--out', join(dir, 'rejected-copy')]);
+        assert.equal(oldFiles.code, 0, oldFiles.stderr);
+        assert.match(oldFiles.stdout, /This claim was rejected: its donations may be in a newer claim\. Do not send these files to HMRC\./);
+      });
+
+      test('nothing to claim at all: exit 0, no claim, no file', async () => {
+        const empty = await ctx.signUp('Empty Charity', 'empty@charity.example');
+        const r = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', empty.username, '--out', join(dir, 'empty'), '--json']));
+        assert.deepEqual(r, { claim: null, files: [], needs_attention: null, donations: 0, total: '0.00' });
+        assert.deepEqual(readdirSync(join(dir, 'empty')), []);
+      });
+
+      test('without --to the claim takes donations up to today; with --to, up to that day only', async () => {
+        const dated = await ctx.signUp('Dated Charity', 'dated@charity.example');
+        await donate('early', dated, exampleDonation({ donor_last_name: 'Early', donation_date: api(shift(today, { days: -20 })) }));
+        await donate('late', dated, exampleDonation({ donor_last_name: 'Late', donation_date: api(shift(today, { days: -2 })) }));
+        const upTo = shift(today, { days: -10 });
+        const first = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--to', upTo, '--out', join(dir, 'dated'), '--json']));
+        assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => r.lastName), ['Early']);
+        const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--out', join(dir, 'dated'), '--json']));
+        assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => r.lastName), ['Late']);
+      });
+
+      test('bad arguments exit 2 with a message, and create nothing', async () => {
+        const tomorrow = shift(today, { days: 1 });
         const cases: [string, string[], RegExp][] = [
-          ['an unknown charity', ['giftaid', 'schedule', '--charity', 'no-such-charity', '--from', from, '--to', to], /no charity has the username "no-such-charity"/],
-          ['--from after --to', ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', to, '--to', from], /--from must not be later than --to/],
-          ['no --charity', ['giftaid', 'schedule', '--from', from, '--to', to], /required option '--charity <username>' not specified/],
-          ['no --from', ['giftaid', 'schedule', '--charity', ctx.charity.username, '--to', to], /required option '--from <YYYY-MM-DD>' not specified/],
-          ['no --to', ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', from], /required option '--to <YYYY-MM-DD>' not specified/],
-          ['a malformed date', [...base.slice(0, 4), '--from', '2025-02-30', '--to', to], /must be a date as YYYY-MM-DD/],
+          ['an unknown charity', ['giftaid', 'claim', '--charity', 'no-such-charity'], /no charity has the username "no-such-charity"/],
+          ['--to in the future', ['giftaid', 'claim', '--charity', ctx.charity.username, '--to', tomorrow], /--to must not be later than today \(.*\): HMRC refuses donations dated in the future/],
+          ['a malformed --to', ['giftaid', 'claim', '--charity', ctx.charity.username, '--to', '2025-02-30'], /must be a date as YYYY-MM-DD/],
+          ['no --charity', ['giftaid', 'claim'], /required option '--charity <username>' not specified/],
+          ['preview: --from after --to', ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', today, '--to', recent], /--from must not be later than --to/],
+          ['preview: no --from', ['giftaid', 'schedule', '--charity', ctx.charity.username, '--to', today], /required option '--from <YYYY-MM-DD>' not specified/],
+          ['files: no such claim', ['giftaid', 'files', '424242'], /no claim has the id 424242/],
         ];
         await Promise.all(
           cases.map(async ([what, args, message]) => {
@@ -269,11 +402,32 @@ describe('bin/almoner giftaid schedule', { concurrency: true }, () => {
             assert.equal(existsSync(target), false, `${what}: no folder created`);
           }),
         );
+        const missingOut = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username]);
+        assert.equal(missingOut.code, 2);
+        assert.match(missingOut.stderr, /required option '--out <dir>' not specified/);
         const file = join(dir, 'a-file');
         writeFileSync(file, '');
-        const r = await almoner(ctx.databaseUrl, [...base, '--out', file]);
+        const r = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', file]);
         assert.equal(r.code, 2, r.stderr);
         assert.match(r.stderr, /is not a folder/);
+        assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', ctx.charity.username, '--json'])).length, 1, 'no claim was made');
+      });
+
+      test('the preview refuses a folder that holds previews already; without --out it writes to the current folder', async () => {
+        const again = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'preview')]);
+        assert.equal(again.code, 2, again.stderr);
+        assert.match(again.stderr, /already holds preview-1\.ods, preview-2\.ods/);
+        const cwd = join(dir, 'cwd');
+        mkdirSync(cwd);
+        const r = await new Promise<Run>((resolve, reject) =>
+          execFile(BIN, ['giftaid', 'schedule', '--charity', other.username, '--from', '2000-01-01', '--to', today], { cwd, env: childEnv(ctx.databaseUrl), timeout: 20_000 }, (err, stdout, stderr) => {
+            if (err && typeof err.code !== 'number') return reject(err);
+            resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+          }),
+        );
+        assert.equal(r.code, 0, r.stderr);
+        assert.deepEqual(readdirSync(cwd), ['preview-1.ods']);
+        assert.match(r.stdout, /1 donation to claim, £25\.00 in all: preview-1\.ods/);
       });
     });
   }

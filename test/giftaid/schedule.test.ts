@@ -16,10 +16,10 @@ import {
   houseNameOrNumber,
   isOutOfTime,
   MAX_ROWS_PER_SCHEDULE,
+  hmrcText,
+  outsideHmrcCharacters,
+  pounds,
   REASONS,
-  SCHEDULE_COLUMNS,
-  scheduleCells,
-  scheduleFileName,
   type AttentionRow,
   type GiftAidDonation,
   type ScheduleRow,
@@ -58,26 +58,50 @@ function attention(d: GiftAidDonation, today = TODAY): AttentionRow {
 }
 
 describe('the schedule row', () => {
-  test("HMRC's nine columns, in the spreadsheet's order", () => {
-    assert.deepEqual(SCHEDULE_COLUMNS, [
-      'Title',
-      'First name',
-      'Last name',
-      'House name or number',
-      'Postcode',
-      'Aggregated donations',
-      'Sponsored event',
-      'Donation date (DD/MM/YY)',
-      'Amount',
-    ]);
-  });
-
-  test('the example donation: title, aggregated and sponsored blank; date DD/MM/YY; amount with two decimals', () => {
-    assert.deepEqual(scheduleCells(claimed(donation())), ['', 'Jane', 'Doe', '12', 'SW1A 1AA', '', '', '25/02/25', '25.00']);
+  test('the example donation: its id, names, house, postcode, the day and the pence', () => {
+    assert.deepEqual(claimed(donation()), {
+      donationId: 1,
+      firstName: 'Jane',
+      lastName: 'Doe',
+      houseNameOrNumber: '12',
+      postcode: 'SW1A 1AA',
+      donationDay: '2025-02-25',
+      amountMinor: 2500,
+    });
   });
 
   test('only Gift Aid donations: one without is neither claimed nor needs attention', () => {
     assert.deepEqual(assessDonation(donation({ gift_aid: false, donor_last_name: null }), TODAY), { kind: 'not-gift-aid', id: 1 });
+  });
+});
+
+describe("HMRC's characters (U+0020 to U+007E and U+00A1 to U+00FF; HMRC deletes the rest)", () => {
+  test('a word with letters outside them is written wholly in plain letters', () => {
+    assert.equal(hmrcText('Łukasz Żółkiewski'), 'Lukasz Zolkiewski');
+    assert.equal(hmrcText('Иван Петров'), 'Ivan Petrov');
+    assert.equal(hmrcText('Dvořák'), 'Dvorak');
+    assert.equal(hmrcText('O’Brien'), "O'Brien", 'a curly apostrophe');
+    assert.equal(hmrcText('Smith–Jones'), 'Smith-Jones', 'an en dash');
+  });
+
+  test('a word HMRC can hold keeps its accents, whatever its neighbours', () => {
+    assert.equal(hmrcText('Zoë Brontë'), 'Zoë Brontë');
+    assert.equal(hmrcText('Zoë Dvořák'), 'Zoë Dvorak');
+    assert.equal(hmrcText('Château Rouge'), 'Château Rouge');
+  });
+
+  test('anything else outside them is left for outsideHmrcCharacters to report', () => {
+    assert.equal(hmrcText('Doe 😀'), 'Doe 😀');
+    assert.deepEqual(outsideHmrcCharacters('Doe 😀😀 ★'), ['😀', '★']);
+    assert.deepEqual(outsideHmrcCharacters('Zoë, £5'), []);
+  });
+
+  test('names and the house are written in them; a donor whose name cannot be needs attention', () => {
+    const row = claimed(donation({ donor_first_name: 'Łukasz', donor_last_name: 'Żółkiewski-Nowak', donor_address: 'Dom Żabi, ul. Długa 5' }));
+    assert.deepEqual([row.firstName, row.lastName, row.houseNameOrNumber], ['Lukasz', 'Zolkiewski Nowak', 'Dom Zabi']);
+    assert.deepEqual(attention(donation({ donor_last_name: 'Doe 😀' })).reasons, [REASONS.unwritable('last name', ['😀'])]);
+    assert.deepEqual(attention(donation({ donor_first_name: '★' })).reasons, [REASONS.firstNameNoLetters, REASONS.unwritable('first name', ['★'])]);
+    assert.deepEqual(attention(donation({ donor_address: '★ House, High St' })).reasons, [REASONS.unwritable('house name or number', ['★'])]);
   });
 });
 
@@ -91,9 +115,9 @@ describe('names', () => {
     assert.equal(row.lastName.length, 35);
   });
 
-  test('lengths count characters (code points), not UTF-16 units, and letters outside ASCII are kept', () => {
+  test("lengths count characters once written in HMRC's: a spelling that grows is cut after it", () => {
     assert.equal(hmrcFirstName('Zoë'), 'Zoë');
-    assert.equal(hmrcLastName('𝒜'.repeat(36)), '𝒜'.repeat(35));
+    assert.equal(hmrcLastName('Щ'.repeat(10)), 'Shch'.repeat(10).slice(0, 35));
   });
 
   test('a double-barrelled surname gets a space instead of the hyphen', () => {
@@ -134,8 +158,12 @@ describe('postcodes', () => {
     assert.equal(claimed(donation({ donor_postcode: ' x ' })).postcode, 'X');
   });
 
+  test("HMRC's shapes: A9, A99, A9A, AA9, AA99, AA9A (no I or Z as a second letter), a space, a digit and two letters", () => {
+    for (const raw of ['M1 1AE', 'B33 8TH', 'W1A 0AX', 'CR2 6XH', 'DN55 1PT', 'EC1A 1BB', 'GIR 0AA']) assert.equal(hmrcPostcode(raw).valid, true, raw);
+  });
+
   test('what is not shaped like a UK postcode is not valid', () => {
-    for (const raw of ['12345', '75008', 'SW1A 1A', 'SWIA IAA', 'D02 X285', 'ABC']) {
+    for (const raw of ['12345', '75008', 'SW1A 1A', 'SWIA IAA', 'D02 X285', 'ABC', 'ZZ1 1ZZ', 'AI1 1AA', 'A1 1A1', 'Ł1 1AA']) {
       assert.equal(hmrcPostcode(raw).valid, false, raw);
     }
   });
@@ -184,9 +212,10 @@ describe('house name or number, from the start of donor_address', () => {
 
 describe('dates', () => {
   test('DD/MM/YY from the stored timestamp', () => {
-    assert.equal(claimed(donation({ donation_date: '2024-03-05T00:00:00.000000Z' })).donationDate, '05/03/24');
-    assert.equal(claimed(donation({ donation_date: '2025-06-15T13:45:12.123456Z' })).donationDate, '15/06/25', 'an undated donation: the day it was recorded');
+    assert.equal(claimed(donation({ donation_date: '2024-03-05T00:00:00.000000Z' })).donationDay, '2024-03-05');
+    assert.equal(claimed(donation({ donation_date: '2025-06-15T13:45:12.123456Z' })).donationDay, '2025-06-15', 'an undated donation: the day it was recorded');
     assert.equal(hmrcDate('2021-12-31'), '31/12/21');
+    assert.equal(hmrcDate('2024-03-05'), '05/03/24');
   });
 
   test('four years back: the same date four years before the claim date is still in time, the day before is not', () => {
@@ -229,9 +258,15 @@ describe('amounts', () => {
     assert.equal(formatPounds(99999999999), '999999999.99');
   });
 
+  test('for people: a pound sign and thousands separated', () => {
+    assert.equal(pounds(2500), '£25.00');
+    assert.equal(pounds(100000050), '£1,000,000.50');
+    assert.equal(pounds(99999999999), '£999,999,999.99');
+  });
+
   test('never the amount text as sent', () => {
     const d = { ...donation({ amount_minor: 2050 }), amount: '020.5' };
-    assert.equal(claimed(d).amount, '20.50');
+    assert.equal(claimed(d).amountMinor, 2050);
   });
 
   test('a whole number of pence only', () => {
@@ -257,8 +292,7 @@ describe('donations that need attention', () => {
     ['no postcode', { donor_postcode: null }, REASONS.noPostcode],
     ['an empty postcode', { donor_postcode: ' ' }, REASONS.noPostcode],
     ['a postcode that is not a UK one', { donor_postcode: '75008' }, REASONS.badPostcode('75008')],
-    ['a first name that a spreadsheet would run as a formula', { donor_first_name: '=HYPERLINK("http://x")' }, REASONS.formula('first name')],
-    ['a house that a spreadsheet would run as a formula', { donor_address: '@SUM(A1), High St' }, REASONS.formula('house name or number')],
+    ['a last name HMRC would mangle', { donor_last_name: 'Doe 🙂' }, REASONS.unwritable('last name', ['🙂'])],
   ];
   for (const [what, overrides, reason] of single) {
     test(`${what}: ${reason}`, () => {
@@ -301,41 +335,33 @@ describe('donations that need attention', () => {
 });
 
 describe('the whole claim', () => {
-  test('split into schedules of at most 1,000 rows, in the donations order, every donation accounted for', () => {
+  test('every donation accounted for: claimable rows earliest first (then by id), the others need attention or are not Gift Aid', () => {
     const donations: GiftAidDonation[] = [];
     for (let id = 1; id <= 2003; id++) {
-      donations.push(donation({ id, donor_last_name: `Doe${id}`, amount_minor: id }));
+      const day = `2025-0${1 + (id % 3)}-10`;
+      donations.push(donation({ id, donor_last_name: `Doe${id}`, amount_minor: id, donation_date: `${day}T00:00:00.000000Z` }));
     }
     donations.push(donation({ id: 3000, donor_postcode: null }));
     donations.push(donation({ id: 3001, gift_aid: false }));
     const s = buildSchedule(donations, TODAY);
     assert.equal(MAX_ROWS_PER_SCHEDULE, 1000);
+    const expected = donations
+      .slice(0, 2003)
+      .sort((a, b) => a.donation_date.localeCompare(b.donation_date) || a.id - b.id)
+      .map((d) => d.id);
     assert.deepEqual(
-      s.schedules.map((rows) => rows.length),
-      [1000, 1000, 3],
+      s.rows.map((r) => r.donationId),
+      expected,
     );
-    assert.deepEqual(
-      s.schedules.flat().map((r) => r.lastName),
-      donations.slice(0, 2003).map((d) => d.donor_last_name),
-    );
-    assert.equal(s.claimableCount, 2003);
     assert.equal(s.claimableMinor, (2003 * 2004) / 2);
     assert.deepEqual(
       s.needsAttention.map((r) => r.id),
       [3000],
     );
-    assert.equal(s.notGiftAidCount, 1);
   });
 
-  test('exactly 1,000 claimable rows make one schedule; none make none', () => {
-    const thousand = Array.from({ length: 1000 }, (_, i) => donation({ id: i + 1 }));
-    assert.equal(buildSchedule(thousand, TODAY).schedules.length, 1);
-    assert.deepEqual(buildSchedule([], TODAY).schedules, []);
-  });
-
-  test('file names: schedule-001.csv, schedule-002.csv, …', () => {
-    assert.equal(scheduleFileName(1), 'schedule-001.csv');
-    assert.equal(scheduleFileName(12), 'schedule-012.csv');
-    assert.equal(scheduleFileName(1000), 'schedule-1000.csv');
+  test('none claimable: no rows', () => {
+    assert.deepEqual(buildSchedule([donation({ donor_postcode: null })], TODAY).rows, []);
+    assert.deepEqual(buildSchedule([], TODAY), { rows: [], needsAttention: [], claimableMinor: 0 });
   });
 });

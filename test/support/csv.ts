@@ -1,8 +1,11 @@
 // Test support: a strict RFC 4180 reader, to check what the CSV writers produce.
 import assert from 'node:assert/strict';
 
-/** Strict RFC 4180: records end with CRLF (the last one too); fields are bare or quoted with "" escapes. */
-export function parseCsv(text: string): string[][] {
+/**
+ * Strict RFC 4180: records end with CRLF (the last one too); fields are bare or quoted with ""
+ * escapes. `recordEnd` reads another line end the same strict way (LibreOffice writes LF).
+ */
+export function parseCsv(text: string, recordEnd = '\r\n'): string[][] {
   const records: string[][] = [];
   let i = 0;
   while (i < text.length) {
@@ -33,8 +36,8 @@ export function parseCsv(text: string): string[][] {
         i++;
         continue;
       }
-      assert.equal(text.slice(i, i + 2), '\r\n', `a record must end with CRLF (at offset ${i}: ${JSON.stringify(text.slice(i, i + 20))})`);
-      i += 2;
+      assert.equal(text.slice(i, i + recordEnd.length), recordEnd, `a record must end with ${JSON.stringify(recordEnd)} (at offset ${i}: ${JSON.stringify(text.slice(i, i + 20))})`);
+      i += recordEnd.length;
       break;
     }
     records.push(record);

@@ -1,5 +1,6 @@
-import { sql, type ColumnDefinitionBuilder, type Kysely, type Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import type { DatabaseLocation } from '../../config.js';
+import { identityColumn } from './columns.js';
 
 type Dialect = DatabaseLocation['dialect'];
 
@@ -9,9 +10,7 @@ type Dialect = DatabaseLocation['dialect'];
  * 0/1 integers, and amounts are kept twice: the text as sent, and exact integer pence.
  */
 export function initial(dialect: Dialect): Migration {
-  const identity = (c: ColumnDefinitionBuilder) =>
-    dialect === 'postgres' ? c.primaryKey().generatedAlwaysAsIdentity() : c.primaryKey().autoIncrement();
-  const idType = dialect === 'postgres' ? 'bigint' : 'integer';
+  const { type: idType, define: identity } = identityColumn(dialect);
 
   return {
     async up(db: Kysely<any>): Promise<void> {

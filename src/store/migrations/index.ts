@@ -5,10 +5,12 @@ import type { DatabaseLocation } from '../../config.js';
 type Dialect = DatabaseLocation['dialect'];
 import { initial } from './0001_initial.js';
 import { idempotencyKeys } from './0002_idempotency_keys.js';
+import { giftaidClaims } from './0003_giftaid_claims.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001_initial': initial(dialect),
     '0002_idempotency_keys': idempotencyKeys(),
+    '0003_giftaid_claims': giftaidClaims(dialect),
   };
 }

@@ -1,0 +1,223 @@
+// The Gift Aid claim ledger: which donations have been put in which claim, and what became of it.
+// The rule that matters, one donation in at most one live claim, is the database's to keep (a
+// unique index over live rows, see migration 0003), not this code's: two claims prepared at the
+// same moment, in two processes or on two instances, cannot both take a donation.
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
+import type { ScheduleRow } from '../giftaid/schedule.js';
+import { nowIso } from '../time.js';
+import type { Database, GiftaidClaimsTable } from './schema.js';
+import { toStoredDonation } from './rows.js';
+import type { ExportedDonation } from './store.js';
+
+/** A claim as the ledger gives it: its row, with the charity's username for its id. */
+export type Claim = Omit<Selectable<GiftaidClaimsTable>, 'charity_id'> & { charity: string };
+
+export interface NewClaim {
+  charityId: number;
+  /** YYYY-MM-DD: the last donation day the claim took. */
+  upTo: string;
+  /** YYYY-MM-DD: the day the claim's rules were applied. */
+  claimDate: string;
+  /** The claim's donations, in the order of its files; at least one. */
+  rows: readonly ScheduleRow[];
+}
+
+/** A donation of the new claim was put in another live claim meanwhile; nothing was recorded. */
+export class ClaimConflictError extends Error {
+  constructor() {
+    super('another claim took some of these donations at the same moment');
+  }
+}
+
+/** The claim cannot be marked so from its present status; nothing was changed. */
+export class ClaimStatusError extends Error {
+  constructor(
+    readonly claim: Claim,
+    readonly to: ClaimStatus,
+  ) {
+    const next = NEXT_STATUSES[claim.status];
+    super(
+      `claim ${claim.id} is ${claim.status}, so it cannot be marked ${to}` +
+        (next.length > 0 ? ` (it can be marked ${next.join(' or ')})` : ` (a ${claim.status} claim is final)`) +
+        '.',
+    );
+  }
+}
+
+/** Rows inserted per statement: well inside both backends' limits on bound parameters. */
+const INSERT_CHUNK = 500;
+
+export class ClaimLedger {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /**
+   * The charity's Gift Aid donations dated up to `to` (a stored timestamp, inclusive), and from
+   * `from` if given, that are in no live claim, in id order.
+   */
+  async *unclaimed(charityId: number, range: { from?: string; to: string }): AsyncIterable<ExportedDonation> {
+    let q = this.db
+      .selectFrom('donations')
+      .innerJoin('charities', 'charities.id', 'donations.charity_id')
+      .selectAll('donations')
+      .select('charities.username as charity')
+      .where('donations.charity_id', '=', charityId)
+      .where('donations.gift_aid', '=', 1)
+      .where('donations.donation_date', '<=', range.to)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('giftaid_claim_donations as c')
+              .select(sql.lit(1).as('one'))
+              .whereRef('c.donation_id', '=', 'donations.id')
+              .where('c.live', '=', 1),
+          ),
+        ),
+      );
+    if (range.from !== undefined) q = q.where('donations.donation_date', '>=', range.from);
+    for await (const row of q.orderBy('donations.id').stream(500)) {
+      yield { ...toStoredDonation(row), charity: row.charity };
+    }
+  }
+
+  /** How many of the charity's Gift Aid donations in the range are in a live claim. */
+  async countClaimed(charityId: number, range: { from?: string; to: string }): Promise<number> {
+    let q = this.db
+      .selectFrom('giftaid_claim_donations as c')
+      .innerJoin('donations', 'donations.id', 'c.donation_id')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('donations.charity_id', '=', charityId)
+      .where('c.live', '=', 1)
+      .where('donations.donation_date', '<=', range.to);
+    if (range.from !== undefined) q = q.where('donations.donation_date', '>=', range.from);
+    const { n } = await q.executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  /**
+   * Records a new claim of these rows, all or nothing, in one transaction. Throws
+   * ClaimConflictError when one of its donations is in another live claim by then.
+   */
+  async prepare(claim: NewClaim): Promise<Claim> {
+    if (claim.rows.length === 0) throw new RangeError('a claim needs at least one donation');
+    const preparedAt = nowIso();
+    try {
+      const id = await this.db.transaction().execute(async (trx) => {
+        const { id } = await trx
+          .insertInto('giftaid_claims')
+          .values({
+            charity_id: claim.charityId,
+            status: 'prepared',
+            up_to: claim.upTo,
+            claim_date: claim.claimDate,
+            donation_count: claim.rows.length,
+            total_minor: claim.rows.reduce((sum, r) => sum + r.amountMinor, 0),
+            prepared_at: preparedAt,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        for (let start = 0; start < claim.rows.length; start += INSERT_CHUNK) {
+          await trx
+            .insertInto('giftaid_claim_donations')
+            .values(
+              claim.rows.slice(start, start + INSERT_CHUNK).map((r, i) => ({
+                claim_id: id,
+                donation_id: r.donationId,
+                position: start + i + 1,
+                live: 1 as const,
+                first_name: r.firstName,
+                last_name: r.lastName,
+                house: r.houseNameOrNumber,
+                postcode: r.postcode,
+                donation_day: r.donationDay,
+                amount_minor: r.amountMinor,
+              })),
+            )
+            .execute();
+        }
+        return Number(id);
+      });
+      return (await this.find(id))!;
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new ClaimConflictError();
+      throw err;
+    }
+  }
+
+  async find(id: number): Promise<Claim | undefined> {
+    const row = await this.claims().where('giftaid_claims.id', '=', id).executeTakeFirst();
+    return row && toClaim(row);
+  }
+
+  /** Every claim, or one charity's, newest first. */
+  async list(charityId?: number): Promise<Claim[]> {
+    let q = this.claims();
+    if (charityId !== undefined) q = q.where('giftaid_claims.charity_id', '=', charityId);
+    return (await q.orderBy('giftaid_claims.id', 'desc').execute()).map(toClaim);
+  }
+
+  /** The claim's rows as they went into its files, in order. */
+  async rows(claimId: number): Promise<ScheduleRow[]> {
+    const rows = await this.db
+      .selectFrom('giftaid_claim_donations')
+      .selectAll()
+      .where('claim_id', '=', claimId)
+      .orderBy('position')
+      .execute();
+    return rows.map((r) => ({
+      donationId: Number(r.donation_id),
+      firstName: r.first_name,
+      lastName: r.last_name,
+      houseNameOrNumber: r.house,
+      postcode: r.postcode,
+      donationDay: r.donation_day,
+      amountMinor: Number(r.amount_minor),
+    }));
+  }
+
+  /**
+   * Records what happened to a claim at HMRC. Marking it rejected frees its donations for the next
+   * claim, in the same transaction. Marking it with the status it has is no change and no error.
+   * Throws ClaimStatusError for a move NEXT_STATUSES does not allow; undefined for no such claim.
+   */
+  async mark(id: number, to: ClaimStatus): Promise<{ claim: Claim; changed: boolean } | undefined> {
+    const from = statusesBefore(to);
+    const changed = from.length > 0 && await this.db.transaction().execute(async (trx) => {
+      const at = nowIso();
+      const r = await trx
+        .updateTable('giftaid_claims')
+        .set({ status: to, [`${to}_at`]: at })
+        .where('id', '=', id)
+        .where('status', 'in', from)
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return false;
+      if (to === 'rejected') {
+        await trx.updateTable('giftaid_claim_donations').set({ live: null }).where('claim_id', '=', id).execute();
+      }
+      return true;
+    });
+    const claim = await this.find(id);
+    if (!claim) return undefined;
+    if (!changed && claim.status !== to) throw new ClaimStatusError(claim, to);
+    return { claim, changed };
+  }
+
+  private claims() {
+    return this.db
+      .selectFrom('giftaid_claims')
+      .innerJoin('charities', 'charities.id', 'giftaid_claims.charity_id')
+      .selectAll('giftaid_claims')
+      .select('charities.username as charity');
+  }
+}
+
+function toClaim({ charity_id: _, ...row }: Selectable<GiftaidClaimsTable> & { charity: string }): Claim {
+  // int8 columns may come back as strings from some drivers; every value here fits a number.
+  return { ...row, id: Number(row.id), donation_count: Number(row.donation_count), total_minor: Number(row.total_minor) };
+}
+
+/** PostgreSQL's unique_violation, or SQLite's UNIQUE constraint failure. */
+function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}

@@ -1,0 +1,69 @@
+// The schedule spreadsheet writer (src/giftaid/ods.ts) on rows of its own, read back by the
+// independent reader: what it does with any text, its limits, and the same bytes for the same rows.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { scheduleSpreadsheet, type SpreadsheetOptions } from '../../src/giftaid/ods.js';
+import type { ScheduleRow } from '../../src/giftaid/schedule.js';
+import { giftAidRows, hmrcProblems, packageProblems, readOds, type OdsFile } from '../support/ods.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'almoner-ods-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const row = (overrides: Partial<ScheduleRow> = {}): ScheduleRow => ({
+  donationId: 1,
+  firstName: 'Jane',
+  lastName: 'Doe',
+  houseNameOrNumber: '12',
+  postcode: 'SW1A 1AA',
+  donationDay: '2025-02-25',
+  amountMinor: 2500,
+  ...overrides,
+});
+
+const options = (rows: ScheduleRow[]): SpreadsheetOptions => ({ rows, preparedAt: '2025-03-01T10:00:00.000000Z', about: ['About <this> & "that"'], title: "Claim 1 for O'Brien & Co" });
+
+let n = 0;
+async function written(rows: ScheduleRow[]): Promise<OdsFile> {
+  const path = join(dir, `s${++n}.ods`);
+  writeFileSync(path, scheduleSpreadsheet(options(rows)));
+  return readOds(path);
+}
+
+describe('the schedule spreadsheet', () => {
+  test('text comes back exactly: XML characters escaped, runs of spaces and a leading space kept', async () => {
+    const names = ['A & B', '<b>Bold</b>', `"Quoted" 'n'`, 'Two  spaces', 'Five     spaces'];
+    const f = await written(names.map((lastName, i) => row({ donationId: i + 1, lastName })));
+    assert.deepEqual(
+      giftAidRows(f).map((r) => r.lastName),
+      names,
+    );
+    assert.deepEqual(packageProblems(f), []);
+    assert.match(f.rows(3)[2]![1]!, /^About <this> & "that"$/);
+  });
+
+  test('a character XML cannot hold is refused, not written', () => {
+    assert.throws(() => scheduleSpreadsheet(options([row({ lastName: 'Doe\u0001' })])), /U\+0001 cannot be written in XML/);
+  });
+
+  test('1 to 1,000 rows: none or more is a programming error', async () => {
+    assert.throws(() => scheduleSpreadsheet(options([])), RangeError);
+    assert.throws(() => scheduleSpreadsheet(options(Array.from({ length: 1001 }, (_, i) => row({ donationId: i + 1 })))), RangeError);
+    const f = await written(Array.from({ length: 1000 }, (_, i) => row({ donationId: i + 1, lastName: `Doe ${i}`, amountMinor: i + 1 })));
+    assert.equal(giftAidRows(f).length, 1000);
+    assert.equal(giftAidRows(f)[999]!.rowIndex, 1023, 'the last donation in row 1,024');
+    assert.deepEqual(hmrcProblems(f, '2025-03-01'), []);
+  });
+
+  test('D13 is the earliest date of the rows, whatever their order', async () => {
+    const f = await written([row({ donationDay: '2025-02-25' }), row({ donationId: 2, donationDay: '2024-12-31' })]);
+    assert.equal(f.cellAt(12, 3), '31/12/24');
+  });
+
+  test('the same rows and preparation time give the same bytes', () => {
+    const rows = [row(), row({ donationId: 2, lastName: 'Roe' })];
+    assert.ok(Buffer.from(scheduleSpreadsheet(options(rows))).equals(Buffer.from(scheduleSpreadsheet(options(rows)))));
+  });
+});
