@@ -72,7 +72,7 @@ export async function serve(config: Config): Promise<void> {
     }
   };
   // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour.
-  const purge = () => store.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err: loggable(err) }, 'purging idempotency keys failed'));
+  const purge = () => store.purgeExpired().catch((err) => app.log.warn({ err: loggable(err) }, 'purging expired idempotency keys and commit tokens failed'));
   void purge();
   setInterval(purge, 3600_000).unref();
 

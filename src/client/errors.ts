@@ -75,7 +75,8 @@ export class RateLimitError extends RetryLaterError {
 
 /**
  * 503: the service's database cannot answer right now. The request was not acknowledged (in the
- * rare case that the connection dropped just after a commit, a create may still have been stored),
+ * rare case that the database could not confirm a commit whose answer was lost, a create may still
+ * have been stored: retry it with the same Idempotency-Key),
  * so retry a create after `retryAfterSeconds` with the same idempotencyKey.
  */
 export class UnavailableError extends RetryLaterError {

@@ -1,7 +1,16 @@
 // Group commit: writes that arrive together run in one transaction, so one commit (one fsync on
 // SQLite with synchronous=FULL) serves them all. Each caller's promise settles only after the
 // transaction holding its write has committed: a 200 still means "on disk".
+//
+// A transaction that fails before its COMMIT is sent has stored nothing, so its writes may run
+// again. One whose COMMIT was sent but not answered (the connection dropped) may have been stored:
+// running it again could store a donation twice. So every transaction also writes a token of its
+// own, and after such a failure the database is asked whether the token is there: if it is, the
+// writes were committed and their callers get their results; if it is not, nothing was; if the
+// database cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
+import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import { isDatabaseUnavailable } from './unavailable.js';
 
 type Write<DB> = (trx: Transaction<DB>) => Promise<unknown>;
 
@@ -14,6 +23,32 @@ interface Pending<DB> {
 /** Batch sizes, for whoever wants to watch them (metrics). */
 export type BatchObserver = (size: number, seconds: number) => void;
 
+/** Where each transaction leaves its token, and how to look one up afterwards. */
+export interface CommitJournal<DB> {
+  /** Writes `token` inside the transaction, so it is committed with the writes or not at all. */
+  record(trx: Transaction<DB>, token: string): Promise<void>;
+  /** Whether a transaction that wrote `token` was committed. */
+  committed(token: string): Promise<boolean>;
+}
+
+/**
+ * The COMMIT was sent, its answer was lost, and the database could not be asked whether it was
+ * committed. The write was not acknowledged; it may or may not be stored, and it is not retried.
+ */
+export class CommitOutcomeUnknownError extends Error {
+  readonly code = 'ALMONER_COMMIT_UNKNOWN';
+  constructor(override readonly cause: unknown) {
+    super(`the outcome of a commit is unknown: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
+}
+
+/** A transaction that failed before COMMIT was sent, or whose COMMIT was refused: nothing of it was stored. */
+class NotCommitted extends Error {
+  constructor(override readonly cause: unknown) {
+    super('not committed');
+  }
+}
+
 export class GroupCommit<DB> {
   private readonly queue: Pending<DB>[] = [];
   private running = 0;
@@ -21,6 +56,7 @@ export class GroupCommit<DB> {
 
   constructor(
     private readonly db: Kysely<DB>,
+    private readonly journal: CommitJournal<DB>,
     /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
     private readonly concurrency: number,
     private readonly maxBatch = 256,
@@ -58,26 +94,56 @@ export class GroupCommit<DB> {
     this.schedule(); // with spare concurrency, the next batch may start at once
     const started = performance.now();
     try {
-      const results = await this.db.transaction().execute(async (trx) => {
-        const values: unknown[] = [];
-        for (const p of batch) values.push(await p.write(trx));
-        return values;
-      });
+      const results = await this.commit(batch.map((p) => p.write));
       batch.forEach((p, i) => p.resolve(results[i]));
-    } catch {
-      // One write failed and took the batch with it: give each its own transaction, so only the
-      // one at fault fails (nothing of the batch was committed, so rerunning is safe).
-      for (const p of batch) {
-        try {
-          p.resolve(await this.db.transaction().execute((trx) => p.write(trx)));
-        } catch (err) {
-          p.reject(err);
+    } catch (err) {
+      // Retrying one by one helps only when one write is at fault and nothing was stored. A lost
+      // database fails them all at once (a 503 now, not one timeout per write), and an unknown
+      // outcome is never retried.
+      if (!(err instanceof NotCommitted) || isDatabaseUnavailable(err.cause)) {
+        const reason = err instanceof NotCommitted ? err.cause : err;
+        for (const p of batch) p.reject(reason);
+      } else {
+        for (const p of batch) {
+          try {
+            p.resolve((await this.commit([p.write]))[0]);
+          } catch (one) {
+            p.reject(one instanceof NotCommitted ? one.cause : one);
+          }
         }
       }
     } finally {
       this.observe?.(batch.length, (performance.now() - started) / 1000);
       this.running--;
       this.schedule();
+    }
+  }
+
+  /**
+   * Runs the writes in one transaction with a token; their results once committed. Throws
+   * NotCommitted when nothing was stored, CommitOutcomeUnknownError when that cannot be known.
+   */
+  private async commit(writes: readonly Write<DB>[]): Promise<unknown[]> {
+    const token = randomUUID();
+    const values: unknown[] = [];
+    let commitSent = false;
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        for (const write of writes) values.push(await write(trx));
+        await this.journal.record(trx, token);
+        commitSent = true; // Kysely sends COMMIT when this returns
+      });
+      return values;
+    } catch (err) {
+      if (!commitSent) throw new NotCommitted(err);
+      let committed: boolean;
+      try {
+        committed = await this.journal.committed(token);
+      } catch {
+        throw new CommitOutcomeUnknownError(err);
+      }
+      if (committed) return values;
+      throw new NotCommitted(err);
     }
   }
 }

@@ -86,10 +86,17 @@ export interface GiftaidClaimDonationsTable {
   amount_minor: number;
 }
 
+/** A write transaction's token, committed with it: whether a COMMIT whose answer was lost took effect. */
+export interface CommitTokensTable {
+  token: string;
+  committed_at: string;
+}
+
 export interface Database {
   charities: CharitiesTable;
   donations: DonationsTable;
   idempotency_keys: IdempotencyKeysTable;
   giftaid_claims: GiftaidClaimsTable;
   giftaid_claim_donations: GiftaidClaimDonationsTable;
+  commit_tokens: CommitTokensTable;
 }

@@ -51,7 +51,14 @@ export class Store {
     /** Write transactions at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
     writeConcurrency = 1,
   ) {
-    this.writes = new GroupCommit(db, writeConcurrency);
+    this.writes = new GroupCommit(
+      db,
+      {
+        record: async (trx, token) => void (await trx.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).execute()),
+        committed: async (token) => (await db.selectFrom('commit_tokens').select('token').where('token', '=', token).executeTakeFirst()) !== undefined,
+      },
+      writeConcurrency,
+    );
     this.claims = new ClaimLedger(db);
   }
 
@@ -290,11 +297,13 @@ export class Store {
     });
   }
 
-  /** Forgets keys past their expiry; returns how many. */
-  async purgeExpiredIdempotencyKeys(): Promise<number> {
+  /** Forgets idempotency keys past their expiry, and commit tokens a day old; returns how many of each. */
+  async purgeExpired(): Promise<{ idempotencyKeys: number; commitTokens: number }> {
     return this.tracked(async () => {
-      const r = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<', nowIso()).executeTakeFirst();
-      return Number(r.numDeletedRows);
+      const keys = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<', nowIso()).executeTakeFirst();
+      const dayAgo = formatMicros(nowMicros() - 86_400_000_000);
+      const tokens = await this.db.deleteFrom('commit_tokens').where('committed_at', '<', dayAgo).executeTakeFirst();
+      return { idempotencyKeys: Number(keys.numDeletedRows), commitTokens: Number(tokens.numDeletedRows) };
     });
   }
 

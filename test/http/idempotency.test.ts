@@ -145,7 +145,7 @@ for (const backend of BACKENDS) {
       const stale = uniqueKey();
       await t.store.claimIdempotencyKey(t.charity.id, stale, claimFor(body), { leaseMicros: HOUR, ttlMicros: 1 });
       await new Promise((r) => setTimeout(r, 5));
-      assert.ok((await t.store.purgeExpiredIdempotencyKeys()) >= 1);
+      assert.ok((await t.store.purgeExpired()).idempotencyKeys >= 1);
       const fresh = await create(body, stale);
       assert.equal(fresh.replayed, false);
     });

@@ -4,11 +4,18 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 
 type Mode = 'open' | 'reset' | 'blackhole';
 
+/** A PostgreSQL simple-protocol query message holding exactly `commit`, as Kysely ends a transaction. */
+const COMMIT_QUERY = Buffer.concat([Buffer.from('Q'), Buffer.from([0, 0, 0, 11]), Buffer.from('commit\0')]);
+
 export class TcpProxy {
   private readonly server: Server;
   private mode: Mode = 'open';
   private readonly pairs = new Set<[Socket, Socket]>();
   private readonly frozen = new Set<Socket>();
+  private dropEvery = 0;
+  private commitsSeen = 0;
+  /** How many COMMIT answers have been dropped. */
+  droppedCommitAnswers = 0;
 
   constructor(
     private readonly targetHost: string,
@@ -36,6 +43,14 @@ export class TcpProxy {
     this.pairs.clear();
   }
 
+  /**
+   * Lets every n-th COMMIT reach the database, then drops the connection when its answer comes
+   * back, so the client never learns that it was committed (0: off).
+   */
+  dropCommitAnswers(every: number): void {
+    this.dropEvery = every;
+  }
+
   restore(): void {
     this.mode = 'open';
   }
@@ -55,8 +70,18 @@ export class TcpProxy {
     client.on('error', () => upstream.destroy());
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    let dropNextAnswer = false;
+    client.on('data', (chunk: Buffer) => {
+      if (this.dropEvery > 0 && chunk.includes(COMMIT_QUERY)) dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!dropNextAnswer) return void client.write(chunk);
+      // The database has answered the COMMIT, so it is committed; the client never hears so.
+      this.droppedCommitAnswers++;
+      client.destroy();
+      upstream.destroy();
+    });
     const forget = () => this.pairs.delete(pair);
     client.on('close', forget);
     upstream.on('close', forget);
@@ -64,7 +89,6 @@ export class TcpProxy {
 
   private freeze(a: Socket, b: Socket): void {
     for (const s of [a, b]) {
-      s.unpipe();
       s.pause();
       s.removeAllListeners('data');
       this.frozen.add(s);

@@ -6,11 +6,13 @@ type Dialect = DatabaseLocation['dialect'];
 import { initial } from './0001_initial.js';
 import { idempotencyKeys } from './0002_idempotency_keys.js';
 import { giftaidClaims } from './0003_giftaid_claims.js';
+import { commitTokens } from './0004_commit_tokens.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001_initial': initial(dialect),
     '0002_idempotency_keys': idempotencyKeys(),
     '0003_giftaid_claims': giftaidClaims(dialect),
+    '0004_commit_tokens': commitTokens(),
   };
 }

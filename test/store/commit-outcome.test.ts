@@ -1,0 +1,94 @@
+// A COMMIT that reached PostgreSQL but whose answer was lost: the transaction is stored, and the
+// service must not store its donations again. A TCP proxy the test controls lets COMMITs through
+// and drops the connection as their answers come back; thousands of creates go through the real
+// HTTP app, and the database, read directly, must hold each donation at most once and every
+// acknowledged one exactly once. PostgreSQL only (SQLite has no connection to lose).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../../src/app.js';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { parseDatabaseUrl } from '../../src/config.js';
+import { Throttle } from '../../src/http/throttle.js';
+import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
+import { basic, exampleDonation } from '../support/app.js';
+import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { TcpProxy } from '../support/proxy.js';
+
+const postgres = BACKENDS.find((b) => b.name === 'postgres');
+
+const CREATES = 3000;
+const CONCURRENCY = 48;
+const DROP_EVERY = 5; // every 5th COMMIT's answer is lost
+
+describe('a lost COMMIT answer never doubles a donation', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let store: Store;
+  let app: FastifyInstance;
+  let authorization: string;
+
+  before(async () => {
+    database = await postgres!.createDatabase();
+    const target = new URL(database.url);
+    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    const viaProxy = new URL(database.url);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(await proxy.listen());
+    store = await openStore(parseDatabaseUrl(viaProxy.href, 4));
+    app = await buildApp({ store, throttle: new Throttle({ createsPerSecond: 0 }) });
+    const { charity, password } = await signUpCharity(store, { name: 'Commit Test', email: 'c@example.org' });
+    authorization = basic(charity.username, password);
+  });
+
+  after(async () => {
+    await app?.close();
+    await store?.close();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  test(`${CREATES} creates, every ${DROP_EVERY}th COMMIT answer lost: no donation stored twice, every 200 stored once`, async () => {
+    proxy.dropCommitAnswers(DROP_EVERY);
+    const acknowledged = new Map<string, number>(); // donor_email -> id
+    const statuses = new Map<number, number>();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < CREATES) {
+          const email = `lost-commit-${next++}@example.org`;
+          const res = await app.inject({
+            method: 'POST',
+            url: '/api/v1/donation/create',
+            headers: { authorization, 'content-type': 'application/json' },
+            payload: exampleDonation({ donor_email: email }),
+          });
+          statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+          if (res.statusCode === 200) acknowledged.set(email, res.json<{ data: { id: number } }>().data.id);
+          else assert.equal(res.statusCode, 503, res.body);
+        }
+      }),
+    );
+    proxy.dropCommitAnswers(0);
+    assert.ok(proxy.droppedCommitAnswers >= 20, `the proxy dropped ${proxy.droppedCommitAnswers} COMMIT answers`);
+
+    const direct = new pg.Client({ connectionString: database.url });
+    await direct.connect();
+    try {
+      const { rows } = await direct.query<{ donor_email: string; ids: string[] }>(
+        `select donor_email, array_agg(id::text order by id) as ids from donations where donor_email like 'lost-commit-%' group by donor_email`,
+      );
+      const stored = new Map(rows.map((r) => [r.donor_email, r.ids.map(Number)]));
+      const doubled = [...stored].filter(([, ids]) => ids.length > 1);
+      assert.equal(doubled.length, 0, `${doubled.length} donations stored more than once, e.g. ${JSON.stringify(doubled.slice(0, 3))} (answers: ${JSON.stringify([...statuses])})`);
+      for (const [email, id] of acknowledged) assert.deepEqual(stored.get(email), [id], `acknowledged ${email} (id ${id}) is stored once, with that id`);
+      // A 503 is allowed only where the database could not say; with it answering, a lost
+      // COMMIT answer is looked up and acknowledged.
+      assert.ok((statuses.get(200) ?? 0) >= CREATES * 0.9, `most creates acknowledged: ${JSON.stringify([...statuses])}`);
+    } finally {
+      await direct.end();
+    }
+  });
+});
