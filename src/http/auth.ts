@@ -53,16 +53,21 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const given = parseBasicAuthorization(request.headers.authorization);
     const username = given?.username ?? '';
-    const wait = await throttle.authenticationBlocked(request.ip, username);
+    // A credential seen recently and given right needs no attempt counted (a guess is never right),
+    // only the check that this address has not used its attempts up. Anything else is an attempt,
+    // counted before it is judged, so guesses in flight together cannot all be judged.
+    const remembered = given && authenticatedCharity(credentials.recent(given.username), given.password);
+    const wait = await (remembered ? throttle.authenticationBlocked(request.ip, username) : throttle.reserveAuthentication(request.ip, username));
     if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
-    // A recently seen credential answers at once; one that would fail is checked afresh first.
-    const charity =
-      given &&
-      (authenticatedCharity(credentials.recent(given.username), given.password) ??
-        authenticatedCharity(await credentials.fresh(given.username), given.password));
-    if (!charity) {
+    if (remembered) {
+      request.charity = remembered;
+      return;
+    }
+    const charity = given && authenticatedCharity(await credentials.fresh(given.username), given.password);
+    if (charity) {
+      await throttle.authenticationSucceeded(request.ip, username);
+    } else {
       onFailure();
-      await throttle.authenticationFailed(request.ip, username);
       await discardBody(request.raw);
       // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
       reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);

@@ -1,6 +1,8 @@
-// Limits on guessing and flooding. Failed authentications are counted per client address and
-// per address and username, never per username alone: a guesser elsewhere can never lock the real
-// charity out. Creates are counted per charity. Counters live in memory (per instance), or in
+// Limits on guessing and flooding. Authentication attempts are counted per client address and per
+// address and username, never per username alone: a guesser elsewhere can never lock the real
+// charity out. An attempt is counted before it is judged and given back if it succeeds, so only
+// failures use the limit up, and guesses in flight together cannot slip past it. Creates are
+// counted per charity. Counters live in memory (per instance), or in
 // Redis (shared by every instance) with an in-memory fallback should Redis stop answering.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -59,7 +61,7 @@ export class Throttle {
     this.creates = opts.createsPerSecond > 0 ? limiter(opts, 'create', opts.createsPerSecond, 1) : undefined;
   }
 
-  /** Seconds to wait if this address (or this address against this username) has failed too often, else 0. */
+  /** Seconds to wait if this address (or this address against this username) has used its attempts up, else 0; counts nothing. */
   async authenticationBlocked(address: string, username: string): Promise<number> {
     const [ip, pair] = await Promise.all([this.byAddress.get(address), this.byAddressAndUsername.get(pairKey(address, username))]);
     const blocked = [
@@ -69,24 +71,36 @@ export class Throttle {
     return blocked.length ? Math.max(...blocked.map(secondsLeft)) : 0;
   }
 
-  async authenticationFailed(address: string, username: string): Promise<void> {
-    // consume() rejects once the limit is passed; that is the point, not an error.
-    await Promise.all([
-      this.byAddress.consume(address).catch(() => {}),
-      this.byAddressAndUsername.consume(pairKey(address, username)).catch(() => {}),
-    ]);
+  /**
+   * Counts an authentication attempt before it is judged, against this address and against this
+   * address with this username; the seconds to wait if either is over its limit (the attempt is
+   * then refused unjudged), else 0. Counting first means guesses sent together (in parallel, or
+   * pipelined on one connection) cannot all be judged before the first failure is counted.
+   */
+  async reserveAuthentication(address: string, username: string): Promise<number> {
+    const refused = await Promise.all([take(this.byAddress, address), take(this.byAddressAndUsername, pairKey(address, username))]);
+    return Math.max(0, ...refused);
+  }
+
+  /** The attempt succeeded: it is given back, so successes never count towards a limit. */
+  async authenticationSucceeded(address: string, username: string): Promise<void> {
+    await Promise.all([this.byAddress.reward(address, 1), this.byAddressAndUsername.reward(pairKey(address, username), 1)]);
   }
 
   /** Seconds to wait if the charity is over its create rate, else 0 (and the create is counted). */
   async createBlocked(charityId: number): Promise<number> {
-    if (!this.creates) return 0;
-    try {
-      await this.creates.consume(String(charityId));
-      return 0;
-    } catch (res) {
-      if (res instanceof RateLimiterRes) return secondsLeft(res);
-      throw res;
-    }
+    return this.creates ? take(this.creates, String(charityId)) : 0;
+  }
+}
+
+/** Takes a point: 0 when it was there, else the seconds until one is (consume() rejects past the limit). */
+async function take(limiter: RateLimiterAbstract, key: string): Promise<number> {
+  try {
+    await limiter.consume(key);
+    return 0;
+  } catch (res) {
+    if (res instanceof RateLimiterRes) return secondsLeft(res);
+    throw res;
   }
 }
 

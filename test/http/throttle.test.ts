@@ -3,7 +3,7 @@
 // each charity's create rate is limited; counters are shared through Redis when REDIS_URL is set.
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -106,6 +106,56 @@ for (const backend of BACKENDS) {
         assertThrottled(await me(app, basic('nobody-else', 'x'), '127.0.0.4'));
         assert.equal((await me(app, basic('nobody-else', 'x'), '127.0.0.5')).statusCode, 401);
         assert.equal((await me(app, t.charity.authorization, '127.0.0.5')).statusCode, 200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('guesses sent together are counted before they are judged: no more are judged than the limit', async () => {
+      // Raw: many at once from addresses the typed client cannot claim; a 401 is a guess judged.
+      const app = await freshApp();
+      try {
+        const statuses = async (requests: Promise<Awaited<ReturnType<typeof me>>>[]) => {
+          const counts = new Map<number, number>();
+          for (const res of await Promise.all(requests)) counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
+          return Object.fromEntries(counts);
+        };
+        const guess = basic(t.charity.username, 'not-the-password');
+        assert.deepEqual(await statuses(Array.from({ length: 300 }, () => me(app, guess, '127.0.0.40'))), { 401: AUTH_FAILURES.perAddressAndUsername, 429: 300 - AUTH_FAILURES.perAddressAndUsername });
+        assert.deepEqual(
+          await statuses(Array.from({ length: 300 }, (_, i) => me(app, basic(`somebody-${i}`, 'x'), '127.0.0.41'))),
+          { 401: AUTH_FAILURES.perAddress, 429: 300 - AUTH_FAILURES.perAddress },
+          'many usernames from one address',
+        );
+        assert.equal((await me(app, t.charity.authorization, '127.0.0.42')).statusCode, 200, 'the charity, elsewhere, is not locked out');
+      } finally {
+        await app.close();
+      }
+    });
+
+    test('guesses pipelined on one connection: no more are judged than the limit', async () => {
+      // A raw socket: 200 requests written at once, before any answer is read.
+      const app = await freshApp();
+      try {
+        await app.listen({ port: 0, host: '127.0.0.1' });
+        const port = (app.server.address() as AddressInfo).port;
+        const guess = basic(t.charity.username, 'not-the-password');
+        const one = `POST /api/v1/me HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${guess}\r\nContent-Length: 0\r\n\r\n`;
+        const text = await new Promise<string>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1');
+          let received = '';
+          socket.on('data', (chunk) => {
+            received += chunk.toString('latin1');
+            if ((received.match(/HTTP\/1\.1 \d{3} /g) ?? []).length === 200) socket.end();
+          });
+          socket.on('end', () => resolve(received));
+          socket.on('error', reject);
+          socket.write(one.repeat(200));
+        });
+        const statuses = (text.match(/HTTP\/1\.1 \d{3} /g) ?? []).map((line) => line.slice(9, 12));
+        assert.equal(statuses.length, 200);
+        assert.equal(statuses.filter((code) => code === '401').length, AUTH_FAILURES.perAddressAndUsername);
+        assert.equal(statuses.filter((code) => code === '429').length, 200 - AUTH_FAILURES.perAddressAndUsername);
       } finally {
         await app.close();
       }
@@ -256,6 +306,10 @@ for (const backend of BACKENDS) {
           assertThrottled(await me(a, guess, '127.0.0.30'));
           assertThrottled(await me(b, guess, '127.0.0.30'));
           assert.equal((await me(b, t.charity.authorization, '127.0.0.31')).statusCode, 200);
+
+          // Guesses sent together to both instances: the shared limit holds as well.
+          const together = await Promise.all(Array.from({ length: 100 }, (_, i) => me(i % 2 ? a : b, basic(`shared-${i % 3}`, 'x'), '127.0.0.32')));
+          assert.equal(together.filter((res) => res.statusCode === 401).length, AUTH_FAILURES.perAddress, 'at most the per-address limit judged, over both instances');
 
           // The creates through the client, one per instance.
           const charity = await t.signUp('Shared Rate', 'shared@example.org');
