@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './http/errors.js';
-import { Throttle } from './http/throttle.js';
+import { openRedis, Throttle } from './http/throttle.js';
 import { openStore } from './store/open.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
@@ -28,10 +28,7 @@ export async function serve(config: Config): Promise<void> {
   const store = await openStore(config.database);
   // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
   // instance falls back to its own counters rather than failing requests.
-  const redis = config.redisUrl
-    ? new (await import('ioredis')).Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 })
-    : undefined; // loaded only when used: ioredis alone adds 0.1 s to start-up
-  redis?.on('error', () => {}); // reconnects by itself; meanwhile the in-memory fallback counts
+  const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;
   const throttle = new Throttle({ createsPerSecond: config.createRateLimit, redis });
   const metrics = config.metrics.enabled ? new (await import('./http/metrics.js')).Metrics() : undefined;
   const metricsPort = config.metrics.enabled ? config.metrics.port : undefined;

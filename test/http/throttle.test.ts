@@ -2,6 +2,7 @@
 // and username) with 429 + Retry-After, without ever locking the real charity out from elsewhere;
 // each charity's create rate is limited; counters are shared through Redis when REDIS_URL is set.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -10,11 +11,12 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { type CreatedDonation, type DonationInput, RateLimitError } from '../../src/client/index.js';
-import { AUTH_FAILURES, Throttle } from '../../src/http/throttle.js';
+import { AUTH_FAILURES, openRedis, Throttle } from '../../src/http/throttle.js';
 import { basic, exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { clientFor } from '../support/client.js';
 import { watchConformance } from '../support/openapi.js';
+import { TcpProxy } from '../support/proxy.js';
 
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined;
 
@@ -292,6 +294,40 @@ for (const backend of BACKENDS) {
     });
 
     describe('shared through Redis', { skip: TEST_REDIS_URL ? false : 'TEST_REDIS_URL is not set' }, () => {
+      test('a Redis that stops answering costs a request a moment, not a hang; the in-memory limiter counts meanwhile, and Redis again once it answers', async () => {
+        const target = new URL(TEST_REDIS_URL!);
+        const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
+        const redis = await openRedis(`redis://127.0.0.1:${await proxy.listen()}`);
+        const admin = new Redis(TEST_REDIS_URL!);
+        const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
+        const app = await freshApp(new Throttle({ createsPerSecond: 100, redis, keyPrefix }));
+        /** The answer, or a failure if it takes longer than a request may wait on a silent Redis. */
+        const within = <T,>(what: string, answer: Promise<T>) =>
+          Promise.race([answer, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer within 2 s`)), 2000).unref())]);
+        try {
+          if (redis.status !== 'ready') await once(redis, 'ready');
+          assert.equal((await me(app, t.charity.authorization, '127.0.0.50')).statusCode, 200);
+          proxy.pause(); // Redis is silent from now on, its connection still open
+          const guess = basic(t.charity.username, 'wrong');
+          for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) assert.equal((await within('a guess', me(app, guess, '127.0.0.51'))).statusCode, 401);
+          assertThrottled(await within('a guess too many', me(app, guess, '127.0.0.51')));
+          assert.equal((await within('the charity', me(app, t.charity.authorization, '127.0.0.50'))).statusCode, 200);
+          assert.equal((await within('a create', create(app, t.charity, '127.0.0.50'))).statusCode, 200);
+          proxy.resume();
+          await redis.ping();
+          await me(app, basic('back-again', 'x'), '127.0.0.52');
+          assert.ok((await admin.keys(`${keyPrefix}:auth-ip:127.0.0.52`)).length === 1, 'counted in Redis again');
+        } finally {
+          proxy.resume();
+          await app.close();
+          const keys = await admin.keys(`${keyPrefix}*`);
+          if (keys.length) await admin.del(...keys);
+          admin.disconnect();
+          redis.disconnect();
+          await proxy.close();
+        }
+      });
+
       test('failures on one instance count on the other; so do creates', async () => {
         const redis = new Redis(TEST_REDIS_URL!, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
         const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;

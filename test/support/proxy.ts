@@ -12,6 +12,9 @@ export class TcpProxy {
   private mode: Mode = 'open';
   private readonly pairs = new Set<[Socket, Socket]>();
   private readonly frozen = new Set<Socket>();
+  private paused = false;
+  /** Bytes held while paused, in order, to pass on at resume(). */
+  private held: Array<() => void> = [];
   private dropEvery = 0;
   private commitsSeen = 0;
   /** How many COMMIT answers have been dropped. */
@@ -51,6 +54,18 @@ export class TcpProxy {
     this.dropEvery = every;
   }
 
+  /** Holds every byte both ways, on open connections and new ones, as a stalled server does; resume() passes them on. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    const held = this.held;
+    this.held = [];
+    for (const pass of held) pass();
+  }
+
   restore(): void {
     this.mode = 'open';
   }
@@ -73,9 +88,11 @@ export class TcpProxy {
     let dropNextAnswer = false;
     client.on('data', (chunk: Buffer) => {
       if (this.dropEvery > 0 && chunk.includes(COMMIT_QUERY)) dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
+      if (this.paused) return void this.held.push(() => upstream.write(chunk));
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (this.paused) return void this.held.push(() => client.write(chunk));
       if (!dropNextAnswer) return void client.write(chunk);
       // The database has answered the COMMIT, so it is committed; the client never hears so.
       this.droppedCommitAnswers++;
