@@ -44,3 +44,10 @@ function daysInMonth(year: number, month: number): number {
 function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
+
+const UK_DAY = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London', year: 'numeric', month: '2-digit', day: '2-digit' });
+
+/** The calendar day in the UK (where Gift Aid is claimed) at an instant, as YYYY-MM-DD. */
+export function ukDay(at: Date): string {
+  return UK_DAY.format(at);
+}

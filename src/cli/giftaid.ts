@@ -5,7 +5,7 @@
 // spreadsheet in src/giftaid/ods.ts; this file reads, decides what to write, and writes.
 import { constants } from 'node:fs';
 import { access, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Argument, Command, InvalidArgumentError } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { CLAIM_STATUSES, NEXT_STATUSES, type ClaimStatus } from '../giftaid/claim.js';
@@ -26,6 +26,7 @@ import {
 } from '../giftaid/schedule.js';
 import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { Store } from '../store/store.js';
+import { ukDay } from '../time.js';
 import { print, printJson, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
@@ -48,7 +49,7 @@ export function giftaidCommand(): Command {
     .option('--to <YYYY-MM-DD>', 'donations dated on or before this day (default: today in the UK)', toArgument)
     .option('--json', 'print {"claim","files","needs_attention","donations","total"}')
     .action(async (opts: { charity: string; out: string; to?: string; json?: boolean }) => {
-      const today = todayInUk();
+      const today = ukDay(new Date()); // the claim is made in the UK
       const upTo = opts.to ?? `${today}T23:59:59.999999Z`;
       if (upTo.slice(0, 10) > today) {
         throw new UsageError(`--to must not be later than today (${today}): HMRC refuses donations dated in the future.`);
@@ -64,11 +65,11 @@ export function giftaidCommand(): Command {
         let files: string[] = [];
         try {
           if (claim) files = await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name));
-          if (assessed.needsAttention.length > 0) await writeAttention(dir, attentionName, assessed.needsAttention);
+          await writeAttention(dir, attentionName, assessed.needsAttention);
         } catch (err) {
           if (!claim) throw err;
           throw new Error(
-            `claim ${claim.id} was prepared and recorded, but its files could not be written (${err instanceof Error ? err.message : String(err)}). ` +
+            `claim ${claim.id} was prepared and recorded, but its files could not all be written (${err instanceof Error ? err.message : String(err)}). ` +
               `Write them with: bin/almoner giftaid files ${claim.id} --out DIR`,
           );
         }
@@ -89,7 +90,7 @@ export function giftaidCommand(): Command {
           print(`Claim ${claim.id} for ${charity.name} (${opts.charity}) prepared: ${count(claim.donation_count, 'donation')} dated up to ${dayMonthYear(claim.up_to)}, ${pounds(claim.total_minor)} in all.`);
           print(`  ${files.length === 1 ? 'Its schedule' : `Its ${files.length} schedules (one HMRC upload each)`}: ${files.map(shown).join(', ')}`);
         } else {
-          print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo.slice(0, 10))} is both claimable and in no other claim. No claim was made.`);
+          print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo.slice(0, 10))} is both claimable and in no live claim. No claim was made.`);
         }
         printAttention(assessed.needsAttention.length, needsAttention, today);
         if (assessed.claimedBefore > 0) print(`  ${count(assessed.claimedBefore, 'donation')} already in a live claim ${assessed.claimedBefore === 1 ? 'was' : 'were'} left out.`);
@@ -185,7 +186,7 @@ export function giftaidCommand(): Command {
     .action(async (opts: { charity: string; from: string; to: string; out: string; json?: boolean }) => {
       if (opts.from > opts.to) throw new UsageError('--from must not be later than --to.');
       const dir = await outputFolder(opts.out);
-      const today = todayInUk();
+      const today = ukDay(new Date()); // the claim is made in the UK
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out);
@@ -205,7 +206,7 @@ export function giftaidCommand(): Command {
           }),
         }));
         const files = (await writeNewFiles(dir, spreadsheets, /^preview-\d+\.ods$/)).map((name) => join(opts.out, name));
-        if (assessed.needsAttention.length > 0) await writeAttention(dir, NEEDS_ATTENTION, assessed.needsAttention);
+        await writeAttention(dir, NEEDS_ATTENTION, assessed.needsAttention);
         const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, NEEDS_ATTENTION) : null;
         if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(totalMinor) });
 
@@ -273,23 +274,39 @@ async function findCharity(store: Store, username: string): Promise<{ id: number
   return charity;
 }
 
-/** The --out folder: a usage error if it is something else than a folder. Nothing is created yet. */
+/** The --out folder: a usage error if it, or a folder above it, is something else than a folder. Nothing is created yet. */
 async function outputFolder(out: string): Promise<string> {
   const dir = resolve(out);
   const info = await stat(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;
+    if (err.code === 'ENOTDIR') throw new UsageError(`--out ${out} is not a folder: something above it is a file.`);
     throw err;
   });
   if (info && !info.isDirectory()) throw new UsageError(`--out ${out} is not a folder.`);
   return dir;
 }
 
-/** Creates the folder if missing, once the arguments have been checked; a usage error if it cannot be written to. */
+/**
+ * Creates the folder if missing, once the arguments have been checked, one level at a time (Node's
+ * recursive mkdir never returns for a path under /proc); a usage error if it cannot be created or
+ * written to.
+ */
 async function makeFolder(dir: string, out: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  await access(dir, constants.W_OK).catch(() => {
-    throw new UsageError(`--out ${out} cannot be written to.`);
-  });
+  const missing: string[] = [];
+  for (let d = dir; !(await exists(d)); d = dirname(d)) missing.unshift(d);
+  try {
+    for (const d of missing) await mkdir(d);
+    await access(dir, constants.W_OK);
+  } catch (err) {
+    throw new UsageError(`--out ${out} cannot be created or written to (${(err as NodeJS.ErrnoException).code ?? String(err)}).`);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -323,10 +340,16 @@ async function writeNewFiles(dir: string, files: ReadonlyArray<{ name: string; b
  * ends. It is a to-do list made afresh from the data, so it replaces one of the same name.
  */
 async function writeAttention(dir: string, name: string, rows: readonly AttentionRow[]): Promise<void> {
+  const path = join(dir, name);
+  if (rows.length === 0) return void (await rm(path, { force: true })); // no stale to-do list left behind
   const csv = stringify([[...ATTENTION_COLUMNS], ...rows.map(attentionCells)], { record_delimiter: 'windows' });
   const partial = join(dir, `.${name}.partial`);
-  await writeFile(partial, `\uFEFF${csv}`);
-  await rename(partial, join(dir, name));
+  try {
+    await writeFile(partial, `\uFEFF${csv}`);
+    await rename(partial, path);
+  } finally {
+    await rm(partial, { force: true });
+  }
 }
 
 function printAttention(n: number, path: string | null, today: string): void {
@@ -335,7 +358,7 @@ function printAttention(n: number, path: string | null, today: string): void {
       ? '  No Gift Aid donation was left out.'
       : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${path}`,
   );
-  print(`  Donations dated before ${claimCutoff(today)} are more than four years old and cannot be claimed.`);
+  print(`  Donations dated before ${dayMonthYear(claimCutoff(today))} are more than four years old and cannot be claimed.`);
 }
 
 function claimJson(c: Claim) {
@@ -359,10 +382,6 @@ function claimIdArgument(value: string): number {
   return Number(value);
 }
 
-/** Today in the UK, where the claim is made, as YYYY-MM-DD. */
-function todayInUk(now = new Date()): string {
-  return new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London', year: 'numeric', month: '2-digit', day: '2-digit' }).format(now);
-}
 
 function count(n: number, noun: string): string {
   return `${n.toLocaleString('en-GB')} ${noun}${n === 1 ? '' : 's'}`;

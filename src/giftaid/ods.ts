@@ -187,9 +187,9 @@ const COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['1.7in', 'coHouse'],
   ['1.0in', 'coPostcode'],
   ['1.5in', 'coAggregated'],
-  ['1.1in', 'coSponsored'],
+  ['1.3in', 'coSponsored'],
   ['1.1in', 'coDate'],
-  ['1.1in', 'coAmount'],
+  ['1.6in', 'coAmount'],
 ];
 
 const NS =

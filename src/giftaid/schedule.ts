@@ -10,6 +10,7 @@
 
 import anyAscii from 'any-ascii';
 import type { StoredDonation } from '../donations/donation.js';
+import { ukDay } from '../time.js';
 
 /** The columns of needs-attention.csv: enough to find the donation and the donor, and the reasons. */
 export const ATTENTION_COLUMNS = [
@@ -364,9 +365,13 @@ export function hmrcPostcode(raw: string | null): { value: string; valid: boolea
 
 const UK_POSTCODE = /^(?:GIR 0AA|[A-Z][A-HJ-Y]?[0-9][0-9A-Z]? [0-9][A-Z]{2})$/;
 
-/** The day of a stored donation_date (ISO 8601 UTC, midnight of the given day): YYYY-MM-DD. */
+/**
+ * The day of a stored donation_date: the day the charity gave (stored as midnight UTC of it), or,
+ * for a donation sent without a date, the UK day of the moment it was recorded (00:30 in a British
+ * summer is the day it is in the UK, not the day before in UTC).
+ */
 export function donationDay(donationDate: string): string {
-  const day = donationDate.slice(0, 10);
+  const day = donationDate.endsWith('T00:00:00.000000Z') ? donationDate.slice(0, 10) : ukDay(new Date(donationDate));
   assertDay(day, 'donation_date');
   return day;
 }

@@ -410,6 +410,12 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const r = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', file]);
         assert.equal(r.code, 2, r.stderr);
         assert.match(r.stderr, /is not a folder/);
+        const under = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(file, 'sub')]);
+        assert.equal(under.code, 2, under.stderr);
+        assert.match(under.stderr, /is not a folder: something above it is a file/);
+        const unmakeable = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', '/proc/almoner-cannot-be-here']);
+        assert.equal(unmakeable.code, 2, unmakeable.stderr);
+        assert.match(unmakeable.stderr, /cannot be created or written to/);
         assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', ctx.charity.username, '--json'])).length, 1, 'no claim was made');
       });
 

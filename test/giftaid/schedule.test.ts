@@ -214,6 +214,9 @@ describe('dates', () => {
   test('DD/MM/YY from the stored timestamp', () => {
     assert.equal(claimed(donation({ donation_date: '2024-03-05T00:00:00.000000Z' })).donationDay, '2024-03-05');
     assert.equal(claimed(donation({ donation_date: '2025-06-15T13:45:12.123456Z' })).donationDay, '2025-06-15', 'an undated donation: the day it was recorded');
+    assert.equal(claimed(donation({ donation_date: '2025-06-14T23:30:00.000001Z' })).donationDay, '2025-06-15', 'recorded at 00:30 on a British summer night: the UK day');
+    assert.equal(claimed(donation({ donation_date: '2025-01-14T23:30:00.000001Z' })).donationDay, '2025-01-14', 'in winter the UK day is the UTC day');
+    assert.equal(claimed(donation({ donation_date: '2025-06-14T00:00:00.000000Z' })).donationDay, '2025-06-14', 'a given date is that day');
     assert.equal(hmrcDate('2021-12-31'), '31/12/21');
     assert.equal(hmrcDate('2024-03-05'), '05/03/24');
   });
