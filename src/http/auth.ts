@@ -53,20 +53,20 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const given = parseBasicAuthorization(request.headers.authorization);
     const username = given?.username ?? '';
-    // A credential seen recently and given right needs no attempt counted (a guess is never right),
-    // only the check that this address has not used its attempts up. Anything else is an attempt,
-    // counted before it is judged, so guesses in flight together cannot all be judged.
-    const remembered = given && authenticatedCharity(credentials.recent(given.username), given.password);
-    const wait = await (remembered ? throttle.authenticationBlocked(request.ip, username) : throttle.reserveAuthentication(request.ip, username));
+    // An address that has failed too often is refused unjudged, and costs no database look-up.
+    const blocked = await throttle.authenticationBlocked(request.ip, username);
+    if (blocked) return tooManyRequests(request, reply, blocked, 'Too many failed authentication attempts.');
+    // A recently seen credential answers at once; one that would fail is checked afresh first.
+    const charity =
+      given &&
+      (authenticatedCharity(credentials.recent(given.username), given.password) ??
+        authenticatedCharity(await credentials.fresh(given.username), given.password));
+    // The verdict and its count in the same turn (nothing awaited in between): a guess judged after
+    // the limit was reached is refused even when it is right, so guesses sent together are
+    // answered 401 no more often than the limit, and learn nothing past it.
+    const wait = charity ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
     if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
-    if (remembered) {
-      request.charity = remembered;
-      return;
-    }
-    const charity = given && authenticatedCharity(await credentials.fresh(given.username), given.password);
-    if (charity) {
-      await throttle.authenticationSucceeded(request.ip, username);
-    } else {
+    if (!charity) {
       onFailure();
       await discardBody(request.raw);
       // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.

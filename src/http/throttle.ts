@@ -1,7 +1,7 @@
-// Limits on guessing and flooding. Authentication attempts are counted per client address and per
+// Limits on guessing and flooding. Failed authentications are counted per client address and per
 // address and username, never per username alone: a guesser elsewhere can never lock the real
-// charity out. An attempt is counted before it is judged and given back if it succeeds, so only
-// failures use the limit up, and guesses in flight together cannot slip past it. Creates are
+// charity out. A failure is counted as it is judged, and one past the limit is answered 429 like
+// any guess after it, so guesses in flight together learn nothing past the limit. Creates are
 // counted per charity. Counters live in memory (per instance), or in
 // Redis (shared by every instance) with an in-memory fallback should Redis stop answering.
 import { createHash } from 'node:crypto';
@@ -79,7 +79,7 @@ export class Throttle {
     this.creates = opts.createsPerSecond > 0 ? limiter(opts, 'create', opts.createsPerSecond, 1) : undefined;
   }
 
-  /** Seconds to wait if this address (or this address against this username) has used its attempts up, else 0; counts nothing. */
+  /** Seconds to wait if this address (or this address against this username) has failed too often, else 0; counts nothing. */
   async authenticationBlocked(address: string, username: string): Promise<number> {
     const [ip, pair] = await Promise.all([this.byAddress.get(address), this.byAddressAndUsername.get(pairKey(address, username))]);
     const blocked = [
@@ -90,19 +90,16 @@ export class Throttle {
   }
 
   /**
-   * Counts an authentication attempt before it is judged, against this address and against this
-   * address with this username; the seconds to wait if either is over its limit (the attempt is
-   * then refused unjudged), else 0. Counting first means guesses sent together (in parallel, or
-   * pipelined on one connection) cannot all be judged before the first failure is counted.
+   * Counts a failed authentication against this address, and this address with this username; the
+   * seconds to wait if that passed either limit (the failure is then answered 429, not 401), else
+   * 0. Call it in the same turn as the verdict: the in-memory counters then change in the order
+   * verdicts are reached, so guesses in flight together (in parallel, or pipelined on one
+   * connection) are answered 401 no more often than the limit allows. Through Redis each count is
+   * one atomic increment, so the same holds across instances.
    */
-  async reserveAuthentication(address: string, username: string): Promise<number> {
+  async authenticationFailed(address: string, username: string): Promise<number> {
     const refused = await Promise.all([take(this.byAddress, address), take(this.byAddressAndUsername, pairKey(address, username))]);
     return Math.max(0, ...refused);
-  }
-
-  /** The attempt succeeded: it is given back, so successes never count towards a limit. */
-  async authenticationSucceeded(address: string, username: string): Promise<void> {
-    await Promise.all([this.byAddress.reward(address, 1), this.byAddressAndUsername.reward(pairKey(address, username), 1)]);
   }
 
   /** Seconds to wait if the charity is over its create rate, else 0 (and the create is counted). */

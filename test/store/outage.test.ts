@@ -20,6 +20,8 @@ const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
 // The bound a request may take during an outage: connecting (3 s) or a query (5 s) timing out, plus slack.
 const OUTAGE_BOUND_MS = 9000;
+// The README's promise for a database that stops answering: a 503 within the 5 s deadline (and a moment to answer).
+const STALL_BOUND_MS = 5500;
 
 describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
   let database: TestDatabase;
@@ -137,6 +139,36 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
     assertUnavailable(meDown.value, meDown.ms);
     assertUnavailable(createDown.value, createDown.ms);
     proxy.restore(); // the hung connections stay dead, as real ones would: the pool must drop them
+    await recovers();
+    await assertAcknowledgedStored();
+  });
+
+  test('the database stops answering (connections open, silent): every request gets its 503 within the deadline', async () => {
+    await Promise.all(Array.from({ length: 4 }, () => me())); // live connections in the pool
+    await pastCredentialCache();
+    proxy.pause();
+    try {
+      const keyed = (i: number) =>
+        app.inject({
+          method: 'POST',
+          url: '/api/v1/donation/create',
+          headers: { authorization, 'content-type': 'application/json', 'idempotency-key': `stall-${i}` },
+          payload: JSON.stringify(exampleDonation({ donor_email: `stalled-${i}@example.org` })),
+        });
+      const answers = await Promise.all([
+        ...Array.from({ length: 30 }, () => timed(create)),
+        ...Array.from({ length: 30 }, (_, i) => timed(() => keyed(i))),
+        ...Array.from({ length: 10 }, () => timed(me)),
+        timed(() => app.inject({ method: 'GET', url: '/health/ready' })),
+      ]);
+      const slowest = Math.max(...answers.map((a) => a.ms));
+      for (const { value, ms } of answers) {
+        assert.equal(value.statusCode, 503, value.body);
+        assert.ok(ms <= STALL_BOUND_MS, `answered in ${Math.round(ms)} ms (slowest ${Math.round(slowest)} ms)`);
+      }
+    } finally {
+      proxy.resume();
+    }
     await recovers();
     await assertAcknowledgedStored();
   });
