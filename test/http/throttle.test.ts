@@ -164,6 +164,17 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('a burst of right credentials, none of them remembered yet, is never throttled', async () => {
+      // Raw: 200 at once, as an integration's queue sends them when the credential cache has just expired.
+      const app = await freshApp();
+      try {
+        const answers = await Promise.all(Array.from({ length: 200 }, () => me(app, t.charity.authorization, '127.0.0.45')));
+        assert.deepEqual([...new Set(answers.map((res) => res.statusCode))], [200]);
+      } finally {
+        await app.close();
+      }
+    });
+
     test('successful requests are never counted', async () => {
       const app = await freshApp();
       try {
