@@ -68,7 +68,7 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
     if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
     if (!charity) {
       onFailure();
-      await discardBody(request.raw);
+      await discardBody(request.raw, reply.raw);
       // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
       reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);
       return reply.code(401).send({ message: 'Unauthorized' });

@@ -1,5 +1,5 @@
 // Request bodies: JSON (UTF-8) or application/x-www-form-urlencoded, at most 1 MiB.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
@@ -37,17 +37,23 @@ class BodyLimit extends Transform {
 
 /**
  * Reads and throws away a request body that will not be used (for example before a 401), so the
- * answer reaches a client that sends its whole body before reading. Bounded like the 413 path.
+ * answer reaches a client that sends its whole body before reading. Bounded like the 413 path: a
+ * body declared or found larger than DRAIN_LIMIT is left unread, and the answer closes the
+ * connection (what is left of the body must never be read as the next request).
  */
-export async function discardBody(req: IncomingMessage): Promise<void> {
+export async function discardBody(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const declared = Number(req.headers['content-length'] ?? 0);
   const chunked = req.headers['transfer-encoding'] !== undefined;
-  if (req.readableEnded || (!chunked && !(declared > 0)) || declared > DRAIN_LIMIT) return;
+  if (req.readableEnded || (!chunked && !(declared > 0))) return;
+  if (declared > DRAIN_LIMIT) return void res.setHeader('Connection', 'close');
   let seen = 0;
   await new Promise<void>((resolve) => {
     req.on('data', (chunk: Buffer) => {
       seen += chunk.length;
-      if (seen > DRAIN_LIMIT) resolve();
+      if (seen > DRAIN_LIMIT) {
+        res.setHeader('Connection', 'close');
+        resolve();
+      }
     });
     req.once('end', resolve);
     req.once('close', resolve);

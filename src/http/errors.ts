@@ -73,7 +73,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   // No route: 404 or 405 before the body is read, so a body's faults (400, 413, 415) never come first.
   app.addHook('onRequest', async (request, reply) => {
     if (!request.is404) return;
-    await discardBody(request.raw);
+    await discardBody(request.raw, reply.raw);
     return answerNoRoute(request, reply);
   });
   app.setNotFoundHandler(answerNoRoute);

@@ -195,6 +195,26 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.equal(res.status, 413, res.error);
     });
 
+    test('a 401, 404 or 405 to a body declared over 16 MiB closes the connection: what follows is never read as a request', async () => {
+      // Raw: a keep-alive client that declares a huge body and sends none of it.
+      const answer = (head: string) =>
+        new Promise<string>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1');
+          let text = '';
+          socket.on('data', (d) => (text += d.toString('latin1')));
+          socket.on('end', () => resolve(text)); // the server closed it
+          socket.on('error', reject);
+          setTimeout(() => (socket.destroy(), resolve(`${text}\n(still open)`)), 3000).unref();
+          socket.write(`${head}\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${17 * MiB}\r\n\r\n`);
+        });
+      for (const head of ['POST /api/v1/me HTTP/1.1\r\nAuthorization: Basic bm9ib2R5Om5vcGU=', 'POST /api/v1/nowhere HTTP/1.1', 'GET /api/v1/me HTTP/1.1']) {
+        const text = await answer(head);
+        assert.match(text, /^HTTP\/1\.1 40[145] /, head);
+        assert.match(text, /\r\nConnection: close\r\n/i, `${head}: ${text}`);
+        assert.doesNotMatch(text, /still open/, head);
+      }
+    });
+
     test('the server answers normally after oversize bodies', async () => {
       const res = await post('/api/v1/donation/create', JSON.stringify(exampleDonation()), { 'content-type': 'application/json' });
       assert.equal(res.statusCode, 200);
