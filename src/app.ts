@@ -12,6 +12,7 @@ import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { DonationRecord } from './donations/donation.js';
 import { donationRoutes } from './http/routes/donations.js';
+import { CONNECTION_LIMITS, limitConnectionsPerAddress, type ConnectionLimits } from './http/connections.js';
 import { docsRoutes } from './http/routes/docs.js';
 import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
@@ -31,6 +32,8 @@ export interface AppOptions {
   serveMetrics?: boolean;
   /** GET /docs (Swagger UI) and GET /api/v1/openapi.json; on by default. */
   docs?: boolean;
+  /** Request and keep-alive timeouts and open connections per client address; CONNECTION_LIMITS by default. */
+  connections?: Partial<ConnectionLimits>;
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -44,8 +47,15 @@ export async function buildApp({
   metrics,
   serveMetrics = true,
   docs = true,
+  connections,
 }: AppOptions): Promise<FastifyInstance> {
+  const limits = { ...CONNECTION_LIMITS, ...connections };
+  // Node's own deadlines for a request to arrive, checked every checkEveryMs (its default, 30 s, would let a stalled request linger).
+  const serverTimeouts = { headersTimeout: limits.headersMs, requestTimeout: limits.requestMs, connectionsCheckingInterval: limits.checkEveryMs };
   const options = {
+    http: serverTimeouts,
+    requestTimeout: limits.requestMs,
+    keepAliveTimeout: limits.keepAliveMs,
     logger,
     trustProxy,
     logController: new LogController({ disableRequestLogging: true }), // one line per request, written below without personal data
@@ -60,7 +70,8 @@ export async function buildApp({
     return503OnClosing: false, // see preClose below
   };
   // Fastify types an HTTPS instance apart; the routes and hooks here are the same for both.
-  const app = (https ? Fastify({ ...options, https }) : Fastify(options)) as unknown as FastifyInstance;
+  const app = (https ? Fastify({ ...options, https: { ...serverTimeouts, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
+  limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
   // close() does not wait for them. A request already on an open connection is served, not refused.

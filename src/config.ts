@@ -1,4 +1,5 @@
 // Every environment variable Almoner reads, parsed and checked in one place.
+import { CONNECTION_LIMITS } from './http/connections.js';
 
 export type DatabaseLocation =
   | { dialect: 'sqlite'; path: string }
@@ -21,6 +22,8 @@ export interface Config {
   metrics: { enabled: false } | { enabled: true; port: number | undefined };
   /** GET /docs and GET /api/v1/openapi.json. */
   docs: boolean;
+  /** Open connections one client address may hold; 0 is no limit. */
+  connectionsPerAddress: number;
 }
 
 export class ConfigError extends Error {}
@@ -126,6 +129,13 @@ function parseMetrics(env: NodeJS.ProcessEnv): Config['metrics'] {
   return { enabled: true, port };
 }
 
+function parseConnectionsPerAddress(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return CONNECTION_LIMITS.perAddress;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n > 1_000_000) throw new ConfigError(`CONNECTIONS_PER_ADDRESS must be a whole number of connections, 0 for no limit (got ${JSON.stringify(raw)}).`);
+  return n;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     database: databaseFromEnv(env),
@@ -138,5 +148,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: parseTls(env),
     metrics: parseMetrics(env),
     docs: isOn(env, 'DOCS'),
+    connectionsPerAddress: parseConnectionsPerAddress(env.CONNECTIONS_PER_ADDRESS),
   };
 }

@@ -41,6 +41,7 @@ export async function serve(config: Config): Promise<void> {
     logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
     trustProxy: config.trustProxy,
     https,
+    connections: { perAddress: config.connectionsPerAddress },
   });
 
   let metricsApp: FastifyInstance | undefined;

@@ -1,0 +1,89 @@
+// Slow and idle clients cannot exhaust the server: a request whose headers or body stall is closed
+// at its deadline, and one client address holds a bounded number of connections. The deadlines are
+// the app's options, shortened here: the test does not wait out production's.
+import assert from 'node:assert/strict';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { SQLITE } from '../support/backends.js';
+import { startTestApp, type TestContext } from '../support/app.js';
+
+const SHORT = { headersMs: 400, requestMs: 400, checkEveryMs: 50 };
+
+/** A raw connection, and everything it receives until the server closes it. */
+function open(port: number): { socket: Socket; closed: Promise<string> } {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  let text = '';
+  socket.on('data', (d) => (text += d.toString('latin1')));
+  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(text)));
+  return { socket, closed };
+}
+
+/** Resolves with what arrived once the server closed the connection, or fails after `ms`. */
+function closedWithin(conn: { closed: Promise<string> }, ms: number, what: string): Promise<string> {
+  return Promise.race([conn.closed, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: still open after ${ms} ms`)), ms).unref())]);
+}
+
+describe('connection limits', () => {
+  let t: TestContext;
+  const apps: FastifyInstance[] = [];
+  before(async () => {
+    t = await startTestApp(SQLITE);
+  });
+  after(async () => {
+    for (const app of apps) await app.close();
+    await t.close();
+  });
+
+  async function listening(options: Parameters<typeof buildApp>[0]['connections'], trustProxy: string | boolean = false): Promise<number> {
+    const app = await buildApp({ store: t.store, connections: options, trustProxy });
+    apps.push(app);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return (app.server.address() as AddressInfo).port;
+  }
+
+  test('a body that stalls is answered 408 and closed at the request deadline', async () => {
+    const port = await listening(SHORT);
+    const conn = open(port);
+    conn.socket.write(`POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"amo`);
+    const text = await closedWithin(conn, 3000, 'a stalled body');
+    assert.match(text, /^HTTP\/1\.1 408 /);
+    assert.match(text, /"message":"The request took too long to arrive\."/);
+  });
+
+  test('headers that never end are closed at the headers deadline', async () => {
+    const port = await listening(SHORT);
+    const conn = open(port);
+    conn.socket.write('POST /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n');
+    const text = await closedWithin(conn, 3000, 'stalled headers');
+    assert.match(text, /^(HTTP\/1\.1 408 |$)/);
+  });
+
+  test('one address holds at most its limit of connections: the next gets a 429 and is closed; others are not affected', async () => {
+    const port = await listening({ ...SHORT, perAddress: 5 });
+    const held = Array.from({ length: 5 }, () => open(port));
+    await new Promise((r) => setTimeout(r, 100));
+    const refused = open(port);
+    const text = await closedWithin(refused, 3000, 'the connection over the limit');
+    assert.match(text, /^HTTP\/1\.1 429 Too Many Requests\r\n/);
+    assert.match(text, /\r\nRetry-After: 1\r\n/);
+    assert.match(text, /"message":"Too many open connections from this address\./);
+    // One let go: room for another, which is served.
+    held[0]!.socket.destroy();
+    await held[0]!.closed;
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/me`, { method: 'POST', headers: { authorization: t.charity.authorization } });
+    assert.equal(res.status, 200);
+    for (const c of held) c.socket.destroy();
+  });
+
+  test('connections from a trusted proxy are not counted', async () => {
+    const port = await listening({ ...SHORT, perAddress: 2 }, '127.0.0.1');
+    const held = Array.from({ length: 6 }, () => open(port));
+    await new Promise((r) => setTimeout(r, 100));
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/me`, { method: 'POST', headers: { authorization: t.charity.authorization } });
+    assert.equal(res.status, 200);
+    for (const c of held) c.socket.destroy();
+  });
+});
