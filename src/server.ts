@@ -5,7 +5,7 @@ import { ConfigError, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './http/errors.js';
 import { openRedis, Throttle } from './http/throttle.js';
-import { openStore } from './store/open.js';
+import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
 // Top-level paths only: wildcard paths make pino walk every log line.
@@ -25,7 +25,7 @@ function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer }
 
 export async function serve(config: Config): Promise<void> {
   const https = config.tls && readTls(config.tls);
-  const store = await openStore(config.database);
+  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
   // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
   // instance falls back to its own counters rather than failing requests.
   const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;

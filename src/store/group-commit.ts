@@ -10,7 +10,7 @@
 // database cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { isDatabaseUnavailable } from './unavailable.js';
+import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
 type Write<DB> = (trx: Transaction<DB>) => Promise<unknown>;
 
@@ -49,10 +49,15 @@ class NotCommitted extends Error {
   }
 }
 
+/** How long a batch keeps trying while another process holds SQLite's write lock: the README's 5 s. */
+export const BUSY_DEADLINE_MS = 5000;
+
 export class GroupCommit<DB> {
   private readonly queue: Pending<DB>[] = [];
   private running = 0;
   private scheduled = false;
+  /** The last write that failed for want of a database (a full or read-only disk, a lost connection), until one succeeds. */
+  private failing: { err: unknown; at: number } | undefined;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -60,7 +65,17 @@ export class GroupCommit<DB> {
     /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
     private readonly concurrency: number,
     private readonly maxBatch = 256,
+    private readonly busyDeadlineMs = BUSY_DEADLINE_MS,
   ) {}
+
+  /**
+   * The error the last write failed with, if writes are failing: one failed within the last
+   * `withinMs` and none has succeeded since. With no writes for that long, writes are given the
+   * benefit of the doubt again (a readiness check that never let traffic back could never see them work).
+   */
+  writeFailure(withinMs = BUSY_DEADLINE_MS): unknown {
+    return this.failing && performance.now() - this.failing.at < withinMs ? this.failing.err : undefined;
+  }
 
   private observe: BatchObserver | undefined;
 
@@ -95,8 +110,11 @@ export class GroupCommit<DB> {
     const started = performance.now();
     try {
       const results = await this.commit(batch.map((p) => p.write));
+      this.failing = undefined;
       batch.forEach((p, i) => p.resolve(results[i]));
     } catch (err) {
+      const cause = err instanceof NotCommitted ? err.cause : err;
+      if (isDatabaseUnavailable(cause)) this.failing = { err: cause, at: performance.now() };
       // Retrying one by one helps only when one write is at fault and nothing was stored. A lost
       // database fails them all at once (a 503 now, not one timeout per write), and an unknown
       // outcome is never retried.
@@ -120,10 +138,28 @@ export class GroupCommit<DB> {
   }
 
   /**
+   * commitOnce, tried again while another process holds SQLite's write lock: each try waits only a
+   * moment inside SQLite (busy_timeout), and the waits between tries leave the event loop free, so
+   * other requests (GET /health, /me) are answered meanwhile. Past the deadline the lock's holder
+   * wins and the writes fail with SQLITE_BUSY (a 503).
+   */
+  private async commit(writes: readonly Write<DB>[]): Promise<unknown[]> {
+    const deadline = performance.now() + this.busyDeadlineMs;
+    for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
+      try {
+        return await this.commitOnce(writes);
+      } catch (err) {
+        if (!(err instanceof NotCommitted && isBusy(err.cause)) || performance.now() + pause > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
+  }
+
+  /**
    * Runs the writes in one transaction with a token; their results once committed. Throws
    * NotCommitted when nothing was stored, CommitOutcomeUnknownError when that cannot be known.
    */
-  private async commit(writes: readonly Write<DB>[]): Promise<unknown[]> {
+  private async commitOnce(writes: readonly Write<DB>[]): Promise<unknown[]> {
     const token = randomUUID();
     const values: unknown[] = [];
     let commitSent = false;

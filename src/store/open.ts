@@ -14,9 +14,23 @@ import { isDatabaseUnavailable } from './unavailable.js';
 export const PG_CONNECT_TIMEOUT_MS = 3000;
 export const PG_QUERY_TIMEOUT_MS = 5000;
 
-export async function openStore(location: DatabaseLocation): Promise<Store> {
-  const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path) : await postgresDialect(location.url, location.poolMax);
-  const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1);
+/**
+ * SQLite waits for another writer's lock by sleeping inside the call, which freezes a server's whole
+ * event loop; the server waits this long at most in one go and retries asynchronously instead
+ * (group-commit.ts). The CLI, one command at a time, keeps the default: 5 s in one go.
+ */
+export const SERVER_SQLITE_BUSY_TIMEOUT_MS = 20;
+
+export interface StoreOptions {
+  /** SQLite's busy_timeout: how long one statement may sleep waiting for another writer. */
+  sqliteBusyTimeoutMs?: number;
+  /** How long a write keeps retrying while another process holds SQLite's lock (tests shorten it). */
+  busyDeadlineMs?: number;
+}
+
+export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, busyDeadlineMs }: StoreOptions = {}): Promise<Store> {
+  const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path, sqliteBusyTimeoutMs) : await postgresDialect(location.url, location.poolMax);
+  const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1, busyDeadlineMs);
   try {
     await store.migrate();
   } catch (err) {
@@ -26,7 +40,7 @@ export async function openStore(location: DatabaseLocation): Promise<Store> {
   return store;
 }
 
-function sqliteDialect(path: string): Dialect {
+function sqliteDialect(path: string, busyTimeoutMs: number): Dialect {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new BetterSqlite3(path);
   // WAL + synchronous=FULL: a transaction is on disk (fsynced) when COMMIT returns,
@@ -35,7 +49,7 @@ function sqliteDialect(path: string): Dialect {
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   // The CLI and the server share the file; wait for a writer instead of failing at once.
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   return new SqliteDialect({ database: reusingStatements(db) });
 }
 
@@ -47,6 +61,9 @@ function reusingStatements(db: BetterSqlite3.Database): BetterSqlite3.Database {
   const statements = new Map<string, BetterSqlite3.Statement>();
   const prepare = db.prepare.bind(db);
   db.prepare = ((source: string) => {
+    // SQLite ends a transaction itself on some errors (a full disk, I/O): Kysely's ROLLBACK then
+    // fails with "no transaction is active" and would hide the real cause. Nothing left to undo.
+    if (source === 'rollback' && !db.inTransaction) return prepare('select 1');
     const cached = statements.get(source);
     if (cached && !cached.busy) return cached;
     const fresh = prepare(source);

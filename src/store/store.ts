@@ -50,6 +50,7 @@ export class Store {
     readonly dialect: DatabaseLocation['dialect'],
     /** Write transactions at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
     writeConcurrency = 1,
+    busyDeadlineMs?: number,
   ) {
     this.writes = new GroupCommit(
       db,
@@ -58,6 +59,8 @@ export class Store {
         committed: async (token) => (await db.selectFrom('commit_tokens').select('token').where('token', '=', token).executeTakeFirst()) !== undefined,
       },
       writeConcurrency,
+      undefined,
+      busyDeadlineMs,
     );
     this.claims = new ClaimLedger(db);
   }
@@ -91,9 +94,15 @@ export class Store {
     }
   }
 
+  /**
+   * Whether the database answers and takes writes: a query, and no write failed for want of the
+   * database (a full or read-only disk) in the last 5 s without one succeeding since.
+   */
   async ping(): Promise<void> {
     return this.tracked(async () => {
       await this.db.selectFrom('charities').select('id').limit(1).execute();
+      const failure = this.writes.writeFailure();
+      if (failure !== undefined) throw failure;
     });
   }
 

@@ -10,8 +10,8 @@ const PG_STATES = /^(08...|53...|57P0[123])$/;
 // node-postgres and pg-pool report lost connections and timeouts by message only.
 const PG_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connection error and is not queryable|Client was closed and is not queryable/i;
 
-// SQLite: another writer holds the lock past busy_timeout, or the disk is full or failing.
-const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN)/;
+// SQLite: another writer holds the lock past busy_timeout, or the disk is full, read-only or failing.
+const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY)/;
 
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
@@ -20,4 +20,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_STATES.test(code) || SQLITE_CODES.test(code))) return true;
   if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);
   return PG_MESSAGES.test(err.message);
+}
+
+/** Another writer holds SQLite's lock: worth waiting for, asynchronously. */
+export function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
 }
