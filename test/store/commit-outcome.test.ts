@@ -15,7 +15,7 @@ import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { basic, exampleDonation } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
-import { TcpProxy } from '../support/proxy.js';
+import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -32,12 +32,9 @@ describe('a lost COMMIT answer never doubles a donation', { skip: postgres ? fal
 
   before(async () => {
     database = await postgres!.createDatabase();
-    const target = new URL(database.url);
-    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-    const viaProxy = new URL(database.url);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(await proxy.listen());
-    store = await openStore(parseDatabaseUrl(viaProxy.href, 4));
+    let url: string;
+    ({ proxy, url } = await proxyFor(database.url));
+    store = await openStore(parseDatabaseUrl(url, 4));
     app = await buildApp({ store, throttle: new Throttle({ createsPerSecond: 0 }) });
     const { charity, password } = await signUpCharity(store, { name: 'Commit Test', email: 'c@example.org' });
     authorization = basic(charity.username, password);

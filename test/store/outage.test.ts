@@ -14,7 +14,7 @@ import type { Store } from '../../src/store/store.js';
 import { basic, exampleDonation } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
 import { watchConformance } from '../support/openapi.js';
-import { TcpProxy } from '../support/proxy.js';
+import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -34,12 +34,9 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
 
   before(async () => {
     database = await postgres!.createDatabase();
-    const target = new URL(database.url);
-    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-    const viaProxy = new URL(database.url);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(await proxy.listen());
-    store = await openStore(parseDatabaseUrl(viaProxy.href, 4));
+    let url: string;
+    ({ proxy, url } = await proxyFor(database.url));
+    store = await openStore(parseDatabaseUrl(url, 4));
     direct = await openStore(database.location);
     app = await buildApp({ store });
     watchConformance(app); // the 503s too

@@ -112,3 +112,13 @@ export class TcpProxy {
     }
   }
 }
+
+/** A proxy in front of a PostgreSQL test database, and the connection string that goes through it. */
+export async function proxyFor(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(databaseUrl);
+  const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+  const viaProxy = new URL(databaseUrl);
+  viaProxy.hostname = '127.0.0.1';
+  viaProxy.port = String(await proxy.listen());
+  return { proxy, url: viaProxy.href };
+}
