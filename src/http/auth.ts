@@ -1,5 +1,6 @@
 // HTTP Basic authentication, run before the body is read: a bad credential is a 401
 // whatever else is wrong with the request.
+import { randomInt } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CharityCredential } from '../charities/charity.js';
 import { authenticatedCharity } from '../charities/credentials.js';
@@ -37,6 +38,16 @@ function fromScript(request: FastifyRequest): boolean {
   return request.headers['x-requested-with']?.toString().toLowerCase() === 'xmlhttprequest';
 }
 
+/**
+ * A failed authentication is answered FAILURE_FLOOR_MS after it began, plus a random moment of up to
+ * FAILURE_JITTER_MS. The work behind a wrong password and an unknown username differs by
+ * microseconds (a row found or not, a cache entry kept or dropped), which 10,000 timed pairs can
+ * tell apart, and a bare floor does not hide it (timers fire on the event loop's clock, which the
+ * work itself moves); milliseconds of noise on top do. It costs only a guesser's time.
+ */
+export const FAILURE_FLOOR_MS = 20;
+const FAILURE_JITTER_MS = 5;
+
 export type CredentialLookup = (username: string) => Promise<CharityCredential | undefined>;
 
 /** Where credentials come from: recently seen ones (in memory, or nothing), and the database itself. */
@@ -51,6 +62,7 @@ export interface Credentials {
  */
 export function basicAuth(credentials: Credentials, throttle: Throttle, onFailure: () => void = () => {}) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
+    const began = performance.now();
     const given = parseBasicAuthorization(request.headers.authorization);
     const username = given?.username ?? '';
     // An address that has failed too often is refused unjudged, and costs no database look-up.
@@ -69,6 +81,8 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
     if (!charity) {
       onFailure();
       await discardBody(request.raw, reply.raw);
+      const answerAt = began + FAILURE_FLOOR_MS + randomInt(FAILURE_JITTER_MS * 1000) / 1000;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, answerAt - performance.now())));
       // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
       reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);
       return reply.code(401).send({ message: 'Unauthorized' });
