@@ -11,6 +11,7 @@ import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
+import { sql, type Kysely } from 'kysely';
 import { buildApp } from '../../src/app.js';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -77,6 +78,22 @@ describe('SQLite: another process holds the write lock', () => {
     const res = await pending;
     assert.equal(res.statusCode, 200, res.body);
     assert.ok(await server.store.findDonation(res.json().data.id));
+  });
+
+  test('read-only storage: 503 with Retry-After, logged as SQLITE_READONLY, not ready; then it works again', async () => {
+    // SQLite's query_only makes the server's own connection refuse writes as a read-only file would
+    // (remounting a disk read-only under open files is refused as busy).
+    const db = (server.store as unknown as { db: Kysely<unknown> }).db;
+    await sql`pragma query_only = 1`.execute(db);
+    try {
+      assert503(await server.create());
+      assert.equal((await server.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 503);
+    } finally {
+      await sql`pragma query_only = 0`.execute(db);
+    }
+    assert.ok(server.lines.some((l) => /"database unavailable"/.test(l) && /SQLITE_READONLY/.test(l)), server.lines.join('\n'));
+    assert.equal((await server.create()).statusCode, 200);
+    assert.equal((await server.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200);
   });
 
   test('held past the deadline: 503 with Retry-After, logged as SQLITE_BUSY; then it works again', async () => {
