@@ -140,10 +140,10 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
     await assertAcknowledgedStored();
   });
 
-  test('the database stops answering (connections open, silent): every request gets its 503 within the deadline', async () => {
-    await Promise.all(Array.from({ length: 4 }, () => me())); // live connections in the pool
+  test('the database stops answering (connections open, silent): every request gets its 503 within the deadline', async (t) => {
     await pastCredentialCache();
-    proxy.pause();
+    await Promise.all(Array.from({ length: 4 }, () => me())); // live connections in the pool, and the credential remembered:
+    proxy.pause(); // the creates below reach their writes, and fail there
     try {
       const keyed = (i: number) =>
         app.inject({
@@ -155,10 +155,10 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
       const answers = await Promise.all([
         ...Array.from({ length: 30 }, () => timed(create)),
         ...Array.from({ length: 30 }, (_, i) => timed(() => keyed(i))),
-        ...Array.from({ length: 10 }, () => timed(me)),
         timed(() => app.inject({ method: 'GET', url: '/health/ready' })),
       ]);
       const slowest = Math.max(...answers.map((a) => a.ms));
+      t.diagnostic(`slowest answer: ${Math.round(slowest)} ms`);
       for (const { value, ms } of answers) {
         assert.equal(value.statusCode, 503, value.body);
         assert.ok(ms <= STALL_BOUND_MS, `answered in ${Math.round(ms)} ms (slowest ${Math.round(slowest)} ms)`);
