@@ -68,14 +68,16 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
     // An address that has failed too often is refused unjudged, and costs no database look-up.
     const blocked = await throttle.authenticationBlocked(request.ip, username);
     if (blocked) return tooManyRequests(request, reply, blocked, 'Too many failed authentication attempts.');
-    // A recently seen credential answers at once; one that would fail is checked afresh first.
-    const charity =
-      given &&
-      (authenticatedCharity(credentials.recent(given.username), given.password) ??
-        authenticatedCharity(await credentials.fresh(given.username), given.password));
-    // The verdict and its count in the same turn (nothing awaited in between): a guess judged after
-    // the limit was reached is refused even when it is right, so guesses sent together are
-    // answered 401 no more often than the limit, and learn nothing past it.
+    // A recently seen credential given right answers at once: it is no guess, and the check above was this turn's.
+    const remembered = given && authenticatedCharity(credentials.recent(given.username), given.password);
+    if (remembered) {
+      request.charity = remembered;
+      return;
+    }
+    // Anything else is checked afresh. The verdict and its count in the same turn (nothing awaited in
+    // between): a guess judged after the limit was reached is refused even when it is right, so
+    // guesses sent together are answered 401 no more often than the limit, and learn nothing past it.
+    const charity = given && authenticatedCharity(await credentials.fresh(given.username), given.password);
     const wait = charity ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
     if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
     if (!charity) {
