@@ -1,5 +1,4 @@
 // Every environment variable Almoner reads, parsed and checked in one place.
-import { CONNECTION_LIMITS } from './http/connections.js';
 
 export type DatabaseLocation =
   | { dialect: 'sqlite'; path: string }
@@ -129,8 +128,11 @@ function parseMetrics(env: NodeJS.ProcessEnv): Config['metrics'] {
   return { enabled: true, port };
 }
 
+/** CONNECTIONS_PER_ADDRESS by default: enough for a busy integration, far below a file-descriptor limit. */
+export const DEFAULT_CONNECTIONS_PER_ADDRESS = 256;
+
 function parseConnectionsPerAddress(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return CONNECTION_LIMITS.perAddress;
+  if (raw === undefined || raw === '') return DEFAULT_CONNECTIONS_PER_ADDRESS;
   const n = Number(raw);
   if (!/^[0-9]+$/.test(raw) || n > 1_000_000) throw new ConfigError(`CONNECTIONS_PER_ADDRESS must be a whole number of connections, 0 for no limit (got ${JSON.stringify(raw)}).`);
   return n;

@@ -12,6 +12,7 @@ import { CLAIM_STATUSES, NEXT_STATUSES, type ClaimStatus } from '../giftaid/clai
 import { scheduleSpreadsheet } from '../giftaid/ods.js';
 import {
   ATTENTION_COLUMNS,
+  ATTENTION_FILE_NAME,
   attentionCells,
   buildSchedule,
   chunk,
@@ -30,7 +31,6 @@ import { ukDay } from '../time.js';
 import { print, printJson, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
-const NEEDS_ATTENTION = 'needs-attention.csv';
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
 const previewFileName = (file: number) => `preview-${file}.ods`;
@@ -61,7 +61,7 @@ export function giftaidCommand(): Command {
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
         const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today);
 
-        const attentionName = claim ? claimAttentionName(claim.id) : NEEDS_ATTENTION;
+        const attentionName = claim ? claimAttentionName(claim.id) : ATTENTION_FILE_NAME;
         let files: string[] = [];
         try {
           if (claim) files = await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name));
@@ -92,8 +92,7 @@ export function giftaidCommand(): Command {
         } else {
           print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo.slice(0, 10))} is both claimable and in no live claim. No claim was made.`);
         }
-        printAttention(assessed.needsAttention.length, needsAttention, today);
-        if (assessed.claimedBefore > 0) print(`  ${count(assessed.claimedBefore, 'donation')} already in a live claim ${assessed.claimedBefore === 1 ? 'was' : 'were'} left out.`);
+        printLeftOut(assessed, needsAttention, today);
         if (claim) {
           print(`Next: open ${files.length === 1 ? 'the file' : 'each file'}, check it, attach it to a claim in HMRC Charities Online, then record that with`);
           print(`  bin/almoner giftaid mark ${claim.id} submitted`);
@@ -191,7 +190,6 @@ export function giftaidCommand(): Command {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out);
         const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today);
-        const totalMinor = assessed.claimableMinor;
         const parts = chunk(assessed.rows, MAX_ROWS_PER_SCHEDULE);
         const spreadsheets = parts.map((rows, i) => ({
           name: previewFileName(i + 1),
@@ -206,15 +204,14 @@ export function giftaidCommand(): Command {
           }),
         }));
         const files = (await writeNewFiles(dir, spreadsheets, /^preview-\d+\.ods$/)).map((name) => join(opts.out, name));
-        await writeAttention(dir, NEEDS_ATTENTION, assessed.needsAttention);
-        const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, NEEDS_ATTENTION) : null;
-        if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(totalMinor) });
+        await writeAttention(dir, ATTENTION_FILE_NAME, assessed.needsAttention);
+        const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, ATTENTION_FILE_NAME) : null;
+        if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(assessed.claimableMinor) });
 
         print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from.slice(0, 10)} to ${opts.to.slice(0, 10)} (claim date ${today}); nothing was claimed:`);
         if (files.length === 0) print('  No donations can be claimed: no schedule file was written.');
-        else print(`  ${count(assessed.rows.length, 'donation')} to claim, ${pounds(totalMinor)} in all: ${files.join(', ')}`);
-        printAttention(assessed.needsAttention.length, needsAttention, today);
-        if (assessed.claimedBefore > 0) print(`  ${count(assessed.claimedBefore, 'donation')} already in a live claim ${assessed.claimedBefore === 1 ? 'was' : 'were'} left out.`);
+        else print(`  ${count(assessed.rows.length, 'donation')} to claim, ${pounds(assessed.claimableMinor)} in all: ${files.join(', ')}`);
+        printLeftOut(assessed, needsAttention, today);
       });
     });
 
@@ -352,13 +349,17 @@ async function writeAttention(dir: string, name: string, rows: readonly Attentio
   }
 }
 
-function printAttention(n: number, path: string | null, today: string): void {
+/** What a claim or a preview left out: the donations that need attention, and those already claimed. */
+function printLeftOut(assessed: Assessed, attentionPath: string | null, today: string): void {
+  const n = assessed.needsAttention.length;
   print(
     n === 0
       ? '  No Gift Aid donation was left out.'
-      : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${path}`,
+      : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${attentionPath}`,
   );
   print(`  Donations dated before ${dayMonthYear(claimCutoff(today))} are more than four years old and cannot be claimed.`);
+  const claimed = assessed.claimedBefore;
+  if (claimed > 0) print(`  ${count(claimed, 'donation')} already in a live claim ${claimed === 1 ? 'was' : 'were'} left out.`);
 }
 
 function claimJson(c: Claim) {

@@ -4,6 +4,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
+import { DEFAULT_CONNECTIONS_PER_ADDRESS } from '../config.js';
 
 export interface ConnectionLimits {
   /** All of a request's headers must arrive within this (Node's headersTimeout). */
@@ -23,7 +24,7 @@ export const CONNECTION_LIMITS: ConnectionLimits = {
   requestMs: 30_000,
   keepAliveMs: 72_000,
   checkEveryMs: 1000,
-  perAddress: 256,
+  perAddress: DEFAULT_CONNECTIONS_PER_ADDRESS,
 };
 
 /**

@@ -4,11 +4,11 @@
 // same moment, in two processes or on two instances, cannot both take a donation.
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
+import type { StoredDonation } from '../donations/donation.js';
 import type { ScheduleRow } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import type { Database, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
-import type { ExportedDonation } from './store.js';
 
 /** A claim as the ledger gives it: its row, with the charity's username for its id. */
 export type Claim = Omit<Selectable<GiftaidClaimsTable>, 'charity_id'> & { charity: string };
@@ -55,15 +55,13 @@ export class ClaimLedger {
    * The charity's Gift Aid donations dated up to `to` (a stored timestamp, inclusive), and from
    * `from` if given, that are in no live claim, in id order.
    */
-  async *unclaimed(charityId: number, range: { from?: string; to: string }): AsyncIterable<ExportedDonation> {
+  async *unclaimed(charityId: number, range: { from?: string; to: string }): AsyncIterable<StoredDonation> {
     let q = this.db
       .selectFrom('donations')
-      .innerJoin('charities', 'charities.id', 'donations.charity_id')
-      .selectAll('donations')
-      .select('charities.username as charity')
-      .where('donations.charity_id', '=', charityId)
-      .where('donations.gift_aid', '=', 1)
-      .where('donations.donation_date', '<=', range.to)
+      .selectAll()
+      .where('charity_id', '=', charityId)
+      .where('gift_aid', '=', 1)
+      .where('donation_date', '<=', range.to)
       .where(({ not, exists, selectFrom }) =>
         not(
           exists(
@@ -74,10 +72,8 @@ export class ClaimLedger {
           ),
         ),
       );
-    if (range.from !== undefined) q = q.where('donations.donation_date', '>=', range.from);
-    for await (const row of q.orderBy('donations.id').stream(500)) {
-      yield { ...toStoredDonation(row), charity: row.charity };
-    }
+    if (range.from !== undefined) q = q.where('donation_date', '>=', range.from);
+    for await (const row of q.orderBy('id').stream(500)) yield toStoredDonation(row);
   }
 
   /** How many of the charity's Gift Aid donations in the range are in a live claim. */

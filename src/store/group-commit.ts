@@ -59,14 +59,24 @@ export class GroupCommit<DB> {
   /** The last write that failed for want of a database (a full or read-only disk, a lost connection), until one succeeds. */
   private failing: { err: unknown; at: number } | undefined;
 
+  private readonly concurrency: number;
+  private readonly maxBatch: number;
+  private readonly busyDeadlineMs: number;
+
   constructor(
     private readonly db: Kysely<DB>,
     private readonly journal: CommitJournal<DB>,
-    /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
-    private readonly concurrency: number,
-    private readonly maxBatch = 256,
-    private readonly busyDeadlineMs = BUSY_DEADLINE_MS,
-  ) {}
+    options: {
+      /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
+      concurrency: number;
+      maxBatch?: number;
+      busyDeadlineMs?: number;
+    },
+  ) {
+    this.concurrency = options.concurrency;
+    this.maxBatch = options.maxBatch ?? 256;
+    this.busyDeadlineMs = options.busyDeadlineMs ?? BUSY_DEADLINE_MS;
+  }
 
   /**
    * The error the last write failed with, if writes are failing: one failed within the last
@@ -114,13 +124,13 @@ export class GroupCommit<DB> {
       batch.forEach((p, i) => p.resolve(results[i]));
     } catch (err) {
       const cause = err instanceof NotCommitted ? err.cause : err;
-      if (isDatabaseUnavailable(cause)) this.failing = { err: cause, at: performance.now() };
+      const unavailable = isDatabaseUnavailable(cause);
+      if (unavailable) this.failing = { err: cause, at: performance.now() };
       // Retrying one by one helps only when one write is at fault and nothing was stored. A lost
       // database fails them all at once (a 503 now, not one timeout per write), and an unknown
       // outcome is never retried.
-      if (!(err instanceof NotCommitted) || isDatabaseUnavailable(err.cause)) {
-        const reason = err instanceof NotCommitted ? err.cause : err;
-        for (const p of batch) p.reject(reason);
+      if (!(err instanceof NotCommitted) || unavailable) {
+        for (const p of batch) p.reject(cause);
       } else {
         for (const p of batch) {
           try {

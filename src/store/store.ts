@@ -58,9 +58,7 @@ export class Store {
         record: async (trx, token) => void (await trx.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).execute()),
         committed: async (token) => (await db.selectFrom('commit_tokens').select('token').where('token', '=', token).executeTakeFirst()) !== undefined,
       },
-      writeConcurrency,
-      undefined,
-      busyDeadlineMs,
+      { concurrency: writeConcurrency, busyDeadlineMs },
     );
     this.claims = new ClaimLedger(db);
   }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { strToU8, zipSync, type ZipOptions } from 'fflate';
-import { giftAidRows, hmrcProblems, packageProblems, readOds, type OdsFile } from '../support/ods.js';
+import { giftAidRows, hmrcProblems, packageProblems, readOds, type GiftAidRow, type OdsFile } from '../support/ods.js';
 
 const TODAY = '2025-06-15';
 const MIME = 'application/vnd.oasis.opendocument.spreadsheet';
@@ -25,24 +25,13 @@ const cell = (c: CellSpec): string =>
 const row = (cells: CellSpec[], attrs = ''): string => `<table:table-row${attrs}>${cells.map(cell).join('')}</table:table-row>`;
 const blankRows = (n: number): string => `<table:table-row table:number-rows-repeated="${n}"><table:table-cell/></table:table-row>`;
 
-/** The fields of one donation, B to K. */
-interface Donation {
-  item: string;
-  title: string;
-  first: string;
-  last: string;
-  house: string;
-  postcode: string;
-  aggregated: string;
-  sponsored: string;
-  date: string;
-  amount: string;
-}
+/** The fields of one donation, B to K, as the reader gives them back. */
+type Donation = Omit<GiftAidRow, 'rowIndex'>;
 const donation = (d: Partial<Donation> = {}): Donation => ({
   item: '1',
   title: 'Mrs',
-  first: 'Ann',
-  last: 'Smith',
+  firstName: 'Ann',
+  lastName: 'Smith',
   house: '1',
   postcode: 'AB1 2CD',
   aggregated: '',
@@ -52,7 +41,7 @@ const donation = (d: Partial<Donation> = {}): Donation => ({
   ...d,
 });
 const donationRow = (d: Donation): string =>
-  row(['', d.item, d.title, d.first, d.last, d.house, d.postcode, d.aggregated, d.sponsored, d.date, d.amount]);
+  row(['', d.item, d.title, d.firstName, d.lastName, d.house, d.postcode, d.aggregated, d.sponsored, d.date, d.amount]);
 
 /** The sheet's rows: 0-11 blank, D13 the earliest date, D17 the over-claimed amount, 18-23 blank, then the donations. */
 function sheetRows(opts: { earliest?: string; overClaimed?: string; donations?: Donation[] } = {}): string {
@@ -234,10 +223,10 @@ describe('HMRC rules, one problem each', () => {
     ['item with a leading zero', { item: '01' }, 'row 25: item "01" is not a whole number from 1 to 1000'],
     ['title too short', { title: 'M' }, 'row 25: donor title "M" is not 2 to 4 letters, apostrophes or hyphens starting with a letter'],
     ['title with a full stop', { title: 'Mr.' }, 'row 25: donor title "Mr." is not 2 to 4 letters, apostrophes or hyphens starting with a letter'],
-    ['first name missing', { first: '' }, 'row 25: donor first name missing'],
-    ['first name too long', { first: 'A'.repeat(36) }, 'row 25: donor first name is longer than 35 characters (36)'],
-    ['last name missing', { last: '' }, 'row 25: donor last name missing'],
-    ['last name too long', { last: 'B'.repeat(36) }, 'row 25: donor last name is longer than 35 characters (36)'],
+    ['first name missing', { firstName: '' }, 'row 25: donor first name missing'],
+    ['first name too long', { firstName: 'A'.repeat(36) }, 'row 25: donor first name is longer than 35 characters (36)'],
+    ['last name missing', { lastName: '' }, 'row 25: donor last name missing'],
+    ['last name too long', { lastName: 'B'.repeat(36) }, 'row 25: donor last name is longer than 35 characters (36)'],
     ['house missing', { house: '' }, 'row 25: donor house name or number missing'],
     ['house too long', { house: 'C'.repeat(41) }, 'row 25: donor house name or number is longer than 40 characters (41)'],
     ['postcode missing', { postcode: '' }, 'row 25: donor postcode missing'],
@@ -253,10 +242,10 @@ describe('HMRC rules, one problem each', () => {
     ['amount without pence', { amount: '10' }, 'row 25: donation amount "10" is not an amount with 2 decimal places from 0.01 to 9999999999999.99'],
     ['amount zero', { amount: '0.00' }, 'row 25: donation amount "0.00" is not an amount with 2 decimal places from 0.01 to 9999999999999.99'],
     ['amount of 16 digits', { amount: '12345678901234.00' }, 'row 25: donation amount "12345678901234.00" is not an amount with 2 decimal places from 0.01 to 9999999999999.99'],
-    ['aggregated too long', { title: '', first: '', last: '', house: '', postcode: '', aggregated: 'D'.repeat(36) }, 'row 25: aggregated donations is longer than 35 characters (36)'],
-    ['aggregated row with a title', { first: '', last: '', house: '', postcode: '', aggregated: 'Collection' }, 'row 25: an aggregated donation cannot have a donor title'],
-    ['aggregated row with a postcode', { title: '', first: '', last: '', house: '', aggregated: 'Collection' }, 'row 25: an aggregated donation cannot have a donor postcode'],
-    ['aggregated amount over 1000', { title: '', first: '', last: '', house: '', postcode: '', aggregated: 'Collection', amount: '1000.01' }, 'row 25: aggregated donation amount "1000.01" is over 1000.00'],
+    ['aggregated too long', { title: '', firstName: '', lastName: '', house: '', postcode: '', aggregated: 'D'.repeat(36) }, 'row 25: aggregated donations is longer than 35 characters (36)'],
+    ['aggregated row with a title', { firstName: '', lastName: '', house: '', postcode: '', aggregated: 'Collection' }, 'row 25: an aggregated donation cannot have a donor title'],
+    ['aggregated row with a postcode', { title: '', firstName: '', lastName: '', house: '', aggregated: 'Collection' }, 'row 25: an aggregated donation cannot have a donor postcode'],
+    ['aggregated amount over 1000', { title: '', firstName: '', lastName: '', house: '', postcode: '', aggregated: 'Collection', amount: '1000.01' }, 'row 25: aggregated donation amount "1000.01" is over 1000.00'],
   ];
   for (const [name, change, problem] of cases) {
     test(name, async () => {
@@ -269,7 +258,7 @@ describe('HMRC rules, one problem each', () => {
     const f = await openDonations([
       donation({ sponsored: 'YES', date: '15/06/25' }),
       donation({ item: '2', postcode: 'X', amount: '1000E-2' }),
-      donation({ item: '3', title: '', first: '', last: '', house: '', postcode: '', aggregated: 'Collection', amount: '1000.00' }),
+      donation({ item: '3', title: '', firstName: '', lastName: '', house: '', postcode: '', aggregated: 'Collection', amount: '1000.00' }),
       donation({ item: '4', postcode: 'gir 0aa', amount: '1,000.00' }),
     ]);
     assert.deepEqual(hmrcOnly(f), []);
@@ -301,7 +290,7 @@ describe('HMRC rules, one problem each', () => {
 
 describe('characters HMRC would delete or change', () => {
   test('a value with a character outside Latin-1 passes HMRC but is reported', async () => {
-    const f = await openDonations([donation(), donation({ item: '2', first: 'Łukasz' })]);
+    const f = await openDonations([donation(), donation({ item: '2', firstName: 'Łukasz' })]);
     assert.deepEqual(hmrcOnly(f), []);
     assert.deepEqual(hmrcProblems(f, TODAY), ['row 26: donor first name holds characters HMRC deletes: "Ł" (our rule)']);
   });
@@ -339,7 +328,7 @@ describe('our rules, stricter than HMRC', () => {
   }
 
   test('aggregated donations', async () => {
-    const f = await openDonations([donation({ title: '', first: '', last: '', house: '', postcode: '', aggregated: 'Collection' })]);
+    const f = await openDonations([donation({ title: '', firstName: '', lastName: '', house: '', postcode: '', aggregated: 'Collection' })]);
     assert.deepEqual(hmrcProblems(f, TODAY), ['row 25: aggregated donations must be blank (we never aggregate) (our rule)']);
   });
 
