@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Store } from './store/store.js';
+import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth } from './http/auth.js';
 import { cachedCredentials } from './http/credential-cache.js';
 import { DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
@@ -34,6 +35,15 @@ export interface AppOptions {
   docs?: boolean;
   /** Request and keep-alive timeouts and open connections per client address; CONNECTION_LIMITS by default. */
   connections?: Partial<ConnectionLimits>;
+  /** How long one request may wait for the database in all; DATABASE_BUDGET_MS by default. */
+  databaseBudgetMs?: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** This request's time for the database, shared by every query it makes. */
+    database: DatabaseBudget;
+  }
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -48,6 +58,7 @@ export async function buildApp({
   serveMetrics = true,
   docs = true,
   connections,
+  databaseBudgetMs = DATABASE_BUDGET_MS,
 }: AppOptions): Promise<FastifyInstance> {
   const limits = { ...CONNECTION_LIMITS, ...connections };
   // Node's own deadlines for a request to arrive, checked every checkEveryMs (its default, 30 s, would let a stalled request linger).
@@ -79,6 +90,11 @@ export async function buildApp({
   app.addHook('preClose', async () => {
     closing = true;
   });
+  app.decorateRequest('database', null as unknown as DatabaseBudget);
+  app.addHook('onRequest', (request, _reply, done) => {
+    request.database = new DatabaseBudget(databaseBudgetMs);
+    done();
+  });
   app.addHook('onSend', async (request, reply) => {
     if (closing) reply.header('Connection', 'close');
     reply.header('X-Request-Id', request.id);
@@ -106,7 +122,7 @@ export async function buildApp({
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.
       const onFailure = metrics ? () => metrics.authenticationFailures.inc() : undefined;
-      const authenticate = basicAuth(cachedCredentials((username) => store.findCredential(username)), throttle, onFailure);
+      const authenticate = basicAuth(cachedCredentials((username, budget) => store.findCredential(username, budget)), throttle, onFailure);
       await api.register(meRoutes, { authenticate });
       const recorded = metrics && ((r: DonationRecord) => metrics.donations.inc({ gift_aid: r.gift_aid, donation_type: r.donation_type }));
       await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store, recorded });

@@ -3,6 +3,7 @@
 import { randomInt } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CharityCredential } from '../charities/charity.js';
+import type { DatabaseBudget } from '../store/budget.js';
 import { authenticatedCharity } from '../charities/credentials.js';
 import { discardBody } from './body.js';
 import { tooManyRequests, type Throttle } from './throttle.js';
@@ -48,7 +49,7 @@ function fromScript(request: FastifyRequest): boolean {
 export const FAILURE_FLOOR_MS = 20;
 const FAILURE_JITTER_MS = 5;
 
-export type CredentialLookup = (username: string) => Promise<CharityCredential | undefined>;
+export type CredentialLookup = (username: string, budget?: DatabaseBudget) => Promise<CharityCredential | undefined>;
 
 /** Where credentials come from: recently seen ones (in memory, or nothing), and the database itself. */
 export interface Credentials {
@@ -77,7 +78,7 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
     // Anything else is checked afresh. The verdict and its count in the same turn (nothing awaited in
     // between): a guess judged after the limit was reached is refused even when it is right, so
     // guesses sent together are answered 401 no more often than the limit, and learn nothing past it.
-    const charity = given && authenticatedCharity(await credentials.fresh(given.username), given.password);
+    const charity = given && authenticatedCharity(await credentials.fresh(given.username, request.database), given.password);
     const wait = charity ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
     if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
     if (!charity) {

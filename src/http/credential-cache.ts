@@ -15,8 +15,8 @@ export function cachedCredentials(lookup: CredentialLookup, ttlMs = CREDENTIAL_T
       const hit = entries.get(username);
       return hit && hit.until > performance.now() ? hit.found : undefined;
     },
-    async fresh(username) {
-      const found = await lookup(username);
+    async fresh(username, budget) {
+      const found = await lookup(username, budget);
       if (!found) entries.delete(username);
       else {
         if (entries.size >= MAX_ENTRIES) entries.clear(); // usernames come from clients: bound the memory

@@ -10,6 +10,7 @@
 // database cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
 import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
 type Write<DB> = (trx: Transaction<DB>) => Promise<unknown>;
@@ -18,6 +19,19 @@ interface Pending<DB> {
   write: Write<DB>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** Cuts the write short at its deadline. */
+  timer: NodeJS.Timeout | undefined;
+  /** The batch it is in, once it has left the queue. */
+  batch?: Batch<DB>;
+}
+
+/** Writes committed together. Abandoned when one of them reaches its deadline: all are told at once, and it rolls back unless its COMMIT was sent. */
+interface Batch<DB> {
+  members: Pending<DB>[];
+  abandoned: boolean;
+  commitSent: boolean;
+  /** Why the last try failed while trying again (another process holding SQLite's lock). */
+  heldUpBy?: unknown;
 }
 
 /** Batch sizes, for whoever wants to watch them (metrics). */
@@ -49,8 +63,8 @@ class NotCommitted extends Error {
   }
 }
 
-/** How long a batch keeps trying while another process holds SQLite's write lock: the README's 5 s. */
-export const BUSY_DEADLINE_MS = 5000;
+/** How long /health/ready remembers a write that failed for want of the database, unless one succeeds. */
+const FAILURE_MEMORY_MS = 5000;
 
 export class GroupCommit<DB> {
   private readonly queue: Pending<DB>[] = [];
@@ -61,7 +75,6 @@ export class GroupCommit<DB> {
 
   private readonly concurrency: number;
   private readonly maxBatch: number;
-  private readonly busyDeadlineMs: number;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -70,12 +83,10 @@ export class GroupCommit<DB> {
       /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
       concurrency: number;
       maxBatch?: number;
-      busyDeadlineMs?: number;
     },
   ) {
     this.concurrency = options.concurrency;
     this.maxBatch = options.maxBatch ?? 256;
-    this.busyDeadlineMs = options.busyDeadlineMs ?? BUSY_DEADLINE_MS;
   }
 
   /**
@@ -83,7 +94,7 @@ export class GroupCommit<DB> {
    * `withinMs` and none has succeeded since. With no writes for that long, writes are given the
    * benefit of the doubt again (a readiness check that never let traffic back could never see them work).
    */
-  writeFailure(withinMs = BUSY_DEADLINE_MS): unknown {
+  writeFailure(withinMs = FAILURE_MEMORY_MS): unknown {
     return this.failing && performance.now() - this.failing.at < withinMs ? this.failing.err : undefined;
   }
 
@@ -94,12 +105,46 @@ export class GroupCommit<DB> {
     this.observe = observer;
   }
 
-  /** Runs `write` inside a shared transaction; resolves once that transaction has committed. */
-  run<T>(write: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  /**
+   * Runs `write` inside a shared transaction; resolves once that transaction has committed. Past
+   * `deadline` (performance.now()'s clock) it fails with DatabaseDeadlineError, and the write is
+   * not stored: it never started, or its transaction rolls back (unless its COMMIT was already
+   * sent: then CommitOutcomeUnknownError).
+   */
+  run<T>(write: (trx: Transaction<DB>) => Promise<T>, deadline = performance.now() + DATABASE_BUDGET_MS): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ write, resolve: resolve as (value: unknown) => void, reject });
+      const p: Pending<DB> = {
+        write,
+        resolve: (value) => {
+          clearTimeout(p.timer);
+          resolve(value as T);
+        },
+        reject: (err) => {
+          clearTimeout(p.timer);
+          reject(err);
+        },
+        timer: undefined,
+      };
+      p.timer = setTimeout(() => this.expire(p), Math.max(0, deadline - performance.now()));
+      this.queue.push(p);
       this.schedule();
     });
+  }
+
+  /** A write's deadline has come: out of the queue, or its whole batch abandoned. */
+  private expire(p: Pending<DB>): void {
+    const queued = this.queue.indexOf(p);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      p.reject(new DatabaseDeadlineError());
+    } else if (p.batch && !p.batch.abandoned) {
+      const batch = p.batch;
+      batch.abandoned = true;
+      const late = new DatabaseDeadlineError(batch.heldUpBy);
+      const err = batch.commitSent ? new CommitOutcomeUnknownError(late) : late;
+      this.failing = { err, at: performance.now() };
+      for (const member of batch.members) member.reject(err);
+    }
   }
 
   private schedule(): void {
@@ -114,15 +159,16 @@ export class GroupCommit<DB> {
 
   private async flush(): Promise<void> {
     if (this.running >= this.concurrency || this.queue.length === 0) return;
-    const batch = this.queue.splice(0, this.maxBatch);
+    const batch = this.batchOf(this.queue.splice(0, this.maxBatch));
     this.running++;
     this.schedule(); // with spare concurrency, the next batch may start at once
     const started = performance.now();
     try {
-      const results = await this.commit(batch.map((p) => p.write));
+      const results = await this.commit(batch);
       this.failing = undefined;
-      batch.forEach((p, i) => p.resolve(results[i]));
+      batch.members.forEach((p, i) => p.resolve(results[i]));
     } catch (err) {
+      if (batch.abandoned) return; // its writers were told at their deadline
       const cause = err instanceof NotCommitted ? err.cause : err;
       const unavailable = isDatabaseUnavailable(cause);
       if (unavailable) this.failing = { err: cause, at: performance.now() };
@@ -130,58 +176,69 @@ export class GroupCommit<DB> {
       // database fails them all at once (a 503 now, not one timeout per write), and an unknown
       // outcome is never retried.
       if (!(err instanceof NotCommitted) || unavailable) {
-        for (const p of batch) p.reject(cause);
+        for (const p of batch.members) p.reject(cause);
       } else {
-        for (const p of batch) {
+        for (const p of batch.members) {
+          const alone = this.batchOf([p]);
           try {
-            p.resolve((await this.commit([p.write]))[0]);
+            p.resolve((await this.commit(alone))[0]);
           } catch (one) {
-            p.reject(one instanceof NotCommitted ? one.cause : one);
+            if (!alone.abandoned) p.reject(one instanceof NotCommitted ? one.cause : one);
           }
         }
       }
     } finally {
-      this.observe?.(batch.length, (performance.now() - started) / 1000);
+      this.observe?.(batch.members.length, (performance.now() - started) / 1000);
       this.running--;
       this.schedule();
     }
   }
 
+  private batchOf(members: Pending<DB>[]): Batch<DB> {
+    const batch: Batch<DB> = { members, abandoned: false, commitSent: false };
+    for (const p of members) p.batch = batch;
+    return batch;
+  }
+
   /**
    * commitOnce, tried again while another process holds SQLite's write lock: each try waits only a
    * moment inside SQLite (busy_timeout), and the waits between tries leave the event loop free, so
-   * other requests (GET /health, /me) are answered meanwhile. Past the deadline the lock's holder
-   * wins and the writes fail with SQLITE_BUSY (a 503).
+   * other requests (GET /health, /me) are answered meanwhile. At the writes' deadline the lock's
+   * holder wins and they fail with DatabaseDeadlineError (a 503), logged with the SQLITE_BUSY that held them.
    */
-  private async commit(writes: readonly Write<DB>[]): Promise<unknown[]> {
-    const deadline = performance.now() + this.busyDeadlineMs;
+  private async commit(batch: Batch<DB>): Promise<unknown[]> {
     for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
       try {
-        return await this.commitOnce(writes);
+        return await this.commitOnce(batch);
       } catch (err) {
-        if (!(err instanceof NotCommitted && isBusy(err.cause)) || performance.now() + pause > deadline) throw err;
+        if (!(err instanceof NotCommitted && isBusy(err.cause)) || batch.abandoned) throw err;
+        batch.heldUpBy = err.cause;
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }
   }
 
   /**
-   * Runs the writes in one transaction with a token; their results once committed. Throws
+   * Runs the batch's writes in one transaction with a token; their results once committed. Throws
    * NotCommitted when nothing was stored, CommitOutcomeUnknownError when that cannot be known.
    */
-  private async commitOnce(writes: readonly Write<DB>[]): Promise<unknown[]> {
+  private async commitOnce(batch: Batch<DB>): Promise<unknown[]> {
     const token = randomUUID();
     const values: unknown[] = [];
-    let commitSent = false;
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (const write of writes) values.push(await write(trx));
+        for (const { write } of batch.members) {
+          if (batch.abandoned) throw new DatabaseDeadlineError();
+          values.push(await write(trx));
+        }
         await this.journal.record(trx, token);
-        commitSent = true; // Kysely sends COMMIT when this returns
+        if (batch.abandoned) throw new DatabaseDeadlineError(); // rolls back: its writers were told it was not stored
+        batch.commitSent = true; // Kysely sends COMMIT when this returns
       });
       return values;
     } catch (err) {
-      if (!commitSent) throw new NotCommitted(err);
+      if (!batch.commitSent) throw new NotCommitted(err);
+      if (batch.abandoned) throw err; // nobody left to tell
       let committed: boolean;
       try {
         committed = await this.journal.committed(token);

@@ -24,13 +24,11 @@ export const SERVER_SQLITE_BUSY_TIMEOUT_MS = 20;
 export interface StoreOptions {
   /** SQLite's busy_timeout: how long one statement may sleep waiting for another writer. */
   sqliteBusyTimeoutMs?: number;
-  /** How long a write keeps retrying while another process holds SQLite's lock (tests shorten it). */
-  busyDeadlineMs?: number;
 }
 
-export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, busyDeadlineMs }: StoreOptions = {}): Promise<Store> {
+export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000 }: StoreOptions = {}): Promise<Store> {
   const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path, sqliteBusyTimeoutMs) : await postgresDialect(location.url, location.poolMax);
-  const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1, busyDeadlineMs);
+  const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1);
   try {
     await store.migrate();
   } catch (err) {

@@ -8,6 +8,7 @@ import type { Database } from './schema.js';
 import { ClaimLedger } from './claims.js';
 import { toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
+import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
 import { migrations } from './migrations/index.js';
 
@@ -50,7 +51,6 @@ export class Store {
     readonly dialect: DatabaseLocation['dialect'],
     /** Write transactions at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
     writeConcurrency = 1,
-    busyDeadlineMs?: number,
   ) {
     this.writes = new GroupCommit(
       db,
@@ -58,7 +58,7 @@ export class Store {
         record: async (trx, token) => void (await trx.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).execute()),
         committed: async (token) => (await db.selectFrom('commit_tokens').select('token').where('token', '=', token).executeTakeFirst()) !== undefined,
       },
-      { concurrency: writeConcurrency, busyDeadlineMs },
+      { concurrency: writeConcurrency },
     );
     this.claims = new ClaimLedger(db);
   }
@@ -96,9 +96,9 @@ export class Store {
    * Whether the database answers and takes writes: a query, and no write failed for want of the
    * database (a full or read-only disk) in the last 5 s without one succeeding since.
    */
-  async ping(): Promise<void> {
-    return this.tracked(async () => {
-      await this.db.selectFrom('charities').select('id').limit(1).execute();
+  async ping(budget?: DatabaseBudget): Promise<void> {
+    return this.tracked(budget, async (deadline) => {
+      await byDeadline(deadline, this.db.selectFrom('charities').select('id').limit(1).execute());
       const failure = this.writes.writeFailure();
       if (failure !== undefined) throw failure;
     });
@@ -120,11 +120,14 @@ export class Store {
 
   private active = 0;
 
-  /** Counts an operation as running until it settles, so close() can wait for it. */
-  private async tracked<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Counts an operation as running until it settles, so close() can wait for it. With a request's
+   * budget, `work` is given its deadline, and must pass it on to every wait for the database.
+   */
+  private async tracked<T>(budget: DatabaseBudget | undefined, work: (deadline: number | undefined) => Promise<T>): Promise<T> {
     this.active++;
     try {
-      return await work();
+      return await (budget ? budget.spend(work) : work(undefined));
     } finally {
       this.active--;
     }
@@ -132,13 +135,12 @@ export class Store {
 
   // --- charities ---
 
-  async findCredential(username: string): Promise<CharityCredential | undefined> {
-    return this.tracked(async () => {
-      const row = await this.db
-        .selectFrom('charities')
-        .select(['id', 'name', 'email', 'password_hash', 'active'])
-        .where('username', '=', username)
-        .executeTakeFirst();
+  async findCredential(username: string, budget?: DatabaseBudget): Promise<CharityCredential | undefined> {
+    return this.tracked(budget, async (deadline) => {
+      const row = await byDeadline(
+        deadline,
+        this.db.selectFrom('charities').select(['id', 'name', 'email', 'password_hash', 'active']).where('username', '=', username).executeTakeFirst(),
+      );
       return row && { ...row, active: Boolean(row.active) };
     });
   }
@@ -200,8 +202,12 @@ export class Store {
    * same moment. With a claimed idempotency key, the key is completed in the same transaction, so a
    * crash leaves either both or neither.
    */
-  async recordDonation(charityId: number, d: NewDonation, claim?: { key: string; token: string }): Promise<StoredDonation> {
-    return this.tracked(async () => {
+  async recordDonation(
+    charityId: number,
+    d: NewDonation,
+    { claim, budget }: { claim?: { key: string; token: string }; budget?: DatabaseBudget } = {},
+  ): Promise<StoredDonation> {
+    return this.tracked(budget, async (deadline) => {
       return this.writes.run(async (trx) => {
         const recorded_at = nowIso();
         const row = {
@@ -224,13 +230,13 @@ export class Store {
           if (completed.numUpdatedRows === 0n) throw new ClaimLostError(); // rolls the donation back too
         }
         return toStoredDonation({ ...row, id });
-      });
+      }, deadline);
     });
   }
 
-  async findDonation(id: number): Promise<StoredDonation | undefined> {
-    return this.tracked(async () => {
-      const row = await this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst();
+  async findDonation(id: number, budget?: DatabaseBudget): Promise<StoredDonation | undefined> {
+    return this.tracked(budget, async (deadline) => {
+      const row = await byDeadline(deadline, this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst());
       return row && toStoredDonation(row);
     });
   }
@@ -238,8 +244,8 @@ export class Store {
   // --- idempotency keys ---
 
   /** Claims a charity's idempotency key for a donation with this fingerprint, or says why not. */
-  async claimIdempotencyKey(charityId: number, key: string, fingerprint: string, opts: KeyClaimOptions): Promise<KeyClaim> {
-    return this.tracked(async () => {
+  async claimIdempotencyKey(charityId: number, key: string, fingerprint: string, opts: KeyClaimOptions, budget?: DatabaseBudget): Promise<KeyClaim> {
+    return this.tracked(budget, async (deadline) => {
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = nowMicros();
         const token = formatMicros(now + opts.leaseMicros);
@@ -250,41 +256,48 @@ export class Store {
             .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
             .returning('key')
             .executeTakeFirst(),
+          deadline,
         );
         if (inserted) return { outcome: 'claimed', token };
 
-        const existing = await this.db
-          .selectFrom('idempotency_keys')
-          .selectAll()
-          .where('charity_id', '=', charityId)
-          .where('key', '=', key)
-          .executeTakeFirst();
+        const existing = await byDeadline(
+          deadline,
+          this.db.selectFrom('idempotency_keys').selectAll().where('charity_id', '=', charityId).where('key', '=', key).executeTakeFirst(),
+        );
         if (!existing) continue; // purged in between
         if (existing.expires_at < formatMicros(now)) {
           // Expired: forget it and use the key afresh.
-          await this.db
-            .deleteFrom('idempotency_keys')
-            .where('charity_id', '=', charityId)
-            .where('key', '=', key)
-            .where('expires_at', '=', existing.expires_at)
-            .execute();
+          await this.writes.run(
+            (trx) =>
+              trx
+                .deleteFrom('idempotency_keys')
+                .where('charity_id', '=', charityId)
+                .where('key', '=', key)
+                .where('expires_at', '=', existing.expires_at)
+                .execute(),
+            deadline,
+          );
           continue;
         }
         if (existing.fingerprint !== fingerprint) return { outcome: 'mismatch' };
         if (existing.donation_id !== null) {
-          const donation = await this.findDonation(Number(existing.donation_id));
+          const donation = await byDeadline(deadline, this.findDonation(Number(existing.donation_id)));
           if (donation) return { outcome: 'replay', donation };
         }
         if (existing.locked_until !== null && existing.locked_until >= formatMicros(now)) return { outcome: 'in_flight' };
         // The first request never finished (its process died): take its claim over, unless another did first.
-        const taken = await this.db
-          .updateTable('idempotency_keys')
-          .set({ locked_until: token })
-          .where('charity_id', '=', charityId)
-          .where('key', '=', key)
-          .where('donation_id', 'is', null)
-          .where('locked_until', '=', existing.locked_until)
-          .executeTakeFirst();
+        const taken = await this.writes.run(
+          (trx) =>
+            trx
+              .updateTable('idempotency_keys')
+              .set({ locked_until: token })
+              .where('charity_id', '=', charityId)
+              .where('key', '=', key)
+              .where('donation_id', 'is', null)
+              .where('locked_until', '=', existing.locked_until)
+              .executeTakeFirst(),
+          deadline,
+        );
         if (taken.numUpdatedRows > 0n) return { outcome: 'claimed', token };
       }
       return { outcome: 'in_flight' };
@@ -293,7 +306,7 @@ export class Store {
 
   /** Gives up a claim whose donation could not be recorded, so the client may retry at once. */
   async releaseIdempotencyKey(charityId: number, key: string, token: string): Promise<void> {
-    return this.tracked(async () => {
+    return this.tracked(undefined, async () => {
       await this.db
         .deleteFrom('idempotency_keys')
         .where('charity_id', '=', charityId)
@@ -306,7 +319,7 @@ export class Store {
 
   /** Forgets idempotency keys past their expiry, and commit tokens a day old; returns how many of each. */
   async purgeExpired(): Promise<{ idempotencyKeys: number; commitTokens: number }> {
-    return this.tracked(async () => {
+    return this.tracked(undefined, async () => {
       const keys = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<', nowIso()).executeTakeFirst();
       const dayAgo = formatMicros(nowMicros() - 86_400_000_000);
       const tokens = await this.db.deleteFrom('commit_tokens').where('committed_at', '<', dayAgo).executeTakeFirst();

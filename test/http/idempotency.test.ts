@@ -136,7 +136,7 @@ for (const backend of BACKENDS) {
       const key = uniqueKey();
       const body = donation();
       const claim = await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: HOUR, ttlMicros: 1 });
-      const old = await t.store.recordDonation(t.charity.id, validated(body), { key, token: tokenOf(claim) });
+      const old = await t.store.recordDonation(t.charity.id, validated(body), { claim: { key, token: tokenOf(claim) } });
       await new Promise((r) => setTimeout(r, 5));
       const res = await create(body, key);
       assert.equal(res.replayed, false);
@@ -158,7 +158,7 @@ for (const backend of BACKENDS) {
       const second = await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: HOUR, ttlMicros: 24 * HOUR });
       assert.equal(second.outcome, 'claimed');
       const before = await count();
-      await assert.rejects(t.store.recordDonation(t.charity.id, validated(body), { key, token: tokenOf(first) }), ClaimLostError);
+      await assert.rejects(t.store.recordDonation(t.charity.id, validated(body), { claim: { key, token: tokenOf(first) } }), ClaimLostError);
       assert.equal(await count(), before);
     });
 

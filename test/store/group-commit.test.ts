@@ -52,7 +52,7 @@ for (const backend of BACKENDS) {
       const results = await Promise.allSettled(
         Array.from({ length: 30 }, (_, i) =>
           i === 13
-            ? store.recordDonation(charityId, donation('poison@example.org'), { key: 'no-such-claim', token: 'never-issued' })
+            ? store.recordDonation(charityId, donation('poison@example.org'), { claim: { key: 'no-such-claim', token: 'never-issued' } })
             : store.recordDonation(charityId, donation(`neighbour-${i}@example.org`)),
         ),
       );

@@ -20,12 +20,12 @@ import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.j
 import { basic, exampleDonation, tempDir } from '../support/app.js';
 
 /** The app as the server builds it on SQLite, with its log lines collected. */
-async function serverOn(path: string, busyDeadlineMs: number) {
-  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`), { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, busyDeadlineMs });
+async function serverOn(path: string, databaseBudgetMs: number) {
+  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`), { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
   const lines: string[] = [];
   const stream = new PassThrough();
   stream.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean)));
-  const app = await buildApp({ store, throttle: new Throttle({ createsPerSecond: 0 }), logger: { level: 'warn', stream } });
+  const app = await buildApp({ store, throttle: new Throttle({ createsPerSecond: 0 }), logger: { level: 'warn', stream }, databaseBudgetMs });
   const { charity, password } = await signUpCharity(store, { name: 'Faults', email: 'f@example.org' });
   const authorization = basic(charity.username, password);
   let n = 0;

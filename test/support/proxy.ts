@@ -16,6 +16,7 @@ export class TcpProxy {
   /** Bytes held while paused, in order, to pass on at resume(). */
   private held: Array<() => void> = [];
   private dropEvery = 0;
+  private delayMs = 0;
   private commitsSeen = 0;
   /** How many COMMIT answers have been dropped. */
   droppedCommitAnswers = 0;
@@ -52,6 +53,11 @@ export class TcpProxy {
    */
   dropCommitAnswers(every: number): void {
     this.dropEvery = every;
+  }
+
+  /** Delays every answer from the database by `ms` (0: none), as a database that has slowed down. */
+  slow(ms: number): void {
+    this.delayMs = ms;
   }
 
   /** Holds every byte both ways, on open connections and new ones, as a stalled server does; resume() passes them on. */
@@ -93,6 +99,7 @@ export class TcpProxy {
     });
     upstream.on('data', (chunk: Buffer) => {
       if (this.paused) return void this.held.push(() => client.write(chunk));
+      if (this.delayMs > 0) return void setTimeout(() => client.write(chunk), this.delayMs); // in order: one delay for all
       if (!dropNextAnswer) return void client.write(chunk);
       // The database has answered the COMMIT, so it is committed; the client never hears so.
       this.droppedCommitAnswers++;

@@ -27,13 +27,13 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
     const charityId = request.charity.id;
 
     if (key === undefined) {
-      const record = toDonationRecord(await store.recordDonation(charityId, result.donation));
+      const record = toDonationRecord(await store.recordDonation(charityId, result.donation, { budget: request.database }));
       recorded(record);
       return { data: record };
     }
 
     // An invalid request never reaches this point, so it does not use up its key.
-    const claim = await store.claimIdempotencyKey(charityId, key, fingerprint(result.donation), IDEMPOTENCY);
+    const claim = await store.claimIdempotencyKey(charityId, key, fingerprint(result.donation), IDEMPOTENCY, request.database);
     switch (claim.outcome) {
       case 'replay':
         reply.header('Idempotent-Replayed', 'true');
@@ -47,12 +47,13 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
         });
     }
     try {
-      const record = toDonationRecord(await store.recordDonation(charityId, result.donation, { key, token: claim.token }));
+      const record = toDonationRecord(await store.recordDonation(charityId, result.donation, { claim: { key, token: claim.token }, budget: request.database }));
       recorded(record);
       return { data: record };
     } catch (err) {
       if (err instanceof ClaimLostError) throw inFlight();
-      await store.releaseIdempotencyKey(charityId, key, claim.token).catch(() => {}); // let the client retry at once
+      // Free the key for a retry, without holding the answer: the request's time for the database may be up.
+      store.releaseIdempotencyKey(charityId, key, claim.token).catch(() => {});
       throw err;
     }
   });

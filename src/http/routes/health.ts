@@ -9,7 +9,7 @@ export async function healthRoutes(app: FastifyInstance, { store }: { store: Sto
 
   app.get('/health/ready', async (request, reply) => {
     try {
-      await store.ping();
+      await store.ping(request.database);
       return { status: 'ready' };
     } catch (err) {
       request.log.warn({ err: loggable(err) }, 'readiness check failed');
