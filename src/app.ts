@@ -102,9 +102,11 @@ export async function buildApp({
     reply.header('X-Content-Type-Options', 'nosniff');
   });
   app.addHook('onResponse', async (request, reply) => {
-    // The route's pattern, never the raw URL: a path or query string can carry anything.
+    // The route's pattern, never the raw URL: a path or query string can carry anything. The charity
+    // by its id (an authenticated request's), so abuse can be traced to an integration.
     const route = request.routeOptions.url ?? '(no route)';
-    request.log.info({ method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+    const charity = request.charity?.id;
+    request.log.info({ method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, charity }, 'request');
   });
 
   if (metrics) {

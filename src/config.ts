@@ -1,4 +1,6 @@
 // Every environment variable Almoner reads, parsed and checked in one place.
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export type DatabaseLocation =
   | { dialect: 'sqlite'; path: string }
@@ -27,7 +29,8 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-export const DEFAULT_DATABASE_URL = 'sqlite:./data/almoner.db';
+/** The default database: data/almoner.db in Almoner's own folder, wherever the command is run from. */
+export const DEFAULT_DATABASE_URL = `sqlite:${fileURLToPath(new URL('../data/almoner.db', import.meta.url))}`;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export const DEFAULT_POOL_MAX = 10;
@@ -47,6 +50,11 @@ export function parseDatabaseUrl(url: string, poolMax = DEFAULT_POOL_MAX): Datab
   throw new ConfigError(
     `DATABASE_URL must look like sqlite:<path> or postgres://user:password@host:port/database (got ${JSON.stringify(redactUrl(url))}).`,
   );
+}
+
+/** Which database this is, for an operator: a SQLite file's absolute path, or a connection string without its password. */
+export function describeDatabase(location: DatabaseLocation): string {
+  return location.dialect === 'sqlite' ? `sqlite:${location.path === ':memory:' ? ':memory:' : resolve(location.path)}` : redactUrl(location.url);
 }
 
 /** For messages: a connection string without its password. */

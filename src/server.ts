@@ -1,7 +1,8 @@
 // The server process: config -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
+import type { Server as HttpsServer } from 'node:https';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ConfigError, type Config } from './config.js';
+import { ConfigError, describeDatabase, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './http/errors.js';
 import { openRedis, Throttle } from './http/throttle.js';
@@ -76,6 +77,17 @@ export async function serve(config: Config): Promise<void> {
 
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // SIGHUP: read the certificate and key again (renewed, say, by certbot) and serve them to new
+  // connections; open ones keep theirs. A file that cannot be read keeps the old pair.
+  process.on('SIGHUP', () => {
+    if (!config.tls) return app.log.info('SIGHUP: no TLS certificate to reload');
+    try {
+      (app.server as unknown as HttpsServer).setSecureContext(readTls(config.tls));
+      app.log.info('SIGHUP: TLS certificate reloaded');
+    } catch (err) {
+      app.log.error({ err: loggable(err) }, 'SIGHUP: TLS certificate not reloaded; the old one is still served');
+    }
+  });
 
   let address: string;
   try {
@@ -94,6 +106,7 @@ export async function serve(config: Config): Promise<void> {
     redis?.disconnect();
     throw err;
   }
+  process.stderr.write(`almoner: database ${describeDatabase(config.database)}\n`);
   if (config.docs) process.stderr.write(`API reference (try both operations with a charity's credentials): ${address}/docs\n`);
 
   if ((await store.countCharities()) === 0) {

@@ -142,6 +142,15 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           const linesBefore = server.logLines().length;
           await sendDonorData(server, username, password);
           assertCleanLogs(server, linesBefore);
+          // The access log names the charity of each authenticated request by its id; a 401 names none.
+          const { id } = JSON.parse(r.stdout) as { id: number };
+          const accessLog = () => server.logLines().map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.msg === 'request');
+          await until('the 401 in the access log', 5_000, () => accessLog().some((e) => e.status === 401));
+          const logged = accessLog();
+          const create = logged.filter((e) => e.route === '/api/v1/donation/create');
+          assert.ok(create.length > 0 && create.every((e) => e.charity === id), JSON.stringify(create));
+          const refused = logged.filter((e) => e.status === 401);
+          assert.ok(refused.length > 0 && refused.every((e) => !('charity' in e)), JSON.stringify(refused));
         });
 
         test('honours disable, enable and rotate within 5 s', async () => {

@@ -2,14 +2,23 @@
 // test makes for itself. TLS is the same on every backend, so this runs on SQLite only.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { request } from 'node:https';
+import { Agent, request } from 'node:https';
+import { connect, type PeerCertificate } from 'node:tls';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import selfsigned from 'selfsigned';
 import { basic } from './support/app.js';
 import { SQLITE, tempDir, type TestDatabase } from './support/backends.js';
-import { almoner } from './support/cli.js';
+import { almoner, until } from './support/cli.js';
 import { ServerProcess } from './support/server.js';
+
+/** A self-signed certificate for localhost and 127.0.0.1, valid for a day. */
+const certificate = (commonName: string) =>
+  selfsigned.generate([{ name: 'commonName', value: commonName }], {
+    notAfterDate: new Date(Date.now() + 24 * 3600 * 1000),
+    keySize: 2048,
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+  });
 
 describe('HTTPS', () => {
   let database: TestDatabase;
@@ -19,11 +28,7 @@ describe('HTTPS', () => {
 
   before(async () => {
     database = await SQLITE.createDatabase();
-    const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-      notAfterDate: new Date(Date.now() + 24 * 3600 * 1000),
-      keySize: 2048,
-      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
-    });
+    const pems = await certificate('localhost');
     const dir = tempDir();
     tls = { TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') };
     writeFileSync(tls.TLS_CERT_FILE, pems.cert);
@@ -74,5 +79,48 @@ describe('HTTPS', () => {
     const missing = await almoner(database.url, ['serve'], { TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: tls.TLS_KEY_FILE, PORT: '0' });
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /cannot read the TLS certificate or key/);
+  });
+
+  /** The certificate a new TLS connection to the server is shown. */
+  const servedCertificate = () =>
+    new Promise<PeerCertificate>((resolve, reject) => {
+      const { port } = new URL(server.url);
+      const socket = connect({ host: '127.0.0.1', port: Number(port), rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerCertificate());
+        socket.end();
+      });
+      socket.on('error', reject);
+    });
+
+  test('SIGHUP serves a renewed certificate to new connections without dropping open ones; an unreadable one keeps the old', async () => {
+    const before = await servedCertificate();
+    assert.equal(before.subject.CN, 'localhost');
+    // An open keep-alive connection, made with the old certificate.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const viaAgent = () =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const req = request(`${server.url}/health`, { agent, ca }, (res) => {
+          res.resume().on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    assert.equal((await viaAgent()).status, 200);
+
+    const renewed = await certificate('renewed.localhost');
+    writeFileSync(tls.TLS_CERT_FILE, renewed.cert);
+    writeFileSync(tls.TLS_KEY_FILE, renewed.private);
+    server.signal('SIGHUP');
+    await until('the server says it reloaded the certificate', 5000, () => /TLS certificate reloaded/.test(server.stdout));
+    assert.equal((await servedCertificate()).subject.CN, 'renewed.localhost');
+    assert.deepEqual(await viaAgent(), { status: 200, reused: true }); // the open connection was kept, and still answers
+    agent.destroy();
+
+    writeFileSync(tls.TLS_KEY_FILE, 'not a key');
+    server.signal('SIGHUP');
+    await until('the server says it kept the certificate', 5000, () => /TLS certificate not reloaded/.test(server.stdout));
+    assert.equal((await servedCertificate()).subject.CN, 'renewed.localhost');
+    assert.deepEqual(await get(`${server.url}/health`, { ca: renewed.cert }), { status: 200, body: '{"status":"ok"}' });
+    writeFileSync(tls.TLS_KEY_FILE, renewed.private);
   });
 });

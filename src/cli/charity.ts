@@ -2,7 +2,7 @@
 import { Command } from 'commander';
 import { generatePassword, hashPassword } from '../charities/credentials.js';
 import { signUpCharity } from '../charities/signup.js';
-import { print, printJson, withStore } from './io.js';
+import { print, printAtOnce, printJson, withStore } from './io.js';
 import { emailArgument, nameArgument, UsageError } from './usage.js';
 
 export function charityCommand(): Command {
@@ -15,16 +15,19 @@ export function charityCommand(): Command {
     .requiredOption('--email <email>', "the charity's contact e-mail address", emailArgument)
     .option('--json', 'print {"id","name","email","username","password"}')
     .action(async (opts: { name: string; email: string; json?: boolean }) => {
-      const { charity: created, password } = await withStore((store) => signUpCharity(store, opts));
-      if (opts.json) {
-        printJson({ id: created.id, name: created.name, email: created.email, username: created.username, password });
-        return;
-      }
-      print(`Created charity "${created.name}" (id ${created.id}).`);
-      print(`  username: ${created.username}`);
-      print(`  password: ${password}`);
-      print('The password is shown only this once and is stored only as a hash: keep it now.');
-      print(`A lost password is replaced with: bin/almoner charity rotate ${created.username}`);
+      const { charity: created, password } = await withStore((store) => signUpCharity(store, opts), { mayCreate: true });
+      printSecret(
+        created.username,
+        opts.json
+          ? [JSON.stringify({ id: created.id, name: created.name, email: created.email, username: created.username, password })]
+          : [
+              `Created charity "${created.name}" (id ${created.id}).`,
+              `  username: ${created.username}`,
+              `  password: ${password}`,
+              'The password is shown only this once and is stored only as a hash: keep it now.',
+              `A lost password is replaced with: bin/almoner charity rotate ${created.username}`,
+            ],
+      );
     });
 
   charity
@@ -50,9 +53,12 @@ export function charityCommand(): Command {
       const password = generatePassword();
       const found = await withStore((store) => store.setPasswordHash(username, hashPassword(password)));
       if (!found) throw new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
-      if (opts.json) return printJson({ username, password });
-      print(`New password for ${username}: ${password}`);
-      print('The old password no longer works. The new one is shown only this once.');
+      printSecret(
+        username,
+        opts.json
+          ? [JSON.stringify({ username, password })]
+          : [`New password for ${username}: ${password}`, 'The old password no longer works. The new one is shown only this once.'],
+      );
     });
 
   for (const [name, active] of [['disable', false], ['enable', true]] as const) {
@@ -68,4 +74,18 @@ export function charityCommand(): Command {
   }
 
   return charity;
+}
+
+/**
+ * A new password and what goes with it, in one write: a reader gets all of it or none. None (the
+ * reader went away): the password is lost, so the operator is told how to make another.
+ */
+function printSecret(username: string, lines: string[]): void {
+  printAtOnce(lines, () => {
+    process.stderr.write(
+      `almoner: the output was closed before the password could be written; ${username} has a password nobody has seen. ` +
+        `Set a new one with: bin/almoner charity rotate ${username}\n`,
+    );
+    process.exitCode = 1;
+  });
 }

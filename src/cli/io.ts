@@ -1,10 +1,26 @@
-// What every subcommand shares: the store DATABASE_URL names, and plain output.
-import { databaseFromEnv } from '../config.js';
+// What every subcommand shares: the store DATABASE_URL names, said out loud, and plain output.
+import { existsSync } from 'node:fs';
+import { databaseFromEnv, describeDatabase } from '../config.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
+import { UsageError } from './usage.js';
 
-export async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(databaseFromEnv());
+/**
+ * Opens the database, saying on standard error which one it is. Only a command that makes the
+ * first record (`charity create`) may create a new SQLite file: any other, run from the wrong
+ * folder or with the wrong DATABASE_URL, would otherwise find an empty database and say so as if
+ * it were the real one.
+ */
+export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCreate = false } = {}): Promise<T> {
+  const location = databaseFromEnv();
+  process.stderr.write(`almoner: database ${describeDatabase(location)}\n`);
+  if (location.dialect === 'sqlite' && !mayCreate && location.path !== ':memory:' && !existsSync(location.path)) {
+    throw new UsageError(
+      `there is no database at ${describeDatabase(location)}. Set DATABASE_URL to the server's database ` +
+        '(a relative sqlite: path is taken from the current folder), or create the first charity with `bin/almoner charity create`.',
+    );
+  }
+  const store = await openStore(location);
   try {
     return await work(store);
   } finally {
@@ -17,4 +33,12 @@ export function print(text: string): void {
 }
 export function printJson(value: unknown): void {
   print(JSON.stringify(value));
+}
+
+/**
+ * Writes `lines` in one write, so a reader gets all of them or none; `lost` is called if they
+ * could not be written, at once, before the command ends for want of a reader (main.ts).
+ */
+export function printAtOnce(lines: string[], lost: () => void): void {
+  process.stdout.write(`${lines.join('\n')}\n`, (err) => err && lost());
 }

@@ -1,5 +1,6 @@
 // bin/almoner: the operator's command. Every subcommand reads DATABASE_URL and applies migrations.
-// Exit status: 0 done, 2 a bad argument (including an unknown username), 1 anything else.
+// Exit status: 0 done, 2 a bad argument (including an unknown username or a missing database), 1 anything else.
+import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { charityCommand } from './charity.js';
@@ -7,11 +8,21 @@ import { donationsCommand } from './donations.js';
 import { giftaidCommand } from './giftaid.js';
 import { UsageError } from './usage.js';
 
+// A reader that goes away (`| head`) ends the command quietly, as it does any Unix tool; what was
+// done stays done. A command whose output mattered more (a new password) says so itself first.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') process.stderr.write(`almoner: cannot write the output: ${err.message}\n`);
+  process.exit(err.code === 'EPIPE' ? (process.exitCode ?? 0) : 1);
+});
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
 const program = new Command('almoner')
   .description('Almoner: the donation recording service, and the commands to run it.')
+  .version(version, '-V, --version', "print Almoner's version")
   .addHelpText(
     'after',
-    '\nEnvironment:\n  DATABASE_URL  where the data lives (default sqlite:./data/almoner.db)\n  PORT, HOST, LOG_LEVEL  for serve',
+    "\nEnvironment:\n  DATABASE_URL  where the data lives (default sqlite:data/almoner.db in Almoner's folder)\n  PORT, HOST, LOG_LEVEL  for serve",
   );
 
 program

@@ -1,0 +1,119 @@
+// bin/almoner as an operator meets it from anywhere: it says which database it used, a command
+// that only reads never creates an empty SQLite file in the wrong folder, a reader that goes away
+// (`| head`) ends a command quietly, a new password is written whole or the operator is told how
+// to get another, and --version answers.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js';
+
+const PROJECT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs bin/almoner with its standard output closed before it writes anything, as `| true` does. */
+function withClosedOutput(databaseUrl: string, args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(BIN, args, { env: childEnv(databaseUrl), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: '', stderr }));
+  });
+}
+
+describe('bin/almoner from anywhere', { concurrency: true }, () => {
+  before(assertBuilt);
+
+  test('--version prints the version in package.json', async () => {
+    const { version } = JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8')) as { version: string };
+    const run = await almoner('sqlite::memory:', ['--version']);
+    assert.deepEqual(run, { code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  test("a command that only reads refuses a SQLite file that is not there: exit 2 naming the path, and nothing created", async () => {
+    const dir = tempDir();
+    const path = join(dir, 'nowhere', 'almoner.db');
+    for (const args of [['charity', 'list'], ['charity', 'rotate', 'someone'], ['charity', 'disable', 'someone'], ['donations', 'export'], ['giftaid', 'claims']]) {
+      const run = await almoner(`sqlite:${path}`, args);
+      assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+      assert.ok(run.stderr.includes(`there is no database at sqlite:${path}`), run.stderr);
+      assert.equal(run.stdout, '');
+      assert.ok(!existsSync(path), `${args.join(' ')} created ${path}`);
+    }
+    const created = await almoner(`sqlite:${path}`, ['charity', 'create', '--name', 'First', '--email', 'first@example.org']);
+    assert.equal(created.code, 0, created.stderr);
+    assert.ok(existsSync(path), 'charity create makes the first database');
+  });
+
+  test("a relative sqlite: path is named in full, from the folder the command ran in; the default is in Almoner's folder", async () => {
+    const dir = tempDir();
+    const child = (cwd: string, env: Record<string, string | undefined>) =>
+      new Promise<Run>((resolve) => {
+        const c = spawn(BIN, ['charity', 'list'], { cwd, env: { ...childEnv('', env) }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        c.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+        c.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+        c.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+    const relativeRun = await child(dir, { DATABASE_URL: 'sqlite:./data/almoner.db' });
+    assert.equal(relativeRun.code, 2);
+    assert.match(relativeRun.stderr, new RegExp(`^almoner: database sqlite:${escape(join(dir, 'data', 'almoner.db'))}\n`));
+    // With no DATABASE_URL, the same database from any folder: Almoner's own data/almoner.db.
+    const byDefault = await child(dir, { DATABASE_URL: undefined });
+    const defaultPath = join(PROJECT, 'data', 'almoner.db');
+    assert.match(byDefault.stderr, new RegExp(`^almoner: database sqlite:${escape(defaultPath)}\n`), relative(PROJECT, dir));
+    assert.equal(byDefault.code, existsSync(defaultPath) ? 0 : 2, byDefault.stderr);
+  });
+
+  for (const backend of BACKENDS) {
+    describe(`[${backend.name}]`, { concurrency: 1 }, () => {
+      let database: TestDatabase;
+      before(async () => {
+        database = await backend.createDatabase();
+        const first = await almoner(database.url, ['charity', 'create', '--name', 'Listed', '--email', 'listed@example.org']);
+        assert.equal(first.code, 0, first.stderr);
+      });
+      after(() => database?.drop());
+
+      test('every command says on stderr which database it used, without a password', async () => {
+        const run = await almoner(database.url, ['charity', 'list', '--json']);
+        assert.equal(run.code, 0, run.stderr);
+        const line = run.stderr.split('\n')[0]!;
+        assert.match(line, /^almoner: database (sqlite:\/|postgres(ql)?:\/\/)/);
+        if (backend.name === 'sqlite') assert.equal(line, `almoner: database ${database.url}`);
+        const password = new URL(database.url).password;
+        if (password) assert.ok(!line.includes(password), line);
+        assert.equal(JSON.parse(run.stdout).length, 1, 'stdout holds only the listing');
+      });
+
+      test('a reader that goes away ends a command quietly: no stack trace, exit 0', async () => {
+        for (const args of [['charity', 'list'], ['charity', 'list', '--json'], ['donations', 'export'], ['giftaid', 'claims']]) {
+          const run = await withClosedOutput(database.url, args);
+          assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+          assert.doesNotMatch(run.stderr, /EPIPE|\bat .*\.js:\d+/, `${args.join(' ')}: ${run.stderr}`);
+        }
+      });
+
+      test('charity create whose password could not be written: exit 1, and how to set a new one; the charity is listed', async () => {
+        const run = await withClosedOutput(database.url, ['charity', 'create', '--name', 'Unseen', '--email', 'unseen@example.org']);
+        assert.equal(run.code, 1, run.stderr);
+        const m = /(\S+) has a password nobody has seen\. Set a new one with: bin\/almoner charity rotate (\S+)\n/.exec(run.stderr);
+        assert.ok(m && m[1] === m[2], run.stderr);
+        assert.doesNotMatch(run.stderr, /\bat .*\.js:\d+/);
+        const listed = JSON.parse((await almoner(database.url, ['charity', 'list', '--json'])).stdout) as Array<{ username: string }>;
+        assert.ok(listed.some((c) => c.username === m[1]), 'the charity was created');
+        const rotated = await almoner(database.url, ['charity', 'rotate', m[1]!, '--json']);
+        assert.equal(rotated.code, 0, rotated.stderr);
+      });
+    });
+  }
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
