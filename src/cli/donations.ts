@@ -5,18 +5,20 @@ import { Command, Option } from 'commander';
 import { stringify } from 'csv-stringify';
 import { toDonationRecord } from '../donations/donation.js';
 import type { ExportedDonation } from '../store/store.js';
+import { RFC_4180 } from './csv.js';
 import { withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
 /** The record's 16 keys exactly as the API returns them, then who recorded it and when. */
-function encoder(format: ExportOptions['format']): Transform {
+function encoder({ format, bom }: Pick<ExportOptions, 'format' | 'bom'>): Transform {
   if (format === 'jsonl') {
     return new Transform({ objectMode: true, transform: (row, _enc, done) => done(null, `${JSON.stringify(row)}\n`) });
   }
   return stringify({
     header: true,
     columns: COLUMNS,
-    record_delimiter: 'windows', // RFC 4180: CRLF
+    bom: bom === true,
+    ...RFC_4180,
     cast: { boolean: (v) => (v ? 'true' : 'false') }, // as in the JSON record, not csv-stringify's 1/""
   });
 }
@@ -34,6 +36,7 @@ interface ExportOptions {
   from?: string;
   to?: string;
   format: 'csv' | 'jsonl';
+  bom?: boolean;
 }
 
 export function donationsCommand(): Command {
@@ -46,7 +49,11 @@ export function donationsCommand(): Command {
     .option('--from <YYYY-MM-DD>', 'donations dated on or after this day', fromArgument)
     .option('--to <YYYY-MM-DD>', 'donations dated on or before this day', toArgument)
     .addOption(new Option('--format <format>', 'csv (RFC 4180, with a header row) or jsonl (one JSON object per line)').choices(['csv', 'jsonl']).default('csv'))
+    .addOption(new Option('--bom', 'start the CSV with a UTF-8 byte order mark, for spreadsheet programs (without one, Excel reads UTF-8 as Windows-1252)'))
     .action(async (opts: ExportOptions) => {
+      if (opts.bom && opts.format === 'jsonl') {
+        throw new UsageError('--bom is for --format csv only: JSON Lines never starts with a byte order mark.');
+      }
       if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
         throw new UsageError('--from must not be later than --to.');
       }
@@ -60,7 +67,7 @@ export function donationsCommand(): Command {
           })(),
         );
         try {
-          await pipeline(source, encoder(opts.format), process.stdout, { end: false });
+          await pipeline(source, encoder(opts), process.stdout, { end: false });
         } catch (err) {
           // A reader that stops early (`| head`) is not a failure.
           if ((err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;

@@ -28,6 +28,7 @@ import {
 import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { Store } from '../store/store.js';
 import { ukDay } from '../time.js';
+import { RFC_4180 } from './csv.js';
 import { print, printJson, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
@@ -339,10 +340,10 @@ async function writeNewFiles(dir: string, files: ReadonlyArray<{ name: string; b
 async function writeAttention(dir: string, name: string, rows: readonly AttentionRow[]): Promise<void> {
   const path = join(dir, name);
   if (rows.length === 0) return void (await rm(path, { force: true })); // no stale to-do list left behind
-  const csv = stringify([[...ATTENTION_COLUMNS], ...rows.map(attentionCells)], { record_delimiter: 'windows' });
+  const csv = stringify([[...ATTENTION_COLUMNS], ...rows.map(attentionCells)], { bom: true, ...RFC_4180 });
   const partial = join(dir, `.${name}.partial`);
   try {
-    await writeFile(partial, `\uFEFF${csv}`);
+    await writeFile(partial, csv);
     await rename(partial, path);
   } finally {
     await rm(partial, { force: true });

@@ -1,0 +1,199 @@
+// bin/almoner donations export, read back by a standard CSV parser: random valid donations whose
+// text holds every character CSV finds awkward come out of the real executable exactly as stored,
+// as CSV and as JSON Lines; --bom adds a byte order mark and nothing else.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { parse } from 'csv-parse/sync';
+import fc from 'fast-check';
+import type { DonationInput, DonationRecord } from '../../src/client/index.js';
+import { isEmail, validateDonation } from '../../src/donations/validate.js';
+import { exampleDonation, RECORD_KEYS, startTestApp, type TestContext } from '../support/app.js';
+import { BACKENDS } from '../support/backends.js';
+import { almoner, assertBuilt } from '../support/cli.js';
+import { parseCsv } from '../support/csv.js';
+
+const HEADER = [...RECORD_KEYS, 'charity', 'recorded_at'];
+
+/** Property runs per backend, each with its own charity, 1 to 6 donations and one export. */
+const RUNS = 15;
+
+/** Pieces of text that CSV, spreadsheets or line-based tools treat specially, and some that only look plain. */
+const AWKWARD = [
+  ',', '"', '""', '\r', '\n', '\r\n', '\n\r', '\t', ' ', '  ', "'", ';', '=', '+', '-', '@', '=SUM(A1:A9)', '=HYPERLINK("x","y")',
+  'é', 'ß', 'Zürich', 'Łódź', 'Москва', '東京', '😀', '👩‍👩‍👧', '\u00a0', '\u2028', '\u200b', '\ufeff', '\\', 'a', '42', 'Main Road',
+];
+
+const awkwardText = fc
+  .array(fc.oneof(fc.constantFrom(...AWKWARD), fc.string({ unit: 'binary', maxLength: 3 })), { maxLength: 10 })
+  .map((parts) => parts.join(''));
+
+/** An optional text field: omitted, null, "" or awkward text. */
+const optionalText = fc.oneof(fc.constant(undefined), fc.constant(null), fc.constant(''), awkwardText, awkwardText.map((s) => `=${s}`));
+
+/** A quoted local part holds commas, quotes and line breaks and is still a valid address. */
+const email = fc
+  .oneof(
+    fc.emailAddress(),
+    fc
+      .array(fc.constantFrom(',', '\\"', '\r', '\n', '\r\n', ' ', '\t', '=', 'é', 'a', '@'), { minLength: 1, maxLength: 8 })
+      .map((parts) => `"${parts.join('')}"@example.com`),
+  )
+  .filter(isEmail);
+
+/** Amounts as strings (echoed exactly, leading zeros and all) or as JSON numbers. */
+const amount = fc.oneof(
+  fc
+    .tuple(fc.constantFrom('', '0', '00'), fc.integer({ min: 0, max: 999_999_999 }), fc.constantFrom('', '.5', '.05', '.50', '.99'))
+    .map(([zeros, whole, fraction]) => `${zeros}${whole}${fraction}`),
+  fc.integer({ min: 1, max: 99_999_999_999 }).map((pence) => pence / 100),
+);
+
+const day = fc
+  .date({ min: new Date('1990-01-01T00:00:00Z'), max: new Date('2030-12-31T00:00:00Z'), noInvalidDate: true })
+  .map((d) => d.toISOString().slice(0, 10))
+  .map((iso) => `${iso.slice(8, 10)}-${iso.slice(5, 7)}-${iso.slice(0, 4)}`);
+
+/** A request body the validator accepts; omitted fields are left out. */
+const donationBody = fc
+  .record({
+    donor_first_name: optionalText,
+    donor_last_name: optionalText,
+    donor_email: email,
+    donor_phone: optionalText,
+    donor_address: optionalText,
+    donor_city: optionalText,
+    donor_postcode: optionalText,
+    donor_ip: fc.oneof(fc.constant(undefined), fc.constant(null), fc.constant(''), fc.ipV4(), fc.ipV6()),
+    gift_aid: fc.constantFrom('yes', 'no'),
+    amount,
+    payment_method: optionalText,
+    payment_confirmation_number: optionalText,
+    donation_type: fc.constantFrom('one-time', 'recurring', 'renewal'),
+    donation_date: fc.option(day, { nil: undefined }),
+    zakat_donation: fc.constantFrom(undefined, 'yes', 'no', true, false),
+  })
+  .map((body) => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)))
+  .filter((body) => validateDonation(body).ok);
+
+/** One of each awkward case, tried first on every run of the suite. */
+const EVERY_AWKWARD_CASE: Array<Record<string, unknown>> = [
+  exampleDonation({ donor_address: '42\nMain Road', donor_city: 'St\rIves', donor_first_name: ' "Jo", Jr. ', donor_last_name: '=1+2' }),
+  exampleDonation({ donor_address: 'Flat 2\r\n3 High St', donor_city: 'Hull,\tEast Riding', donor_postcode: '\n', donor_phone: '\r' }),
+  exampleDonation({ donor_first_name: 'Zoë 😀', donor_last_name: '\r\n', donor_email: '"a,b\nc"@example.com', payment_method: '"', payment_confirmation_number: ',' }),
+];
+
+/** Fields the API does not echo as sent: "" is null, a day is a timestamp, yes/no is a boolean. */
+const NORMALISED = new Set(['donor_ip', 'donation_date', 'zakat_donation']);
+
+/** How a JSON value must read back from the CSV. */
+function csvCell(value: unknown): string {
+  if (value === null) return '';
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  return String(value);
+}
+
+/**
+ * csv-parse taking any line break (CRLF, LF or CR) for a record end, as many readers do: RFC 4180
+ * allows line breaks only inside quotes, so a correct file reads the same this way. (With its
+ * default, csv-parse fixes the line break from the header row and would read an unquoted LF as data.)
+ */
+function readCsv(text: string): string[][] {
+  return parse(text, { record_delimiter: ['\r\n', '\n', '\r'] }) as string[][];
+}
+
+function readJsonl(text: string): unknown[] {
+  if (text === '') return [];
+  assert.ok(text.endsWith('\n'), 'every JSON line ends with a newline');
+  return text
+    .slice(0, -1)
+    .split('\n')
+    .map((line) => JSON.parse(line) as unknown);
+}
+
+describe('bin/almoner donations export: CSV that reads back exactly', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    describe(`donations export, read back [${backend.name}]`, { concurrency: 1 }, () => {
+      let ctx: TestContext;
+
+      async function exportOut(args: string[]): Promise<string> {
+        const r = await almoner(ctx.databaseUrl, ['donations', 'export', ...args]);
+        assert.equal(r.code, 0, `donations export ${args.join(' ')} exited ${r.code}\nstderr: ${r.stderr}`);
+        return r.stdout;
+      }
+
+      /** Records the bodies under a new charity: the rows its export must hold, in id order. */
+      async function recordAll(bodies: Array<Record<string, unknown>>): Promise<{ username: string; rows: Array<Record<string, unknown>> }> {
+        const charity = await ctx.signUp('Awkward Characters Trust', 'awkward@charity.example');
+        const client = await ctx.client(charity);
+        const records: DonationRecord[] = [];
+        for (const body of bodies) {
+          const { record } = await client.createDonation(body as unknown as DonationInput);
+          for (const [key, sent] of Object.entries(body)) {
+            if (typeof sent === 'string' && !NORMALISED.has(key)) assert.equal(record[key as keyof DonationRecord], sent, `${key} is stored exactly as sent`);
+          }
+          records.push(record);
+        }
+        const recordedAt = new Map<number, string>();
+        for await (const d of ctx.store.exportDonations({ charity: charity.username })) recordedAt.set(d.id, d.recorded_at);
+        return { username: charity.username, rows: records.map((r) => ({ ...r, charity: charity.username, recorded_at: recordedAt.get(r.id) })) };
+      }
+
+      before(async () => {
+        assertBuilt();
+        ctx = await startTestApp(backend);
+      });
+
+      after(async () => {
+        await ctx?.close();
+      });
+
+      test(`random donations with every awkward character: the CSV reads back through csv-parse as stored, and the JSONL as the records (${RUNS} runs)`, async () => {
+        const all: Array<Record<string, unknown>> = [];
+        await fc.assert(
+          fc.asyncProperty(fc.array(donationBody, { minLength: 1, maxLength: 6 }), async (bodies) => {
+            const { username, rows } = await recordAll(bodies);
+            all.push(...rows);
+            const csv = await exportOut(['--charity', username]);
+            assert.ok(!csv.startsWith('\uFEFF'), 'no byte order mark without --bom');
+            const expected = [HEADER, ...rows.map((row) => HEADER.map((key) => csvCell(row[key])))];
+            assert.deepEqual(readCsv(csv), expected, 'csv-parse reads back the stored values, row by row');
+            assert.deepEqual(parseCsv(csv), expected, 'a strict RFC 4180 reader (CRLF record ends, line breaks only inside quotes) agrees');
+          }),
+          { numRuns: RUNS, examples: [[EVERY_AWKWARD_CASE]], includeErrorInReport: true },
+        );
+
+        // JSON Lines: one export of everything the runs recorded, compared record by record.
+        const jsonl = readJsonl(await exportOut(['--format', 'jsonl']));
+        assert.equal(jsonl.length, all.length, 'one line per donation');
+        assert.deepEqual(jsonl, all);
+      });
+
+      test('--bom starts the CSV with a UTF-8 byte order mark and changes nothing else', async () => {
+        const { username } = await recordAll(EVERY_AWKWARD_CASE);
+        const [plain, withBom, explicitCsv] = await Promise.all([
+          exportOut(['--charity', username]),
+          exportOut(['--charity', username, '--bom']),
+          exportOut(['--bom', '--format', 'csv', '--charity', username]),
+        ]);
+        assert.ok(!plain.startsWith('\uFEFF'));
+        assert.equal(withBom, `\uFEFF${plain}`);
+        assert.equal(explicitCsv, withBom);
+        assert.deepEqual(Buffer.from(withBom).subarray(0, 3), Buffer.from([0xef, 0xbb, 0xbf]), 'the BOM as UTF-8 bytes');
+        assert.equal(
+          await exportOut(['--bom', '--charity', username, '--to', '1970-01-01']),
+          `\uFEFF${HEADER.join(',')}\r\n`,
+          'nothing matching: the BOM and the header row',
+        );
+      });
+
+      test('--bom with --format jsonl is a usage error: exit 2 with a message, no output', async () => {
+        for (const args of [['--bom', '--format', 'jsonl'], ['--format', 'jsonl', '--bom']]) {
+          const r = await almoner(ctx.databaseUrl, ['donations', 'export', ...args]);
+          assert.equal(r.code, 2, `${args.join(' ')}: exit 2\nstderr: ${r.stderr}`);
+          assert.match(r.stderr, /almoner: --bom is for --format csv only/);
+          assert.equal(r.stdout, '');
+        }
+      });
+    });
+  }
+});
