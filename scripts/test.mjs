@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // npm test: every test file under test/, through Node's test runner (TypeScript via tsx).
 // The PostgreSQL half runs when TEST_DATABASE_URL names a server, the browser test when Chromium is
-// installed, the spreadsheet check when LibreOffice is; this says so either way.
+// installed, the spreadsheet check when LibreOffice is, the nginx test when nginx is; this says so either way.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,6 +32,11 @@ if (!existsSync(chromium) && !process.env.CI) {
 const soffice = process.env.SOFFICE_PATH ?? '/usr/bin/soffice';
 if (!existsSync(soffice) && !process.env.CI) {
   console.log(`LibreOffice: SKIPPED, there is none at ${soffice}; the Gift Aid spreadsheets are not opened in it. Install it (apt-get install -y libreoffice-calc) or set SOFFICE_PATH.`);
+}
+
+const nginx = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
+if (!existsSync(nginx) && !process.env.CI) {
+  console.log(`nginx: SKIPPED, there is none at ${nginx}; deploy/nginx.conf is not tested in front of the server. Install it (apt-get install -y nginx) or set NGINX_PATH.`);
 }
 
 const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test');

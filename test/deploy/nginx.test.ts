@@ -1,0 +1,339 @@
+// deploy/nginx.conf (issue 12, item 4): the shipped file, run by Debian's real nginx with only its
+// machine-specific lines changed (test/support/nginx.ts), in front of a real `bin/almoner serve` set
+// up as deploy/almoner.service sets it up (HOST=127.0.0.1, TRUST_PROXY=127.0.0.1), over HTTPS with a
+// certificate made by openssl. Clients bind other loopback addresses (127.0.0.2, 127.0.0.3: all of
+// 127.0.0.0/8 is loopback on Linux) to stand for different people. SQLite only: the proxy does not
+// care which database is behind Almoner.
+//
+// How it fails without each piece (each tried on an altered deploy/nginx.conf, environment or dist/):
+// - nginx not setting X-Forwarded-For, or Almoner without TRUST_PROXY: every request seems to come
+//   from nginx, so 127.0.0.3's first failure after 127.0.0.2's thirty is a 429, not a 401.
+// - nginx appending to X-Forwarded-For ($proxy_add_x_forwarded_for) instead of replacing it: behind
+//   TRUST_PROXY=true a guesser that forges a new address with every guess is never limited. (Behind
+//   TRUST_PROXY=127.0.0.1 Almoner itself takes the address nginx appended, so only that test sees it.)
+// - a larger client_max_body_size: the 413 comes from Almoner (it has an X-Request-Id, and Almoner
+//   logs it); a smaller one refuses the exactly-1-MiB create. Without the line at all nothing
+//   changes: nginx's default is 1m too.
+// - no error_page 413: nginx's HTML page instead of Almoner's JSON. No error_page 502: the same for
+//   the 502s after Almoner has gone.
+// - Almoner exiting at once on SIGTERM: the creates it held at the signal get 502s, not 200s.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
+import { basic, exampleDonation } from '../support/app.js';
+import { SQLITE, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt, until } from '../support/cli.js';
+import { freePort, NGINX_PATH, NginxProcess, noNginx, selfSignedCertificate } from '../support/nginx.js';
+import { ServerProcess } from '../support/server.js';
+import { AUTH_FAILURES } from '../../src/http/throttle.js';
+
+const MiB = 1024 * 1024;
+const TOO_LARGE = '{"message":"The request body must not be larger than 1 MiB."}';
+const BAD_GATEWAY = '{"message":"The service is unavailable. Please try again shortly."}';
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
+
+interface Send {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** Send the body in chunks without a Content-Length. */
+  chunked?: boolean;
+  /** The client's own address (a new connection bound to it). */
+  from?: string;
+  agent?: Agent;
+}
+
+/** One HTTPS request to 127.0.0.1:`port`, trusting only the test's certificate. */
+function send(port: number, ca: string, path: string, options: Send = {}): Promise<Answer> {
+  const { method = 'POST', body, chunked = false, from, agent } = options;
+  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+  if (body !== undefined && !chunked) headers['content-length'] = String(Buffer.byteLength(body));
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    // Writing a body nginx has already refused may fail once its answer is in: the answer counts.
+    const fail = (err: Error) => answered || reject(err);
+    const req = request({ host: '127.0.0.1', port, path, method, headers, ca, localAddress: from, agent: agent ?? false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s));
+      res.once('end', () => {
+        answered = true;
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text });
+      });
+      res.once('error', fail);
+    });
+    req.on('error', fail);
+    req.setTimeout(15_000, () => req.destroy(new Error('no answer within 15 s')));
+    if (body !== undefined && chunked) {
+      const bytes = Buffer.from(body);
+      for (let at = 0; at < bytes.length; at += 64 * 1024) req.write(bytes.subarray(at, at + 64 * 1024));
+    } else if (body !== undefined) {
+      req.write(body);
+    }
+    req.end();
+  });
+}
+
+const json = (answer: Answer) => JSON.parse(answer.text) as Record<string, unknown>;
+
+/** A create body of exactly `bytes` bytes: the example donation, padded with a field Almoner ignores. */
+function donationOfSize(bytes: number, email: string): string {
+  const empty = JSON.stringify({ ...exampleDonation({ donor_email: email }), padding: '' });
+  assert.ok(bytes >= empty.length);
+  return JSON.stringify({ ...exampleDonation({ donor_email: email }), padding: 'x'.repeat(bytes - empty.length) });
+}
+
+/**
+ * Credentials of a username nobody has: a failed authentication. A new username each time, so only
+ * the per-address limit is reached, never the per-address-and-username one.
+ */
+const stranger = (series: string, i: number) => basic(`nobody-${series}-${i}`, 'wrong-password-wrong-password-00');
+
+describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, () => {
+  const dirs: string[] = [];
+  let database: TestDatabase | undefined;
+  let authorization = '';
+  const servers: ServerProcess[] = [];
+  const proxies: NginxProcess[] = [];
+
+  /** bin/almoner serve on the test database, with nginx in front of it; both are stopped in after(). */
+  async function stack(name: string, trustProxy: string): Promise<{ almoner: ServerProcess; nginx: NginxProcess; port: number; ca: string }> {
+    assert.ok(database);
+    const server = new ServerProcess(database.url, {
+      TRUST_PROXY: trustProxy,
+      LOG_LEVEL: 'info', // the request lines show what reached Almoner
+      CREATE_RATE_LIMIT: '0', // the per-charity create limit would answer the shutdown test's stream with 429s
+    });
+    servers.push(server);
+    await server.listening();
+    // A folder of its own straight under the temporary folder: as root, nginx runs as nobody and must reach it.
+    const dir = mkdtempSync(join(tmpdir(), `almoner-nginx-${name}-`));
+    dirs.push(dir);
+    const certificate = await selfSignedCertificate(dir);
+    const httpsPort = await freePort();
+    let httpPort = await freePort();
+    while (httpPort === httpsPort) httpPort = await freePort();
+    const site = { httpsPort, httpPort, certFile: certificate.certFile, keyFile: certificate.keyFile, upstreamPort: Number(new URL(server.url).port) };
+    const nginx = new NginxProcess(dir, site);
+    proxies.push(nginx);
+    await nginx.listening();
+    return { almoner: server, nginx, port: site.httpsPort, ca: certificate.cert };
+  }
+
+  let main: Awaited<ReturnType<typeof stack>>;
+  const viaNginx = (path: string, options?: Send) => send(main.port, main.ca, path, options);
+
+  before(async () => {
+    assertBuilt();
+    assert.ok(existsSync(NGINX_PATH), `no nginx at ${NGINX_PATH}: CI installs it (.ci/run)`);
+    database = await SQLITE.createDatabase();
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Behind Nginx', '--email', 'nginx@example.org', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
+    authorization = basic(username, password);
+    main = await stack('main', '127.0.0.1');
+  });
+
+  after(async () => {
+    for (const nginx of proxies) await nginx.stop();
+    for (const server of servers) {
+      server.kill();
+      await server.exited;
+    }
+    await database?.drop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('requests pass through over HTTPS: /me, a create, /health/ready', async () => {
+    const me = await viaNginx('/api/v1/me', { headers: { authorization } });
+    assert.equal(me.status, 200, me.text);
+    assert.deepEqual(json(me), { success: true, message: 'Authenticated', data: { name: 'Behind Nginx', email: 'nginx@example.org' } });
+    assert.equal(me.headers['strict-transport-security'], 'max-age=31536000');
+
+    const body = JSON.stringify(exampleDonation({ donor_email: 'through.nginx@example.org' }));
+    const created = await viaNginx('/api/v1/donation/create', { headers: { authorization, 'content-type': 'application/json' }, body });
+    assert.equal(created.status, 200, created.text);
+    assert.equal((json(created).data as Record<string, unknown>).donor_email, 'through.nginx@example.org');
+
+    const ready = await viaNginx('/health/ready', { method: 'GET' });
+    assert.deepEqual({ status: ready.status, body: json(ready) }, { status: 200, body: { status: 'ready' } });
+  });
+
+  test('plain HTTP is redirected to HTTPS with 308, which keeps the POST', async () => {
+    const res = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}/api/v1/me`, { method: 'POST', redirect: 'manual' });
+    assert.equal(res.status, 308);
+    assert.equal(res.headers.get('location'), 'https://127.0.0.1/api/v1/me');
+  });
+
+  test("failed authentications are counted per real client address, not per nginx", async () => {
+    const limit = AUTH_FAILURES.perAddress;
+    const first = await Promise.all(Array.from({ length: limit }, (_, i) => viaNginx('/api/v1/me', { from: '127.0.0.2', headers: { authorization: stranger('a', i) } })));
+    assert.deepEqual(first.map((a) => a.status), Array(limit).fill(401), 'the first 30 failures from 127.0.0.2');
+    const over = await viaNginx('/api/v1/me', { from: '127.0.0.2', headers: { authorization: stranger('a', limit) } });
+    assert.equal(over.status, 429, `failure 31 from 127.0.0.2: ${over.text}`);
+    assert.ok(Number(over.headers['retry-after']) > 0);
+
+    const other = await viaNginx('/api/v1/me', { from: '127.0.0.3', headers: { authorization: stranger('b', 0) } });
+    assert.equal(other.status, 401, `a first failure from 127.0.0.3 after 127.0.0.2 was limited: ${other.text}`);
+    const right = await viaNginx('/api/v1/me', { from: '127.0.0.3', headers: { authorization } });
+    assert.equal(right.status, 200, 'the real charity from another address');
+  });
+
+  test('a client cannot forge its address with its own X-Forwarded-For', async () => {
+    // 127.0.0.2 is over its limit (the test before): claiming to be someone else does not help it...
+    const forged = await viaNginx('/api/v1/me', { from: '127.0.0.2', headers: { authorization: stranger('c', 1), 'x-forwarded-for': '10.9.9.9' } });
+    assert.equal(forged.status, 429, `127.0.0.2 claiming to be 10.9.9.9: ${forged.text}`);
+    // ...and claiming to be 127.0.0.2 does not get another client limited.
+    const framed = await viaNginx('/api/v1/me', { from: '127.0.0.3', headers: { authorization: stranger('b', 1), 'x-forwarded-for': '127.0.0.2' } });
+    assert.equal(framed.status, 401, `127.0.0.3 claiming to be 127.0.0.2: ${framed.text}`);
+  });
+
+  test('behind TRUST_PROXY=true too: a guesser forging a new address with every guess is still limited', async () => {
+    // TRUST_PROXY=true believes the leftmost X-Forwarded-For address: safe only because nginx replaces the header.
+    const trustAll = await stack('trust-all', 'true');
+    const guess = (i: number) => send(trustAll.port, trustAll.ca, '/api/v1/me', { from: '127.0.0.4', headers: { authorization: stranger('d', i), 'x-forwarded-for': `10.9.9.${i}` } });
+    const limit = AUTH_FAILURES.perAddress;
+    const first = await Promise.all(Array.from({ length: limit }, (_, i) => guess(i)));
+    assert.deepEqual(first.map((a) => a.status), Array(limit).fill(401));
+    const over = await guess(limit);
+    assert.equal(over.status, 429, `guess 31, forging 10.9.9.${limit}: ${over.text}`);
+  });
+
+  test("a body over 1 MiB is refused by nginx with Almoner's own 413", async () => {
+    const headers = { authorization, 'content-type': 'application/json' };
+    // Almoner's own answer, straight from it (authenticated, or it would be a 401 first).
+    const res = await fetch(`${main.almoner.url}/api/v1/donation/create`, { method: 'POST', headers, body: 'x'.repeat(MiB + 1) });
+    const direct = { status: res.status, contentType: res.headers.get('content-type'), text: await res.text() };
+    assert.deepEqual(direct, { status: 413, contentType: 'application/json; charset=utf-8', text: TOO_LARGE });
+
+    // Almoner's request lines, to see what reached it: from after its own 413 up to a marker request.
+    const statuses = () =>
+      main.almoner.stdout
+        .split('\n')
+        .slice(0, -1) // complete lines only
+        .map((line) => JSON.parse(line) as { status?: number; route?: string })
+        .filter((l) => l.status !== undefined);
+    await until('Almoner logs its 413', 5_000, () => statuses().some((l) => l.status === 413));
+    const before = statuses().length;
+    const exact = await viaNginx('/api/v1/donation/create', { headers, body: donationOfSize(MiB, 'exactly.one.mib@example.org') });
+    assert.equal(exact.status, 200, `a body of exactly 1 MiB passes both: ${exact.text.slice(0, 200)}`);
+
+    for (const chunked of [false, true]) {
+      const what = chunked ? 'chunked' : 'with Content-Length';
+      const refused = await viaNginx('/api/v1/donation/create', { headers, body: donationOfSize(MiB + 1, 'over@example.org'), chunked });
+      assert.equal(refused.status, 413, what);
+      assert.equal(refused.text, direct.text, `${what}: the body`);
+      assert.equal(refused.headers['content-type'], direct.contentType, `${what}: the Content-Type`);
+      assert.equal(refused.headers['x-request-id'], undefined, `${what}: answered by nginx, not by Almoner`);
+      assert.equal(refused.headers['cache-control'], 'no-store');
+      assert.equal(refused.headers['x-content-type-options'], 'nosniff');
+    }
+    await viaNginx('/health', { method: 'GET' });
+    await until('Almoner logs the marker request', 5_000, () => statuses().slice(before).some((l) => l.route === '/health'));
+    assert.deepEqual(statuses().slice(before).map((l) => `${l.route} ${l.status}`), ['/api/v1/donation/create 200', '/health 200'], 'only the 1 MiB create reached Almoner');
+  });
+
+  test('SIGTERM to Almoner while creates flow through nginx loses no acknowledged donation', async (t) => {
+    interface Result {
+      email: string;
+      sentAt: number;
+      doneAt: number;
+      answer?: Answer;
+      error?: string;
+    }
+    const WORKERS = 8;
+    const results: Result[] = [];
+    const agent = new Agent({ keepAlive: true, maxSockets: WORKERS, ca: main.ca });
+    let stopAt = Infinity;
+    let n = 0;
+    const worker = async () => {
+      while (Date.now() < stopAt) {
+        const email = `sigterm-${n++}@example.org`;
+        const result: Result = { email, sentAt: Date.now(), doneAt: 0 };
+        try {
+          result.answer = await viaNginx('/api/v1/donation/create', {
+            agent,
+            headers: { authorization, 'content-type': 'application/json' },
+            body: JSON.stringify(exampleDonation({ donor_email: email })),
+          });
+        } catch (err) {
+          result.error = (err as NodeJS.ErrnoException).code ?? String(err);
+        }
+        result.doneAt = Date.now();
+        results.push(result);
+      }
+    };
+    // Another process's write lock holds the creates under way inside Almoner (it waits for the lock,
+    // up to its 4.5 s for the database): at the signal, Almoner provably holds one per worker, and
+    // only a drain that waits for them, relayed by nginx, gets them their 200s.
+    assert.equal(database?.location.dialect, 'sqlite');
+    const outsider = new BetterSqlite3(database.location.path);
+    const workers = Array.from({ length: WORKERS }, worker);
+    try {
+      await until('100 creates acknowledged through nginx', 10_000, () => results.filter((r) => r.answer?.status === 200).length >= 100);
+      outsider.exec('begin immediate');
+      await new Promise((r) => setTimeout(r, 500)); // every worker's create is waiting for the lock now
+      const signalledAt = Date.now();
+      main.almoner.signal('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      outsider.exec('commit');
+      let timer: NodeJS.Timeout | undefined;
+      const exit = await Promise.race([main.almoner.exited, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 12_000)))]);
+      clearTimeout(timer);
+      const exitedAt = Date.now();
+      assert.deepEqual(exit, { code: 0, signal: null }, `Almoner's exit after SIGTERM\nstderr: ${main.almoner.stderr}`);
+      // Keep sending for a moment after it is gone: nginx must answer, not hang.
+      stopAt = Date.now() + 300;
+      await Promise.all(workers);
+
+      const held = results.filter((r) => r.sentAt < signalledAt && r.doneAt > signalledAt);
+      assert.deepEqual(
+        held.map((r) => r.answer?.status ?? r.error),
+        Array(WORKERS).fill(200),
+        'the creates Almoner held at the signal: a drain finishes them, and nginx relays the answers',
+      );
+      const ok = results.filter((r) => r.answer?.status === 200);
+      const others = results.filter((r) => r.answer?.status !== 200);
+      for (const r of others) {
+        if (r.answer) {
+          assert.ok([502, 503].includes(r.answer.status), `${r.email}: ${r.answer.status} ${r.answer.text}`);
+          if (r.answer.status === 502) assert.equal(r.answer.text, BAD_GATEWAY, `${r.email}: nginx's 502 is JSON`);
+        }
+      }
+      assert.ok(others.some((r) => r.answer?.status === 502 && r.sentAt > exitedAt), 'nginx answered 502 once Almoner was gone');
+
+      const exported = await almoner(database.url, ['donations', 'export', '--format', 'jsonl']);
+      assert.equal(exported.code, 0, exported.stderr);
+      const stored = new Map<string, number[]>();
+      for (const line of exported.stdout.split('\n').filter(Boolean)) {
+        const row = JSON.parse(line) as { id: number; donor_email: string };
+        stored.set(row.donor_email, [...(stored.get(row.donor_email) ?? []), row.id]);
+      }
+      for (const r of ok) {
+        const id = (json(r.answer!).data as { id: number }).id;
+        assert.deepEqual(stored.get(r.email), [id], `${r.email} was acknowledged with id ${id}: stored once, with that id`);
+      }
+      t.diagnostic(
+        `${ok.length} acknowledged and stored (${held.length} of them held by Almoner at the signal), ` +
+          `${others.filter((r) => r.answer).length} answered ${[...new Set(others.map((r) => r.answer?.status).filter(Boolean))].join('/')}, ` +
+          `${others.filter((r) => r.error).length} connection errors, ${others.filter((r) => stored.has(r.email)).length} stored without a 200; ` +
+          `Almoner exited ${exitedAt - signalledAt} ms after SIGTERM`,
+      );
+    } finally {
+      stopAt = 0;
+      if (outsider.inTransaction) outsider.exec('rollback');
+      outsider.close();
+      await Promise.all(workers);
+      agent.destroy();
+    }
+  });
+});

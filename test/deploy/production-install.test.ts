@@ -1,0 +1,263 @@
+// The production install (issue 12, item 3), on a copy of this checkout: the README's sequence
+// (`npm ci --include=dev && npm prune --omit=dev`: dist/ is built with the dev dependencies, which
+// are then removed) leaves only the runtime dependencies, and that tree runs: `bin/almoner serve`,
+// `bin/almoner charity create`, and both operations over real HTTP. `npm ci --omit=dev` alone
+// succeeds too (it used to fail in `prepare` with `tsc: not found`): the pruned tree, which has no
+// TypeScript either, runs that same `prepare`, which builds nothing and says so; and bin/almoner
+// without dist/ says what to run.
+//
+// The copy is every file git knows of (committed, plus new files it does not ignore) as it is in
+// the working tree, so uncommitted work is what gets tested. The install compiles better-sqlite3
+// (about a minute on an idle machine), with packages from npm's cache where it has them.
+// ALMONER_SKIP_INSTALL_TEST=1 skips it for quick local runs; CI (CI set) runs it regardless.
+//
+// Checked: with the old `"prepare": "npm run build"` the prepare test fails (exit 127,
+// `tsc: not found`); a dev dependency imported from src/ (fast-check, in src/time.ts) fails the
+// import test, and the tree fails to serve.
+import assert from 'node:assert/strict';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { basic } from '../support/app.js';
+import { tempDir } from '../support/backends.js';
+import { childEnv, until } from '../support/cli.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The README's production install, run exactly (and named in prepare's and bin/almoner's messages). */
+const PRODUCTION_INSTALL = 'npm ci --include=dev && npm prune --omit=dev';
+/** The install compiles better-sqlite3: a minute or two, many more on a loaded machine. */
+const INSTALL_TIMEOUT = 20 * 60_000;
+
+const SKIP = process.env.ALMONER_SKIP_INSTALL_TEST && !process.env.CI ? 'ALMONER_SKIP_INSTALL_TEST is set (CI runs it regardless)' : false;
+
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+
+/** Copies every file git knows of, with its working-tree content, from this checkout into `to`. */
+function copyCheckout(to: string): void {
+  const listed = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(listed.status, 0, `git ls-files: ${listed.stderr ?? listed.error}`);
+  for (const file of listed.stdout.split('\0').filter(Boolean)) {
+    if (!existsSync(join(ROOT, file)) || !lstatSync(join(ROOT, file)).isFile()) continue; // deleted in the working tree
+    mkdirSync(dirname(join(to, file)), { recursive: true });
+    copyFileSync(join(ROOT, file), join(to, file)); // keeps the mode: bin/almoner stays executable
+  }
+}
+
+interface Install {
+  code: number | null;
+  output: string;
+}
+
+/**
+ * Runs `command` in `cwd` through sh, as an operator's shell would, with npm's cache preferred over
+ * the network. Settings that an outer `npm test` passes down and that would change what gets
+ * installed are dropped, so the command alone decides.
+ */
+function shell(command: string, cwd: string, extra: Record<string, string | undefined>): Promise<Install> {
+  const env: NodeJS.ProcessEnv = { ...process.env, npm_config_prefer_offline: 'true' };
+  delete env.NODE_TEST_CONTEXT;
+  for (const name of Object.keys(env)) if (/^npm_config_(omit|include|production|only|dev)$/i.test(name)) delete env[name];
+  for (const [name, value] of Object.entries(extra)) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return new Promise((done, fail) => {
+    const child = spawn('sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (output += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+    child.once('error', fail);
+    child.once('close', (code) => done({ code, output }));
+  });
+}
+
+function run(file: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done, fail) => {
+    execFile(file, args, { ...options, timeout: 60_000 }, (err, stdout, stderr) => {
+      if (err && typeof err.code !== 'number') return fail(err);
+      done({ code: err ? (err.code as number) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The package a bare specifier names: `validator/lib/isIP.js` → `validator`, `@fastify/formbody` → itself. */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
+}
+
+/**
+ * Every bare specifier (`pg`, `validator/lib/isIP.js`, not `node:` ones) the compiled code can load
+ * from `entries`, following relative imports, dynamic imports and `require`/`require.resolve`
+ * calls with a literal argument (the only kinds src/ uses); each with the file that loads it.
+ */
+function bareImports(entries: string[]): Map<string, string> {
+  const found = new Map<string, string>();
+  const seen = new Set<string>();
+  const queue = [...entries];
+  const reference = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire(?:\.resolve)?\s*\(\s*)(['"])([^'"\n]+)\1/g;
+  while (queue.length > 0) {
+    const file = queue.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const [, , specifier] of readFileSync(file, 'utf8').matchAll(reference)) {
+      if (specifier!.startsWith('.')) {
+        const target = resolve(dirname(file), specifier!);
+        if (target.endsWith('.js')) queue.push(target); // package.json (read for its version) is data
+      } else if (!specifier!.startsWith('node:') && !found.has(specifier!)) {
+        found.set(specifier!, file);
+      }
+    }
+  }
+  return found;
+}
+
+describe('production install', { skip: SKIP }, () => {
+  let work = '';
+  let productionDir = '';
+  let production: Promise<Install>;
+
+  before(() => {
+    work = tempDir();
+    productionDir = join(work, 'production');
+    copyCheckout(productionDir);
+    // A production machine usually has NODE_ENV=production, which alone would make `npm ci` omit the
+    // dev dependencies: the sequence has to build anyway.
+    production = shell(PRODUCTION_INSTALL, productionDir, { NODE_ENV: 'production' });
+    production.catch(() => {}); // not left unobserved if a test fails before awaiting it
+  });
+
+  after(async () => {
+    await Promise.allSettled([production]); // never delete a tree npm is still writing
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  async function installed(): Promise<void> {
+    const { code, output } = await production;
+    assert.equal(code, 0, `${PRODUCTION_INSTALL} failed:\n${output.slice(-6000)}`);
+  }
+
+  test('the README gives this production install', () => {
+    assert.ok(readFileSync(join(ROOT, 'README.md'), 'utf8').includes(PRODUCTION_INSTALL), `README.md shows \`${PRODUCTION_INSTALL}\``);
+  });
+
+  test('the production install builds dist/ and keeps only the dependencies', { timeout: INSTALL_TIMEOUT }, async (t) => {
+    await installed();
+    const modules = join(productionDir, 'node_modules');
+    for (const file of ['dist/cli/main.js', 'dist/server.js']) assert.ok(existsSync(join(productionDir, file)), `${file} is built`);
+    // Dev-only, as the lockfile marks them: ajv, say, is a dev dependency that fastify needs too.
+    const lock = JSON.parse(readFileSync(join(productionDir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    const devOnly = Object.keys(lock.packages).filter((path) => lock.packages[path]!.dev);
+    for (const name of ['typescript', 'tsx', 'fast-check', '@types/node']) assert.ok(devOnly.includes(`node_modules/${name}`), `${name} is dev-only`);
+    const left = devOnly.filter((path) => existsSync(join(productionDir, path)));
+    assert.deepEqual(left, [], 'no dev-only package is left in node_modules');
+    assert.ok(!existsSync(join(modules, '.bin', 'tsc')) && !existsSync(join(modules, '.bin', 'tsx')), 'no tsc or tsx');
+    const missing = Object.keys(pkg.dependencies).filter((name) => !existsSync(join(modules, name, 'package.json')));
+    assert.deepEqual(missing, [], 'every dependency is installed');
+    const du = spawnSync('du', ['-sh', modules], { encoding: 'utf8' });
+    t.diagnostic(`node_modules after pruning: ${du.stdout.split('\t')[0]}`);
+  });
+
+  test('dist/ loads only dependencies, and each loads from the pruned tree', { timeout: INSTALL_TIMEOUT }, async () => {
+    await installed();
+    const entries = ['dist/cli/main.js', 'dist/server.js'].map((file) => join(productionDir, file));
+    const imports = bareImports(entries);
+    assert.ok(imports.has('pg') && imports.has('better-sqlite3') && imports.has('fastify'), `the walk finds the imports: ${[...imports.keys()].join(', ')}`);
+    const notDependencies = [...imports]
+      .filter(([specifier]) => !(packageName(specifier) in pkg.dependencies))
+      .map(([specifier, file]) => `${specifier} (${relative(productionDir, file)})`);
+    assert.deepEqual(notDependencies, [], 'every package dist/ loads is a runtime dependency');
+
+    // Load each (pg and pg-cursor too, which only a PostgreSQL DATABASE_URL loads) in a plain node
+    // in the pruned tree, as dist/ would: by import, or by require.resolve for data files.
+    const script = `
+      import { createRequire } from 'node:module';
+      const require = createRequire(process.cwd() + '/dist/server.js');
+      const failed = [];
+      for (const specifier of JSON.parse(process.env.SPECIFIERS)) {
+        try { specifier.endsWith('.json') ? require.resolve(specifier) : await import(specifier); }
+        catch (error) { failed.push(specifier + ': ' + error.message.split('\\n')[0]); }
+      }
+      console.log(JSON.stringify(failed));`;
+    const loaded = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: productionDir,
+      env: { PATH: process.env.PATH, SPECIFIERS: JSON.stringify([...imports.keys()]) },
+      encoding: 'utf8',
+    });
+    assert.equal(loaded.status, 0, loaded.stderr);
+    assert.deepEqual(JSON.parse(loaded.stdout), [], 'every import loads from the pruned node_modules');
+  });
+
+  test('the pruned tree serves: charity create, then POST /api/v1/me and a donation create answer 200', { timeout: INSTALL_TIMEOUT }, async () => {
+    await installed();
+    const bin = join(productionDir, 'bin', 'almoner');
+    const env = childEnv(`sqlite:${join(work, 'db', 'almoner.db')}`, { PORT: '0' });
+    const server = spawn(bin, ['serve'], { cwd: productionDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    server.stdout.setEncoding('utf8').on('data', (s: string) => (output += s));
+    server.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+    const exited = new Promise<void>((done) =>
+      server.once('exit', (code, signal) => {
+        exit = { code, signal };
+        done();
+      }),
+    );
+    try {
+      let url = '';
+      await until('the server says where it listens', 30_000, () => {
+        if (exit) assert.fail(`the server exited (${JSON.stringify(exit)}):\n${output}`);
+        url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1] ?? '';
+        return url !== '';
+      });
+
+      const created = await run(bin, ['charity', 'create', '--name', 'Helping Hands', '--email', 'info@helpinghands.example', '--json'], { cwd: productionDir, env });
+      assert.equal(created.code, 0, created.stderr);
+      const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
+      const headers = { authorization: basic(username, password), accept: 'application/json', 'content-type': 'application/json' };
+
+      const me = await fetch(`${url}/api/v1/me`, { method: 'POST', headers: { authorization: headers.authorization, accept: headers.accept } });
+      assert.equal(me.status, 200, await me.clone().text());
+      assert.deepEqual(await me.json(), { success: true, message: 'Authenticated', data: { name: 'Helping Hands', email: 'info@helpinghands.example' } });
+
+      const donation = { donor_email: 'jane.doe@example.com', gift_aid: 'yes', amount: '25.00', donation_type: 'one-time', donation_date: '25-02-2021' };
+      const create = await fetch(`${url}/api/v1/donation/create`, { method: 'POST', headers, body: JSON.stringify(donation) });
+      assert.equal(create.status, 200, await create.clone().text());
+      const { data } = (await create.json()) as { data: Record<string, unknown> };
+      assert.equal(data.amount, '25.00');
+      assert.equal(data.donation_date, '2021-02-25T00:00:00.000000Z');
+
+      server.kill('SIGTERM');
+      await until('the server exits after SIGTERM', 15_000, () => exit !== undefined);
+      assert.deepEqual(exit, { code: 0, signal: null }, output);
+    } finally {
+      if (!exit) server.kill('SIGKILL');
+      await exited;
+    }
+  });
+
+  test('without TypeScript (`npm ci --omit=dev`), prepare succeeds and says dist/ was not built; bin/almoner without dist/ says what to run', { timeout: INSTALL_TIMEOUT }, async () => {
+    await installed();
+    // The pruned tree has no TypeScript, as one installed with `npm ci --omit=dev` has not: npm
+    // runs the same `prepare` there once the packages are in.
+    const prepare = await shell('npm run prepare', productionDir, { NODE_ENV: undefined });
+    assert.equal(prepare.code, 0, `prepare failed without TypeScript:\n${prepare.output}`);
+    assert.match(prepare.output, /TypeScript is not installed .*dist\/ was not built/);
+    assert.ok(prepare.output.includes(PRODUCTION_INSTALL), `prepare names the production install:\n${prepare.output}`);
+    assert.ok(existsSync(join(productionDir, 'dist', 'cli', 'main.js')), 'the built dist/ is left as it was');
+
+    const dist = join(productionDir, 'dist');
+    renameSync(dist, `${dist}.away`);
+    try {
+      const env = childEnv(`sqlite:${join(work, 'no-dist.db')}`);
+      const almoner = await run(join(productionDir, 'bin', 'almoner'), ['charity', 'list'], { cwd: productionDir, env });
+      assert.equal(almoner.code, 1);
+      assert.match(almoner.stderr, /dist\/ is missing/);
+      assert.ok(almoner.stderr.includes(PRODUCTION_INSTALL), `bin/almoner names the production install: ${almoner.stderr}`);
+    } finally {
+      renameSync(`${dist}.away`, dist);
+    }
+  });
+});

@@ -1,0 +1,173 @@
+// Debian's nginx running the shipped deploy/nginx.conf, as an unprivileged foreground process with
+// everything it writes in a temporary folder; only the machine-specific lines are changed (listen
+// addresses, certificate paths, upstream port). CI installs nginx; NGINX_PATH overrides where it is.
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const NGINX_PATH = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
+
+/** Why nginx cannot be used here, or undefined when it can. CI installs it, so there it always runs. */
+export const noNginx: string | undefined =
+  existsSync(NGINX_PATH) || process.env.CI ? undefined : `no nginx at ${NGINX_PATH} (apt-get install -y nginx, or set NGINX_PATH)`;
+
+export const SHIPPED_CONF = fileURLToPath(new URL('../../deploy/nginx.conf', import.meta.url));
+
+/** Debian's nobody:nogroup: nginx runs as them when the tests run as root (as in CI). */
+const NOBODY = 65534;
+
+export interface Site {
+  /** HTTPS on 127.0.0.1 (the shipped file's `listen 443 ssl`). */
+  httpsPort: number;
+  /** Plain HTTP on 127.0.0.1 (the shipped file's `listen 80`). */
+  httpPort: number;
+  certFile: string;
+  keyFile: string;
+  /** Where Almoner listens on 127.0.0.1 (the shipped file's 127.0.0.1:3000). */
+  upstreamPort: number;
+}
+
+/** Replaces `from` with `to`, failing unless the shipped file has it exactly once. */
+function replaceOnce(conf: string, from: string, to: string): string {
+  const parts = conf.split(from);
+  assert.equal(parts.length, 2, `deploy/nginx.conf should have ${JSON.stringify(from)} exactly once: update the test's substitutions if it changed`);
+  return parts.join(to);
+}
+
+/** The shipped file for this machine: its own ports on 127.0.0.1 (no IPv6 listens), the test's certificate and Almoner's port. */
+export function localise(conf: string, site: Site): string {
+  let out = conf;
+  out = replaceOnce(out, 'listen 80;', `listen 127.0.0.1:${site.httpPort};`);
+  out = replaceOnce(out, 'listen [::]:80;', '');
+  out = replaceOnce(out, 'listen 443 ssl;', `listen 127.0.0.1:${site.httpsPort} ssl;`);
+  out = replaceOnce(out, 'listen [::]:443 ssl;', '');
+  out = replaceOnce(out, '/etc/letsencrypt/live/almoner.example.org/fullchain.pem', site.certFile);
+  out = replaceOnce(out, '/etc/letsencrypt/live/almoner.example.org/privkey.pem', site.keyFile);
+  out = replaceOnce(out, 'server 127.0.0.1:3000;', `server 127.0.0.1:${site.upstreamPort};`);
+  return out;
+}
+
+function run(file: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile(file, args, { timeout: 20_000 }, (err, _stdout, stderr) => (err ? reject(new Error(`${file} ${args.join(' ')} failed: ${err.message}\n${stderr}`)) : resolve())),
+  );
+}
+
+/** A self-signed certificate for 127.0.0.1 and localhost, valid for a day, made by the openssl command line. */
+export async function selfSignedCertificate(dir: string): Promise<{ certFile: string; keyFile: string; cert: string }> {
+  const certFile = join(dir, 'cert.pem');
+  const keyFile = join(dir, 'key.pem');
+  await run('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', keyFile, '-out', certFile,
+  ]);
+  return { certFile, keyFile, cert: readFileSync(certFile, 'utf8') };
+}
+
+/** A port nobody listens on right now (the kernel's pick, released at once). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function chownTree(path: string, id: number): void {
+  chownSync(path, id, id);
+  if (statSync(path).isDirectory()) for (const name of readdirSync(path)) chownTree(join(path, name), id);
+}
+
+/** A running nginx (master and worker), in `dir`, serving the localised shipped file. */
+export class NginxProcess {
+  stderr = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private exitedYet = false;
+  private readonly child: ChildProcess;
+
+  /**
+   * `dir` must already hold what `site` names (the certificate and key); nginx's configuration,
+   * temporary files, logs and pid file go there too. Not started as root: as root (CI), the folder
+   * is handed to nobody:nogroup and nginx runs as them.
+   */
+  constructor(
+    readonly dir: string,
+    readonly site: Site,
+  ) {
+    writeFileSync(join(dir, 'almoner.conf'), localise(readFileSync(SHIPPED_CONF, 'utf8'), site));
+    // Debian's own nginx.conf writes to /var/log/nginx and /var/lib/nginx: this one keeps to `dir`.
+    writeFileSync(
+      join(dir, 'nginx.conf'),
+      [
+        'worker_processes 1;',
+        'events { worker_connections 1024; }',
+        'http {',
+        ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((name) => `  ${name}_temp_path ${join(dir, name)};`),
+        `  access_log ${join(dir, 'access.log')};`,
+        `  include ${join(dir, 'almoner.conf')};`,
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const root = process.getuid?.() === 0;
+    if (root) chownTree(dir, NOBODY);
+    const globals = `daemon off; pid ${join(dir, 'nginx.pid')}; error_log ${join(dir, 'error.log')} warn;`;
+    this.child = spawn(NGINX_PATH, ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf'), '-g', globals], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true, // its own process group: the worker can be killed with the master if it must come to that
+      ...(root ? { uid: NOBODY, gid: NOBODY } : {}),
+    });
+    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => (this.stderr += s));
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        this.exitedYet = true;
+        resolve({ code, signal });
+      }),
+    );
+    this.child.once('error', (err) => {
+      this.stderr += `cannot start ${NGINX_PATH}: ${err.message}\n`;
+      this.exitedYet = true; // no 'exit' follows a failed spawn
+    });
+  }
+
+  errorLog(): string {
+    const file = join(this.dir, 'error.log');
+    return existsSync(file) ? readFileSync(file, 'utf8') : '';
+  }
+
+  /** Waits until nginx accepts connections on its HTTPS port. */
+  async listening(): Promise<this> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      if (this.exitedYet) assert.fail(`nginx exited early\nstderr: ${this.stderr}\nerror.log: ${this.errorLog()}`);
+      const up = await new Promise<boolean>((resolve) => {
+        const socket = connect(this.site.httpsPort, '127.0.0.1', () => resolve(true)).once('error', () => resolve(false));
+        socket.once('connect', () => socket.destroy());
+      });
+      if (up) return this;
+      if (Date.now() > deadline) assert.fail(`nginx is not listening on 127.0.0.1:${this.site.httpsPort} after 10 s\nstderr: ${this.stderr}\nerror.log: ${this.errorLog()}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  /** SIGTERM (nginx's fast shutdown, which stops its worker too); the whole process group is killed after 5 s. */
+  async stop(): Promise<void> {
+    if (this.exitedYet || this.child.pid === undefined) return;
+    this.child.kill('SIGTERM');
+    const group = -this.child.pid;
+    const timer = setTimeout(() => {
+      try {
+        process.kill(group, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, 5_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
