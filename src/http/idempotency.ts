@@ -8,8 +8,6 @@ import { HttpError } from './errors.js';
 export const IDEMPOTENCY = {
   /** A key is remembered this long. */
   ttlMicros: 24 * 3600 * 1_000_000,
-  /** An unfinished first request blocks its key this long (longer than any request can take). */
-  leaseMicros: 60 * 1_000_000,
 };
 
 /** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */

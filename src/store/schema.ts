@@ -45,10 +45,8 @@ export interface IdempotencyKeysTable {
   key: string;
   /** SHA-256 of the validated donation the key was first used for. */
   fingerprint: string;
-  /** Set once the donation is stored; null while the first request is in flight. */
-  donation_id: number | null;
-  /** While in flight: when the claim lapses (a crashed request must not block its key for a day). */
-  locked_until: string | null;
+  /** The donation stored with the key, in the same transaction. */
+  donation_id: number;
   created_at: string;
   expires_at: string;
 }

@@ -1,6 +1,6 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
-import { Kysely, Migrator, sql } from 'kysely';
+import { Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -24,22 +24,24 @@ export interface ExportedDonation extends StoredDonation {
   charity: string;
 }
 
-/** What claiming an idempotency key found. */
-export type KeyClaim =
-  | { outcome: 'claimed'; token: string } // this request may record; pass the token to recordDonation
-  | { outcome: 'replay'; donation: StoredDonation } // done before: answer with this donation again
-  | { outcome: 'in_flight' } // the first request with this key has not finished
-  | { outcome: 'mismatch' }; // the key was used for a different donation
-
-export interface KeyClaimOptions {
-  /** How long an unfinished claim blocks the key before another request may take it over. */
-  leaseMicros: number;
-  /** How long a key is remembered. */
+/** A create's Idempotency-Key: the key, what "the same body" is (the validated donation's fingerprint), and how long it is remembered. */
+export interface IdempotencyKey {
+  key: string;
+  fingerprint: string;
   ttlMicros: number;
 }
 
-/** The claim on an idempotency key was lost while recording (it lapsed and another request took it). */
-export class ClaimLostError extends Error {}
+/** What recording a donation under an Idempotency-Key came to. */
+export type KeyedOutcome =
+  | { outcome: 'created'; donation: StoredDonation }
+  | { outcome: 'replay'; donation: StoredDonation } // the key was used for this donation before: answer with it again
+  | { outcome: 'mismatch' }; // the key was used for a different donation
+
+/**
+ * Another instance stored the same key between this transaction's read and its insert: this
+ * transaction rolls back, and run again it finds that key (a replay, or a mismatch).
+ */
+export class KeyTakenError extends Error {}
 
 export class Store {
   private readonly writes: GroupCommit<Database>;
@@ -199,121 +201,49 @@ export class Store {
   /**
    * Stores one donation; when the promise resolves, the row is committed (durably, per the
    * dialect's settings), usually in one transaction with the other donations that arrived at the
-   * same moment. With a claimed idempotency key, the key is completed in the same transaction, so a
-   * crash leaves either both or neither.
+   * same moment.
    */
-  async recordDonation(
-    charityId: number,
-    d: NewDonation,
-    { claim, budget }: { claim?: { key: string; token: string }; budget?: DatabaseBudget } = {},
-  ): Promise<StoredDonation> {
-    return this.tracked(budget, async (deadline) => {
-      return this.writes.run(async (trx) => {
-        const recorded_at = nowIso();
-        const row = {
-          ...d,
-          charity_id: charityId,
-          gift_aid: d.gift_aid ? 1 : 0,
-          zakat_donation: d.zakat_donation ? 1 : 0,
-          donation_date: d.donation_date ?? recorded_at,
-          recorded_at,
-        };
-        const { id } = await trx.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
-        if (claim) {
-          const completed = await trx
-            .updateTable('idempotency_keys')
-            .set({ donation_id: id, locked_until: null })
-            .where('charity_id', '=', charityId)
-            .where('key', '=', claim.key)
-            .where('locked_until', '=', claim.token)
-            .executeTakeFirst();
-          if (completed.numUpdatedRows === 0n) throw new ClaimLostError(); // rolls the donation back too
+  async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
+    return this.tracked(budget, (deadline) => this.writes.run((trx) => insertDonation(trx, charityId, d), deadline));
+  }
+
+  /**
+   * Stores one donation under an Idempotency-Key, the key and the donation in one transaction (a
+   * crash leaves both or neither); or, if the key is remembered, says what it was used for.
+   */
+  async recordKeyedDonation(charityId: number, d: NewDonation, idempotency: IdempotencyKey, budget?: DatabaseBudget): Promise<KeyedOutcome> {
+    const { key, fingerprint, ttlMicros } = idempotency;
+    return this.tracked(budget, (deadline) =>
+      this.writes.run(async (trx): Promise<KeyedOutcome> => {
+        const now = nowMicros();
+        const thisKey = trx.selectFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key);
+        const known = await thisKey.select(['fingerprint', 'donation_id', 'expires_at']).executeTakeFirst();
+        if (known && known.expires_at >= formatMicros(now)) {
+          if (known.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+          const row = await trx.selectFrom('donations').selectAll().where('id', '=', known.donation_id).executeTakeFirstOrThrow();
+          return { outcome: 'replay', donation: toStoredDonation(row) };
         }
-        return toStoredDonation({ ...row, id });
-      }, deadline);
-    });
+        if (known) {
+          // Expired: forgotten, and the key is used afresh.
+          await trx.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key).execute();
+        }
+        const donation = await insertDonation(trx, charityId, d);
+        const kept = await trx
+          .insertInto('idempotency_keys')
+          .values({ charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) })
+          .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
+          .returning('key')
+          .executeTakeFirst();
+        if (!kept) throw new KeyTakenError(); // rolls the donation back
+        return { outcome: 'created', donation };
+      }, deadline),
+    );
   }
 
   async findDonation(id: number, budget?: DatabaseBudget): Promise<StoredDonation | undefined> {
     return this.tracked(budget, async (deadline) => {
       const row = await byDeadline(deadline, this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst());
       return row && toStoredDonation(row);
-    });
-  }
-
-  // --- idempotency keys ---
-
-  /** Claims a charity's idempotency key for a donation with this fingerprint, or says why not. */
-  async claimIdempotencyKey(charityId: number, key: string, fingerprint: string, opts: KeyClaimOptions, budget?: DatabaseBudget): Promise<KeyClaim> {
-    return this.tracked(budget, async (deadline) => {
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const now = nowMicros();
-        const token = formatMicros(now + opts.leaseMicros);
-        const inserted = await this.writes.run((trx) =>
-          trx
-            .insertInto('idempotency_keys')
-            .values({ charity_id: charityId, key, fingerprint, donation_id: null, locked_until: token, created_at: formatMicros(now), expires_at: formatMicros(now + opts.ttlMicros) })
-            .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
-            .returning('key')
-            .executeTakeFirst(),
-          deadline,
-        );
-        if (inserted) return { outcome: 'claimed', token };
-
-        const existing = await byDeadline(
-          deadline,
-          this.db.selectFrom('idempotency_keys').selectAll().where('charity_id', '=', charityId).where('key', '=', key).executeTakeFirst(),
-        );
-        if (!existing) continue; // purged in between
-        if (existing.expires_at < formatMicros(now)) {
-          // Expired: forget it and use the key afresh.
-          await this.writes.run(
-            (trx) =>
-              trx
-                .deleteFrom('idempotency_keys')
-                .where('charity_id', '=', charityId)
-                .where('key', '=', key)
-                .where('expires_at', '=', existing.expires_at)
-                .execute(),
-            deadline,
-          );
-          continue;
-        }
-        if (existing.fingerprint !== fingerprint) return { outcome: 'mismatch' };
-        if (existing.donation_id !== null) {
-          const donation = await byDeadline(deadline, this.findDonation(Number(existing.donation_id)));
-          if (donation) return { outcome: 'replay', donation };
-        }
-        if (existing.locked_until !== null && existing.locked_until >= formatMicros(now)) return { outcome: 'in_flight' };
-        // The first request never finished (its process died): take its claim over, unless another did first.
-        const taken = await this.writes.run(
-          (trx) =>
-            trx
-              .updateTable('idempotency_keys')
-              .set({ locked_until: token })
-              .where('charity_id', '=', charityId)
-              .where('key', '=', key)
-              .where('donation_id', 'is', null)
-              .where('locked_until', '=', existing.locked_until)
-              .executeTakeFirst(),
-          deadline,
-        );
-        if (taken.numUpdatedRows > 0n) return { outcome: 'claimed', token };
-      }
-      return { outcome: 'in_flight' };
-    });
-  }
-
-  /** Gives up a claim whose donation could not be recorded, so the client may retry at once. */
-  async releaseIdempotencyKey(charityId: number, key: string, token: string): Promise<void> {
-    return this.tracked(undefined, async () => {
-      await this.db
-        .deleteFrom('idempotency_keys')
-        .where('charity_id', '=', charityId)
-        .where('key', '=', key)
-        .where('donation_id', 'is', null)
-        .where('locked_until', '=', token)
-        .execute();
     });
   }
 
@@ -341,4 +271,19 @@ export class Store {
       yield { ...toStoredDonation(row), charity: row.charity };
     }
   }
+}
+
+/** The donation as a row of its own, within `trx`. */
+async function insertDonation(trx: Transaction<Database>, charityId: number, d: NewDonation): Promise<StoredDonation> {
+  const recorded_at = nowIso();
+  const row = {
+    ...d,
+    charity_id: charityId,
+    gift_aid: d.gift_aid ? 1 : 0,
+    zakat_donation: d.zakat_donation ? 1 : 0,
+    donation_date: d.donation_date ?? recorded_at,
+    recorded_at,
+  };
+  const { id } = await trx.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
+  return toStoredDonation({ ...row, id });
 }

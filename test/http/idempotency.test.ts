@@ -3,12 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import { AlmonerError, ConflictError, type CreatedDonation, type DonationInput, ValidationError } from '../../src/client/index.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { fingerprint } from '../../src/http/idempotency.js';
-import { ClaimLostError } from '../../src/store/store.js';
 import { exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
-
-const HOUR = 3600 * 1_000_000;
 
 for (const backend of BACKENDS) {
   describe(`Idempotency-Key on create [${backend.name}]`, () => {
@@ -32,11 +29,7 @@ for (const backend of BACKENDS) {
       if (!v.ok) assert.fail(JSON.stringify(v.errors));
       return v.donation;
     };
-    const claimFor = (body: Record<string, unknown>) => fingerprint(validated(body));
-    const tokenOf = (claim: Awaited<ReturnType<TestContext['store']['claimIdempotencyKey']>>) => {
-      if (claim.outcome !== 'claimed') assert.fail(`expected a claim, got ${claim.outcome}`);
-      return claim.token;
-    };
+    const keyed = (key: string, body: Record<string, unknown>, ttlMicros: number) => ({ key, fingerprint: fingerprint(validated(body)), ttlMicros });
 
     test('without the header, the same request twice records two donations', async () => {
       const before = await count();
@@ -97,15 +90,24 @@ for (const backend of BACKENDS) {
       assert.notEqual(theirs.record.id, mine.record.id);
     });
 
-    test('while the first request is in flight: 409 with a message', async () => {
+    test('while the first request is in flight: 409 with a message; the first then records its donation', async () => {
       const key = uniqueKey();
       const body = donation();
-      tokenOf(await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: HOUR, ttlMicros: 24 * HOUR }));
       const before = await count();
-      const err = await rejection(create(body, key), ConflictError);
-      assert.equal(err.status, 409);
-      assert.match(err.message, /in progress/);
-      assert.equal(await count(), before);
+      const release = await t.holdDonationWrites();
+      let first: Promise<CreatedDonation>;
+      try {
+        first = create(body, key); // waits for the lock, in flight
+        await new Promise((r) => setTimeout(r, 100));
+        const err = await rejection(create(body, key), ConflictError);
+        assert.equal(err.status, 409);
+        assert.match(err.message, /in progress/);
+      } finally {
+        await release();
+      }
+      assert.equal((await first).replayed, false);
+      assert.equal(await count(), before + 1);
+      assert.equal((await create(body, key)).replayed, true);
     });
 
     test('many concurrent requests with one key record exactly one donation', async () => {
@@ -123,43 +125,22 @@ for (const backend of BACKENDS) {
       assert.equal(await count(), before + 1);
     });
 
-    test('a claim whose request died is taken over once its lease lapses', async () => {
-      const key = uniqueKey();
-      const body = donation();
-      await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: 1, ttlMicros: 24 * HOUR });
-      await new Promise((r) => setTimeout(r, 5));
-      const res = await create(body, key);
-      assert.equal(res.replayed, false);
-    });
-
     test('an expired key is forgotten: the same key records a new donation, and purging removes old keys', async () => {
       const key = uniqueKey();
       const body = donation();
-      const claim = await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: HOUR, ttlMicros: 1 });
-      const old = await t.store.recordDonation(t.charity.id, validated(body), { claim: { key, token: tokenOf(claim) } });
+      const old = await t.store.recordKeyedDonation(t.charity.id, validated(body), keyed(key, body, 1));
+      assert.equal(old.outcome, 'created');
       await new Promise((r) => setTimeout(r, 5));
       const res = await create(body, key);
       assert.equal(res.replayed, false);
-      assert.notEqual(res.record.id, old.id);
+      assert.notEqual(res.record.id, old.outcome === 'created' && old.donation.id);
 
       const stale = uniqueKey();
-      await t.store.claimIdempotencyKey(t.charity.id, stale, claimFor(body), { leaseMicros: HOUR, ttlMicros: 1 });
+      await t.store.recordKeyedDonation(t.charity.id, validated(body), keyed(stale, body, 1));
       await new Promise((r) => setTimeout(r, 5));
       assert.ok((await t.store.purgeExpired()).idempotencyKeys >= 1);
       const fresh = await create(body, stale);
       assert.equal(fresh.replayed, false);
-    });
-
-    test('a request whose claim was taken over records nothing (the donation rolls back)', async () => {
-      const key = uniqueKey();
-      const body = donation();
-      const first = await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: 1, ttlMicros: 24 * HOUR });
-      await new Promise((r) => setTimeout(r, 5));
-      const second = await t.store.claimIdempotencyKey(t.charity.id, key, claimFor(body), { leaseMicros: HOUR, ttlMicros: 24 * HOUR });
-      assert.equal(second.outcome, 'claimed');
-      const before = await count();
-      await assert.rejects(t.store.recordDonation(t.charity.id, validated(body), { claim: { key, token: tokenOf(first) } }), ClaimLostError);
-      assert.equal(await count(), before);
     });
 
     test('an invalid request does not use up its key', async () => {

@@ -3,7 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import type { AlmonerClient } from '../../src/client/index.js';
 import { signUpCharity } from '../../src/charities/signup.js';
-import { openStore } from '../../src/store/open.js';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import type { ExportedDonation, Store } from '../../src/store/store.js';
 import { SQLITE, type Backend } from './backends.js';
 import { clientFor, urlOf } from './client.js';
@@ -32,6 +34,8 @@ export interface TestContext {
   /** The typed client for a charity (this one by default), over a real socket to the app. */
   client(charity?: Pick<TestCharity, 'username' | 'password'>): Promise<AlmonerClient>;
   donations(): Promise<ExportedDonation[]>;
+  /** Holds every new donation back (another connection holds the lock) until the returned function is called. */
+  holdDonationWrites(): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -44,7 +48,7 @@ export { tempDir } from './backends.js';
 /** Creates a fresh database on the backend, builds the app on it and signs one charity up. */
 export async function startTestApp(backend: Backend = SQLITE): Promise<TestContext> {
   const database = await backend.createDatabase();
-  const store = await openStore(database.location);
+  const store = await openStore(database.location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS }); // as the server opens it
   const app = await buildApp({ store });
   watchConformance(app);
   await app.ready();
@@ -68,6 +72,25 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
       const rows: ExportedDonation[] = [];
       for await (const d of store.exportDonations({})) rows.push(d);
       return rows;
+    },
+    async holdDonationWrites() {
+      const location = database.location;
+      if (location.dialect === 'sqlite') {
+        const db = new BetterSqlite3(location.path);
+        db.exec('begin immediate');
+        return async () => {
+          db.exec('rollback');
+          db.close();
+        };
+      }
+      const client = new pg.Client({ connectionString: location.url });
+      await client.connect();
+      await client.query('begin');
+      await client.query('lock table donations in exclusive mode'); // reads still pass
+      return async () => {
+        await client.query('rollback');
+        await client.end();
+      };
     },
     /** Fails if any exchange did not conform to the OpenAPI document (see watchConformance). */
     async close() {

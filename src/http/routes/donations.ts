@@ -3,7 +3,7 @@ import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { toDonationRecord, type DonationRecord } from '../../donations/donation.js';
 import { CREATE_RESPONSE_SCHEMA, VALIDATION_ERROR_SCHEMA } from '../../donations/schema.js';
 import { validateDonation } from '../../donations/validate.js';
-import { ClaimLostError, type Store } from '../../store/store.js';
+import { KeyTakenError, type Store } from '../../store/store.js';
 import { fingerprint, IDEMPOTENCY, idempotencyKeyOf, inFlight } from '../idempotency.js';
 
 interface Options {
@@ -19,6 +19,8 @@ const INVALID = 'The given data was invalid.';
 export async function donationRoutes(app: FastifyInstance, { authenticate, limitCreates, store, recorded = () => {} }: Options): Promise<void> {
   // The response schema compiles a fast serialiser for the record; errors are serialised plainly.
   const schema = { response: { 200: CREATE_RESPONSE_SCHEMA, 422: VALIDATION_ERROR_SCHEMA } };
+  /** The charity and Idempotency-Key of each keyed create this process is recording. */
+  const keysInFlight = new Set<string>();
   app.post('/donation/create', { onRequest: [authenticate, limitCreates], schema }, async (request, reply) => {
     const key = idempotencyKeyOf(request.headers);
     // No body at all is an empty form; the parsers guarantee anything else is a plain object.
@@ -32,29 +34,32 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
       return { data: record };
     }
 
+    // One request per key at a time in this process; across instances, the database decides (store.ts).
     // An invalid request never reaches this point, so it does not use up its key.
-    const claim = await store.claimIdempotencyKey(charityId, key, fingerprint(result.donation), IDEMPOTENCY, request.database);
-    switch (claim.outcome) {
-      case 'replay':
-        reply.header('Idempotent-Replayed', 'true');
-        return { data: toDonationRecord(claim.donation) };
-      case 'in_flight':
-        throw inFlight();
-      case 'mismatch':
-        return reply.code(422).send({
-          message: 'This Idempotency-Key was already used for a different donation.',
-          errors: { idempotency_key: ['The Idempotency-Key was already used with a different request body. Use a new key for a new donation.'] },
-        });
-    }
+    const slot = `${charityId}\n${key}`;
+    if (keysInFlight.has(slot)) throw inFlight();
+    keysInFlight.add(slot);
     try {
-      const record = toDonationRecord(await store.recordDonation(charityId, result.donation, { claim: { key, token: claim.token }, budget: request.database }));
+      const keyed = { key, fingerprint: fingerprint(result.donation), ttlMicros: IDEMPOTENCY.ttlMicros };
+      const outcome = await store.recordKeyedDonation(charityId, result.donation, keyed, request.database);
+      switch (outcome.outcome) {
+        case 'replay':
+          reply.header('Idempotent-Replayed', 'true');
+          return { data: toDonationRecord(outcome.donation) };
+        case 'mismatch':
+          return reply.code(422).send({
+            message: 'This Idempotency-Key was already used for a different donation.',
+            errors: { idempotency_key: ['The Idempotency-Key was already used with a different request body. Use a new key for a new donation.'] },
+          });
+      }
+      const record = toDonationRecord(outcome.donation);
       recorded(record);
       return { data: record };
     } catch (err) {
-      if (err instanceof ClaimLostError) throw inFlight();
-      // Free the key for a retry, without holding the answer: the request's time for the database may be up.
-      store.releaseIdempotencyKey(charityId, key, claim.token).catch(() => {});
+      if (err instanceof KeyTakenError) throw inFlight(); // another instance's request with this key had not finished
       throw err;
+    } finally {
+      keysInFlight.delete(slot);
     }
   });
 }

@@ -2,8 +2,8 @@ import { sql, type Kysely, type Migration } from 'kysely';
 
 /**
  * Idempotency keys, one row per (charity, key). The unique primary key is what makes a key hold
- * across instances. A row is claimed before the donation is recorded (donation_id null, locked
- * until a lease runs out) and completed in the same transaction that stores the donation.
+ * across instances. As first made, a row was claimed before the donation was recorded
+ * (donation_id null, locked until a lease ran out); 0005 stores a key with its donation instead.
  */
 export function idempotencyKeys(): Migration {
   return {

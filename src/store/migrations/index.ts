@@ -7,6 +7,7 @@ import { initial } from './0001_initial.js';
 import { idempotencyKeys } from './0002_idempotency_keys.js';
 import { giftaidClaims } from './0003_giftaid_claims.js';
 import { commitTokens } from './0004_commit_tokens.js';
+import { keysWithTheirDonation } from './0005_keys_with_their_donation.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -14,5 +15,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0002_idempotency_keys': idempotencyKeys(),
     '0003_giftaid_claims': giftaidClaims(dialect),
     '0004_commit_tokens': commitTokens(),
+    '0005_keys_with_their_donation': keysWithTheirDonation(),
   };
 }
