@@ -1,6 +1,6 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
-import { Kysely, Migrator, sql, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -204,7 +204,7 @@ export class Store {
    * same moment.
    */
   async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
-    return this.tracked(budget, (deadline) => this.writes.run((trx) => insertDonation(trx, charityId, d), deadline));
+    return this.tracked(budget, (deadline) => this.writes.run((trx) => this.insertDonation(trx, charityId, d), deadline));
   }
 
   /**
@@ -227,7 +227,7 @@ export class Store {
           // Expired: forgotten, and the key is used afresh.
           await trx.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key).execute();
         }
-        const donation = await insertDonation(trx, charityId, d);
+        const donation = await this.insertDonation(trx, charityId, d);
         const kept = await trx
           .insertInto('idempotency_keys')
           .values({ charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) })
@@ -271,19 +271,31 @@ export class Store {
       yield { ...toStoredDonation(row), charity: row.charity };
     }
   }
-}
 
-/** The donation as a row of its own, within `trx`. */
-async function insertDonation(trx: Transaction<Database>, charityId: number, d: NewDonation): Promise<StoredDonation> {
-  const recorded_at = nowIso();
-  const row = {
-    ...d,
-    charity_id: charityId,
-    gift_aid: d.gift_aid ? 1 : 0,
-    zakat_donation: d.zakat_donation ? 1 : 0,
-    donation_date: d.donation_date ?? recorded_at,
-    recorded_at,
-  };
-  const { id } = await trx.insertInto('donations').values(row).returning('id').executeTakeFirstOrThrow();
-  return toStoredDonation({ ...row, id });
+  /** The donations INSERT as SQL and its columns in order, compiled on first use (see insertDonation). */
+  private donationInsert: { sql: string; columns: string[] } | undefined;
+
+  /**
+   * The donation as a row of its own, within `trx`. It runs on every create, so its INSERT is
+   * compiled once and reused: Kysely would build and compile it afresh each time, about a quarter
+   * of a create's time (on SQLite, open.ts then reuses the prepared statement for the same SQL).
+   */
+  private async insertDonation(trx: Transaction<Database>, charityId: number, d: NewDonation): Promise<StoredDonation> {
+    const recorded_at = nowIso();
+    const row = {
+      ...d,
+      charity_id: charityId,
+      gift_aid: d.gift_aid ? 1 : 0,
+      zakat_donation: d.zakat_donation ? 1 : 0,
+      donation_date: d.donation_date ?? recorded_at,
+      recorded_at,
+    };
+    if (!this.donationInsert) {
+      this.donationInsert = { sql: trx.insertInto('donations').values(row).returning('id').compile().sql, columns: Object.keys(row) };
+    }
+    const { sql: text, columns } = this.donationInsert;
+    const parameters = columns.map((c) => row[c as keyof typeof row]);
+    const { rows } = await trx.executeQuery<{ id: number }>(CompiledQuery.raw(text, parameters));
+    return toStoredDonation({ ...row, id: rows[0]!.id });
+  }
 }
