@@ -45,9 +45,12 @@ function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
 
-const UK_DAY = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London', year: 'numeric', month: '2-digit', day: '2-digit' });
+// Made on first use: loading the time-zone data costs about 30 ms, which every command and the
+// server's start-up would pay, while only Gift Aid needs it.
+let ukDayFormat: Intl.DateTimeFormat | undefined;
 
 /** The calendar day in the UK (where Gift Aid is claimed) at an instant, as YYYY-MM-DD. */
 export function ukDay(at: Date): string {
-  return UK_DAY.format(at);
+  ukDayFormat ??= new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London', year: 'numeric', month: '2-digit', day: '2-digit' });
+  return ukDayFormat.format(at);
 }
