@@ -12,6 +12,8 @@ import { ServerProcess } from './support/server.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 const CREATES = 400;
+/** Which instance gets a key's third copy: the keys alternate. */
+const i = (key: string) => Number(key.split('-')[1]) % 2;
 
 describe('two instances on one PostgreSQL database', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
   let database: TestDatabase;
@@ -73,6 +75,35 @@ describe('two instances on one PostgreSQL database', { skip: postgres ? false : 
       assert.equal(stored.size, CREATES, 'the database holds exactly the acknowledged donations');
       for (const [id, email] of acknowledged) assert.equal(stored.get(id), email);
       assert.equal(new Set(stored.values()).size, CREATES, 'no donation is stored twice');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('the same Idempotency-Key sent to both instances at once: one donation per key, every 200 the same one', async () => {
+    const KEYS = 60;
+    const send = (server: ServerProcess, key: string) =>
+      fetch(`${server.url}/api/v1/donation/create`, {
+        method: 'POST',
+        headers: { authorization: basic(username, password), 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': key },
+        body: JSON.stringify(exampleDonation({ donor_email: `${key}@example.org` })),
+      }).then(async (res) => ({ status: res.status, id: res.status === 200 ? ((await res.json()) as { data: { id: number } }).data.id : undefined }));
+    const keys = Array.from({ length: KEYS }, (_, i) => `both-${i}`);
+    const answers = await Promise.all(keys.map((key) => Promise.all([send(servers[0]!, key), send(servers[1]!, key), send(servers[i(key)]!, key)])));
+    const store = await openStore(database.location);
+    try {
+      const stored = new Map<string, number[]>();
+      for await (const d of store.exportDonations({})) {
+        if (d.donor_email.startsWith('both-')) stored.set(d.donor_email, [...(stored.get(d.donor_email) ?? []), d.id]);
+      }
+      for (const [n, key] of keys.entries()) {
+        const ids = stored.get(`${key}@example.org`) ?? [];
+        assert.equal(ids.length, 1, `${key}: stored ${ids.length} times`);
+        for (const answer of answers[n]!) {
+          assert.ok(answer.status === 200 || answer.status === 409, `${key}: status ${answer.status}`);
+          if (answer.status === 200) assert.equal(answer.id, ids[0], `${key}: a 200 with another donation`);
+        }
+      }
     } finally {
       await store.close();
     }
