@@ -178,8 +178,11 @@ export class GroupCommit<DB> {
       if (!(err instanceof NotCommitted) || unavailable) {
         for (const p of batch.members) p.reject(cause);
       } else {
-        for (const p of batch.members) {
-          const alone = this.batchOf([p]);
+        // Each write is a batch of its own from now on, so that one reaching its deadline while it
+        // waits its turn is told and skipped, and never cuts short (or is stored after) another.
+        for (const alone of batch.members.map((p) => this.batchOf([p]))) {
+          if (alone.abandoned) continue;
+          const [p] = alone.members as [Pending<DB>];
           try {
             p.resolve((await this.commit(alone))[0]);
           } catch (one) {
