@@ -2,7 +2,7 @@
 // No I/O happens here: the store arrives open, and listening is the caller's business.
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Store } from './store/store.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth } from './http/auth.js';
@@ -47,6 +47,7 @@ declare module 'fastify' {
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+const BUDGET = Symbol('database budget');
 
 export async function buildApp({
   store,
@@ -90,10 +91,11 @@ export async function buildApp({
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.decorateRequest('database', null as unknown as DatabaseBudget);
-  app.addHook('onRequest', (request, _reply, done) => {
-    request.database = new DatabaseBudget(databaseBudgetMs);
-    done();
+  // Made when a request first asks the database for something: no hook on every request for it.
+  app.decorateRequest('database', {
+    getter(this: FastifyRequest & { [BUDGET]?: DatabaseBudget }) {
+      return (this[BUDGET] ??= new DatabaseBudget(databaseBudgetMs));
+    },
   });
   app.addHook('onSend', async (request, reply) => {
     if (closing) reply.header('Connection', 'close');

@@ -216,8 +216,12 @@ export class Store {
     return this.tracked(budget, (deadline) =>
       this.writes.run(async (trx): Promise<KeyedOutcome> => {
         const now = nowMicros();
-        const thisKey = trx.selectFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key);
-        const known = await thisKey.select(['fingerprint', 'donation_id', 'expires_at']).executeTakeFirst();
+        const known = await trx
+          .selectFrom('idempotency_keys')
+          .select(['fingerprint', 'donation_id', 'expires_at'])
+          .where('charity_id', '=', charityId)
+          .where('key', '=', key)
+          .executeTakeFirst();
         if (known && known.expires_at >= formatMicros(now)) {
           if (known.fingerprint !== fingerprint) return { outcome: 'mismatch' };
           const row = await trx.selectFrom('donations').selectAll().where('id', '=', known.donation_id).executeTakeFirstOrThrow();
@@ -240,9 +244,9 @@ export class Store {
     );
   }
 
-  async findDonation(id: number, budget?: DatabaseBudget): Promise<StoredDonation | undefined> {
-    return this.tracked(budget, async (deadline) => {
-      const row = await byDeadline(deadline, this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst());
+  async findDonation(id: number): Promise<StoredDonation | undefined> {
+    return this.tracked(undefined, async () => {
+      const row = await this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst();
       return row && toStoredDonation(row);
     });
   }
