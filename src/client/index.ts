@@ -1,7 +1,7 @@
 // almoner/client: a typed client for Almoner's HTTP interface (POST /api/v1/me and
 // POST /api/v1/donation/create). No runtime dependencies: it uses the global fetch of Node 18+
 // (or a browser), or the one it is given. The record type is the server's own, so the two cannot drift.
-import type { DonationRecord, DonationType } from '../donations/donation.js';
+import type { DonationInput, DonationRecord, DonationType } from '../donations/donation.js';
 import {
   AlmonerError,
   AuthenticationError,
@@ -13,7 +13,14 @@ import {
   ValidationError,
 } from './errors.js';
 
-export type { DonationRecord, DonationType };
+/**
+ * DonationInput is a donation to record: the interface's fields as the service accepts them, the
+ * required ones required (each field's rules are in the OpenAPI document, /openapi.json). Text
+ * fields may be omitted or `null` (the record then has `null`); unknown fields are ignored. Prefer
+ * strings for `amount`: a string is echoed exactly. DonationRecord is the record the service returns.
+ * Both are the server's own types, derived from its field table, so the client cannot drift.
+ */
+export type { DonationInput, DonationRecord, DonationType };
 export * from './errors.js';
 
 export interface AlmonerClientOptions {
@@ -53,39 +60,6 @@ export interface CreateDonationOptions extends RequestOptions {
 export interface CharityIdentity {
   name: string;
   email: string;
-}
-
-/**
- * A donation to record: the interface's fields, as the service accepts them. Text fields may be
- * omitted or `null` (the record then has `null`); unknown fields are ignored by the service.
- */
-export interface DonationInput {
-  /** Required; a valid e-mail address, at most 254 characters. */
-  donor_email: string;
-  /** Required: whether the donor made a Gift Aid declaration. */
-  gift_aid: 'yes' | 'no';
-  /**
-   * Required; plain decimal notation with at most two decimals, from 0.01 to 999999999.99.
-   * A string is echoed exactly (`"020.50"` stays `"020.50"`); prefer strings for money.
-   */
-  amount: string | number;
-  /** Required. */
-  donation_type: DonationType;
-  donor_first_name?: string | null;
-  donor_last_name?: string | null;
-  donor_phone?: string | null;
-  /** At most 1,000 characters, house name or number first. */
-  donor_address?: string | null;
-  donor_city?: string | null;
-  donor_postcode?: string | null;
-  /** An IPv4 or IPv6 address; `""` is stored as null. */
-  donor_ip?: string | null;
-  payment_method?: string | null;
-  payment_confirmation_number?: string | null;
-  /** The day as `DD-MM-YYYY`, e.g. `"25-02-2021"`; omitted: the moment it is recorded. */
-  donation_date?: string | null;
-  /** Omitted means false. */
-  zakat_donation?: 'yes' | 'no' | boolean | null;
 }
 
 export interface CreatedDonation {

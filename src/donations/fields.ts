@@ -1,13 +1,21 @@
-// The donation's fields as data: one table drives validation, the error messages,
-// the record's JSON shape and (later) the OpenAPI document.
+// The donation's fields as data: the only place a field is named. Everything else is derived from
+// this table: the request's and the record's types and JSON Schemas (schema.ts, and so the OpenAPI
+// document), validation and its messages (validate.ts), the record's JSON (donation.ts), the stored
+// row and its column types (store/schema.ts, store/rows.ts) and the idempotency fingerprint (the
+// validated donation, in this order). A new field is a line here and a migration adding its column.
 
+/**
+ * What a field holds. Each kind fixes the field's checks, its messages, what a request may send,
+ * what is kept and what the record returns (see KindTypes).
+ */
 export type FieldKind =
   | 'text' // optional free text: null, "" or a string
   | 'email'
   | 'ip'
-  | 'choice' // one of `choices`, exactly
-  | 'amount'
-  | 'date' // DD-MM-YYYY
+  | 'choice' // one of `choices`, exactly, kept and returned as sent
+  | 'yes_no' // "yes" or "no": kept as a boolean, returned as "yes" or "no"
+  | 'amount' // kept as sent and, exactly, in minor units (`<name>_minor`)
+  | 'date' // DD-MM-YYYY in a request; the moment it was recorded if omitted
   | 'flag'; // yes/no or true/false, returned as a boolean
 
 export interface FieldSpec {
@@ -28,14 +36,16 @@ export const DAY_MONTH_YEAR = /^([0-9]{2})-([0-9]{2})-([0-9]{4})$/;
 export const AMOUNT_MAX = '999999999.99';
 const TEXT_MAX = 255;
 
-function field<N extends string>(
+// `const` type parameters keep each field's name, kind and choices as literal types, for the types below.
+function field<const N extends string, const K extends FieldKind, const R extends Omit<FieldSpec, 'name' | 'label' | 'kind'>>(
   name: N,
-  kind: FieldKind,
-  rest: Omit<FieldSpec, 'name' | 'label' | 'kind'>,
-): FieldSpec & { readonly name: N } {
+  kind: K,
+  rest: R,
+): { readonly name: N; readonly label: string; readonly kind: K } & R {
   return { name, label: name.replaceAll('_', ' '), kind, ...rest };
 }
 
+/** The interface's fields, in the interface's order (the record's order after `id`). */
 export const DONATION_FIELDS = [
   field('donor_first_name', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's first name.", example: 'Jane' }),
   field('donor_last_name', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's last name.", example: 'Doe' }),
@@ -45,7 +55,7 @@ export const DONATION_FIELDS = [
   field('donor_city', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's town or city.", example: 'London' }),
   field('donor_postcode', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's postcode.", example: 'SW1A 1AA' }),
   field('donor_ip', 'ip', { required: false, maxLength: TEXT_MAX, description: "Donor's IPv4 or IPv6 address; an empty string is stored and returned as null.", example: '203.0.113.7' }),
-  field('gift_aid', 'choice', { required: true, choices: ['yes', 'no'], description: 'Whether the donor made a Gift Aid declaration.', example: 'yes' }),
+  field('gift_aid', 'yes_no', { required: true, description: 'Whether the donor made a Gift Aid declaration.', example: 'yes' }),
   field('amount', 'amount', { required: true, description: `Amount in plain decimal notation, at most two decimals, from ${AMOUNT_MIN} to ${AMOUNT_MAX}; a string is echoed exactly as sent.`, example: '25.00' }),
   field('payment_method', 'text', { required: false, maxLength: TEXT_MAX, description: 'How the donation was paid, for example `cash` or `card`.', example: 'cash' }),
   field('payment_confirmation_number', 'text', { required: false, maxLength: TEXT_MAX, description: "The payment provider's reference; returned as given.", example: 'PAY-123456' }),
@@ -54,4 +64,55 @@ export const DONATION_FIELDS = [
   field('zakat_donation', 'flag', { required: false, description: '`yes`/`no` or true/false; returned as a boolean; omitted means false.', example: 'yes' }),
 ] as const satisfies readonly FieldSpec[];
 
-export type DonationFieldName = (typeof DONATION_FIELDS)[number]['name'];
+export type DonationField = (typeof DONATION_FIELDS)[number];
+export type DonationFieldName = DonationField['name'];
+
+/** The yes/no choices of a `yes_no` field. */
+export const YES_NO = ['yes', 'no'] as const;
+
+type ChoiceOf<F> = F extends { readonly choices: readonly (infer C)[] } ? C : never;
+
+/**
+ * Each kind's types: what a request may send (`input`), what validation makes of it (`value`, and
+ * so the fingerprint), what is kept (`stored`: the donation as the rest of Almoner reads it),
+ * its database column (`column`) and what the record returns (`record`).
+ */
+interface KindTypes<F> {
+  text: { input: string | null; value: string | null; stored: string | null; column: string | null; record: string | null };
+  email: { input: string; value: string; stored: string; column: string; record: string };
+  ip: { input: string | null; value: string | null; stored: string | null; column: string | null; record: string | null };
+  choice: { input: ChoiceOf<F>; value: ChoiceOf<F>; stored: ChoiceOf<F>; column: string; record: ChoiceOf<F> };
+  yes_no: { input: (typeof YES_NO)[number]; value: boolean; stored: boolean; column: number; record: (typeof YES_NO)[number] };
+  amount: { input: string | number; value: string; stored: string; column: string; record: string };
+  date: { input: string | null; value: string | null; stored: string; column: string; record: string };
+  flag: { input: (typeof YES_NO)[number] | boolean | null; value: boolean; stored: boolean; column: number; record: boolean };
+}
+
+type Of<F extends DonationField, P extends keyof KindTypes<F>['text']> = KindTypes<F>[F['kind']][P];
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
+/** An amount field's exact value in minor units (pence) sits next to it as `<name>_minor`. */
+export type MinorUnitsOf<N extends string> = `${N}_minor`;
+export const minorUnitsOf = <N extends string>(name: N): MinorUnitsOf<N> => `${name}_minor`;
+type MinorUnits = { [F in DonationField as F['kind'] extends 'amount' ? MinorUnitsOf<F['name']> : never]: number };
+
+/** A donation as a charity sends it: the required fields required, the others optional. */
+export type DonationInput = Simplify<
+  { [F in DonationField as F['required'] extends true ? F['name'] : never]: Of<F, 'input'> } & {
+    [F in DonationField as F['required'] extends true ? never : F['name']]?: Of<F, 'input'>;
+  }
+>;
+
+/** A donation that passed validation, normalised and ready to store (its JSON is the fingerprint). */
+export type NewDonation = Simplify<{ [F in DonationField as F['name']]: Of<F, 'value'> } & MinorUnits>;
+
+/** A stored donation, as the rest of Almoner reads it. */
+export type StoredDonation = Simplify<
+  { id: number; charity_id: number } & { [F in DonationField as F['name']]: Of<F, 'stored'> } & MinorUnits & { recorded_at: string }
+>;
+
+/** The donation's columns in the database (store/schema.ts adds the row's own). */
+export type DonationColumns = Simplify<{ [F in DonationField as F['name']]: Of<F, 'column'> } & MinorUnits>;
+
+/** The donation record of the interface: `id`, then the fields in the table's order. */
+export type DonationRecord = Simplify<{ id: number } & { [F in DonationField as F['name']]: Of<F, 'record'> }>;

@@ -1,9 +1,11 @@
 // JSON Schemas of what the API takes and returns, generated from the field table. Fastify compiles
 // the response schemas into fast serialisers; the OpenAPI document (http/openapi.ts) is built from
-// the same objects. The request schema says what validate.ts, driven by the same table, accepts:
-// what JSON Schema can say as keywords, the rest in each field's description (DESCRIBED_ONLY).
-// test/http/openapi.test.ts compares the two on random requests.
-import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, type FieldSpec } from './fields.js';
+// the same objects. The request schema is documentation only: it never validates a request.
+// validate.ts, driven by the same table, is the one validator (it reports every failing field at
+// once, in Laravel's words). The schema says what JSON Schema can say as keywords and the rest in
+// each field's description (DESCRIBED_ONLY); test/http/openapi.test.ts checks the document tells
+// the truth on random requests.
+import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, YES_NO, type FieldSpec } from './fields.js';
 
 /**
  * An amount as text: plain decimal notation, at most 9 whole digits after any leading zeros and at
@@ -44,6 +46,8 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
       return { ...base, type: ['string', 'null'], ...maxLength, anyOf: [{ const: '' }, { format: 'ipv4' }, { format: 'ipv6' }] };
     case 'choice':
       return { ...base, type: 'string', enum: f.choices };
+    case 'yes_no':
+      return { ...base, type: 'string', enum: YES_NO };
     case 'amount':
       return {
         ...base,
@@ -91,6 +95,8 @@ function recordProperty(f: FieldSpec): Record<string, unknown> {
       return { ...base, type: 'boolean' };
     case 'choice':
       return { ...base, type: 'string', enum: f.choices };
+    case 'yes_no':
+      return { ...base, type: 'string', enum: YES_NO };
     case 'date':
       return { ...base, type: 'string', format: 'date-time', description: 'ISO 8601 UTC with microseconds, e.g. 2021-02-25T00:00:00.000000Z.' };
     case 'amount':

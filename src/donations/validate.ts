@@ -4,8 +4,7 @@
 // (At run time the default import is the function; its `.default` is the function again, as typed.)
 import isEmailModule from 'validator/lib/isEmail.js';
 import isIPModule from 'validator/lib/isIP.js';
-import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, type FieldSpec } from './fields.js';
-import type { DonationType, NewDonation } from './donation.js';
+import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, minorUnitsOf, YES_NO, type FieldSpec, type NewDonation } from './fields.js';
 import { isRealDate, startOfDayIso } from '../time.js';
 
 export type ValidationErrors = Record<string, string[]>;
@@ -85,6 +84,11 @@ function checkChoice(f: FieldSpec, v: unknown): Check {
   return typeof v === 'string' && f.choices?.includes(v) ? { value: v } : { errors: [msg.choice(f)] };
 }
 
+function checkYesNo(f: FieldSpec, v: unknown): Check {
+  const checked = checkChoice({ ...f, choices: YES_NO }, v);
+  return checked.errors ? checked : { value: checked.value === 'yes' }; // absent (if optional): no
+}
+
 const DECIMAL = /^(-?)([0-9]+)(?:\.([0-9]+))?$/;
 
 /**
@@ -143,43 +147,33 @@ const CHECKS: Record<FieldSpec['kind'], (f: FieldSpec, v: unknown) => Check> = {
   email: checkEmail,
   ip: checkIp,
   choice: checkChoice,
+  yes_no: checkYesNo,
   amount: checkAmount,
   date: checkDate,
   flag: checkFlag,
 };
 
-/** Validates a request body (already known to be a plain object); unknown fields are ignored. */
+/**
+ * Validates a request body (already known to be a plain object); unknown fields are ignored. The
+ * donation's keys come in the table's order, an amount's minor units right after it: its JSON is
+ * the idempotency fingerprint, so the order must not change.
+ */
 export function validateDonation(body: Record<string, unknown>): ValidationResult {
-  const values: Record<string, unknown> = {};
+  const donation: Record<string, unknown> = {};
   const errors: ValidationErrors = {};
   for (const f of DONATION_FIELDS) {
     const raw = Object.hasOwn(body, f.name) ? body[f.name] : undefined;
     const result = CHECKS[f.kind](f, raw);
-    if (result.errors) errors[f.name] = result.errors;
-    else values[f.name] = result.value;
+    if (result.errors) {
+      errors[f.name] = result.errors;
+    } else if (f.kind === 'amount') {
+      const amount = result.value as { text: string; minor: number };
+      donation[f.name] = amount.text;
+      donation[minorUnitsOf(f.name)] = amount.minor;
+    } else {
+      donation[f.name] = result.value;
+    }
   }
   if (Object.keys(errors).length > 0) return { ok: false, errors };
-
-  const amount = values.amount as { text: string; minor: number };
-  return {
-    ok: true,
-    donation: {
-      donor_first_name: values.donor_first_name as string | null,
-      donor_last_name: values.donor_last_name as string | null,
-      donor_email: values.donor_email as string,
-      donor_phone: values.donor_phone as string | null,
-      donor_address: values.donor_address as string | null,
-      donor_city: values.donor_city as string | null,
-      donor_postcode: values.donor_postcode as string | null,
-      donor_ip: values.donor_ip as string | null,
-      gift_aid: values.gift_aid === 'yes',
-      amount: amount.text,
-      amount_minor: amount.minor,
-      payment_method: values.payment_method as string | null,
-      payment_confirmation_number: values.payment_confirmation_number as string | null,
-      donation_type: values.donation_type as DonationType,
-      donation_date: values.donation_date as string | null,
-      zakat_donation: values.zakat_donation as boolean,
-    },
-  };
+  return { ok: true, donation: donation as NewDonation };
 }

@@ -1,28 +1,30 @@
-// Stored rows as the rest of Almoner sees them: flags as booleans, int8 as numbers.
-import type { Selectable } from 'kysely';
-import type { StoredDonation } from '../donations/donation.js';
+// A donation as a row and back, by the field table: yes/no and flags are 0 or 1 in the database
+// and booleans everywhere else; ids and minor units may come back from PostgreSQL as int8 strings.
+import type { Insertable, Selectable } from 'kysely';
+import { DONATION_FIELDS, minorUnitsOf, type NewDonation, type StoredDonation } from '../donations/fields.js';
 import type { DonationsTable } from './schema.js';
 
+/** The row to insert: a donation without a date is dated the moment it is recorded. */
+export function toDonationRow(charityId: number, d: NewDonation, recordedAt: string): Insertable<DonationsTable> {
+  const row: Record<string, unknown> = { charity_id: charityId };
+  for (const f of DONATION_FIELDS) {
+    const value = d[f.name];
+    if (f.kind === 'yes_no' || f.kind === 'flag') row[f.name] = value ? 1 : 0;
+    else if (f.kind === 'date') row[f.name] = value ?? recordedAt;
+    else row[f.name] = value;
+    if (f.kind === 'amount') row[minorUnitsOf(f.name)] = d[minorUnitsOf(f.name)];
+  }
+  row.recorded_at = recordedAt;
+  return row as Insertable<DonationsTable>;
+}
+
 export function toStoredDonation(row: Selectable<DonationsTable>): StoredDonation {
-  return {
-    id: Number(row.id),
-    charity_id: Number(row.charity_id),
-    donor_first_name: row.donor_first_name,
-    donor_last_name: row.donor_last_name,
-    donor_email: row.donor_email,
-    donor_phone: row.donor_phone,
-    donor_address: row.donor_address,
-    donor_city: row.donor_city,
-    donor_postcode: row.donor_postcode,
-    donor_ip: row.donor_ip,
-    gift_aid: Boolean(row.gift_aid),
-    amount: row.amount,
-    amount_minor: Number(row.amount_minor),
-    payment_method: row.payment_method,
-    payment_confirmation_number: row.payment_confirmation_number,
-    donation_type: row.donation_type as StoredDonation['donation_type'],
-    donation_date: row.donation_date,
-    zakat_donation: Boolean(row.zakat_donation),
-    recorded_at: row.recorded_at,
-  };
+  const stored: Record<string, unknown> = { id: Number(row.id), charity_id: Number(row.charity_id) };
+  for (const f of DONATION_FIELDS) {
+    const value = row[f.name];
+    stored[f.name] = f.kind === 'yes_no' || f.kind === 'flag' ? Boolean(value) : value;
+    if (f.kind === 'amount') stored[minorUnitsOf(f.name)] = Number(row[minorUnitsOf(f.name)]);
+  }
+  stored.recorded_at = row.recorded_at;
+  return stored as StoredDonation;
 }

@@ -1,5 +1,6 @@
 // The database schema as one TypeScript interface: the single source of the query types.
 import type { Generated } from 'kysely';
+import type { DonationColumns } from '../donations/fields.js';
 import type { ClaimStatus } from '../giftaid/claim.js';
 
 export interface CharitiesTable {
@@ -15,30 +16,12 @@ export interface CharitiesTable {
   updated_at: string;
 }
 
-export interface DonationsTable {
-  id: Generated<number>;
-  charity_id: number;
-  donor_first_name: string | null;
-  donor_last_name: string | null;
-  donor_email: string;
-  donor_phone: string | null;
-  donor_address: string | null;
-  donor_city: string | null;
-  donor_postcode: string | null;
-  donor_ip: string | null;
-  gift_aid: number;
-  /** As the charity sent it, for the echo. */
-  amount: string;
-  /** The same amount in pence, exact, for sums and Gift Aid. */
-  amount_minor: number;
-  payment_method: string | null;
-  payment_confirmation_number: string | null;
-  donation_type: string;
-  /** ISO 8601 UTC with microseconds; fixed width, so text order is time order. */
-  donation_date: string;
-  zakat_donation: number;
-  recorded_at: string;
-}
+/**
+ * A donation's row: its own columns, then the donation's, derived from the field table (text as
+ * text, yes/no and flags as 0 or 1, an amount as sent and in pence, dates as ISO 8601 UTC with
+ * microseconds: fixed width, so text order is time order).
+ */
+export type DonationsTable = { id: Generated<number>; charity_id: number } & DonationColumns & { recorded_at: string };
 
 export interface IdempotencyKeysTable {
   charity_id: number;

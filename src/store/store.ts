@@ -1,12 +1,12 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
-import { CompiledQuery, Kysely, Migrator, sql, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, sql, type Selectable, type Transaction } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
-import type { Database } from './schema.js';
+import type { Database, DonationsTable } from './schema.js';
 import { ClaimLedger } from './claims.js';
-import { toStoredDonation } from './rows.js';
+import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
@@ -285,21 +285,13 @@ export class Store {
    * of a create's time (on SQLite, open.ts then reuses the prepared statement for the same SQL).
    */
   private async insertDonation(trx: Transaction<Database>, charityId: number, d: NewDonation): Promise<StoredDonation> {
-    const recorded_at = nowIso();
-    const row = {
-      ...d,
-      charity_id: charityId,
-      gift_aid: d.gift_aid ? 1 : 0,
-      zakat_donation: d.zakat_donation ? 1 : 0,
-      donation_date: d.donation_date ?? recorded_at,
-      recorded_at,
-    };
+    const row = toDonationRow(charityId, d, nowIso());
     if (!this.donationInsert) {
       this.donationInsert = { sql: trx.insertInto('donations').values(row).returning('id').compile().sql, columns: Object.keys(row) };
     }
     const { sql: text, columns } = this.donationInsert;
     const parameters = columns.map((c) => row[c as keyof typeof row]);
     const { rows } = await trx.executeQuery<{ id: number }>(CompiledQuery.raw(text, parameters));
-    return toStoredDonation({ ...row, id: rows[0]!.id });
+    return toStoredDonation({ ...row, id: rows[0]!.id } as Selectable<DonationsTable>);
   }
 }

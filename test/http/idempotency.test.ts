@@ -7,6 +7,22 @@ import { exampleDonation, startTestApp, type TestCharity, type TestContext } fro
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
 
+test('the fingerprint of a donation is the one keys already stored were made with, so a retry across an upgrade still replays', () => {
+  // The fingerprint is the validated donation's JSON: a change to its keys, their order or a value's
+  // form would turn every stored key's retry into a 422. These hashes were taken before the field
+  // table became the only statement of the fields (November 2026); change them only with a migration of the stored keys.
+  const fingerprintOf = (body: Record<string, unknown>) => {
+    const result = validateDonation(body);
+    assert.ok(result.ok);
+    return fingerprint(result.donation);
+  };
+  assert.equal(fingerprintOf(exampleDonation()), '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
+  assert.equal(
+    fingerprintOf({ donor_email: 'a@example.org', gift_aid: 'no', amount: 10, donation_type: 'renewal' }),
+    '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b',
+  );
+});
+
 for (const backend of BACKENDS) {
   describe(`Idempotency-Key on create [${backend.name}]`, () => {
     let t: TestContext;

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import fc from 'fast-check';
 import { ValidationError } from '../../src/client/index.js';
-import { DONATION_FIELDS } from '../../src/donations/fields.js';
+import { DONATION_FIELDS, YES_NO, type FieldSpec } from '../../src/donations/fields.js';
 import { DESCRIBED_ONLY } from '../../src/donations/schema.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { buildOpenApiDocument } from '../../src/http/openapi.js';
@@ -82,13 +82,14 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(Object.keys(input.properties), DONATION_FIELDS.map((f) => f.name));
     assert.deepEqual(Object.keys(record.properties), ['id', ...DONATION_FIELDS.map((f) => f.name)]);
     assert.deepEqual(input.required, ['donor_email', 'gift_aid', 'amount', 'donation_type']);
-    for (const f of DONATION_FIELDS) {
+    for (const f of DONATION_FIELDS as readonly FieldSpec[]) {
       const p = input.properties[f.name];
       assert.ok(p.description, f.name);
       assert.deepEqual(p.examples, [f.example], f.name);
       assert.ok(p.type || p.oneOf, `${f.name} has a type`);
       if (f.maxLength !== undefined) assert.equal(p.maxLength, f.maxLength, `${f.name} maxLength`);
-      if ('choices' in f) assert.deepEqual(p.enum, f.choices, `${f.name} enum`);
+      if (f.choices) assert.deepEqual(p.enum, f.choices, `${f.name} enum`);
+      if (f.kind === 'yes_no') assert.deepEqual(p.enum, YES_NO, `${f.name} enum`);
       assert.ok(record.properties[f.name].type, `${f.name} has a type in the record`);
     }
     assert.equal(input.properties.donor_email.format, 'idn-email');
@@ -131,9 +132,9 @@ describe('the OpenAPI document', () => {
       ),
       flag: fc.oneof(fc.constantFrom('yes', 'no', true, false, null, 'YES', 1, 0, ''), junk),
     };
-    const fieldArbitrary = (f: (typeof DONATION_FIELDS)[number]): fc.Arbitrary<unknown> =>
-      f.kind === 'choice'
-        ? fc.oneof(fc.constantFrom(...(f.choices as readonly string[])), fc.constantFrom('', 'YES', 'one time'), junk)
+    const fieldArbitrary = (f: FieldSpec): fc.Arbitrary<unknown> =>
+      f.kind === 'choice' || f.kind === 'yes_no'
+        ? fc.oneof(fc.constantFrom(...(f.choices ?? YES_NO)), fc.constantFrom('', 'YES', 'one time'), junk)
         : (byKind[f.kind] ?? text(f.maxLength ?? 255));
     // Mostly the example's value, so that many bodies are valid but for a field or two; sometimes none.
     const example = exampleDonation();

@@ -2,6 +2,7 @@
 // answer for each; creates that report "no answer" instead of throwing; and what is stored.
 import assert from 'node:assert/strict';
 import type { DatabaseLocation } from '../../src/config.js';
+import { toDonationRecord } from '../../src/donations/donation.js';
 import { openStore } from '../../src/store/open.js';
 import type { ExportedDonation } from '../../src/store/store.js';
 import { RECORD_KEYS, TIMESTAMP } from './app.js';
@@ -106,24 +107,7 @@ export async function storedDonations(location: DatabaseLocation): Promise<Store
   try {
     const rows: StoredRow[] = [];
     for await (const d of store.exportDonations({})) {
-      const record: ApiRecord = {
-        id: d.id,
-        donor_first_name: d.donor_first_name,
-        donor_last_name: d.donor_last_name,
-        donor_email: d.donor_email,
-        donor_phone: d.donor_phone,
-        donor_address: d.donor_address,
-        donor_city: d.donor_city,
-        donor_postcode: d.donor_postcode,
-        donor_ip: d.donor_ip,
-        gift_aid: d.gift_aid ? 'yes' : 'no',
-        amount: d.amount,
-        payment_method: d.payment_method,
-        payment_confirmation_number: d.payment_confirmation_number,
-        donation_type: d.donation_type,
-        donation_date: d.donation_date,
-        zakat_donation: d.zakat_donation,
-      };
+      const record: ApiRecord = toDonationRecord(d);
       rows.push({ record, row: d });
     }
     return rows;
