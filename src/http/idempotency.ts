@@ -25,11 +25,23 @@ export function idempotencyKeyOf(headers: IncomingHttpHeaders): string | undefin
 
 /**
  * What "the same body" means: the same donation once validated. Fields Almoner ignores do not
- * count, and `10` and `"10"` are the same amount only if they come back the same.
+ * count, nor do fields without a value (null), so a field added to the table later leaves the
+ * fingerprint of a body that does not send it unchanged; `10` and `"10"` are the same amount only if
+ * they come back the same.
  */
 export function fingerprint(d: NewDonation): string {
-  return createHash('sha256').update(JSON.stringify(d)).digest('hex');
+  return sha256(JSON.stringify(d, (_key, value: unknown) => (value === null ? undefined : value)));
 }
+
+/**
+ * The fingerprint Almoner 0.1 stored, nulls included: a key it stored still replays after the
+ * upgrade. Keys live 24 hours, so this can go in the release after next.
+ */
+export function formerFingerprint(d: NewDonation): string {
+  return sha256(JSON.stringify(d));
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 export function inFlight(): HttpError {
   return new HttpError(409, 'A request with this Idempotency-Key is still in progress. Retry it in a moment.');

@@ -28,6 +28,8 @@ export interface ExportedDonation extends StoredDonation {
 export interface IdempotencyKey {
   key: string;
   fingerprint: string;
+  /** An older form of the same fingerprint, that keys stored by an earlier version may hold. */
+  formerFingerprint?: string;
   ttlMicros: number;
 }
 
@@ -212,7 +214,7 @@ export class Store {
    * crash leaves both or neither); or, if the key is remembered, says what it was used for.
    */
   async recordKeyedDonation(charityId: number, d: NewDonation, idempotency: IdempotencyKey, budget?: DatabaseBudget): Promise<KeyedOutcome> {
-    const { key, fingerprint, ttlMicros } = idempotency;
+    const { key, fingerprint, formerFingerprint, ttlMicros } = idempotency;
     return this.tracked(budget, (deadline) =>
       this.writes.run(async (trx): Promise<KeyedOutcome> => {
         const now = nowMicros();
@@ -223,7 +225,7 @@ export class Store {
           .where('key', '=', key)
           .executeTakeFirst();
         if (known && known.expires_at >= formatMicros(now)) {
-          if (known.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+          if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint) return { outcome: 'mismatch' };
           const row = await trx.selectFrom('donations').selectAll().where('id', '=', known.donation_id).executeTakeFirstOrThrow();
           return { outcome: 'replay', donation: toStoredDonation(row) };
         }

@@ -2,25 +2,27 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { AlmonerError, ConflictError, type CreatedDonation, type DonationInput, ValidationError } from '../../src/client/index.js';
 import { validateDonation } from '../../src/donations/validate.js';
-import { fingerprint } from '../../src/http/idempotency.js';
+import { fingerprint, formerFingerprint } from '../../src/http/idempotency.js';
 import { exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
 
-test('the fingerprint of a donation is the one keys already stored were made with, so a retry across an upgrade still replays', () => {
-  // The fingerprint is the validated donation's JSON: a change to its keys, their order or a value's
-  // form would turn every stored key's retry into a 422. These hashes were taken before the field
-  // table became the only statement of the fields (November 2026); change them only with a migration of the stored keys.
-  const fingerprintOf = (body: Record<string, unknown>) => {
+const MINIMAL = { donor_email: 'a@example.org', gift_aid: 'no', amount: 10, donation_type: 'renewal' };
+
+test('the fingerprint leaves out fields without a value, so a field added later does not change it for bodies without that field', () => {
+  // A stored key holds its body's fingerprint: a change to the keys, their order or a value's form
+  // would turn every stored key's retry into a 422. Change these only with a way for stored keys to match.
+  const validated = (body: Record<string, unknown>) => {
     const result = validateDonation(body);
     assert.ok(result.ok);
-    return fingerprint(result.donation);
+    return result.donation;
   };
-  assert.equal(fingerprintOf(exampleDonation()), '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
-  assert.equal(
-    fingerprintOf({ donor_email: 'a@example.org', gift_aid: 'no', amount: 10, donation_type: 'renewal' }),
-    '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b',
-  );
+  assert.equal(fingerprint(validated(exampleDonation())), '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
+  assert.equal(fingerprint(validated(MINIMAL)), '6ee38abae4323e5d0624694b144c8cfc3a1ea3f0693f332c43dbf119121cf623');
+  assert.equal(fingerprint(validated({ ...MINIMAL, some_later_field: null, donor_city: null })), fingerprint(validated(MINIMAL)));
+  // What Almoner 0.1 stored for the same bodies (nulls included).
+  assert.equal(formerFingerprint(validated(exampleDonation())), '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
+  assert.equal(formerFingerprint(validated(MINIMAL)), '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b');
 });
 
 for (const backend of BACKENDS) {
@@ -94,6 +96,19 @@ for (const backend of BACKENDS) {
       assert.equal(other.status, 422);
       assert.match(other.message, /Idempotency-Key/);
       assert.ok(Array.isArray(other.errors.idempotency_key));
+      assert.equal(await count(), before);
+    });
+
+    test('a key stored by Almoner 0.1 (its fingerprint kept nulls) still replays for the same body, and still refuses another', async () => {
+      const key = uniqueKey();
+      const body = { ...MINIMAL, donor_email: 'former@example.org' };
+      const stored = await t.store.recordKeyedDonation(t.charity.id, validated(body), { key, fingerprint: formerFingerprint(validated(body)), ttlMicros: 60_000_000 });
+      assert.equal(stored.outcome, 'created');
+      const before = await count();
+      const again = await create(body, key);
+      assert.equal(again.replayed, true);
+      assert.equal(again.record.id, stored.outcome === 'created' && stored.donation.id);
+      await rejection(create({ ...body, amount: '11' }, key), ValidationError);
       assert.equal(await count(), before);
     });
 
