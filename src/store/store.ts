@@ -1,6 +1,6 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
-import { CompiledQuery, Kysely, Migrator, sql, type Selectable, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, sql, type Compilable, type QueryResult, type Selectable, type Transaction } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -218,12 +218,12 @@ export class Store {
     return this.tracked(budget, (deadline) =>
       this.writes.run(async (trx): Promise<KeyedOutcome> => {
         const now = nowMicros();
-        const known = await trx
-          .selectFrom('idempotency_keys')
-          .select(['fingerprint', 'donation_id', 'expires_at'])
-          .where('charity_id', '=', charityId)
-          .where('key', '=', key)
-          .executeTakeFirst();
+        const { rows: [known] } = await this.hot<{ fingerprint: string; donation_id: number; expires_at: string }>(
+          trx,
+          'key',
+          [charityId, key],
+          () => trx.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
+        );
         if (known && known.expires_at >= formatMicros(now)) {
           if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint) return { outcome: 'mismatch' };
           const row = await trx.selectFrom('donations').selectAll().where('id', '=', known.donation_id).executeTakeFirstOrThrow();
@@ -234,12 +234,14 @@ export class Store {
           await trx.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key).execute();
         }
         const donation = await this.insertDonation(trx, charityId, d);
-        const kept = await trx
-          .insertInto('idempotency_keys')
-          .values({ charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) })
-          .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
-          .returning('key')
-          .executeTakeFirst();
+        const keyRow = { charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
+        const { rows: [kept] } = await this.hot(trx, 'key insert', Object.values(keyRow), () =>
+          trx
+            .insertInto('idempotency_keys')
+            .values(keyRow)
+            .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
+            .returning('key'),
+        );
         if (!kept) throw new KeyTakenError(); // rolls the donation back
         return { outcome: 'created', donation };
       }, deadline),
@@ -278,22 +280,32 @@ export class Store {
     }
   }
 
-  /** The donations INSERT as SQL and its columns in order, compiled on first use (see insertDonation). */
-  private donationInsert: { sql: string; columns: string[] } | undefined;
+  /** The SQL of the statements every create runs, by name, compiled on first use (see hot). */
+  private readonly hotSql = new Map<string, string>();
 
   /**
-   * The donation as a row of its own, within `trx`. It runs on every create, so its INSERT is
-   * compiled once and reused: Kysely would build and compile it afresh each time, about a quarter
-   * of a create's time (on SQLite, open.ts then reuses the prepared statement for the same SQL).
+   * Runs a statement that every create runs. Kysely would build and compile it afresh each time,
+   * about a quarter of a create's time; here its SQL is compiled once, and later runs only pass
+   * `parameters` (on SQLite, open.ts then reuses the prepared statement for the same SQL). The
+   * first run checks that `parameters` are the query's own, in its order.
    */
+  private async hot<R>(trx: Transaction<Database>, name: string, parameters: unknown[], query: () => Compilable): Promise<QueryResult<R>> {
+    let text = this.hotSql.get(name);
+    if (text === undefined) {
+      const compiled = query().compile();
+      if (compiled.parameters.length !== parameters.length || compiled.parameters.some((p, i) => p !== parameters[i])) {
+        throw new Error(`the parameters of the ${name} statement are not the query's, in its order`);
+      }
+      text = compiled.sql;
+      this.hotSql.set(name, text);
+    }
+    return trx.executeQuery<R>(CompiledQuery.raw(text, parameters));
+  }
+
+  /** The donation as a row of its own, within `trx`. */
   private async insertDonation(trx: Transaction<Database>, charityId: number, d: NewDonation): Promise<StoredDonation> {
     const row = toDonationRow(charityId, d, nowIso());
-    if (!this.donationInsert) {
-      this.donationInsert = { sql: trx.insertInto('donations').values(row).returning('id').compile().sql, columns: Object.keys(row) };
-    }
-    const { sql: text, columns } = this.donationInsert;
-    const parameters = columns.map((c) => row[c as keyof typeof row]);
-    const { rows } = await trx.executeQuery<{ id: number }>(CompiledQuery.raw(text, parameters));
+    const { rows } = await this.hot<{ id: number }>(trx, 'donation insert', Object.values(row), () => trx.insertInto('donations').values(row).returning('id'));
     return toStoredDonation({ ...row, id: rows[0]!.id } as Selectable<DonationsTable>);
   }
 }
