@@ -69,13 +69,15 @@ function charsetOf(contentType: string | undefined): string | undefined {
 }
 
 export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
-  app.addHook('preParsing', async (request, _reply, payload) => {
+  // A callback hook, not an async one: it runs on every request with a body, and a promise per request is a cost.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const { headers } = request;
-    if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return payload; // no body
+    // Node's parser delivers exactly Content-Length bytes: within the limit, the body needs no counting.
+    if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > BODY_LIMIT)) return done(null, payload);
     // pipe(), not pipeline(): pipeline costs an AbortController per request. Errors are forwarded by hand.
     const limited = new BodyLimit();
     payload.on('error', (err) => limited.destroy(err));
-    return payload.pipe(limited);
+    done(null, payload.pipe(limited));
   });
 
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
