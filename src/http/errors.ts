@@ -71,10 +71,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return reply.code(404).send({ message: 'Not Found' });
   };
   // No route: 404 or 405 before the body is read, so a body's faults (400, 413, 415) never come first.
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.is404) return;
-    await discardBody(request.raw, reply.raw);
-    return answerNoRoute(request, reply);
+  // A callback hook, not an async one: every request passes it, and a promise per request is a cost.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.is404) return done();
+    void discardBody(request.raw, reply.raw).then(() => answerNoRoute(request, reply)); // answered here: done() is not called
   });
   app.setNotFoundHandler(answerNoRoute);
 }
