@@ -1,6 +1,6 @@
 // Every environment variable Almoner reads, parsed and checked in one place.
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 
 export type DatabaseLocation =
   | { dialect: 'sqlite'; path: string }
@@ -29,8 +29,8 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-/** The default database: data/almoner.db in Almoner's own folder, wherever the command is run from. */
-export const DEFAULT_DATABASE_URL = `sqlite:${fileURLToPath(new URL('../data/almoner.db', import.meta.url))}`;
+/** The default database: data/almoner.db in Almoner's own folder, wherever the command is run from (found by the package's name: this code runs from a bundle). */
+export const DEFAULT_DATABASE_URL = `sqlite:${join(dirname(createRequire(import.meta.url).resolve('almoner/package.json')), 'data', 'almoner.db')}`;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export const DEFAULT_POOL_MAX = 10;

@@ -15,7 +15,7 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   process.exit(err.code === 'EPIPE' ? (process.exitCode ?? 0) : 1);
 });
 
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+const { version } = createRequire(import.meta.url)('almoner/package.json') as { version: string }; // by name: see scripts/bundle.mjs
 
 const program = new Command('almoner')
   .description('Almoner: the donation recording service, and the commands to run it.')

@@ -2,7 +2,7 @@
 // database outage fail fast, and brings its schema up to date.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import type { DatabaseLocation } from '../config.js';
@@ -27,7 +27,7 @@ export interface StoreOptions {
 }
 
 export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000 }: StoreOptions = {}): Promise<Store> {
-  const dialect = location.dialect === 'sqlite' ? sqliteDialect(location.path, sqliteBusyTimeoutMs) : await postgresDialect(location.url, location.poolMax);
+  const dialect = location.dialect === 'sqlite' ? await sqliteDialect(location.path, sqliteBusyTimeoutMs) : await postgresDialect(location.url, location.poolMax);
   const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1);
   try {
     await store.migrate();
@@ -38,7 +38,9 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
   return store;
 }
 
-function sqliteDialect(path: string, busyTimeoutMs: number): Dialect {
+async function sqliteDialect(path: string, busyTimeoutMs: number): Promise<Dialect> {
+  // Loaded only for SQLite, as pg only for PostgreSQL: each backend's start-up pays for its own driver.
+  const { default: BetterSqlite3 } = await import('better-sqlite3');
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new BetterSqlite3(path);
   // WAL + synchronous=FULL: a transaction is on disk (fsynced) when COMMIT returns,

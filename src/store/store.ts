@@ -1,6 +1,6 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
-import { CompiledQuery, Kysely, Migrator, sql, type Compilable, type QueryResult, type Selectable, type Transaction } from 'kysely';
+import { CompiledQuery, DEFAULT_MIGRATION_TABLE, Kysely, Migrator, sql, type Compilable, type QueryResult, type Selectable, type Transaction } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -11,6 +11,7 @@ import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
 import { migrations } from './migrations/index.js';
+import { isDatabaseUnavailable } from './unavailable.js';
 
 export interface DonationFilter {
   /** The charity's username. */
@@ -67,13 +68,14 @@ export class Store {
     this.claims = new ClaimLedger(db);
   }
 
-  /** Applies every pending migration; safe to call from several processes at once. */
   /** Reports each group-commit batch's size and commit time (to metrics). */
   observeBatches(observer: BatchObserver): void {
     this.writes.observeWith(observer);
   }
 
+  /** Applies every pending migration; safe to call from several processes at once. */
   async migrate(): Promise<void> {
+    if (await this.isUpToDate()) return;
     if (this.dialect === 'sqlite') return this.migrateOn(this.db); // SQLite's write lock serialises migrators
     // Instances starting together take turns: a session-level advisory lock held on one connection
     // covers the whole run, including the creation of Kysely's own bookkeeping tables.
@@ -85,6 +87,24 @@ export class Store {
         await sql`select pg_advisory_unlock(hashtext('almoner:migrate'))`.execute(conn);
       }
     });
+  }
+
+  /**
+   * Whether exactly the known migrations have run: one query, where Kysely's Migrator takes its locks
+   * and reads the catalogue first, tens of milliseconds of every start. Anything else, such as a new
+   * database or a pending migration, is the Migrator's to handle.
+   */
+  private async isUpToDate(): Promise<boolean> {
+    let applied: string[];
+    try {
+      const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(this.db);
+      applied = rows.map((row) => row.name);
+    } catch (err) {
+      if (isDatabaseUnavailable(err)) throw err;
+      return false; // no bookkeeping table yet
+    }
+    const known = Object.keys(migrations(this.dialect));
+    return applied.length === known.length && known.every((name) => applied.includes(name));
   }
 
   private async migrateOn(db: Kysely<Database>): Promise<void> {

@@ -76,7 +76,8 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
   const distDir = () => dirname(require.resolve('swagger-ui-dist/package.json'));
 
   app.get('/api/v1/openapi.json', async (_request, reply) => {
-    document ??= JSON.stringify(buildOpenApiDocument((require('../../../package.json') as { version: string }).version));
+    // By the package's own name, not a relative path: this code runs from a bundle (scripts/bundle.mjs).
+    document ??= JSON.stringify(buildOpenApiDocument((require('almoner/package.json') as { version: string }).version));
     return reply.type('application/json; charset=utf-8').send(document);
   });
 
