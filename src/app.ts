@@ -23,7 +23,7 @@ export interface AppOptions {
   /** Authentication and create limits; by default per process, 100 creates per second per charity. */
   throttle?: Throttle;
   /** Fastify/pino logger options; false (the default) for none. */
-  logger?: boolean | { level: string; redact?: { paths: string[]; censor: string }; stream?: NodeJS.WritableStream };
+  logger?: boolean | { level: string; redact?: { paths: string[]; censor: string }; stream?: { write(line: string): void } };
   /** Whom to believe about the client's address: see Config.trustProxy. */
   trustProxy?: boolean | string;
   /** HTTPS: PEM certificate and key. */

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { destination } from 'pino';
 import { ConfigError, describeDatabase, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './http/errors.js';
@@ -26,6 +27,14 @@ function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer }
 
 export async function serve(config: Config): Promise<void> {
   const https = config.tls && readTls(config.tls);
+  // Log lines are written without blocking: those that arrive while a write is under way go out
+  // together in the next one, so a busy server makes one write call per batch, not per request.
+  // Lines still buffered are flushed before every process.exit() below (a SIGKILL may lose them).
+  const logs = destination({ dest: 1, sync: false });
+  const exit = (code: number) => {
+    logs.flushSync();
+    process.exit(code);
+  };
   const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
   // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
   // instance falls back to its own counters rather than failing requests.
@@ -39,7 +48,7 @@ export async function serve(config: Config): Promise<void> {
     metrics,
     serveMetrics: metricsPort === undefined,
     docs: config.docs,
-    logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
+    logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, stream: logs },
     trustProxy: config.trustProxy,
     https,
     connections: { perAddress: config.connectionsPerAddress },
@@ -53,7 +62,7 @@ export async function serve(config: Config): Promise<void> {
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
     const deadline = setTimeout(() => {
       app.log.error('shutdown took longer than 10 s; exiting');
-      process.exit(1);
+      exit(1);
     }, 10_000);
     deadline.unref();
     // While draining, close each connection as soon as it has nothing in flight.
@@ -64,10 +73,10 @@ export async function serve(config: Config): Promise<void> {
       await metricsApp?.close();
       await store.close();
       redis?.disconnect();
-      process.exit(0);
+      exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');
-      process.exit(1);
+      exit(1);
     }
   };
   // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour.
