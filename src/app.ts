@@ -5,12 +5,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Store } from './store/store.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
-import { basicAuth } from './http/auth.js';
+import { basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials } from './http/credential-cache.js';
 import { DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
 import { answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
+import type { Clock } from './time.js';
 import type { DonationRecord } from './donations/donation.js';
 import { donationRoutes } from './http/routes/donations.js';
 import { CONNECTION_LIMITS, limitConnectionsPerAddress, type ConnectionLimits } from './http/connections.js';
@@ -37,6 +38,10 @@ export interface AppOptions {
   connections?: Partial<ConnectionLimits>;
   /** How long one request may wait for the database in all; DATABASE_BUDGET_MS by default. */
   databaseBudgetMs?: number;
+  /** How long a failed authentication is held back; FAILURE_DELAY by default. */
+  failureDelay?: FailureDelay;
+  /** The clock remembered credentials expire on (CREDENTIAL_TTL_MS); the real one by default. */
+  clock?: Clock;
 }
 
 declare module 'fastify' {
@@ -60,6 +65,8 @@ export async function buildApp({
   docs = true,
   connections,
   databaseBudgetMs = DATABASE_BUDGET_MS,
+  failureDelay,
+  clock,
 }: AppOptions): Promise<FastifyInstance> {
   const limits = { ...CONNECTION_LIMITS, ...connections };
   // Node's own deadlines for a request to arrive, checked every checkEveryMs (its default, 30 s, would let a stalled request linger).
@@ -126,7 +133,8 @@ export async function buildApp({
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.
       const onFailure = metrics ? () => metrics.authenticationFailures.inc() : undefined;
-      const authenticate = basicAuth(cachedCredentials((username, budget) => store.findCredential(username, budget)), throttle, onFailure);
+      const credentials = cachedCredentials((username, budget) => store.findCredential(username, budget), { clock });
+      const authenticate = basicAuth(credentials, throttle, { onFailure, failureDelay });
       await api.register(meRoutes, { authenticate });
       const recorded = metrics && ((r: DonationRecord) => metrics.donations.inc({ gift_aid: r.gift_aid, donation_type: r.donation_type }));
       await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store, recorded });

@@ -18,6 +18,12 @@ export function nowIso(): string {
   return formatMicros(nowMicros());
 }
 
+/** Milliseconds on performance.now()'s scale, for measuring how long something has lasted. */
+export type Clock = () => number;
+
+/** The real clock; tests pass one they move forward instead of waiting. */
+export const monotonicClock: Clock = () => performance.now();
+
 /** A calendar day as the start of that day in UTC, in the stored format. */
 export function startOfDayIso(year: number, month: number, day: number): string {
   return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T00:00:00.000000Z`;

@@ -39,15 +39,20 @@ function fromScript(request: FastifyRequest): boolean {
   return request.headers['x-requested-with']?.toString().toLowerCase() === 'xmlhttprequest';
 }
 
+/** How long a failed authentication is held back: see FAILURE_DELAY. */
+export interface FailureDelay {
+  floorMs: number;
+  jitterMs: number;
+}
+
 /**
- * A failed authentication is answered FAILURE_FLOOR_MS after it began, plus a random moment of up to
- * FAILURE_JITTER_MS. The work behind a wrong password and an unknown username differs by
+ * A failed authentication is answered `floorMs` after it began, plus a random moment of up to
+ * `jitterMs`. The work behind a wrong password and an unknown username differs by
  * microseconds (a row found or not, a cache entry kept or dropped), which 10,000 timed pairs can
  * tell apart, and a bare floor does not hide it (timers fire on the event loop's clock, which the
  * work itself moves); milliseconds of noise on top do. It costs only a guesser's time.
  */
-export const FAILURE_FLOOR_MS = 20;
-const FAILURE_JITTER_MS = 5;
+export const FAILURE_DELAY: FailureDelay = { floorMs: 20, jitterMs: 5 };
 
 export type CredentialLookup = (username: string, budget?: DatabaseBudget) => Promise<CharityCredential | undefined>;
 
@@ -61,7 +66,12 @@ export interface Credentials {
  * An onRequest hook that sets `request.charity`, or answers 401; or 429 for a client address that
  * has failed too often (an unknown username and a wrong password count, and look, the same).
  */
-export function basicAuth(credentials: Credentials, throttle: Throttle, onFailure: () => void = () => {}) {
+export function basicAuth(
+  credentials: Credentials,
+  throttle: Throttle,
+  { onFailure = () => {}, failureDelay = FAILURE_DELAY }: { onFailure?: () => void; failureDelay?: FailureDelay } = {},
+) {
+  const { floorMs, jitterMs } = failureDelay;
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const began = performance.now();
     const given = parseBasicAuthorization(request.headers.authorization);
@@ -84,7 +94,7 @@ export function basicAuth(credentials: Credentials, throttle: Throttle, onFailur
     if (!charity) {
       onFailure();
       await discardBody(request.raw, reply.raw);
-      const answerAt = began + FAILURE_FLOOR_MS + randomInt(FAILURE_JITTER_MS * 1000) / 1000;
+      const answerAt = began + floorMs + (jitterMs > 0 ? randomInt(jitterMs * 1000) / 1000 : 0);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, answerAt - performance.now())));
       // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
       reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);

@@ -35,12 +35,13 @@ export const REDIS_COMMAND_TIMEOUT_MS = 50;
 
 /**
  * The Redis client for shared counters: commands fail at once while disconnected and after
- * REDIS_COMMAND_TIMEOUT_MS while Redis is silent, and the in-memory limiter answers meanwhile; it
- * reconnects by itself. ioredis is loaded only here: it alone adds 0.1 s to start-up.
+ * `commandTimeoutMs` (REDIS_COMMAND_TIMEOUT_MS by default) while Redis is silent, and the in-memory
+ * limiter answers meanwhile; it reconnects by itself. ioredis is loaded only here: it alone adds
+ * 0.1 s to start-up.
  */
-export async function openRedis(url: string): Promise<Redis> {
+export async function openRedis(url: string, { commandTimeoutMs = REDIS_COMMAND_TIMEOUT_MS }: { commandTimeoutMs?: number } = {}): Promise<Redis> {
   const { Redis } = await import('ioredis');
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_COMMAND_TIMEOUT_MS });
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs });
   redis.on('error', () => {}); // reconnects by itself; meanwhile the in-memory fallback counts
   return redis;
 }

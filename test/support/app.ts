@@ -1,6 +1,7 @@
 // Test support: a real app on a real, fresh database of the backend under test.
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import { buildApp, type AppOptions } from '../../src/app.js';
+import type { FailureDelay } from '../../src/http/auth.js';
 import type { AlmonerClient } from '../../src/client/index.js';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { EXAMPLE_DONATION_INPUT } from '../../src/donations/schema.js';
@@ -9,6 +10,7 @@ import pg from 'pg';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import type { ExportedDonation, Store } from '../../src/store/store.js';
 import { SQLITE, type Backend } from './backends.js';
+import { TestClock } from './clock.js';
 import { clientFor, urlOf } from './client.js';
 import { watchConformance } from './openapi.js';
 
@@ -28,6 +30,8 @@ export interface TestContext {
   databaseUrl: string;
   store: Store;
   app: FastifyInstance;
+  /** The app's clock: move it past a remembered credential's lifetime instead of waiting. */
+  clock: TestClock;
   charity: TestCharity;
   signUp(name?: string, email?: string): Promise<TestCharity>;
   /** The app's address on a real socket (it starts listening on first use), e.g. http://127.0.0.1:41234. */
@@ -46,11 +50,21 @@ export function basic(username: string, password: string): string {
 
 export { tempDir } from './backends.js';
 
-/** Creates a fresh database on the backend, builds the app on it and signs one charity up. */
-export async function startTestApp(backend: Backend = SQLITE): Promise<TestContext> {
+/** The interface's promise: a disable, or a rotation's old password, stops working on a running server within 5 s. */
+export const HONOURED_WITHIN_MS = 5000;
+
+/** A failed authentication answered at once: for tests that send many and do not time them. */
+export const NO_FAILURE_DELAY: FailureDelay = { floorMs: 0, jitterMs: 0 };
+
+/**
+ * Creates a fresh database on the backend, builds the app on it (with `options`, and the context's
+ * clock) and signs one charity up.
+ */
+export async function startTestApp(backend: Backend = SQLITE, options: Omit<AppOptions, 'store' | 'clock'> = {}): Promise<TestContext> {
   const database = await backend.createDatabase();
   const store = await openStore(database.location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS }); // as the server opens it
-  const app = await buildApp({ store });
+  const clock = new TestClock();
+  const app = await buildApp({ ...options, store, clock: clock.now });
   watchConformance(app);
   await app.ready();
 
@@ -65,6 +79,7 @@ export async function startTestApp(backend: Backend = SQLITE): Promise<TestConte
     databaseUrl: database.url,
     store,
     app,
+    clock,
     charity: first,
     signUp,
     baseUrl: () => urlOf(app),
