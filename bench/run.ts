@@ -1,4 +1,4 @@
-// `npm run bench` (issue 5): Almoner side by side with the machine's own limit, in one run.
+// `npm run bench` (issues 5 and 13): Almoner side by side with the machine's own limit, in one run.
 //
 // The ceiling is a bare node:http server answering a fixed small JSON body. Against it, and then
 // against `bin/almoner serve` on a fresh SQLite file (and on a fresh PostgreSQL database when
@@ -15,7 +15,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { chooseLoader, type LoadResult, type LoadSpec, type Loader } from './load.js';
 import {
-  cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, stop,
+  BENCH_LOG_LEVEL, cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, stop,
   summariseLog, waitUntilIdle, type BenchDatabase, type LogSummary,
 } from './servers.js';
 
@@ -306,18 +306,22 @@ async function main(): Promise<number> {
   for (const r of runs) r.ratio = r.load.rps / ceilingRps;
   const sqliteResult = backends[0]!;
   const pgResult = backends.find((b) => b.backend === 'PostgreSQL') ?? null;
+  // Issue 13's goals. Its keyed-create goal (0.35, a fresh Idempotency-Key each) is not measured
+  // apart: the create run mixes 80% keyed with 20% unkeyed, and its ratio is reported under the create goals.
+  const sqliteCreate = sqliteResult.create;
   const goals: Goal[] = [
-    ...backends.map((b) => goal(`/me, ${b.backend}: ratio to the ceiling`, b.me.ratio, '>=', 0.7)),
+    ...backends.map((b) => goal(`/me, ${b.backend}: ratio to the ceiling`, b.me.ratio, '>=', 0.75)),
     {
-      ...goal('create, SQLite (synchronous=FULL): ratio to the ceiling', sqliteResult.create.ratio, '>=', 0.5),
+      ...goal('create, SQLite (synchronous=FULL, 80% keyed): ratio to the ceiling', sqliteCreate.ratio, '>=', 0.45),
       // The goal is for full durability: a faster figure without it does not count.
       ...(sqliteSync === 'FULL' ? {} : { holds: false, note: `synchronous=${sqliteSync}, not FULL` }),
     },
+    { ...goal('create with a fresh Idempotency-Key each: ratio to the ceiling', null, '>=', 0.35), note: 'not measured apart: the create runs are 80% keyed' },
     {
-      ...goal('create, PostgreSQL: ratio to the ceiling', pgResult ? pgResult.create.ratio : null, '>=', 0.3),
+      ...goal('create, PostgreSQL (80% keyed): ratio to the ceiling', pgResult ? pgResult.create.ratio : null, '>=', 0.15),
       ...(pgResult ? {} : { note: 'set DATABASE_URL=postgres://… to measure it' }),
     },
-    goal(`p99 latency at ${CONNECTIONS} connections, worst Almoner run`, Math.max(...almonerRuns.map((r) => r.load.p99Ms)), '<=', 10, ' ms'),
+    goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections`, sqliteCreate.load.p99Ms, '<=', 10, ' ms'),
     goal('server RSS under load, worst peak (VmHWM)', Math.max(...backends.map((b) => b.memoryMb.peak)), '<=', 150, ' MB'),
     goal(`process start to first answered request, median of ${START_SAMPLES}, worst backend`, Math.max(...backends.map((b) => b.startMs)), '<=', 500, ' ms'),
   ];
@@ -339,7 +343,7 @@ async function main(): Promise<number> {
     `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
     `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SECONDS} s per run after ${WARMUP} s of warm-up (not counted)`,
-    `server      bin/almoner serve; LOG_LEVEL=info (the production default; JSON lines to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
+    `server      bin/almoner serve; LOG_LEVEL=${BENCH_LOG_LEVEL}${BENCH_LOG_LEVEL === 'info' ? ' (the production default; JSON lines to a file)' : ' (BENCH_LOG_LEVEL; info is the production default)'}; CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
     ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
     ...backends.map((b) => `${b.backend.padEnd(11)} ${b.describe}`),
     `requests    /me and the ceiling: POST /api/v1/me with Basic auth, no body; create: varied valid donations, 80% with a unique Idempotency-Key, 20% without donation_date`,
@@ -368,7 +372,7 @@ async function main(): Promise<number> {
       `  SIGTERM at the end: ${b.shutdown.code === 0 ? 'exit 0' : `ended with ${b.shutdown.code ?? b.shutdown.signal}`}`,
     ]),
     '',
-    'goals (issue 5)',
+    'goals (issue 13)',
     table(
       goals.map((g) => [
         `  ${g.goal}`, g.target, g.measured === null ? 'not measured' : fmt(g.measured, g.target.includes('ms') || g.target.includes('MB') ? 1 : 2),
@@ -390,7 +394,7 @@ async function main(): Promise<number> {
     ceilingDrift,
     durationSeconds: SECONDS,
     warmupSeconds: WARMUP,
-    server: { logLevel: 'info', createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
+    server: { logLevel: BENCH_LOG_LEVEL, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
     runs: runs.map(({ warmup: _, ...r }) => r),
     backends: backends.map(({ me: _me, create: _create, ...b }) => b),
     goals,

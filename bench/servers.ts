@@ -190,9 +190,12 @@ export async function startCeiling(): Promise<Running> {
 
 // ---- Almoner -----------------------------------------------------------------------------------
 
+/** The server's LOG_LEVEL: info (the production default) unless BENCH_LOG_LEVEL says otherwise (e.g. warn: no line per request). */
+export const BENCH_LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+
 /** The environment every bin/almoner command of the run gets: the operator's, made definite. */
 export function almonerEnv(databaseUrl: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', CREATE_RATE_LIMIT: '0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: BENCH_LOG_LEVEL, CREATE_RATE_LIMIT: '0' };
   for (const name of ['REDIS_URL', 'TRUST_PROXY', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) delete env[name];
   return env;
 }
@@ -245,7 +248,8 @@ export async function startAlmoner(databaseUrl: string, dir: string, name: strin
   while (!port) {
     if (child.exitCode !== null || child.signalCode !== null) throw fail(`exited (${child.exitCode ?? child.signalCode}) while starting`);
     if (performance.now() - started > 30_000) throw fail('did not listen within 30 s');
-    const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(logPath, 'utf8'));
+    // The log's "Server listening" line at info; below info (BENCH_LOG_LEVEL=warn), the docs address on stderr.
+    const match = /(?:Server listening at|API reference .*:) http:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(logPath, 'utf8') + readFileSync(errPath, 'utf8'));
     if (match) port = Number(match[1]);
     else await sleep(1);
   }
