@@ -64,33 +64,37 @@ export interface Credentials {
 
 /**
  * An onRequest hook that sets `request.charity`, or answers 401; or 429 for a client address that
- * has failed too often (an unknown username and a wrong password count, and look, the same).
+ * has failed too often (an unknown username and a wrong password count, and look, the same). A
+ * callback hook, not an async one: the common case (a remembered credential from an address the
+ * throttle cannot block) is answered in the same call, with no promise per request.
  */
+const answered = async (sending: Promise<unknown>): Promise<true> => (await sending, true);
+
 export function basicAuth(
   credentials: Credentials,
   throttle: Throttle,
   { onFailure = () => {}, failureDelay = FAILURE_DELAY }: { onFailure?: () => void; failureDelay?: FailureDelay } = {},
 ) {
   const { floorMs, jitterMs } = failureDelay;
-  return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
-    const began = performance.now();
-    const given = parseBasicAuthorization(request.headers.authorization);
+
+  /** The rest of the hook: true when it has answered (401, 429), false when the request may proceed. */
+  async function judge(request: FastifyRequest, reply: FastifyReply, given: ReturnType<typeof parseBasicAuthorization>, began: number): Promise<boolean> {
     const username = given?.username ?? '';
     // An address that has failed too often is refused unjudged, and costs no database look-up.
     const blocked = await throttle.authenticationBlocked(request.ip, username);
-    if (blocked) return tooManyRequests(request, reply, blocked, 'Too many failed authentication attempts.');
+    if (blocked) return answered(tooManyRequests(request, reply, blocked, 'Too many failed authentication attempts.'));
     // A recently seen credential given right answers at once: it is no guess, and the check above was this turn's.
     const remembered = given && authenticatedCharity(credentials.recent(given.username), given.password);
     if (remembered) {
       request.charity = remembered;
-      return;
+      return false;
     }
     // Anything else is checked afresh. The verdict and its count in the same turn (nothing awaited in
     // between): a guess judged after the limit was reached is refused even when it is right, so
     // guesses sent together are answered 401 no more often than the limit, and learn nothing past it.
     const charity = given && authenticatedCharity(await credentials.fresh(given.username, request.database), given.password);
     const wait = charity ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
-    if (wait) return tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.');
+    if (wait) return answered(tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.'));
     if (!charity) {
       onFailure();
       await discardBody(request.raw, reply.raw);
@@ -98,8 +102,27 @@ export function basicAuth(
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, answerAt - performance.now())));
       // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
       reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);
-      return reply.code(401).send({ message: 'Unauthorized' });
+      reply.code(401).send({ message: 'Unauthorized' });
+      return true;
     }
     request.charity = charity;
+    return false;
+  }
+
+  return function authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+    const began = performance.now();
+    const given = parseBasicAuthorization(request.headers.authorization);
+    // The throttle could only say 0 here, so a remembered credential given right is answered now.
+    const remembered = given && !throttle.mayBlock(request.ip) && authenticatedCharity(credentials.recent(given.username), given.password);
+    if (remembered) {
+      request.charity = remembered;
+      return done();
+    }
+    // A hook that has answered (401, 429) must not go on: done() only when the request may proceed.
+    // (reply.sent would not do: the answer is still in the onSend hooks when send() returns.)
+    judge(request, reply, given, began).then(
+      (hasAnswered) => (hasAnswered ? undefined : done()),
+      (err: Error) => done(err),
+    );
   };
 }

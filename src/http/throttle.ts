@@ -68,16 +68,38 @@ function secondsLeft(res: RateLimiterRes): number {
   return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
 }
 
+/** Addresses whose failures this process remembers itself (see mayBlock); past this many, every address is checked. */
+const MAX_REMEMBERED_FAILURES = 100_000;
+
 export class Throttle {
   private readonly byAddress: RateLimiterAbstract;
   private readonly byAddressAndUsername: RateLimiterAbstract;
   private readonly creates: RateLimiterAbstract | undefined;
+  /** Whether other processes count failures too (through Redis): then only the counters can tell. */
+  private readonly shared: boolean;
+  /** Each address with a failure counted here, and when its window ends at the latest (Date.now()'s clock, as the limiters'). */
+  private readonly failedUntil = new Map<string, number>();
 
   constructor(opts: ThrottleOptions) {
     const { perAddress, perAddressAndUsername, windowSeconds } = AUTH_FAILURES;
     this.byAddress = limiter(opts, 'auth-ip', perAddress, windowSeconds);
     this.byAddressAndUsername = limiter(opts, 'auth-ip-user', perAddressAndUsername, windowSeconds);
     this.creates = opts.createsPerSecond > 0 ? limiter(opts, 'create', opts.createsPerSecond, 1) : undefined;
+    this.shared = opts.redis !== undefined;
+  }
+
+  /**
+   * Whether authenticationBlocked could say anything but 0 for this address. Without Redis this
+   * process keeps every count, so an address with no failure in the window cannot be blocked, and
+   * the counters need not be read: most requests are spared two limiter reads and a hash.
+   */
+  mayBlock(address: string): boolean {
+    if (this.shared || this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;
+    const until = this.failedUntil.get(address);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.failedUntil.delete(address);
+    return false;
   }
 
   /** Seconds to wait if this address (or this address against this username) has failed too often, else 0; counts nothing. */
@@ -99,6 +121,7 @@ export class Throttle {
    * one atomic increment, so the same holds across instances.
    */
   async authenticationFailed(address: string, username: string): Promise<number> {
+    if (!this.shared) this.failedUntil.set(address, Date.now() + AUTH_FAILURES.windowSeconds * 1000);
     const refused = await Promise.all([take(this.byAddress, address), take(this.byAddressAndUsername, pairKey(address, username))]);
     return Math.max(0, ...refused);
   }
