@@ -64,8 +64,7 @@ export const DONATION_FIELDS = [
   field('zakat_donation', 'flag', { required: false, description: '`yes`/`no` or true/false; returned as a boolean; omitted means false.', example: 'yes' }),
 ] as const satisfies readonly FieldSpec[];
 
-export type DonationField = (typeof DONATION_FIELDS)[number];
-export type DonationFieldName = DonationField['name'];
+type DonationField = (typeof DONATION_FIELDS)[number];
 
 /** The yes/no choices of a `yes_no` field. */
 export const YES_NO = ['yes', 'no'] as const;
@@ -92,7 +91,7 @@ type Of<F extends DonationField, P extends keyof KindTypes<F>['text']> = KindTyp
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
 /** An amount field's exact value in minor units (pence) sits next to it as `<name>_minor`. */
-export type MinorUnitsOf<N extends string> = `${N}_minor`;
+type MinorUnitsOf<N extends string> = `${N}_minor`;
 export const minorUnitsOf = <N extends string>(name: N): MinorUnitsOf<N> => `${name}_minor`;
 type MinorUnits = { [F in DonationField as F['kind'] extends 'amount' ? MinorUnitsOf<F['name']> : never]: number };
 

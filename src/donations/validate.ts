@@ -79,13 +79,13 @@ function checkIp(f: FieldSpec, v: unknown): Check {
   return isIP(v as string) && !(v as string).includes('%') ? { value: v } : { errors: [msg.ip(f)] };
 }
 
-function checkChoice(f: FieldSpec, v: unknown): Check {
+function checkChoice(f: FieldSpec, v: unknown, choices: readonly string[] = f.choices ?? []): Check {
   if (isAbsent(v) || v === '') return f.required ? { errors: [msg.required(f)] } : { value: null };
-  return typeof v === 'string' && f.choices?.includes(v) ? { value: v } : { errors: [msg.choice(f)] };
+  return typeof v === 'string' && choices.includes(v) ? { value: v } : { errors: [msg.choice(f)] };
 }
 
 function checkYesNo(f: FieldSpec, v: unknown): Check {
-  const checked = checkChoice({ ...f, choices: YES_NO }, v);
+  const checked = checkChoice(f, v, YES_NO);
   return checked.errors ? checked : { value: checked.value === 'yes' }; // absent (if optional): no
 }
 

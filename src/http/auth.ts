@@ -62,14 +62,15 @@ export interface Credentials {
   fresh: CredentialLookup;
 }
 
+/** Waits for an answer to be sent; true, for "the hook has answered". */
+const answered = async (sending: Promise<unknown>): Promise<true> => (await sending, true);
+
 /**
  * An onRequest hook that sets `request.charity`, or answers 401; or 429 for a client address that
  * has failed too often (an unknown username and a wrong password count, and look, the same). A
  * callback hook, not an async one: the common case (a remembered credential from an address the
  * throttle cannot block) is answered in the same call, with no promise per request.
  */
-const answered = async (sending: Promise<unknown>): Promise<true> => (await sending, true);
-
 export function basicAuth(
   credentials: Credentials,
   throttle: Throttle,

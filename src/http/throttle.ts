@@ -104,6 +104,7 @@ export class Throttle {
 
   /** Seconds to wait if this address (or this address against this username) has failed too often, else 0; counts nothing. */
   async authenticationBlocked(address: string, username: string): Promise<number> {
+    if (!this.mayBlock(address)) return 0;
     const [ip, pair] = await Promise.all([this.byAddress.get(address), this.byAddressAndUsername.get(pairKey(address, username))]);
     const blocked = [
       ip && ip.consumedPoints >= AUTH_FAILURES.perAddress ? ip : null,

@@ -29,8 +29,8 @@ export interface ExportedDonation extends StoredDonation {
 export interface IdempotencyKey {
   key: string;
   fingerprint: string;
-  /** An older form of the same fingerprint, that keys stored by an earlier version may hold. */
-  formerFingerprint?: string;
+  /** An older form of the same fingerprint, that keys stored by an earlier version may hold: made only if a stored key differs. */
+  formerFingerprint?: () => string;
   ttlMicros: number;
 }
 
@@ -245,7 +245,7 @@ export class Store {
           () => trx.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
         );
         if (known && known.expires_at >= formatMicros(now)) {
-          if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint) return { outcome: 'mismatch' };
+          if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
           const row = await trx.selectFrom('donations').selectAll().where('id', '=', known.donation_id).executeTakeFirstOrThrow();
           return { outcome: 'replay', donation: toStoredDonation(row) };
         }

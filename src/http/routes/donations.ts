@@ -40,7 +40,7 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
     if (keysInFlight.has(slot)) throw inFlight();
     keysInFlight.add(slot);
     try {
-      const keyed = { key, fingerprint: fingerprint(result.donation), formerFingerprint: formerFingerprint(result.donation), ttlMicros: IDEMPOTENCY.ttlMicros };
+      const keyed = { key, fingerprint: fingerprint(result.donation), formerFingerprint: () => formerFingerprint(result.donation), ttlMicros: IDEMPOTENCY.ttlMicros };
       const outcome = await store.recordKeyedDonation(charityId, result.donation, keyed, request.database);
       switch (outcome.outcome) {
         case 'replay':
