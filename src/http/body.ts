@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import formbody from '@fastify/formbody';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import sjson from 'secure-json-parse';
 import { HttpError } from './errors.js';
 
@@ -68,18 +68,19 @@ function charsetOf(contentType: string | undefined): string | undefined {
   return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
 }
 
-export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
-  // A callback hook, not an async one: it runs on every request with a body, and a promise per request is a cost.
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    const { headers } = request;
-    // Node's parser delivers exactly Content-Length bytes: within the limit, the body needs no counting.
-    if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > BODY_LIMIT)) return done(null, payload);
-    // pipe(), not pipeline(): pipeline costs an AbortController per request. Errors are forwarded by hand.
-    const limited = new BodyLimit();
-    payload.on('error', (err) => limited.destroy(err));
-    done(null, payload.pipe(limited));
-  });
+/** A preParsing hook: a body without a Content-Length within the limit is counted as it arrives. */
+export function boundBody(request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (err: Error | null, body?: RequestPayload) => void): void {
+  const { headers } = request;
+  // Node's parser delivers exactly Content-Length bytes: within the limit, the body needs no counting.
+  if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > BODY_LIMIT)) return done(null, payload);
+  // pipe(), not pipeline(): pipeline costs an AbortController per request. Errors are forwarded by hand.
+  const limited = new BodyLimit();
+  payload.on('error', (err) => limited.destroy(err));
+  done(null, payload.pipe(limited));
+}
 
+/** The JSON and form parsers (the body's limit is boundBody's). */
+export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
 
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {

@@ -32,7 +32,8 @@ export function loggable(err: unknown) {
   return { type: err.name, code: (err as { code?: unknown }).code, message: err.message, stack: err.stack };
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** The error, 404 and 405 handlers; returns the onRequest hook that answers a request with no route early. */
+export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: loggable(err) }, 'database unavailable');
@@ -70,13 +71,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return reply.code(404).send({ message: 'Not Found' });
   };
+  app.setNotFoundHandler(answerNoRoute);
   // No route: 404 or 405 before the body is read, so a body's faults (400, 413, 415) never come first.
-  // A callback hook, not an async one: every request passes it, and a promise per request is a cost.
-  app.addHook('onRequest', (request, reply, done) => {
+  return function answerNoRouteEarly(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
     if (!request.is404) return done();
     void discardBody(request.raw, reply.raw).then(() => answerNoRoute(request, reply)); // answered here: done() is not called
-  });
-  app.setNotFoundHandler(answerNoRoute);
+  };
 }
 
 /**
