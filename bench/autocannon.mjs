@@ -1,9 +1,9 @@
 // One autocannon load, in its own process so that the harness does nothing else meanwhile.
-// argv[2]: JSON {url, scenario: "me" | "create", connections, seconds, auth, marker}.
+// argv[2]: JSON {url, scenario: "me" | "create", connections, seconds, auth, marker, keyed}.
 // Prints one JSON line: what load.ts turns into a LoadResult.
 import autocannon from 'autocannon';
 
-const { url, scenario, connections, seconds, auth, marker } = JSON.parse(process.argv[2]);
+const { url, scenario, connections, seconds, auth, marker, keyed } = JSON.parse(process.argv[2]);
 
 const FIRST = ['Jane', 'John', 'Amira', 'Yusuf', 'Mei', 'Olu', 'Sven', 'Priya', 'Carlos', 'Fatima', 'Liam', 'Chen'];
 const LAST = ['Doe', 'Smith', 'Khan', 'Okafor', 'Nguyen', 'Garcia', 'Jensen', 'Patel', 'Rossi', 'Haddad'];
@@ -15,7 +15,7 @@ const int = (lo, hi) => lo + Math.floor(Math.random() * (hi - lo + 1));
 const two = (n) => String(n).padStart(2, '0');
 
 // A valid donation, different every time. The marker (unique per request) goes into
-// payment_confirmation_number, and into the Idempotency-Key header of 80% of the requests,
+// payment_confirmation_number, and in the keyed run into the Idempotency-Key header of each request,
 // so that the harness can count afterwards exactly which requests were stored.
 function donation(mark) {
   const first = pick(FIRST);
@@ -50,7 +50,7 @@ const request =
         setupRequest(req) {
           const mark = `${marker}-${++sent}`;
           req.headers = { ...base, 'content-type': 'application/json' };
-          if (Math.random() < 0.8) req.headers['idempotency-key'] = mark;
+          if (keyed) req.headers['idempotency-key'] = mark;
           req.body = donation(mark);
           return req;
         },

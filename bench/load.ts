@@ -16,6 +16,8 @@ export interface LoadSpec {
   auth: string;
   /** Create: each request carries `${marker}-…`, unique, as payment_confirmation_number. */
   marker: string;
+  /** Create: whether each request carries a fresh Idempotency-Key (its marker). */
+  keyed?: boolean;
 }
 
 export interface LoadResult {
@@ -96,7 +98,7 @@ function wrkLoader(version: string): Loader {
       const path = spec.scenario === 'create' ? '/api/v1/donation/create' : '/api/v1/me';
       const args = ['-t', String(Math.min(threads, spec.connections)), '-c', String(spec.connections), '-d', `${spec.seconds}s`,
         '--timeout', '10s', '-s', join(ROOT, 'bench', 'wrk.lua'), spec.url + path];
-      const env = { ...process.env, BENCH_SCENARIO: spec.scenario, BENCH_AUTH: spec.auth, BENCH_MARKER: spec.marker };
+      const env = { ...process.env, BENCH_SCENARIO: spec.scenario, BENCH_AUTH: spec.auth, BENCH_MARKER: spec.marker, BENCH_KEYED: spec.keyed ? '1' : '0' };
       const out = await runChild('wrk', args, env, onSpawn);
       const line = /^BENCH_RESULT (.*)$/m.exec(out)?.[1];
       if (!line) throw new Error(`wrk printed no result:\n${out}`);

@@ -2,6 +2,7 @@
 --   BENCH_SCENARIO  "me" (a fixed request: /me and the ceiling) or "create" (varied donations)
 --   BENCH_AUTH      the Authorization header value
 --   BENCH_MARKER    create only: prefix of the unique per-request marker
+--   BENCH_KEYED     create only: "1" for a fresh Idempotency-Key (the marker) on every request, else none
 -- done() prints one line "BENCH_RESULT {json}" for load.ts.
 local scenario = os.getenv("BENCH_SCENARIO") or "me"
 wrk.method = "POST"
@@ -23,6 +24,7 @@ if scenario == "create" then
   local METHODS = { "cash", "card", "bank transfer", "cheque" }
   local ZAKAT = { '"yes"', '"no"', "true", "false" }
   local marker = os.getenv("BENCH_MARKER")
+  local keyed = os.getenv("BENCH_KEYED") == "1"
   local random = math.random
   local function pick(list) return list[random(#list)] end
 
@@ -33,7 +35,7 @@ if scenario == "create" then
   end
 
   -- A valid donation, different every time; its marker goes into payment_confirmation_number
-  -- and, for 80% of them, into the Idempotency-Key header (as in autocannon.mjs).
+  -- and, in the keyed run, into the Idempotency-Key header (as in autocannon.mjs).
   function request()
     sent = sent + 1
     local mark = marker .. "-" .. (tid or 0) .. "-" .. sent -- tid is nil when wrk checks the request in its main state
@@ -66,7 +68,7 @@ if scenario == "create" then
       ["Accept"] = "application/json",
       ["Content-Type"] = "application/json",
     }
-    if random() < 0.8 then headers["Idempotency-Key"] = mark end
+    if keyed then headers["Idempotency-Key"] = mark end
     return wrk.format(nil, nil, headers, body)
   end
 end

@@ -8,26 +8,33 @@
 // own, and after such a failure the database is asked whether the token is there: if it is, the
 // writes were committed and their callers get their results; if it is not, nothing was; if the
 // database cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
+//
+// On SQLite the batch runs in one synchronous better-sqlite3 transaction: nothing awaits between
+// its statements, no deadline can pass in the middle of it, and a COMMIT's answer cannot be lost
+// (the database is in this process), so no token is needed.
 import { randomUUID } from 'node:crypto';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely, Transaction } from 'kysely';
 import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
+import { runOnKysely, runOnSqlite, type WriteProgram } from './statements.js';
 import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
-type Write<DB> = (trx: Transaction<DB>) => Promise<unknown>;
+/** A write, made afresh for each try (see statements.ts). */
+type Write = () => WriteProgram<unknown>;
 
-interface Pending<DB> {
-  write: Write<DB>;
+interface Pending {
+  write: Write;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
   /** Cuts the write short at its deadline. */
   timer: NodeJS.Timeout | undefined;
   /** The batch it is in, once it has left the queue. */
-  batch?: Batch<DB>;
+  batch?: Batch;
 }
 
 /** Writes committed together. Abandoned when one of them reaches its deadline: all are told at once, and it rolls back unless its COMMIT was sent. */
-interface Batch<DB> {
-  members: Pending<DB>[];
+interface Batch {
+  members: Pending[];
   abandoned: boolean;
   commitSent: boolean;
   /** Why the last try failed while trying again (another process holding SQLite's lock). */
@@ -67,7 +74,7 @@ class NotCommitted extends Error {
 const FAILURE_MEMORY_MS = 5000;
 
 export class GroupCommit<DB> {
-  private readonly queue: Pending<DB>[] = [];
+  private readonly queue: Pending[] = [];
   private running = 0;
   private scheduled = false;
   /** The last write that failed for want of a database (a full or read-only disk, a lost connection), until one succeeds. */
@@ -83,11 +90,16 @@ export class GroupCommit<DB> {
       /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
       concurrency: number;
       maxBatch?: number;
+      /** SQLite: the connection under `db`, on which each batch runs synchronously. */
+      sqlite?: BetterSqlite3.Database;
     },
   ) {
     this.concurrency = options.concurrency;
     this.maxBatch = options.maxBatch ?? 256;
+    this.sqlite = options.sqlite;
   }
+
+  private readonly sqlite: BetterSqlite3.Database | undefined;
 
   /**
    * The error the last write failed with, if writes are failing: one failed within the last
@@ -111,9 +123,9 @@ export class GroupCommit<DB> {
    * not stored: it never started, or its transaction rolls back (unless its COMMIT was already
    * sent: then CommitOutcomeUnknownError).
    */
-  run<T>(write: (trx: Transaction<DB>) => Promise<T>, deadline = performance.now() + DATABASE_BUDGET_MS): Promise<T> {
+  run<T>(write: () => WriteProgram<T>, deadline = performance.now() + DATABASE_BUDGET_MS): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const p: Pending<DB> = {
+      const p: Pending = {
         write,
         resolve: (value) => {
           clearTimeout(p.timer);
@@ -132,7 +144,7 @@ export class GroupCommit<DB> {
   }
 
   /** A write's deadline has come: out of the queue, or its whole batch abandoned. */
-  private expire(p: Pending<DB>): void {
+  private expire(p: Pending): void {
     const queued = this.queue.indexOf(p);
     if (queued >= 0) {
       this.queue.splice(queued, 1);
@@ -182,7 +194,7 @@ export class GroupCommit<DB> {
         // waits its turn is told and skipped, and never cuts short (or is stored after) another.
         for (const alone of batch.members.map((p) => this.batchOf([p]))) {
           if (alone.abandoned) continue;
-          const [p] = alone.members as [Pending<DB>];
+          const [p] = alone.members as [Pending];
           try {
             p.resolve((await this.commit(alone))[0]);
           } catch (one) {
@@ -197,8 +209,8 @@ export class GroupCommit<DB> {
     }
   }
 
-  private batchOf(members: Pending<DB>[]): Batch<DB> {
-    const batch: Batch<DB> = { members, abandoned: false, commitSent: false };
+  private batchOf(members: Pending[]): Batch {
+    const batch: Batch = { members, abandoned: false, commitSent: false };
     for (const p of members) p.batch = batch;
     return batch;
   }
@@ -209,7 +221,7 @@ export class GroupCommit<DB> {
    * other requests (GET /health, /me) are answered meanwhile. At the writes' deadline the lock's
    * holder wins and they fail with DatabaseDeadlineError (a 503), logged with the SQLITE_BUSY that held them.
    */
-  private async commit(batch: Batch<DB>): Promise<unknown[]> {
+  private async commit(batch: Batch): Promise<unknown[]> {
     for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
       try {
         return await this.commitOnce(batch);
@@ -225,15 +237,17 @@ export class GroupCommit<DB> {
    * Runs the batch's writes in one transaction with a token; their results once committed. Throws
    * NotCommitted when nothing was stored, CommitOutcomeUnknownError when that cannot be known.
    */
-  private async commitOnce(batch: Batch<DB>): Promise<unknown[]> {
+  private async commitOnce(batch: Batch): Promise<unknown[]> {
+    // A transaction another caller opened through Kysely (a migration, say) is waited for on Kysely's connection.
+    if (this.sqlite && !this.sqlite.inTransaction) return this.commitOnSqlite(this.sqlite, batch);
     const token = randomUUID();
     const values: unknown[] = [];
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (const { write } of batch.members) {
+        const stop = () => {
           if (batch.abandoned) throw new DatabaseDeadlineError();
-          values.push(await write(trx));
-        }
+        };
+        for (const { write } of batch.members) values.push(await runOnKysely(trx, write(), stop));
         await this.journal.record(trx, token);
         if (batch.abandoned) throw new DatabaseDeadlineError(); // rolls back: its writers were told it was not stored
         batch.commitSent = true; // Kysely sends COMMIT when this returns
@@ -250,6 +264,16 @@ export class GroupCommit<DB> {
       }
       if (committed) return values;
       throw new NotCommitted(err);
+    }
+  }
+
+  /** The batch in one synchronous transaction, BEGIN IMMEDIATE so another process's lock is met at once (and waited for in commit()). */
+  private commitOnSqlite(db: BetterSqlite3.Database, batch: Batch): unknown[] {
+    if (batch.abandoned) throw new NotCommitted(new DatabaseDeadlineError());
+    try {
+      return db.transaction(() => batch.members.map(({ write }) => runOnSqlite(db, write()))).immediate();
+    } catch (err) {
+      throw new NotCommitted(err); // rolled back, or never begun
     }
   }
 }

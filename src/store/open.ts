@@ -27,8 +27,14 @@ export interface StoreOptions {
 }
 
 export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000 }: StoreOptions = {}): Promise<Store> {
-  const dialect = location.dialect === 'sqlite' ? await sqliteDialect(location.path, sqliteBusyTimeoutMs) : await postgresDialect(location.url, location.poolMax);
-  const store = new Store(new Kysely<Database>({ dialect }), location.dialect, location.dialect === 'postgres' ? location.poolMax : 1);
+  let store: Store;
+  if (location.dialect === 'sqlite') {
+    const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
+    store = new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), 'sqlite', { sqlite });
+  } else {
+    const dialect = await postgresDialect(location.url, location.poolMax);
+    store = new Store(new Kysely<Database>({ dialect }), 'postgres', { writeConcurrency: location.poolMax });
+  }
   try {
     await store.migrate();
   } catch (err) {
@@ -38,7 +44,7 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
   return store;
 }
 
-async function sqliteDialect(path: string, busyTimeoutMs: number): Promise<Dialect> {
+async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSqlite3.Database> {
   // Loaded only for SQLite, as pg only for PostgreSQL: each backend's start-up pays for its own driver.
   const { default: BetterSqlite3 } = await import('better-sqlite3');
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -50,7 +56,7 @@ async function sqliteDialect(path: string, busyTimeoutMs: number): Promise<Diale
   db.pragma('foreign_keys = ON');
   // The CLI and the server share the file; wait for a writer instead of failing at once.
   db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  return new SqliteDialect({ database: reusingStatements(db) });
+  return reusingStatements(db);
 }
 
 /**

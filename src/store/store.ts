@@ -1,6 +1,7 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
-import { CompiledQuery, DEFAULT_MIGRATION_TABLE, Kysely, Migrator, sql, type Compilable, type QueryResult, type Selectable, type Transaction } from 'kysely';
+import type BetterSqlite3 from 'better-sqlite3';
+import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, sql, type Selectable } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -10,6 +11,7 @@ import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
+import { HotStatements, type WriteProgram } from './statements.js';
 import { migrations } from './migrations/index.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 
@@ -54,8 +56,15 @@ export class Store {
   constructor(
     private readonly db: Kysely<Database>,
     readonly dialect: DatabaseLocation['dialect'],
-    /** Write transactions at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
-    writeConcurrency = 1,
+    {
+      writeConcurrency = 1,
+      sqlite,
+    }: {
+      /** Write transactions at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
+      writeConcurrency?: number;
+      /** SQLite: the connection under `db`, on which creates are written synchronously, a batch at a time. */
+      sqlite?: BetterSqlite3.Database;
+    } = {},
   ) {
     this.writes = new GroupCommit(
       db,
@@ -63,7 +72,7 @@ export class Store {
         record: async (trx, token) => void (await trx.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).execute()),
         committed: async (token) => (await db.selectFrom('commit_tokens').select('token').where('token', '=', token).executeTakeFirst()) !== undefined,
       },
-      { concurrency: writeConcurrency },
+      { concurrency: writeConcurrency, sqlite },
     );
     this.claims = new ClaimLedger(db);
   }
@@ -226,7 +235,7 @@ export class Store {
    * same moment.
    */
   async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
-    return this.tracked(budget, (deadline) => this.writes.run((trx) => this.insertDonation(trx, charityId, d), deadline));
+    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertDonation(charityId, d), deadline));
   }
 
   /**
@@ -234,38 +243,31 @@ export class Store {
    * crash leaves both or neither); or, if the key is remembered, says what it was used for.
    */
   async recordKeyedDonation(charityId: number, d: NewDonation, idempotency: IdempotencyKey, budget?: DatabaseBudget): Promise<KeyedOutcome> {
-    const { key, fingerprint, formerFingerprint, ttlMicros } = idempotency;
-    return this.tracked(budget, (deadline) =>
-      this.writes.run(async (trx): Promise<KeyedOutcome> => {
-        const now = nowMicros();
-        const { rows: [known] } = await this.hot<{ fingerprint: string; donation_id: number; expires_at: string }>(
-          trx,
-          'key',
-          [charityId, key],
-          () => trx.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
-        );
-        if (known && known.expires_at >= formatMicros(now)) {
-          if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
-          const row = await trx.selectFrom('donations').selectAll().where('id', '=', known.donation_id).executeTakeFirstOrThrow();
-          return { outcome: 'replay', donation: toStoredDonation(row) };
-        }
-        if (known) {
-          // Expired: forgotten, and the key is used afresh.
-          await trx.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key).execute();
-        }
-        const donation = await this.insertDonation(trx, charityId, d);
-        const keyRow = { charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
-        const { rows: [kept] } = await this.hot(trx, 'key insert', Object.values(keyRow), () =>
-          trx
-            .insertInto('idempotency_keys')
-            .values(keyRow)
-            .onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing())
-            .returning('key'),
-        );
-        if (!kept) throw new KeyTakenError(); // rolls the donation back
-        return { outcome: 'created', donation };
-      }, deadline),
+    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertKeyedDonation(charityId, d, idempotency), deadline));
+  }
+
+  private *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey): WriteProgram<KeyedOutcome> {
+    const now = nowMicros();
+    const [known] = (yield this.hot.statement('key', [charityId, key], () =>
+      this.db.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
+    )) as { fingerprint: string; donation_id: number; expires_at: string }[];
+    if (known && known.expires_at >= formatMicros(now)) {
+      if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
+      const id = Number(known.donation_id);
+      const [row] = (yield this.hot.statement('donation by id', [id], () => this.db.selectFrom('donations').selectAll().where('id', '=', id))) as Selectable<DonationsTable>[];
+      return { outcome: 'replay', donation: toStoredDonation(row!) };
+    }
+    if (known) {
+      // Expired: forgotten, and the key is used afresh.
+      yield this.hot.statement('key delete', [charityId, key], () => this.db.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key));
+    }
+    const donation = yield* this.insertDonation(charityId, d);
+    const keyRow = { charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
+    const [kept] = yield this.hot.statement('key insert', Object.values(keyRow), () =>
+      this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
     );
+    if (!kept) throw new KeyTakenError(); // rolls the donation back
+    return { outcome: 'created', donation };
   }
 
   async findDonation(id: number): Promise<StoredDonation | undefined> {
@@ -300,32 +302,13 @@ export class Store {
     }
   }
 
-  /** The SQL of the statements every create runs, by name, compiled on first use (see hot). */
-  private readonly hotSql = new Map<string, string>();
+  /** The statements every create runs, compiled once. */
+  private readonly hot = new HotStatements();
 
-  /**
-   * Runs a statement that every create runs. Kysely would build and compile it afresh each time,
-   * about a quarter of a create's time; here its SQL is compiled once, and later runs only pass
-   * `parameters` (on SQLite, open.ts then reuses the prepared statement for the same SQL). The
-   * first run checks that `parameters` are the query's own, in its order.
-   */
-  private async hot<R>(trx: Transaction<Database>, name: string, parameters: unknown[], query: () => Compilable): Promise<QueryResult<R>> {
-    let text = this.hotSql.get(name);
-    if (text === undefined) {
-      const compiled = query().compile();
-      if (compiled.parameters.length !== parameters.length || compiled.parameters.some((p, i) => p !== parameters[i])) {
-        throw new Error(`the parameters of the ${name} statement are not the query's, in its order`);
-      }
-      text = compiled.sql;
-      this.hotSql.set(name, text);
-    }
-    return trx.executeQuery<R>(CompiledQuery.raw(text, parameters));
-  }
-
-  /** The donation as a row of its own, within `trx`. */
-  private async insertDonation(trx: Transaction<Database>, charityId: number, d: NewDonation): Promise<StoredDonation> {
+  /** The donation as a row of its own. */
+  private *insertDonation(charityId: number, d: NewDonation): WriteProgram<StoredDonation> {
     const row = toDonationRow(charityId, d, nowIso());
-    const { rows } = await this.hot<{ id: number }>(trx, 'donation insert', Object.values(row), () => trx.insertInto('donations').values(row).returning('id'));
-    return toStoredDonation({ ...row, id: rows[0]!.id } as Selectable<DonationsTable>);
+    const [inserted] = yield this.hot.statement('donation insert', Object.values(row), () => this.db.insertInto('donations').values(row).returning('id'));
+    return toStoredDonation({ ...row, id: inserted!.id } as Selectable<DonationsTable>);
   }
 }
