@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely, Transaction } from 'kysely';
 import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
-import { runOnKysely, runOnSqlite, type WriteProgram } from './statements.js';
+import { runBatchOnKysely, runOnSqlite, type WriteProgram } from './statements.js';
 import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
 /** A write, made afresh for each try (see statements.ts). */
@@ -247,7 +247,7 @@ export class GroupCommit<DB> {
         const stop = () => {
           if (batch.abandoned) throw new DatabaseDeadlineError();
         };
-        for (const { write } of batch.members) values.push(await runOnKysely(trx, write(), stop));
+        values.push(...(await runBatchOnKysely(trx, batch.members.map(({ write }) => write()), stop)));
         await this.journal.record(trx, token);
         if (batch.abandoned) throw new DatabaseDeadlineError(); // rolls back: its writers were told it was not stored
         batch.commitSent = true; // Kysely sends COMMIT when this returns

@@ -1,7 +1,9 @@
 // The writes every create makes, stated once and run two ways. A write is a generator that yields
 // the statements it runs and is handed back their rows: on SQLite a whole batch of them runs in one
-// synchronous better-sqlite3 transaction (no promise per statement); on PostgreSQL each statement
-// is a round trip awaited in the batch's transaction. The SQL of each statement is compiled once.
+// synchronous better-sqlite3 transaction (no promise per statement); on PostgreSQL the batch's
+// writes advance together, and the statements of one kind that they yield at the same step run as
+// one (a multi-row insert, say), so a batch costs a few round trips, not a few per write. The SQL
+// of each statement is compiled once.
 import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type Compilable, type Transaction } from 'kysely';
 
@@ -9,6 +11,15 @@ import { CompiledQuery, type Compilable, type Transaction } from 'kysely';
 export interface Statement {
   readonly sql: string;
   readonly parameters: readonly unknown[];
+  /** PostgreSQL: how statements of this kind yielded at the same step run together. */
+  readonly together?: Together;
+  /** What `together` needs of this statement (the row it inserts, say). */
+  readonly data?: unknown;
+}
+
+/** Statements of one kind run as one: each statement's rows, in order, as if it had run alone. */
+export interface Together {
+  run(statements: readonly Statement[], query: (compiled: CompiledQuery) => Promise<Rows>): Promise<Rows[]>;
 }
 
 export type Rows = Record<string, unknown>[];
@@ -24,7 +35,7 @@ export type WriteProgram<T> = Generator<Statement, T, Rows>;
 export class HotStatements {
   private readonly compiled = new Map<string, string>();
 
-  statement(name: string, parameters: readonly unknown[], query: () => Compilable): Statement {
+  statement(name: string, parameters: readonly unknown[], query: () => Compilable, together?: { with: Together; data?: unknown }): Statement {
     let sql = this.compiled.get(name);
     if (sql === undefined) {
       const first = query().compile();
@@ -34,7 +45,7 @@ export class HotStatements {
       sql = first.sql;
       this.compiled.set(name, sql);
     }
-    return { sql, parameters };
+    return { sql, parameters, together: together?.with, data: together?.data };
   }
 }
 
@@ -50,13 +61,37 @@ export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram
   return step.value;
 }
 
-/** Runs a write in a Kysely transaction, a round trip per statement; `stop` is asked before each one. */
-export async function runOnKysely<T, DB>(trx: Transaction<DB>, program: WriteProgram<T>, stop: () => void): Promise<T> {
-  let step = program.next();
-  while (!step.done) {
+/**
+ * Runs a batch's writes in a Kysely transaction, all advancing together: at each step, statements
+ * sharing a `together` run as one, the others one by one; `stop` is asked before each round trip.
+ * The writes are independent of one another (no two in a batch touch the same key), so the order
+ * of their statements within the transaction does not matter.
+ */
+export async function runBatchOnKysely<DB>(trx: Transaction<DB>, programs: WriteProgram<unknown>[], stop: () => void): Promise<unknown[]> {
+  const query = async (compiled: CompiledQuery): Promise<Rows> => {
     stop();
-    const { rows } = await trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(step.value.sql, [...step.value.parameters]));
-    step = program.next(rows);
+    return (await trx.executeQuery<Record<string, unknown>>(compiled)).rows;
+  };
+  const steps = programs.map((p) => p.next());
+  for (;;) {
+    const open = steps.flatMap((step, i) => (step.done ? [] : [i]));
+    if (open.length === 0) return steps.map((step) => step.value);
+    const rows = new Map<number, Rows>();
+    const groups = new Map<Together, number[]>();
+    for (const i of open) {
+      const { together } = steps[i]!.value as Statement;
+      if (together) groups.set(together, [...(groups.get(together) ?? []), i]);
+    }
+    for (const i of open) {
+      const statement = steps[i]!.value as Statement;
+      if (statement.together && groups.get(statement.together)!.length > 1) continue;
+      rows.set(i, await query(CompiledQuery.raw(statement.sql, [...statement.parameters])));
+    }
+    for (const [together, members] of groups) {
+      if (members.length < 2) continue;
+      const each = await together.run(members.map((i) => steps[i]!.value as Statement), query);
+      members.forEach((i, j) => rows.set(i, each[j]!));
+    }
+    for (const i of open) steps[i] = programs[i]!.next(rows.get(i)!);
   }
-  return step.value;
 }

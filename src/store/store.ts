@@ -1,7 +1,7 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely.
 // The dialect is chosen in open.ts; only migrating knows which one it is.
 import type BetterSqlite3 from 'better-sqlite3';
-import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, sql, type Selectable } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, sql, type Insertable, type Selectable } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -11,7 +11,7 @@ import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
-import { HotStatements, type WriteProgram } from './statements.js';
+import { HotStatements, type Rows, type Together, type WriteProgram } from './statements.js';
 import { migrations } from './migrations/index.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 
@@ -248,8 +248,11 @@ export class Store {
 
   private *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey): WriteProgram<KeyedOutcome> {
     const now = nowMicros();
-    const [known] = (yield this.hot.statement('key', [charityId, key], () =>
-      this.db.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
+    const [known] = (yield this.hot.statement(
+      'key',
+      [charityId, key],
+      () => this.db.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
+      { with: this.together.keyLookup },
     )) as { fingerprint: string; donation_id: number; expires_at: string }[];
     if (known && known.expires_at >= formatMicros(now)) {
       if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
@@ -263,8 +266,11 @@ export class Store {
     }
     const donation = yield* this.insertDonation(charityId, d);
     const keyRow = { charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
-    const [kept] = yield this.hot.statement('key insert', Object.values(keyRow), () =>
-      this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
+    const [kept] = yield this.hot.statement(
+      'key insert',
+      Object.values(keyRow),
+      () => this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
+      { with: this.together.keyInsert, data: keyRow },
     );
     if (!kept) throw new KeyTakenError(); // rolls the donation back
     return { outcome: 'created', donation };
@@ -305,10 +311,62 @@ export class Store {
   /** The statements every create runs, compiled once. */
   private readonly hot = new HotStatements();
 
+  /**
+   * How a batch's creates share round trips on PostgreSQL (statements.ts): their keys looked up in
+   * one query, their donations inserted in one (ids taken from the sequence first, so that each
+   * create knows its own for certain), their keys inserted in one.
+   */
+  private readonly together: Record<'keyLookup' | 'donationInsert' | 'keyInsert', Together> = {
+    keyLookup: {
+      run: async (statements, query) => {
+        const pairs = statements.map((s) => s.parameters as [number, string]);
+        const found = await query(
+          this.db
+            .selectFrom('idempotency_keys')
+            .select(['charity_id', 'key', 'fingerprint', 'donation_id', 'expires_at'])
+            // Each column against its list (an index scan with both), not a list of pairs (an OR of one scan per pair,
+            // slower to plan): the extra pairs this may find are not asked for, and left out below.
+            .where('charity_id', 'in', [...new Set(pairs.map(([c]) => c))])
+            .where('key', 'in', pairs.map(([, k]) => k))
+            .compile(),
+        );
+        const byPair = new Map(found.map((r) => [pairOf(r.charity_id, r.key), r]));
+        return pairs.map(([c, k]) => {
+          const known = byPair.get(pairOf(c, k));
+          return known ? [known] : [];
+        });
+      },
+    },
+    donationInsert: {
+      run: async (statements, query) => {
+        const ids = await query(sql<{ id: number }>`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${statements.length})`.compile(this.db));
+        const rows = statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
+        await query(this.db.insertInto('donations').values(rows).compile());
+        return rows.map(({ id }) => [{ id }]);
+      },
+    },
+    keyInsert: {
+      run: async (statements, query) => {
+        const rows = statements.map((s) => s.data as Insertable<Database['idempotency_keys']>);
+        const kept = await query(
+          this.db.insertInto('idempotency_keys').values(rows).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning(['charity_id', 'key']).compile(),
+        );
+        const keptPairs = new Set(kept.map((r) => pairOf(r.charity_id, r.key)));
+        return rows.map((r): Rows => (keptPairs.has(pairOf(r.charity_id, r.key)) ? [{ key: r.key }] : []));
+      },
+    },
+  };
+
   /** The donation as a row of its own. */
   private *insertDonation(charityId: number, d: NewDonation): WriteProgram<StoredDonation> {
     const row = toDonationRow(charityId, d, nowIso());
-    const [inserted] = yield this.hot.statement('donation insert', Object.values(row), () => this.db.insertInto('donations').values(row).returning('id'));
+    const [inserted] = yield this.hot.statement('donation insert', Object.values(row), () => this.db.insertInto('donations').values(row).returning('id'), {
+      with: this.together.donationInsert,
+      data: row,
+    });
     return toStoredDonation({ ...row, id: inserted!.id } as Selectable<DonationsTable>);
   }
 }
+
+/** A charity's idempotency key, as one string (ids may come back from PostgreSQL as numbers or strings). */
+const pairOf = (charityId: unknown, key: unknown): string => `${Number(charityId)}\n${String(key)}`;

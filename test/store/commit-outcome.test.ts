@@ -21,7 +21,7 @@ const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
 const CREATES = 3000;
 const CONCURRENCY = 48;
-const DROP_EVERY = 5; // every 5th COMMIT's answer is lost
+const DROP_EVERY = 3; // every 3rd COMMIT's answer is lost
 
 describe('a lost COMMIT answer never doubles a donation', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
   let database: TestDatabase;

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { signUpCharity } from '../../src/charities/signup.js';
 import type { NewDonation } from '../../src/donations/donation.js';
 import { validateDonation } from '../../src/donations/validate.js';
+import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import { DatabaseBudget } from '../../src/store/budget.js';
 import type { Store } from '../../src/store/store.js';
@@ -67,6 +68,38 @@ for (const backend of BACKENDS) {
       for await (const d of observer.exportDonations({})) emails.push(d.donor_email);
       assert.ok(!emails.includes('poison@example.org'), 'the failed write left nothing behind');
       assert.equal(emails.filter((e) => e.startsWith('neighbour-')).length, 29);
+    });
+
+    test('a burst of keyed creates, new keys, replays and a reused key together: each gets its own outcome and its own donation', async () => {
+      const keyed = (i: number, email = `keyed-${i}@example.org`) => {
+        const d = donation(email);
+        return store.recordKeyedDonation(charityId, d, { key: `burst-key-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
+      };
+      const first = await Promise.all(Array.from({ length: 50 }, (_, i) => keyed(i)));
+      for (const [i, outcome] of first.entries()) {
+        assert.equal(outcome.outcome, 'created');
+        if (outcome.outcome === 'created') assert.equal(outcome.donation.donor_email, `keyed-${i}@example.org`);
+      }
+      // Replays, reused keys with another body and new keys, all at once (so in shared batches).
+      const again = await Promise.all(Array.from({ length: 75 }, (_, i) => (i < 50 && i % 5 === 4 ? keyed(i, `other-${i}@example.org`) : keyed(i))));
+      for (const [i, outcome] of again.entries()) {
+        if (i >= 50) {
+          assert.equal(outcome.outcome, 'created', `key ${i}`);
+        } else if (i % 5 === 4) {
+          assert.equal(outcome.outcome, 'mismatch', `key ${i}`);
+          continue;
+        } else {
+          assert.equal(outcome.outcome, 'replay', `key ${i}`);
+        }
+        const { donation: answered } = outcome as { donation: { id: number; donor_email: string } };
+        assert.equal(answered.donor_email, `keyed-${i}@example.org`, `key ${i} answers with its own donation`);
+        if (i < 50) assert.equal(answered.id, (first[i] as { donation: { id: number } }).donation.id);
+        assert.ok(await visible(answered.id));
+      }
+      const emails: string[] = [];
+      for await (const d of observer.exportDonations({})) emails.push(d.donor_email);
+      assert.equal(emails.filter((e) => e.startsWith('keyed-')).length, 75, 'one donation per key');
+      assert.ok(!emails.some((e) => e.startsWith('other-')), 'a reused key stored nothing');
     });
 
     test('after a failed batch, a write whose deadline passes while it waits its turn is told and not stored; every write told it is stored is', async (t) => {

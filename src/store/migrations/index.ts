@@ -8,6 +8,7 @@ import { idempotencyKeys } from './0002_idempotency_keys.js';
 import { giftaidClaims } from './0003_giftaid_claims.js';
 import { commitTokens } from './0004_commit_tokens.js';
 import { keysWithTheirDonation } from './0005_keys_with_their_donation.js';
+import { donationIdsByDefault } from './0006_donation_ids_by_default.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -16,5 +17,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0003_giftaid_claims': giftaidClaims(dialect),
     '0004_commit_tokens': commitTokens(),
     '0005_keys_with_their_donation': keysWithTheirDonation(),
+    '0006_donation_ids_by_default': donationIdsByDefault(dialect),
   };
 }
