@@ -50,6 +50,8 @@ export class KeyTakenError extends Error {}
 
 export class Store {
   private readonly writes: GroupCommit<Database>;
+  /** PostgreSQL: how a batch's creates share round trips (sharedRoundTrips). */
+  private readonly together: ReturnType<Store['sharedRoundTrips']> | undefined;
   /** The Gift Aid claims. */
   readonly claims: ClaimLedger;
 
@@ -75,6 +77,7 @@ export class Store {
       { concurrency: writeConcurrency, sqlite },
     );
     this.claims = new ClaimLedger(db);
+    this.together = dialect === 'postgres' ? this.sharedRoundTrips() : undefined;
   }
 
   /** Reports each group-commit batch's size and commit time (to metrics). */
@@ -252,7 +255,7 @@ export class Store {
       'key',
       [charityId, key],
       () => this.db.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
-      { with: this.together.keyLookup },
+      this.together && { with: this.together.keyLookup },
     )) as { fingerprint: string; donation_id: number; expires_at: string }[];
     if (known && known.expires_at >= formatMicros(now)) {
       if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
@@ -270,7 +273,7 @@ export class Store {
       'key insert',
       Object.values(keyRow),
       () => this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
-      { with: this.together.keyInsert, data: keyRow },
+      this.together && { with: this.together.keyInsert, data: keyRow },
     );
     if (!kept) throw new KeyTakenError(); // rolls the donation back
     return { outcome: 'created', donation };
@@ -314,56 +317,61 @@ export class Store {
   /**
    * How a batch's creates share round trips on PostgreSQL (statements.ts): their keys looked up in
    * one query, their donations inserted in one (ids taken from the sequence first, so that each
-   * create knows its own for certain), their keys inserted in one.
+   * create knows its own for certain), their keys inserted in one. PostgreSQL's SQL, and only there:
+   * SQLite runs each batch in one synchronous call, with no round trips to share.
    */
-  private readonly together: Record<'keyLookup' | 'donationInsert' | 'keyInsert', Together> = {
-    keyLookup: {
-      run: async (statements, query) => {
-        const pairs = statements.map((s) => s.parameters as [number, string]);
-        const found = await query(
-          this.db
-            .selectFrom('idempotency_keys')
-            .select(['charity_id', 'key', 'fingerprint', 'donation_id', 'expires_at'])
-            // Each column against its list (an index scan with both), not a list of pairs (an OR of one scan per pair,
-            // slower to plan): the extra pairs this may find are not asked for, and left out below.
-            .where('charity_id', 'in', [...new Set(pairs.map(([c]) => c))])
-            .where('key', 'in', pairs.map(([, k]) => k))
-            .compile(),
-        );
-        const byPair = new Map(found.map((r) => [pairOf(r.charity_id, r.key), r]));
-        return pairs.map(([c, k]) => {
-          const known = byPair.get(pairOf(c, k));
-          return known ? [known] : [];
-        });
+  private sharedRoundTrips(): Record<'keyLookup' | 'donationInsert' | 'keyInsert', Together> {
+    return {
+      keyLookup: {
+        run: async (statements, query) => {
+          const pairs = statements.map((s) => s.parameters as [number, string]);
+          const found = await query(
+            this.db
+              .selectFrom('idempotency_keys')
+              .select(['charity_id', 'key', 'fingerprint', 'donation_id', 'expires_at'])
+              // Each column against its list (an index scan with both), not a list of pairs (an OR of one scan per pair,
+              // slower to plan): the extra pairs this may find are not asked for, and left out below.
+              .where('charity_id', 'in', [...new Set(pairs.map(([c]) => c))])
+              .where('key', 'in', pairs.map(([, k]) => k))
+              .compile(),
+          );
+          const byPair = new Map(found.map((r) => [pairOf(r.charity_id, r.key), r]));
+          return pairs.map(([c, k]) => {
+            const known = byPair.get(pairOf(c, k));
+            return known ? [known] : [];
+          });
+        },
       },
-    },
-    donationInsert: {
-      run: async (statements, query) => {
-        const ids = await query(sql<{ id: number }>`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${statements.length})`.compile(this.db));
-        const rows = statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
-        await query(this.db.insertInto('donations').values(rows).compile());
-        return rows.map(({ id }) => [{ id }]);
+      donationInsert: {
+        run: async (statements, query) => {
+          const ids = await query(sql<{ id: number }>`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${statements.length})`.compile(this.db));
+          const rows = statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
+          await query(this.db.insertInto('donations').values(rows).compile());
+          return rows.map(({ id }) => [{ id }]);
+        },
       },
-    },
-    keyInsert: {
-      run: async (statements, query) => {
-        const rows = statements.map((s) => s.data as Insertable<Database['idempotency_keys']>);
-        const kept = await query(
-          this.db.insertInto('idempotency_keys').values(rows).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning(['charity_id', 'key']).compile(),
-        );
-        const keptPairs = new Set(kept.map((r) => pairOf(r.charity_id, r.key)));
-        return rows.map((r): Rows => (keptPairs.has(pairOf(r.charity_id, r.key)) ? [{ key: r.key }] : []));
+      keyInsert: {
+        run: async (statements, query) => {
+          const rows = statements.map((s) => s.data as Insertable<Database['idempotency_keys']>);
+          const kept = await query(
+            this.db.insertInto('idempotency_keys').values(rows).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning(['charity_id', 'key']).compile(),
+          );
+          const keptPairs = new Set(kept.map((r) => pairOf(r.charity_id, r.key)));
+          return rows.map((r): Rows => (keptPairs.has(pairOf(r.charity_id, r.key)) ? [{ key: r.key }] : []));
+        },
       },
-    },
-  };
+    };
+  }
 
   /** The donation as a row of its own. */
   private *insertDonation(charityId: number, d: NewDonation): WriteProgram<StoredDonation> {
     const row = toDonationRow(charityId, d, nowIso());
-    const [inserted] = yield this.hot.statement('donation insert', Object.values(row), () => this.db.insertInto('donations').values(row).returning('id'), {
-      with: this.together.donationInsert,
-      data: row,
-    });
+    const [inserted] = yield this.hot.statement(
+      'donation insert',
+      Object.values(row),
+      () => this.db.insertInto('donations').values(row).returning('id'),
+      this.together && { with: this.together.donationInsert, data: row },
+    );
     return toStoredDonation({ ...row, id: inserted!.id } as Selectable<DonationsTable>);
   }
 }
