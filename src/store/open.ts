@@ -7,6 +7,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type Dialect, type PostgresPool
 import type pg from 'pg';
 import type { DatabaseLocation } from '../config.js';
 import type { Database } from './schema.js';
+import { migrate } from './migrate.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 
@@ -27,16 +28,18 @@ export interface StoreOptions {
 }
 
 export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000 }: StoreOptions = {}): Promise<Store> {
+  let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
-    store = new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), 'sqlite', { sqlite });
+    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    store = new Store(db, 'sqlite', { sqlite });
   } else {
-    const dialect = await postgresDialect(location.url, location.poolMax);
-    store = new Store(new Kysely<Database>({ dialect }), 'postgres', { writeConcurrency: location.poolMax });
+    db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax) });
+    store = new Store(db, 'postgres', { writeConcurrency: location.poolMax });
   }
   try {
-    await store.migrate();
+    await migrate(db, location.dialect);
   } catch (err) {
     await store.close();
     throw err;

@@ -1,7 +1,8 @@
-// The Store: everything Almoner keeps, behind one interface, written once over Kysely.
-// The dialect is chosen in open.ts; only migrating knows which one it is.
+// The Store: everything Almoner keeps, behind one interface, written once over Kysely. The dialect
+// is chosen in open.ts; writes are batched by group-commit.ts and stated in statements.ts, and the
+// schema is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -12,8 +13,6 @@ import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
 import { HotStatements, type Rows, type Together, type WriteProgram } from './statements.js';
-import { migrations } from './migrations/index.js';
-import { isDatabaseUnavailable } from './unavailable.js';
 
 export interface DonationFilter {
   /** The charity's username. */
@@ -83,49 +82,6 @@ export class Store {
   /** Reports each group-commit batch's size and commit time (to metrics). */
   observeBatches(observer: BatchObserver): void {
     this.writes.observeWith(observer);
-  }
-
-  /** Applies every pending migration; safe to call from several processes at once. */
-  async migrate(): Promise<void> {
-    if (await this.isUpToDate()) return;
-    if (this.dialect === 'sqlite') return this.migrateOn(this.db); // SQLite's write lock serialises migrators
-    // Instances starting together take turns: a session-level advisory lock held on one connection
-    // covers the whole run, including the creation of Kysely's own bookkeeping tables.
-    await this.db.connection().execute(async (conn) => {
-      await sql`select pg_advisory_lock(hashtext('almoner:migrate'))`.execute(conn);
-      try {
-        await this.migrateOn(conn);
-      } finally {
-        await sql`select pg_advisory_unlock(hashtext('almoner:migrate'))`.execute(conn);
-      }
-    });
-  }
-
-  /**
-   * Whether exactly the known migrations have run: one query, where Kysely's Migrator takes its locks
-   * and reads the catalogue first, tens of milliseconds of every start. Anything else, such as a new
-   * database or a pending migration, is the Migrator's to handle.
-   */
-  private async isUpToDate(): Promise<boolean> {
-    let applied: string[];
-    try {
-      const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(this.db);
-      applied = rows.map((row) => row.name);
-    } catch (err) {
-      if (isDatabaseUnavailable(err)) throw err;
-      return false; // no bookkeeping table yet
-    }
-    const known = Object.keys(migrations(this.dialect));
-    return applied.length === known.length && known.every((name) => applied.includes(name));
-  }
-
-  private async migrateOn(db: Kysely<Database>): Promise<void> {
-    const provider = { getMigrations: async () => migrations(this.dialect) };
-    const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
-    if (error) {
-      const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-      throw new Error(`Database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
   }
 
   /**

@@ -1,0 +1,49 @@
+// Brings a database's schema up to date: every migration in migrations/, in order, once.
+import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely } from 'kysely';
+import type { DatabaseLocation } from '../config.js';
+import { migrations } from './migrations/index.js';
+import type { Database } from './schema.js';
+import { isDatabaseUnavailable } from './unavailable.js';
+
+/** Applies every pending migration; safe to call from several processes at once. */
+export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+  if (await isUpToDate(db, dialect)) return;
+  if (dialect === 'sqlite') return migrateOn(db, dialect); // SQLite's write lock serialises migrators
+  // Instances starting together take turns: a session-level advisory lock held on one connection
+  // covers the whole run, including the creation of Kysely's own bookkeeping tables.
+  await db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(hashtext('almoner:migrate'))`.execute(conn);
+    try {
+      await migrateOn(conn, dialect);
+    } finally {
+      await sql`select pg_advisory_unlock(hashtext('almoner:migrate'))`.execute(conn);
+    }
+  });
+}
+
+/**
+ * Whether exactly the known migrations have run: one query, where Kysely's Migrator takes its locks
+ * and reads the catalogue first, tens of milliseconds of every start. Anything else, such as a new
+ * database or a pending migration, is the Migrator's to handle.
+ */
+async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {
+  let applied: string[];
+  try {
+    const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db);
+    applied = rows.map((row) => row.name);
+  } catch (err) {
+    if (isDatabaseUnavailable(err)) throw err;
+    return false; // no bookkeeping table yet
+  }
+  const known = Object.keys(migrations(dialect));
+  return applied.length === known.length && known.every((name) => applied.includes(name));
+}
+
+async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+  const provider = { getMigrations: async () => migrations(dialect) };
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    throw new Error(`Database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
