@@ -1,17 +1,15 @@
 // What every subcommand shares: the store DATABASE_URL names, said out loud, and plain output.
 import { existsSync } from 'node:fs';
-import { databaseFromEnv, describeDatabase } from '../config.js';
+import { databaseFromEnv, describeDatabase, type DatabaseLocation } from '../config.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { UsageError } from './usage.js';
 
 /**
- * Opens the database, saying on standard error which one it is. Only a command that makes the
- * first record (`charity create`) may create a new SQLite file: any other, run from the wrong
- * folder or with the wrong DATABASE_URL, would otherwise find an empty database and say so as if
- * it were the real one.
+ * The database DATABASE_URL names, said on standard error; a SQLite file that is not there is a
+ * mistake (exit 2) unless the command may create it.
  */
-export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCreate = false } = {}): Promise<T> {
+export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
   const location = databaseFromEnv();
   process.stderr.write(`almoner: database ${describeDatabase(location)}\n`);
   if (location.dialect === 'sqlite' && !mayCreate && location.path !== ':memory:' && !existsSync(location.path)) {
@@ -20,6 +18,17 @@ export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCrea
         '(a relative sqlite: path is taken from the current folder), or create the first charity with `bin/almoner charity create`.',
     );
   }
+  return location;
+}
+
+/**
+ * Opens the database, saying on standard error which one it is. Only a command that makes the
+ * first record (`charity create`) may create a new SQLite file: any other, run from the wrong
+ * folder or with the wrong DATABASE_URL, would otherwise find an empty database and say so as if
+ * it were the real one.
+ */
+export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCreate = false } = {}): Promise<T> {
+  const location = theDatabase({ mayCreate });
   const store = await openStore(location);
   try {
     return await work(store);

@@ -1,0 +1,65 @@
+// bin/almoner backup and restore: a checked copy of the SQLite database, taken while the server
+// runs, and put back while it does not. On PostgreSQL, its own tools do this (the README shows how).
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { Command } from 'commander';
+import { openStore } from '../store/open.js';
+import { backUpSqlite, CopyRefused, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
+import { print, theDatabase } from './io.js';
+import { UsageError } from './usage.js';
+
+const ON_POSTGRES =
+  "the database is PostgreSQL: back it up and restore it with PostgreSQL's own tools, for example\n" +
+  '  pg_dump --format=custom --file=almoner.dump "$DATABASE_URL"\n' +
+  '  pg_restore --clean --if-exists --no-owner --dbname="$DATABASE_URL" almoner.dump\n' +
+  "and, for point-in-time recovery, base backups with WAL archiving (see the README, \"Looking after the data\").";
+
+const describe = (s: CopySummary) =>
+  `${(s.bytes / 1048576).toFixed(1)} MB, integrity ok, schema ${s.schema}: ${s.charities} charities, ${s.donations} donations, ` +
+  `${s.idempotencyKeys} idempotency keys, ${s.giftaidClaims} Gift Aid claims`;
+
+/** A refusal from the store is the operator's to fix: exit 2. */
+async function refusalsAreUsage<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof CopyRefused) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+export function backupCommand(): Command {
+  return new Command('backup')
+    .description('copy the SQLite database while the server runs, check the copy, and say what it holds')
+    .requiredOption('--out <file>', 'where to write the copy (a new file: a backup never overwrites one)')
+    .action(async ({ out }: { out: string }) => {
+      const location = theDatabase();
+      if (location.dialect === 'postgres') throw new UsageError(ON_POSTGRES);
+      if (location.path === ':memory:') throw new UsageError('an in-memory database has nothing to back up');
+      const file = resolve(out);
+      if (existsSync(file)) throw new UsageError(`${file} exists already: give the backup a new name`);
+      if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
+      const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file));
+      print(`backup written to ${file}: ${describe(summary)}`);
+    });
+}
+
+export function restoreCommand(): Command {
+  return new Command('restore')
+    .description('put a backup made by `backup` in place of the SQLite database (stop the server first)')
+    .argument('<file>', 'the backup')
+    .option('--replace', 'replace the database that is there (it is kept beside it, renamed, not deleted)')
+    .action(async (from: string, { replace = false }: { replace?: boolean }) => {
+      const location = theDatabase({ mayCreate: true });
+      if (location.dialect === 'postgres') throw new UsageError(ON_POSTGRES);
+      if (location.path === ':memory:') throw new UsageError('a backup cannot be restored into an in-memory database');
+      const file = resolve(from);
+      if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
+      if (!existsSync(dirname(resolve(location.path)))) throw new UsageError(`the folder ${dirname(resolve(location.path))} does not exist`);
+      const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, resolve(location.path), { replace }));
+      // Opened as the server would open it: a backup from an earlier version is migrated now.
+      await (await openStore(location)).close();
+      if (keptAs) print(`the database that was there is kept as ${keptAs}`);
+      print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
+    });
+}

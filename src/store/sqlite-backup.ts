@@ -1,0 +1,161 @@
+// Backups of a SQLite database: taken while the server runs and keeps answering, checked before
+// they are reported, and put back only while nothing has the database open. (PostgreSQL has its
+// own tools for this: see the README.)
+import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { migrations } from './migrations/index.js';
+
+/** What a checked copy holds. */
+export interface CopySummary {
+  bytes: number;
+  charities: number;
+  donations: number;
+  idempotencyKeys: number;
+  giftaidClaims: number;
+  /** The last migration the copy has: the schema version it was made with. */
+  schema: string;
+}
+
+/** Not done, and nothing changed: the operator asked for something that cannot be done as asked. */
+export class CopyRefused extends Error {}
+
+/** SQLite's backup API copies this many pages in one step: all of them, from one read snapshot. */
+const ALL_PAGES = 0x7fffffff;
+
+async function driver(): Promise<typeof BetterSqlite3> {
+  return (await import('better-sqlite3')).default;
+}
+
+/**
+ * Copies the database at `source` to `out` with SQLite's online backup API. The copy is read from
+ * one snapshot in a single step: in WAL mode a reader never blocks the writer, so a server using
+ * the database keeps answering and committing, and the copy holds exactly what was committed when
+ * it began (copied a bit at a time, it would start over each time the server wrote). It is written
+ * beside `out`, fsynced and checked, then renamed into place: `out` is a whole, checked copy or
+ * nothing.
+ */
+export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
+  const Database = await driver();
+  const partial = `${out}.partial-${process.pid}`;
+  try {
+    const db = new Database(source, { fileMustExist: true });
+    try {
+      db.pragma('busy_timeout = 5000');
+      await db.backup(partial, { progress: () => ALL_PAGES });
+    } finally {
+      db.close();
+    }
+    // One self-contained file: the copy took the source's WAL mode, which would give it -wal and -shm
+    // files of its own whenever it is opened. The server sets WAL again when it opens a restored copy.
+    const copy = new Database(partial);
+    try {
+      copy.pragma('journal_mode = DELETE');
+    } finally {
+      copy.close();
+    }
+    syncFile(partial);
+    const summary = await checkCopy(partial);
+    renameSync(partial, out);
+    syncFile(dirname(out));
+    return summary;
+  } catch (err) {
+    rmSync(partial, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Checks that `path` is a whole Almoner database this version can open: SQLite's integrity check,
+ * the schema's migrations (none newer than this version knows), and what it holds.
+ */
+export async function checkCopy(path: string): Promise<CopySummary> {
+  const Database = await driver();
+  let db: BetterSqlite3.Database;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    throw new CopyRefused(`${path} cannot be opened as a SQLite database: ${(err as Error).message}`);
+  }
+  try {
+    let integrity: unknown;
+    try {
+      integrity = db.pragma('integrity_check', { simple: true });
+    } catch (err) {
+      throw new CopyRefused(`${path} is not a SQLite database, or is damaged: ${(err as Error).message}`);
+    }
+    if (integrity !== 'ok') throw new CopyRefused(`${path} is damaged: SQLite's integrity check says ${String(integrity)}`);
+    const hasSchema = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'").get();
+    if (!hasSchema) throw new CopyRefused(`${path} is a SQLite database, but not Almoner's (it has no migrations table)`);
+    const applied = (db.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map((r) => r.name);
+    const known = Object.keys(migrations('sqlite'));
+    const unknown = applied.filter((name) => !known.includes(name));
+    if (unknown.length) throw new CopyRefused(`${path} was made by a newer Almoner (its schema has ${unknown.join(', ')}): restore it with that version`);
+    const count = (table: string) => (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n;
+    return {
+      bytes: statSync(path).size,
+      charities: count('charities'),
+      donations: count('donations'),
+      idempotencyKeys: count('idempotency_keys'),
+      giftaidClaims: count('giftaid_claims'),
+      schema: applied.at(-1) ?? '(none)',
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/** Whether another connection (a server, another command) has the database open: it then holds a lock an exclusive one cannot get. */
+export async function inUse(path: string): Promise<boolean> {
+  const Database = await driver();
+  const db = new Database(path, { fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE; COMMIT');
+    return false;
+  } catch (err) {
+    if ((err as { code?: string }).code?.startsWith('SQLITE_BUSY')) return true;
+    throw err;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Puts the checked backup `from` in place of the database at `target`, which nothing may have open.
+ * An existing database is kept beside it, renamed (with its WAL, if any), never deleted; the copy
+ * is written beside the target, fsynced and renamed into place, so the target is the old database
+ * or the whole backup, never a part of one.
+ */
+export async function restoreSqlite(from: string, target: string, { replace }: { replace: boolean }): Promise<{ summary: CopySummary; keptAs?: string }> {
+  const summary = await checkCopy(from);
+  let keptAs: string | undefined;
+  if (existsSync(target)) {
+    if (!replace) throw new CopyRefused(`there is a database at ${target} already: add --replace to put the backup in its place (the old one is kept beside it, renamed)`);
+    if (await inUse(target)) throw new CopyRefused(`the database at ${target} is in use (a server or another command has it open): stop it, then restore`);
+    keptAs = `${target}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    for (const suffix of ['-wal', '-shm']) if (existsSync(target + suffix)) renameSync(target + suffix, keptAs + suffix);
+    renameSync(target, keptAs);
+  }
+  const partial = `${target}.partial-${process.pid}`;
+  try {
+    copyFileSync(from, partial);
+    syncFile(partial);
+    renameSync(partial, target);
+    syncFile(dirname(target));
+  } catch (err) {
+    rmSync(partial, { force: true });
+    throw err;
+  }
+  return { summary, keptAs };
+}
+
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
