@@ -3,9 +3,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
-import { openStore } from '../store/open.js';
 import { backUpSqlite, CopyRefused, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
-import { print, theDatabase } from './io.js';
+import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
 const ON_POSTGRES =
@@ -13,6 +12,8 @@ const ON_POSTGRES =
   '  pg_dump --format=custom --file=almoner.dump "$DATABASE_URL"\n' +
   '  pg_restore --clean --if-exists --no-owner --dbname="$DATABASE_URL" almoner.dump\n' +
   "and, for point-in-time recovery, base backups with WAL archiving (see the README, \"Looking after the data\").";
+
+const counts = (s: CopySummary) => ({ charities: s.charities, donations: s.donations, schema: s.schema });
 
 const describe = (s: CopySummary) =>
   `${(s.bytes / 1048576).toFixed(1)} MB, integrity ok, schema ${s.schema}: ${s.charities} charities, ${s.donations} donations, ` +
@@ -40,6 +41,8 @@ export function backupCommand(): Command {
       if (existsSync(file)) throw new UsageError(`${file} exists already: give the backup a new name`);
       if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
       const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file));
+      // In the database backed up, after the copy: the copy is of what was there before.
+      await withStoreAt(location, (store) => store.audit({ action: 'backup', target: file, summary: counts(summary) }));
       print(`backup written to ${file}: ${describe(summary)}`);
     });
 }
@@ -57,8 +60,11 @@ export function restoreCommand(): Command {
       if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
       if (!existsSync(dirname(resolve(location.path)))) throw new UsageError(`the folder ${dirname(resolve(location.path))} does not exist`);
       const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, resolve(location.path), { replace }));
-      // Opened as the server would open it: a backup from an earlier version is migrated now.
-      await (await openStore(location)).close();
+      // Opened as the server would open it (a backup from an earlier version is migrated now), and
+      // the restore is the first entry of the restored database's trail after the backup's own.
+      await withStoreAt(location, (store) =>
+        store.audit({ action: 'restore', target: resolve(location.path), summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } }),
+      );
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
     });

@@ -61,6 +61,12 @@ export function donationsCommand(): Command {
         if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) {
           throw new UsageError(`no charity has the username ${JSON.stringify(opts.charity)}.`);
         }
+        // Recorded before the first row is written: a reader that stops early has still taken data out.
+        await store.audit({
+          action: 'donations export',
+          target: opts.charity ?? '(every charity)',
+          summary: { format: opts.format, from: opts.from ?? null, to: opts.to ?? null },
+        });
         const source = Readable.from(
           (async function* () {
             for await (const d of store.exportDonations(opts)) yield exportRow(d);

@@ -28,7 +28,11 @@ export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
  * it were the real one.
  */
 export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCreate = false } = {}): Promise<T> {
-  const location = theDatabase({ mayCreate });
+  return withStoreAt(theDatabase({ mayCreate }), work);
+}
+
+/** Opens the store at `location`, runs `work`, closes it. */
+export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(location);
   try {
     return await work(store);

@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
+import { auditCommand } from './audit.js';
 import { backupCommand, restoreCommand } from './backup.js';
 import { charityCommand } from './charity.js';
 import { donationsCommand } from './donations.js';
@@ -40,6 +41,7 @@ program.addCommand(donationsCommand());
 program.addCommand(giftaidCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
+program.addCommand(auditCommand());
 
 // Subcommands added with addCommand do not inherit these settings, so set them on every one.
 (function configure(command: Command) {

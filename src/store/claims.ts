@@ -9,6 +9,7 @@ import type { ScheduleRow } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import type { Database, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
+import { appendAudit } from './audit.js';
 
 /** A claim as the ledger gives it: its row, with the charity's username for its id. */
 export type Claim = Omit<Selectable<GiftaidClaimsTable>, 'charity_id'> & { charity: string };
@@ -112,6 +113,11 @@ export class ClaimLedger {
           })
           .returning('id')
           .executeTakeFirstOrThrow();
+        await appendAudit(trx, {
+          action: 'giftaid claim',
+          target: `claim ${id}`,
+          summary: { charity_id: claim.charityId, up_to: claim.upTo, donations: claim.rows.length, total_minor: claim.rows.reduce((sum, r) => sum + r.amountMinor, 0) },
+        });
         for (let start = 0; start < claim.rows.length; start += INSERT_CHUNK) {
           await trx
             .insertInto('giftaid_claim_donations')
@@ -187,6 +193,7 @@ export class ClaimLedger {
         .where('status', 'in', from)
         .executeTakeFirst();
       if (r.numUpdatedRows === 0n) return false;
+      await appendAudit(trx, { action: 'giftaid mark', target: `claim ${id}`, summary: { status: to } });
       if (to === 'rejected') {
         await trx.updateTable('giftaid_claim_donations').set({ live: null }).where('claim_id', '=', id).execute();
       }

@@ -73,6 +73,17 @@ export interface CommitTokensTable {
   committed_at: string;
 }
 
+/** An operator action: when, what, on what, by which operating-system user on which host, and a summary (JSON; never a secret or a donor's personal data). */
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: string;
+  action: string;
+  target: string;
+  os_user: string;
+  host: string;
+  summary: string;
+}
+
 export interface Database {
   charities: CharitiesTable;
   donations: DonationsTable;
@@ -80,4 +91,5 @@ export interface Database {
   giftaid_claims: GiftaidClaimsTable;
   giftaid_claim_donations: GiftaidClaimDonationsTable;
   commit_tokens: CommitTokensTable;
+  audit_log: AuditLogTable;
 }

@@ -2,7 +2,8 @@
 // is chosen in open.ts; writes are batched by group-commit.ts and stated in statements.ts, and the
 // schema is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
+import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
@@ -137,15 +138,20 @@ export class Store {
     });
   }
 
+  /** Signs a charity up, with its audit entry in the same transaction. */
   async createCharity(c: NewCharity): Promise<Charity> {
     const now = nowIso();
     const taken = await this.db.selectFrom('charities').select('id').where('username', '=', c.username).executeTakeFirst();
     if (taken) throw new UsernameTakenError(c.username);
-    const row = await this.db
-      .insertInto('charities')
-      .values({ ...c, active: 1, created_at: now, updated_at: now })
-      .returning(['id', 'name', 'email', 'username', 'active', 'created_at'])
-      .executeTakeFirstOrThrow();
+    const row = await this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .insertInto('charities')
+        .values({ ...c, active: 1, created_at: now, updated_at: now })
+        .returning(['id', 'name', 'email', 'username', 'active', 'created_at'])
+        .executeTakeFirstOrThrow();
+      await appendAudit(trx, { action: 'charity create', target: row.username, summary: { id: Number(row.id), name: row.name } });
+      return row;
+    });
     return { ...row, active: Boolean(row.active) };
   }
 
@@ -166,24 +172,35 @@ export class Store {
     return Number(n);
   }
 
-  /** Returns false when there is no such charity. */
+  /** A new password (its hash), audited as a rotation; false when there is no such charity. */
   async setPasswordHash(username: string, password_hash: string): Promise<boolean> {
-    const r = await this.db
-      .updateTable('charities')
-      .set({ password_hash, updated_at: nowIso() })
-      .where('username', '=', username)
-      .executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+    return this.changeCharity(username, { password_hash }, { action: 'charity rotate', target: username });
   }
 
-  /** Returns false when there is no such charity. */
+  /** Enabled or disabled, audited; false when there is no such charity. */
   async setActive(username: string, active: boolean): Promise<boolean> {
-    const r = await this.db
-      .updateTable('charities')
-      .set({ active: active ? 1 : 0, updated_at: nowIso() })
-      .where('username', '=', username)
-      .executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+    return this.changeCharity(username, { active: active ? 1 : 0 }, { action: active ? 'charity enable' : 'charity disable', target: username });
+  }
+
+  private async changeCharity(username: string, change: Updateable<Database['charities']>, audit: AuditEntry): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx.updateTable('charities').set({ ...change, updated_at: nowIso() }).where('username', '=', username).executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return false;
+      await appendAudit(trx, audit);
+      return true;
+    });
+  }
+
+  // --- the audit trail ---
+
+  /** Records an operator action that changes nothing here (an export, a backup) or that happened elsewhere. */
+  async audit(entry: AuditEntry): Promise<void> {
+    await appendAudit(this.db, entry);
+  }
+
+  /** The audit trail, oldest first, from `since` (a stored timestamp) on. */
+  async auditTrail(since?: string): Promise<AuditRecord[]> {
+    return readAudit(this.db, since);
   }
 
   // --- donations ---

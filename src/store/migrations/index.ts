@@ -9,6 +9,7 @@ import { giftaidClaims } from './0003_giftaid_claims.js';
 import { commitTokens } from './0004_commit_tokens.js';
 import { keysWithTheirDonation } from './0005_keys_with_their_donation.js';
 import { donationIdsByDefault } from './0006_donation_ids_by_default.js';
+import { auditLog } from './0007_audit_log.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -18,5 +19,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0004_commit_tokens': commitTokens(),
     '0005_keys_with_their_donation': keysWithTheirDonation(),
     '0006_donation_ids_by_default': donationIdsByDefault(dialect),
+    '0007_audit_log': auditLog(dialect),
   };
 }

@@ -1,0 +1,61 @@
+// The audit trail of operator actions: appended, never changed (the database refuses; see
+// migrations/0007_audit_log.ts). Each change's entry goes in the same transaction as the change.
+import { hostname, userInfo } from 'node:os';
+import type { Kysely } from 'kysely';
+import { nowIso } from '../time.js';
+import type { Database } from './schema.js';
+
+/** What was done, to what, in a few facts: never a password, never a donor's personal data. */
+export interface AuditEntry {
+  action: AuditAction;
+  target: string;
+  summary?: Record<string, string | number | boolean | null>;
+}
+
+export type AuditAction =
+  | 'charity create'
+  | 'charity rotate'
+  | 'charity disable'
+  | 'charity enable'
+  | 'donations export'
+  | 'giftaid claim'
+  | 'giftaid mark'
+  | 'backup'
+  | 'restore';
+
+export interface AuditRecord {
+  id: number;
+  at: string;
+  action: string;
+  target: string;
+  osUser: string;
+  host: string;
+  summary: Record<string, unknown>;
+}
+
+/** Who is acting: the operating-system user (by uid where the system has no name for it) and the host. */
+function actor(): { os_user: string; host: string } {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = `uid ${process.getuid?.() ?? '?'}`;
+  }
+  return { os_user: user, host: hostname() };
+}
+
+/** Appends `entry`, within `db` (pass the transaction of the change it records). */
+export async function appendAudit(db: Kysely<Database>, entry: AuditEntry): Promise<void> {
+  await db
+    .insertInto('audit_log')
+    .values({ at: nowIso(), action: entry.action, target: entry.target, ...actor(), summary: JSON.stringify(entry.summary ?? {}) })
+    .execute();
+}
+
+/** The trail in order, from `since` (a stored timestamp) on. */
+export async function readAudit(db: Kysely<Database>, since?: string): Promise<AuditRecord[]> {
+  let q = db.selectFrom('audit_log').selectAll();
+  if (since !== undefined) q = q.where('at', '>=', since);
+  const rows = await q.orderBy('id').execute();
+  return rows.map((r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, osUser: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }));
+}

@@ -1,0 +1,152 @@
+// The audit trail (issue 14, item 4): every operator action leaves one entry, in the transaction
+// of the change it records, with the operating-system user and host and never a secret; the
+// database refuses to change or delete an entry; `bin/almoner audit` reads it. Without the trail
+// every test here fails (no audit command, no audit_log table).
+import assert from 'node:assert/strict';
+import { hostname, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { validateDonation } from '../../src/donations/validate.js';
+import { openStore } from '../../src/store/open.js';
+import { exampleDonation } from '../support/app.js';
+import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt } from '../support/cli.js';
+
+interface Entry {
+  id: number;
+  at: string;
+  action: string;
+  target: string;
+  osUser: string;
+  host: string;
+  summary: Record<string, unknown>;
+}
+
+async function trail(url: string, args: string[] = []): Promise<Entry[]> {
+  const run = await almoner(url, ['audit', '--json', ...args]);
+  assert.equal(run.code, 0, run.stderr);
+  return run.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Entry);
+}
+
+/** Runs one statement on the database directly, as someone at a SQL prompt would. */
+async function rawSql(database: TestDatabase, statement: string): Promise<void> {
+  if (database.location.dialect === 'sqlite') {
+    const db = new BetterSqlite3(database.location.path);
+    try {
+      db.exec(statement);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+for (const backend of BACKENDS) {
+  describe(`the audit trail [${backend.name}]`, () => {
+    let database: TestDatabase;
+
+    before(async () => {
+      assertBuilt();
+      database = await backend.createDatabase();
+    });
+    after(async () => {
+      await database?.drop();
+    });
+
+    test('each operator action leaves one entry, in order, with who and where, and never a password', async () => {
+      const made = await almoner(database.url, ['charity', 'create', '--name', 'Audit Hands', '--email', 'a@example.org', '--json']);
+      assert.equal(made.code, 0, made.stderr);
+      const { username, password, id } = JSON.parse(made.stdout) as { username: string; password: string; id: number };
+      const rotated = await almoner(database.url, ['charity', 'rotate', username, '--json']);
+      const newPassword = (JSON.parse(rotated.stdout) as { password: string }).password;
+      assert.equal((await almoner(database.url, ['charity', 'disable', username])).code, 0);
+      assert.equal((await almoner(database.url, ['charity', 'enable', username])).code, 0);
+      assert.equal((await almoner(database.url, ['charity', 'rotate', 'no-such-charity'])).code, 2); // no change, no entry
+      assert.equal((await almoner(database.url, ['donations', 'export', '--charity', username, '--format', 'jsonl', '--from', '2026-01-01'])).code, 0);
+
+      // Gift Aid: a claim prepared and marked, through the ledger the giftaid commands use.
+      const store = await openStore(database.location);
+      try {
+        const v = validateDonation(exampleDonation({ gift_aid: 'yes' }));
+        assert.ok(v.ok);
+        const donation = await store.recordDonation(id, v.donation);
+        const row = { donationId: donation.id, firstName: 'Jane', lastName: 'Doe', houseNameOrNumber: '12', postcode: 'SW1A 1AA', donationDay: '2026-01-02', amountMinor: 2500 };
+        const claim = await store.claims.prepare({ charityId: id, upTo: '2026-11-01', claimDate: '2026-11-24', rows: [row] });
+        await store.claims.mark(claim.id, 'submitted');
+        await store.claims.mark(claim.id, 'submitted'); // no change, no entry
+      } finally {
+        await store.close();
+      }
+
+      const entries = await trail(database.url);
+      assert.deepEqual(
+        entries.map((e) => `${e.action} ${e.target}`),
+        [
+          `charity create ${username}`,
+          `charity rotate ${username}`,
+          `charity disable ${username}`,
+          `charity enable ${username}`,
+          `donations export ${username}`,
+          'giftaid claim claim 1',
+          'giftaid mark claim 1',
+        ],
+      );
+      const me = userInfo().username;
+      for (const e of entries) {
+        assert.equal(e.osUser, me);
+        assert.equal(e.host, hostname());
+        assert.match(e.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+      }
+      assert.deepEqual(entries[4]!.summary, { format: 'jsonl', from: '2026-01-01T00:00:00.000000Z', to: null });
+      assert.deepEqual(entries[6]!.summary, { status: 'submitted' });
+      const text = (await almoner(database.url, ['audit'])).stdout + JSON.stringify(entries);
+      for (const secret of [password, newPassword, 'Jane', 'SW1A 1AA', 'jane.doe@example.com']) {
+        assert.ok(!text.includes(secret), `the audit trail shows ${secret}`);
+      }
+      assert.deepEqual(await trail(database.url, ['--since', '2999-01-01']), []);
+    });
+
+    test('the database refuses to change or delete an entry', async () => {
+      await signUpCharityVia(database);
+      await assert.rejects(rawSql(database, "update audit_log set action = 'nothing'"), /never changed or deleted/);
+      await assert.rejects(rawSql(database, 'delete from audit_log'), /never changed or deleted/);
+      assert.ok((await trail(database.url)).length > 0);
+    });
+  });
+}
+
+async function signUpCharityVia(database: TestDatabase): Promise<void> {
+  const store = await openStore(database.location);
+  try {
+    await signUpCharity(store, { name: 'Another', email: 'another@example.org' });
+  } finally {
+    await store.close();
+  }
+}
+
+describe('the audit trail of backups and restores [sqlite]', () => {
+  test('a backup is recorded in the database backed up; a restore, in the database restored', async () => {
+    const dir = tempDir();
+    const url = `sqlite:${join(dir, 'almoner.db')}`;
+    assert.equal((await almoner(url, ['charity', 'create', '--name', 'B', '--email', 'b@example.org'])).code, 0);
+    const file = join(dir, 'backup.db');
+    assert.equal((await almoner(url, ['backup', '--out', file])).code, 0);
+    assert.deepEqual((await trail(url)).map((e) => e.action), ['charity create', 'backup']);
+
+    const restoredUrl = `sqlite:${join(tempDir(), 'almoner.db')}`;
+    assert.equal((await almoner(restoredUrl, ['restore', file])).code, 0);
+    const restored = await trail(restoredUrl);
+    assert.deepEqual(restored.map((e) => e.action), ['charity create', 'restore'], 'the copy holds the trail up to the backup, then the restore');
+    assert.equal(restored[1]!.summary.from, file);
+  });
+});
