@@ -10,20 +10,14 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { validateDonation } from '../../src/donations/validate.js';
+import type { AuditRecord } from '../../src/store/audit.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
 import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
-interface Entry {
-  id: number;
-  at: string;
-  action: string;
-  target: string;
-  osUser: string;
-  host: string;
-  summary: Record<string, unknown>;
-}
+/** `audit --json` prints the store's records, one per line. */
+type Entry = AuditRecord;
 
 async function trail(url: string, args: string[] = []): Promise<Entry[]> {
   const run = await almoner(url, ['audit', '--json', ...args]);
