@@ -23,7 +23,7 @@ function encoder({ format, bom }: Pick<ExportOptions, 'format' | 'bom'>): Transf
   });
 }
 
-function exportRow(d: ExportedDonation) {
+export function exportRow(d: ExportedDonation) {
   return { ...toDonationRecord(d), charity: d.charity, recorded_at: d.recorded_at };
 }
 

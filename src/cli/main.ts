@@ -7,6 +7,7 @@ import { auditCommand } from './audit.js';
 import { backupCommand, restoreCommand } from './backup.js';
 import { charityCommand } from './charity.js';
 import { donationsCommand } from './donations.js';
+import { donorCommand } from './donor.js';
 import { giftaidCommand } from './giftaid.js';
 import { UsageError } from './usage.js';
 
@@ -39,6 +40,7 @@ program
 program.addCommand(charityCommand());
 program.addCommand(donationsCommand());
 program.addCommand(giftaidCommand());
+program.addCommand(donorCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
 program.addCommand(auditCommand());

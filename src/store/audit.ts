@@ -1,5 +1,6 @@
 // The audit trail of operator actions: appended, never changed (the database refuses; see
 // migrations/0007_audit_log.ts). Each change's entry goes in the same transaction as the change.
+import { createHash } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../time.js';
@@ -18,6 +19,7 @@ export type AuditAction =
   | 'charity disable'
   | 'charity enable'
   | 'donations export'
+  | 'donor export'
   | 'giftaid claim'
   | 'giftaid mark'
   | 'backup'
@@ -31,6 +33,14 @@ export interface AuditRecord {
   osUser: string;
   host: string;
   summary: Record<string, unknown>;
+}
+
+/**
+ * How the trail names a donor without their personal data: a SHA-256 of the e-mail address in
+ * lower case, cut short. Whoever has the address can find its entries; the trail alone cannot say whose they are.
+ */
+export function donorReference(email: string): string {
+  return `donor ${createHash('sha256').update(email.toLowerCase()).digest('hex').slice(0, 16)}`;
 }
 
 /** Who is acting: the operating-system user (by uid where the system has no name for it) and the host. */

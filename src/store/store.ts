@@ -21,6 +21,8 @@ export interface DonationFilter {
   /** Inclusive bounds on donation_date, in the stored timestamp format. */
   from?: string;
   to?: string;
+  /** Only this donor's donations: the e-mail address, in any case. */
+  donorEmail?: string;
 }
 
 export interface ExportedDonation extends StoredDonation {
@@ -279,6 +281,7 @@ export class Store {
     if (filter.charity !== undefined) q = q.where('charities.username', '=', filter.charity);
     if (filter.from !== undefined) q = q.where('donations.donation_date', '>=', filter.from);
     if (filter.to !== undefined) q = q.where('donations.donation_date', '<=', filter.to);
+    if (filter.donorEmail !== undefined) q = q.where(sql<string>`lower(donations.donor_email)`, '=', filter.donorEmail.toLowerCase());
     for await (const row of q.orderBy('donations.id').stream(500)) {
       yield { ...toStoredDonation(row), charity: row.charity };
     }

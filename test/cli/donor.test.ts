@@ -1,0 +1,85 @@
+// bin/almoner donor export (issue 14, item 2): a subject access request's answer, every donation
+// with the donor's e-mail address in any case, across charities or for one; the audit trail names
+// the donor by a reference, never by the address. Without the command every test here fails.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { validateDonation } from '../../src/donations/validate.js';
+import { openStore } from '../../src/store/open.js';
+import { exampleDonation, RECORD_KEYS } from '../support/app.js';
+import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt } from '../support/cli.js';
+
+interface Exported {
+  donor_email: string;
+  charity: string | null;
+  exported_at: string;
+  donations: Record<string, unknown>[];
+}
+
+for (const backend of BACKENDS) {
+  describe(`bin/almoner donor export [${backend.name}]`, () => {
+    let database: TestDatabase;
+    let first: string;
+    let second: string;
+
+    before(async () => {
+      assertBuilt();
+      database = await backend.createDatabase();
+      const store = await openStore(database.location);
+      try {
+        const a = (await signUpCharity(store, { name: 'First', email: 'first@example.org' })).charity;
+        const b = (await signUpCharity(store, { name: 'Second', email: 'second@example.org' })).charity;
+        [first, second] = [a.username, b.username];
+        const record = async (charityId: number, email: string, amount: string) => {
+          const v = validateDonation(exampleDonation({ donor_email: email, amount }));
+          assert.ok(v.ok);
+          await store.recordDonation(charityId, v.donation);
+        };
+        await record(a.id, 'Sam.Donor@Example.org', '1.00');
+        await record(a.id, 'someone.else@example.org', '2.00');
+        await record(b.id, 'sam.donor@example.org', '3.00');
+        await record(b.id, 'SAM.DONOR@EXAMPLE.ORG', '4.00');
+      } finally {
+        await store.close();
+      }
+    });
+    after(async () => {
+      await database?.drop();
+    });
+
+    const exportFor = async (args: string[]) => {
+      const run = await almoner(database.url, ['donor', 'export', ...args]);
+      assert.equal(run.code, 0, run.stderr);
+      return JSON.parse(run.stdout) as Exported;
+    };
+
+    test("every donation with the address, in any case, across charities, each as the API's record with its charity", async () => {
+      const doc = await exportFor(['--email', 'sam.DONOR@example.org']);
+      assert.equal(doc.donor_email, 'sam.DONOR@example.org');
+      assert.equal(doc.charity, null);
+      assert.deepEqual(doc.donations.map((d) => d.amount), ['1.00', '3.00', '4.00']);
+      assert.deepEqual(doc.donations.map((d) => d.charity), [first, second, second]);
+      for (const d of doc.donations) assert.deepEqual(Object.keys(d), [...RECORD_KEYS, 'charity', 'recorded_at']);
+    });
+
+    test('--charity narrows it to one charity; an unknown charity is a usage error; an unknown donor an empty list', async () => {
+      assert.deepEqual((await exportFor(['--email', 'sam.donor@example.org', '--charity', first])).donations.map((d) => d.amount), ['1.00']);
+      const unknown = await almoner(database.url, ['donor', 'export', '--email', 'sam.donor@example.org', '--charity', 'nobody']);
+      assert.equal(unknown.code, 2);
+      assert.deepEqual((await exportFor(['--email', 'never.gave@example.org'])).donations, []);
+      const bad = await almoner(database.url, ['donor', 'export', '--email', 'not-an-address']);
+      assert.equal(bad.code, 2);
+    });
+
+    test('the audit trail records each export by a reference to the donor, never the address', async () => {
+      const audit = await almoner(database.url, ['audit', '--json']);
+      const entries = audit.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { action: string; target: string; summary: Record<string, unknown> });
+      const exports = entries.filter((e) => e.action === 'donor export');
+      assert.ok(exports.length >= 3);
+      assert.match(exports[0]!.target, /^donor [0-9a-f]{16}$/);
+      assert.equal(exports[0]!.target, exports[1]!.target, 'the same donor, in any case, has the same reference');
+      assert.ok(!audit.stdout.toLowerCase().includes('sam.donor'), 'the trail holds no address');
+    });
+  });
+}
