@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { generatePassword, hashPassword } from '../charities/credentials.js';
 import { signUpCharity } from '../charities/signup.js';
 import { print, printAtOnce, printJson, withStore } from './io.js';
-import { emailArgument, nameArgument, UsageError } from './usage.js';
+import { emailArgument, nameArgument, unknownCharity } from './usage.js';
 
 export function charityCommand(): Command {
   const charity = new Command('charity').description('sign charities up and manage their credentials');
@@ -52,7 +52,7 @@ export function charityCommand(): Command {
     .action(async (username: string, opts: { json?: boolean }) => {
       const password = generatePassword();
       const found = await withStore((store) => store.setPasswordHash(username, hashPassword(password)));
-      if (!found) throw new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
+      if (!found) throw unknownCharity(username);
       printSecret(
         username,
         opts.json
@@ -68,7 +68,7 @@ export function charityCommand(): Command {
       .argument('<username>')
       .action(async (username: string) => {
         const found = await withStore((store) => store.setActive(username, active));
-        if (!found) throw new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
+        if (!found) throw unknownCharity(username);
         print(`${active ? 'Enabled' : 'Disabled'} ${username}.`);
       });
   }

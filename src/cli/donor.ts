@@ -5,7 +5,7 @@ import { donorReference } from '../store/audit.js';
 import { nowIso } from '../time.js';
 import { exportRow } from './donations.js';
 import { print, withStore } from './io.js';
-import { emailArgument, UsageError } from './usage.js';
+import { emailArgument, unknownCharity } from './usage.js';
 
 export function donorCommand(): Command {
   const donor = new Command('donor').description("answer a donor's requests about their data (UK GDPR)");
@@ -17,9 +17,7 @@ export function donorCommand(): Command {
     .option('--charity <username>', "only this charity's donations")
     .action(async (opts: { email: string; charity?: string }) => {
       const document = await withStore(async (store) => {
-        if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) {
-          throw new UsageError(`no charity has the username ${JSON.stringify(opts.charity)}.`);
-        }
+        if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) throw unknownCharity(opts.charity);
         const donations = [];
         for await (const d of store.exportDonations({ charity: opts.charity, donorEmail: opts.email })) donations.push(exportRow(d));
         // The trail names the donor by a reference, never by the address.

@@ -30,7 +30,7 @@ import type { Store } from '../store/store.js';
 import { ukDay } from '../time.js';
 import { RFC_4180 } from './csv.js';
 import { print, printJson, withStore } from './io.js';
-import { fromArgument, toArgument, UsageError } from './usage.js';
+import { fromArgument, toArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
@@ -268,7 +268,7 @@ async function claimSpreadsheets(store: Store, claim: Claim, charityName: string
 
 async function findCharity(store: Store, username: string): Promise<{ id: number; name: string }> {
   const charity = await store.findCredential(username);
-  if (!charity) throw new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
+  if (!charity) throw unknownCharity(username);
   return charity;
 }
 

@@ -5,6 +5,11 @@ import { endOfDayIso, isRealDate, startOfDayIso } from '../time.js';
 /** A mistake in what the operator asked for: exit status 2. */
 export class UsageError extends Error {}
 
+/** No charity has this username: a usage error. */
+export function unknownCharity(username: string): UsageError {
+  return new UsageError(`no charity has the username ${JSON.stringify(username)}.`);
+}
+
 export function emailArgument(value: string): string {
   if (!isEmail(value)) throw new InvalidArgumentError('must be a valid email address.');
   return value;
