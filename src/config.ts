@@ -86,6 +86,15 @@ export function databaseFromEnv(env: NodeJS.ProcessEnv = process.env): DatabaseL
   return parseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL, parsePoolMax(env.DATABASE_POOL_MAX));
 }
 
+/** RETENTION_YEARS: how long a donation without Gift Aid keeps its donor's personal data (6 by default). */
+export function retentionYearsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.RETENTION_YEARS;
+  if (raw === undefined || raw === '') return 6;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n < 1 || n > 100) throw new ConfigError(`RETENTION_YEARS must be a whole number of years from 1 to 100 (got ${JSON.stringify(raw)}).`);
+  return n;
+}
+
 function parseCreateRateLimit(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 100;
   const n = Number(raw);

@@ -2,7 +2,9 @@
 // request: every donation recorded with the donor's e-mail address, as JSON.
 import { Command } from 'commander';
 import { donorReference } from '../store/audit.js';
-import { nowIso } from '../time.js';
+import { DONATION_FIELDS } from '../donations/fields.js';
+import type { DonationErasure } from '../store/donors.js';
+import { nowIso, ukDay } from '../time.js';
 import { exportRow } from './donations.js';
 import { print, withStore } from './io.js';
 import { emailArgument, unknownCharity } from './usage.js';
@@ -27,5 +29,37 @@ export function donorCommand(): Command {
       print(JSON.stringify(document, null, 2));
     });
 
+  donor
+    .command('erase')
+    .description("erase the donor's personal data (UK GDPR Article 17), keeping what Gift Aid requires until its retention period ends")
+    .requiredOption('--email <email>', "the donor's e-mail address", emailArgument)
+    .option('--charity <username>', "only this charity's donations")
+    .option('--dry-run', 'say what would be erased and kept, and change nothing')
+    .action(async (opts: { email: string; charity?: string; dryRun?: boolean }) => {
+      const dryRun = opts.dryRun === true;
+      const found = await withStore(async (store) => {
+        if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) throw unknownCharity(opts.charity);
+        return store.donors.erase({ email: opts.email, charity: opts.charity, today: ukDay(new Date()), dryRun });
+      });
+      for (const line of describeErasures(found, dryRun)) print(line);
+    });
+
   return donor;
+}
+
+/** What an erasure did (or would do) to each donation, and why it kept what it kept. */
+export function describeErasures(found: DonationErasure[], dryRun: boolean): string[] {
+  const label = (name: string) => DONATION_FIELDS.find((f) => f.name === name)!.label;
+  const lines = found.map(({ id, charity, day, giftAid, erasure }) => {
+    const erased = erasure.erased.length ? `${dryRun ? 'would erase' : 'erased'} ${erasure.erased.map(label).join(', ')}` : 'nothing left to erase';
+    const kept = erasure.keptUntil
+      ? `; kept ${erasure.kept.map((n) => (n === 'donor_address' ? 'house name or number' : label(n))).join(', ')} until ${erasure.keptUntil}: HMRC requires Gift Aid records for six years after the tax year of the donation`
+      : '';
+    return `donation ${id} (${charity}, ${day}, ${giftAid ? 'Gift Aid' : 'no Gift Aid'}): ${erased}${kept}`;
+  });
+  return [
+    ...lines,
+    `${found.length} donation${found.length === 1 ? '' : 's'}${dryRun ? ' (a dry run: nothing was changed)' : ''}. ` +
+      'Amounts, dates, Gift Aid and zakat flags, payment methods and confirmation numbers are kept, so totals and claims still add up.',
+  ];
 }

@@ -8,6 +8,7 @@ import { backupCommand, restoreCommand } from './backup.js';
 import { charityCommand } from './charity.js';
 import { donationsCommand } from './donations.js';
 import { donorCommand } from './donor.js';
+import { retentionCommand } from './retention.js';
 import { giftaidCommand } from './giftaid.js';
 import { UsageError } from './usage.js';
 
@@ -41,6 +42,7 @@ program.addCommand(charityCommand());
 program.addCommand(donationsCommand());
 program.addCommand(giftaidCommand());
 program.addCommand(donorCommand());
+program.addCommand(retentionCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
 program.addCommand(auditCommand());

@@ -28,6 +28,12 @@ export interface FieldSpec {
   readonly choices?: readonly string[];
   readonly description: string;
   readonly example: string;
+  /**
+   * A donor's personal data, and what erasing it does (donations/erasure.ts): `now` goes at once;
+   * `gift-aid` is kept while HMRC may still ask about a gift-aided donation; `house` is cut down to
+   * the house name or number for that time. Fields without it are not personal data and stay.
+   */
+  readonly erasure?: 'now' | 'gift-aid' | 'house';
 }
 
 export const AMOUNT_MIN = '0.01';
@@ -47,14 +53,14 @@ function field<const N extends string, const K extends FieldKind, const R extend
 
 /** The interface's fields, in the interface's order (the record's order after `id`). */
 export const DONATION_FIELDS = [
-  field('donor_first_name', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's first name.", example: 'Jane' }),
-  field('donor_last_name', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's last name.", example: 'Doe' }),
-  field('donor_email', 'email', { required: true, maxLength: 254, description: "Donor's e-mail address.", example: 'jane.doe@example.com' }),
-  field('donor_phone', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's phone number.", example: '07700 900123' }),
-  field('donor_address', 'text', { required: false, maxLength: 1000, description: "Donor's street address, house name or number first.", example: '12 High Street' }),
-  field('donor_city', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's town or city.", example: 'London' }),
-  field('donor_postcode', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's postcode.", example: 'SW1A 1AA' }),
-  field('donor_ip', 'ip', { required: false, maxLength: TEXT_MAX, description: "Donor's IPv4 or IPv6 address; an empty string is stored and returned as null.", example: '203.0.113.7' }),
+  field('donor_first_name', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's first name.", example: 'Jane', erasure: 'gift-aid' }),
+  field('donor_last_name', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's last name.", example: 'Doe', erasure: 'gift-aid' }),
+  field('donor_email', 'email', { required: true, maxLength: 254, description: "Donor's e-mail address.", example: 'jane.doe@example.com', erasure: 'now' }),
+  field('donor_phone', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's phone number.", example: '07700 900123', erasure: 'now' }),
+  field('donor_address', 'text', { required: false, maxLength: 1000, description: "Donor's street address, house name or number first.", example: '12 High Street', erasure: 'house' }),
+  field('donor_city', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's town or city.", example: 'London', erasure: 'now' }),
+  field('donor_postcode', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's postcode.", example: 'SW1A 1AA', erasure: 'gift-aid' }),
+  field('donor_ip', 'ip', { required: false, maxLength: TEXT_MAX, description: "Donor's IPv4 or IPv6 address; an empty string is stored and returned as null.", example: '203.0.113.7', erasure: 'now' }),
   field('gift_aid', 'yes_no', { required: true, description: 'Whether the donor made a Gift Aid declaration.', example: 'yes' }),
   field('amount', 'amount', { required: true, description: `Amount in plain decimal notation, at most two decimals, from ${AMOUNT_MIN} to ${AMOUNT_MAX}; a string is echoed exactly as sent.`, example: '25.00' }),
   field('payment_method', 'text', { required: false, maxLength: TEXT_MAX, description: 'How the donation was paid, for example `cash` or `card`.', example: 'cash' }),

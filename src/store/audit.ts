@@ -20,6 +20,8 @@ export type AuditAction =
   | 'charity enable'
   | 'donations export'
   | 'donor export'
+  | 'donor erase'
+  | 'retention apply'
   | 'giftaid claim'
   | 'giftaid mark'
   | 'backup'

@@ -1,5 +1,5 @@
 // The database schema as one TypeScript interface: the single source of the query types.
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 import type { DonationColumns } from '../donations/fields.js';
 import type { ClaimStatus } from '../giftaid/claim.js';
 
@@ -21,7 +21,13 @@ export interface CharitiesTable {
  * text, yes/no and flags as 0 or 1, an amount as sent and in pence, dates as ISO 8601 UTC with
  * microseconds: fixed width, so text order is time order).
  */
-export type DonationsTable = { id: Generated<number>; charity_id: number } & DonationColumns & { recorded_at: string };
+export type DonationsTable = { id: Generated<number>; charity_id: number } & DonationColumns & {
+  recorded_at: string;
+  /** When its personal data was erased (donations/erasure.ts); null while it has not been. */
+  erased_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** YYYY-MM-DD: the last day the personal data kept for Gift Aid must be kept; null if none is. */
+  erase_after: ColumnType<string | null, string | null | undefined, string | null>;
+};
 
 export interface IdempotencyKeysTable {
   charity_id: number;

@@ -9,6 +9,7 @@ import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
 import type { Database, DonationsTable } from './schema.js';
 import { ClaimLedger } from './claims.js';
+import { DonorData } from './donors.js';
 import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
@@ -56,6 +57,8 @@ export class Store {
   private readonly together: ReturnType<Store['sharedRoundTrips']> | undefined;
   /** The Gift Aid claims. */
   readonly claims: ClaimLedger;
+  /** Donors' personal data: erasure and retention. */
+  readonly donors: DonorData;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -79,6 +82,7 @@ export class Store {
       { concurrency: writeConcurrency, sqlite },
     );
     this.claims = new ClaimLedger(db);
+    this.donors = new DonorData(db);
     this.together = dialect === 'postgres' ? this.sharedRoundTrips() : undefined;
   }
 

@@ -10,6 +10,7 @@ import { commitTokens } from './0004_commit_tokens.js';
 import { keysWithTheirDonation } from './0005_keys_with_their_donation.js';
 import { donationIdsByDefault } from './0006_donation_ids_by_default.js';
 import { auditLog } from './0007_audit_log.js';
+import { erasure } from './0008_erasure.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -20,5 +21,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0005_keys_with_their_donation': keysWithTheirDonation(),
     '0006_donation_ids_by_default': donationIdsByDefault(dialect),
     '0007_audit_log': auditLog(dialect),
+    '0008_erasure': erasure(),
   };
 }

@@ -1,0 +1,96 @@
+// A donor's personal data, erased on request and at the end of its retention period. Rows are
+// never deleted: values are replaced (donations/erasure.ts says which and with what), so totals,
+// exports, Gift Aid claims and idempotent replays still add up and agree with one another.
+import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
+import { erasureOf, giftAidKeptUntil, type Erasure } from '../donations/erasure.js';
+import { donationDay } from '../giftaid/schedule.js';
+import { nowIso } from '../time.js';
+import { appendAudit, donorReference } from './audit.js';
+import { toStoredDonation } from './rows.js';
+import type { Database, DonationsTable } from './schema.js';
+
+/** One donation's erasure: which, whose, and what it changes. */
+export interface DonationErasure {
+  id: number;
+  charity: string;
+  /** YYYY-MM-DD, the donation's day. */
+  day: string;
+  giftAid: boolean;
+  erasure: Erasure;
+}
+
+/** What a claim row becomes once its donation's data is erased in full (the claim's totals stay). */
+const ERASED_IN_CLAIM = '[erased]';
+
+export class DonorData {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /**
+   * Erases the personal data of every donation recorded with `email` (in any case), of one charity
+   * or all, as it stands on `today` (YYYY-MM-DD, UK), with its audit entry, in one transaction.
+   * `dryRun`: says what it would do and changes nothing.
+   */
+  async erase({ email, charity, today, dryRun }: { email: string; charity?: string; today: string; dryRun: boolean }): Promise<DonationErasure[]> {
+    return this.db.transaction().execute(async (trx) => {
+      let q = this.donations(trx).where(sql<string>`lower(donations.donor_email)`, '=', email.toLowerCase());
+      if (charity !== undefined) q = q.where('charities.username', '=', charity);
+      const found = (await q.orderBy('donations.id').execute()).map((row) => toErasure(row, today));
+      if (!dryRun) {
+        await this.apply(trx, found);
+        const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
+        await appendAudit(trx, { action: 'donor erase', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept } });
+      }
+      return found;
+    });
+  }
+
+  /**
+   * Erases, on `today`, the personal data whose retention period has ended: a gift-aided
+   * donation's six years after the end of its tax year (giftAidKeptUntil), any other donation's
+   * `retentionYears` after its day; with its audit entry, in one transaction.
+   */
+  async applyRetention({ today, retentionYears, dryRun }: { today: string; retentionYears: number; dryRun: boolean }): Promise<DonationErasure[]> {
+    return this.db.transaction().execute(async (trx) => {
+      // Nothing younger than the shorter of the two periods can be due: the query reads only the older rows.
+      const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, 6)}${today.slice(4)}T00:00:00.000000Z`;
+      const rows = await this.donations(trx)
+        .where((eb) => eb.or([eb('donations.erased_at', 'is', null), eb('donations.erase_after', 'is not', null)]))
+        .where((eb) => eb.or([eb('donations.erase_after', '<', today), eb('donations.donation_date', '<', since)]))
+        .orderBy('donations.id')
+        .execute();
+      const due = rows.map((row) => toErasure(row, today)).filter((d) => endOfRetention(d, retentionYears) < today);
+      if (!dryRun) {
+        await this.apply(trx, due);
+        await appendAudit(trx, { action: 'retention apply', target: `before ${today}`, summary: { retention_years: retentionYears, donations: due.length } });
+      }
+      return due;
+    });
+  }
+
+  private donations(trx: Transaction<Database>) {
+    return trx.selectFrom('donations').innerJoin('charities', 'charities.id', 'donations.charity_id').selectAll('donations').select('charities.username as charity');
+  }
+
+  private async apply(trx: Transaction<Database>, erasures: DonationErasure[]): Promise<void> {
+    const at = nowIso();
+    for (const { id, erasure } of erasures) {
+      // erasureOf gives a required field its marker, never null.
+      const set = erasure.set as Updateable<DonationsTable>;
+      await trx.updateTable('donations').set({ ...set, erased_at: at, erase_after: erasure.keptUntil }).where('id', '=', id).execute();
+      if (erasure.keptUntil === null) {
+        const erased = { first_name: ERASED_IN_CLAIM, last_name: ERASED_IN_CLAIM, house: ERASED_IN_CLAIM, postcode: ERASED_IN_CLAIM };
+        await trx.updateTable('giftaid_claim_donations').set(erased).where('donation_id', '=', id).execute();
+      }
+    }
+  }
+}
+
+function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: string }, today: string): DonationErasure {
+  const d = toStoredDonation(row);
+  return { id: d.id, charity: row.charity, day: donationDay(d.donation_date), giftAid: d.gift_aid, erasure: erasureOf(d, today) };
+}
+
+/** The last day a donation's personal data may be kept. */
+function endOfRetention(d: DonationErasure, retentionYears: number): string {
+  return d.giftAid ? giftAidKeptUntil(d.day) : `${Number(d.day.slice(0, 4)) + retentionYears}${d.day.slice(4)}`;
+}

@@ -1,0 +1,146 @@
+// Erasure and retention (issue 14, items 2 and 3), on both backends: `donor erase` replaces a
+// donor's personal data (never deletes a row), keeping on a gift-aided donation inside its
+// retention period what HMRC needs until that period ends; `retention apply` erases what is due;
+// both have dry runs and audit entries, and exports, claims and replays agree afterwards. Without
+// the commands every test here fails; with erasure that ignored Gift Aid, the kept fields fail.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { ERASED_EMAIL, giftAidKeptUntil } from '../../src/donations/erasure.js';
+import type { StoredDonation } from '../../src/donations/fields.js';
+import { validateDonation } from '../../src/donations/validate.js';
+import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
+import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt } from '../support/cli.js';
+
+const SAM = {
+  donor_first_name: 'Sam',
+  donor_last_name: 'Smith',
+  donor_phone: '07700 900123',
+  donor_address: '12 High Street',
+  donor_city: 'London',
+  donor_postcode: 'SW1A 1AA',
+  donor_ip: '203.0.113.7',
+  donation_type: 'one-time',
+  payment_method: 'card',
+  payment_confirmation_number: 'PAY-1',
+};
+
+async function record(store: Store, charityId: number, body: Record<string, unknown>): Promise<StoredDonation> {
+  const v = validateDonation(body);
+  assert.ok(v.ok, JSON.stringify(!v.ok && v.errors));
+  return store.recordDonation(charityId, v.donation);
+}
+
+test('a gift-aided donation is kept until 5 April six tax years on', () => {
+  assert.equal(giftAidKeptUntil('2026-01-02'), '2032-04-05');
+  assert.equal(giftAidKeptUntil('2026-04-05'), '2032-04-05');
+  assert.equal(giftAidKeptUntil('2026-04-06'), '2033-04-05');
+});
+
+for (const backend of BACKENDS) {
+  describe(`donor erase and retention apply [${backend.name}]`, () => {
+    let database: TestDatabase;
+    let store: Store;
+    let charityId: number;
+    let ids: { recentGiftAid: number; noGiftAid: number; oldGiftAid: number; otherDonor: number; oldNoGiftAid: number };
+    let claimId: number;
+
+    before(async () => {
+      assertBuilt();
+      database = await backend.createDatabase();
+      store = await openStore(database.location);
+      charityId = (await signUpCharity(store, { name: 'Erasure', email: 'e@example.org' })).charity.id;
+      ids = {
+        recentGiftAid: (await record(store, charityId, { ...SAM, donor_email: 'Sam@Example.org', gift_aid: 'yes', amount: '25.00', donation_date: '02-01-2026' })).id,
+        noGiftAid: (await record(store, charityId, { ...SAM, donor_email: 'sam@example.org', gift_aid: 'no', amount: '5.00' })).id,
+        oldGiftAid: (await record(store, charityId, { ...SAM, donor_email: 'sam@example.org', gift_aid: 'yes', amount: '10.00', donation_date: '15-03-2015' })).id,
+        otherDonor: (await record(store, charityId, { ...SAM, donor_email: 'alex@example.org', gift_aid: 'yes', amount: '7.00', donation_date: '15-03-2015' })).id,
+        oldNoGiftAid: (await record(store, charityId, { ...SAM, donor_email: 'alex@example.org', gift_aid: 'no', amount: '3.00', donation_date: '15-03-2015' })).id,
+      };
+      const row = (donationId: number, day: string) => ({ donationId, firstName: 'Sam', lastName: 'Smith', houseNameOrNumber: '12', postcode: 'SW1A 1AA', donationDay: day, amountMinor: 100 });
+      claimId = (await store.claims.prepare({ charityId, upTo: '2026-11-01', claimDate: '2026-11-24', rows: [row(ids.recentGiftAid, '2026-01-02'), row(ids.oldGiftAid, '2015-03-15')] })).id;
+    });
+    after(async () => {
+      await store?.close();
+      await database?.drop();
+    });
+
+    const find = async (id: number) => (await store.findDonation(id))!;
+
+    test('a dry run says what it would do and changes nothing', async () => {
+      const before = await Promise.all(Object.values(ids).map(find));
+      const run = await almoner(database.url, ['donor', 'erase', '--email', 'SAM@example.org', '--dry-run']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /would erase/);
+      assert.match(run.stdout, /3 donations \(a dry run: nothing was changed\)/);
+      assert.deepEqual(await Promise.all(Object.values(ids).map(find)), before);
+    });
+
+    test('erase: the e-mail, phone, IP, city and the address past the house go at once; Gift Aid keeps names, house and postcode for its period; nothing else is kept', async () => {
+      const run = await almoner(database.url, ['donor', 'erase', '--email', 'SAM@example.org']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, new RegExp(`donation ${ids.recentGiftAid} .*kept donor first name, donor last name, house name or number, donor postcode until 2032-04-05: HMRC`));
+      const recent = await find(ids.recentGiftAid);
+      assert.deepEqual(
+        [recent.donor_first_name, recent.donor_last_name, recent.donor_email, recent.donor_phone, recent.donor_address, recent.donor_city, recent.donor_postcode, recent.donor_ip],
+        ['Sam', 'Smith', ERASED_EMAIL, null, '12', null, 'SW1A 1AA', null],
+      );
+      for (const id of [ids.noGiftAid, ids.oldGiftAid]) {
+        const d = await find(id);
+        assert.deepEqual(
+          [d.donor_first_name, d.donor_last_name, d.donor_email, d.donor_phone, d.donor_address, d.donor_city, d.donor_postcode, d.donor_ip],
+          [null, null, ERASED_EMAIL, null, null, null, null, null],
+          `donation ${id}`,
+        );
+      }
+      // What is not personal data stays, so totals and claims add up.
+      assert.deepEqual([recent.amount, recent.gift_aid, recent.payment_method, recent.payment_confirmation_number, recent.donation_date], ['25.00', true, 'card', 'PAY-1', '2026-01-02T00:00:00.000000Z']);
+      assert.equal((await find(ids.otherDonor)).donor_email, 'alex@example.org', "another donor's data is untouched");
+      // The claim keeps its row for the donation in its period, and loses the old one's personal data.
+      const rows = await store.claims.rows(claimId);
+      assert.deepEqual(rows.map((r) => [r.donationId, r.firstName, r.postcode, r.amountMinor]), [
+        [ids.recentGiftAid, 'Sam', 'SW1A 1AA', 100],
+        [ids.oldGiftAid, '[erased]', '[erased]', 100],
+      ]);
+      const exported = await almoner(database.url, ['donations', 'export', '--format', 'jsonl']);
+      assert.ok(!exported.stdout.toLowerCase().includes('sam@example.org'), "the export holds no erased donor's address");
+      const audit = (await almoner(database.url, ['audit'])).stdout;
+      assert.match(audit, /donor erase\s+donor [0-9a-f]{16}/);
+      assert.ok(!audit.toLowerCase().includes('sam@example.org'));
+    });
+
+    test('retention: kept Gift Aid data goes after its period, other donations after RETENTION_YEARS; a dry run changes nothing', async () => {
+      assert.deepEqual((await store.donors.applyRetention({ today: '2032-04-05', retentionYears: 6, dryRun: false })).map((d) => d.id), [ids.otherDonor, ids.oldNoGiftAid]);
+      assert.equal((await find(ids.recentGiftAid)).donor_first_name, 'Sam', 'kept on the last day of its period');
+      const dry = await store.donors.applyRetention({ today: '2032-04-06', retentionYears: 6, dryRun: true });
+      assert.deepEqual(dry.map((d) => d.id), [ids.recentGiftAid]);
+      assert.equal((await find(ids.recentGiftAid)).donor_first_name, 'Sam', 'a dry run changes nothing');
+      await store.donors.applyRetention({ today: '2032-04-06', retentionYears: 6, dryRun: false });
+      const recent = await find(ids.recentGiftAid);
+      assert.deepEqual([recent.donor_first_name, recent.donor_last_name, recent.donor_address, recent.donor_postcode], [null, null, null, null]);
+      assert.deepEqual(await store.donors.applyRetention({ today: '2040-01-01', retentionYears: 6, dryRun: false }), [], 'nothing is erased twice');
+      const other = await find(ids.otherDonor);
+      assert.equal(other.donor_email, ERASED_EMAIL);
+      assert.equal(other.amount, '7.00');
+    });
+
+    test('retention apply from the command line: a dry run, the real run, its audit entry, and RETENTION_YEARS checked', async () => {
+      const fresh = await record(store, charityId, { ...SAM, donor_email: 'old@example.org', gift_aid: 'no', amount: '1.00', donation_date: '01-01-2016' });
+      const dry = await almoner(database.url, ['retention', 'apply', '--dry-run']);
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.match(dry.stdout, new RegExp(`donation ${fresh.id} .*would erase`));
+      assert.equal((await find(fresh.id)).donor_email, 'old@example.org');
+      const kept = await almoner(database.url, ['retention', 'apply'], { RETENTION_YEARS: '20' });
+      assert.doesNotMatch(kept.stdout, new RegExp(`donation ${fresh.id} `), 'inside 20 years it stays');
+      const run = await almoner(database.url, ['retention', 'apply']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal((await find(fresh.id)).donor_email, ERASED_EMAIL);
+      assert.match((await almoner(database.url, ['audit'])).stdout, /retention apply/);
+      const bad = await almoner(database.url, ['retention', 'apply'], { RETENTION_YEARS: 'six' });
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /RETENTION_YEARS/);
+    });
+  });
+}
