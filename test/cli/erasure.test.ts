@@ -9,6 +9,7 @@ import { signUpCharity } from '../../src/charities/signup.js';
 import { ERASED_EMAIL, giftAidKeptUntil } from '../../src/donations/erasure.js';
 import type { StoredDonation } from '../../src/donations/fields.js';
 import { validateDonation } from '../../src/donations/validate.js';
+import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
@@ -68,6 +69,19 @@ for (const backend of BACKENDS) {
     });
 
     const find = async (id: number) => (await store.findDonation(id))!;
+
+    test('an idempotent replay after the erasure answers with the record as it now is', async () => {
+      const v = validateDonation({ ...SAM, donor_email: 'replay.me@example.org', gift_aid: 'no', amount: '9.00' });
+      assert.ok(v.ok);
+      const key = { key: 'erase-then-replay', fingerprint: fingerprint(v.donation), ttlMicros: IDEMPOTENCY.ttlMicros };
+      const first = await store.recordKeyedDonation(charityId, v.donation, key);
+      assert.equal(first.outcome, 'created');
+      assert.equal((await almoner(database.url, ['donor', 'erase', '--email', 'replay.me@example.org'])).code, 0);
+      const again = await store.recordKeyedDonation(charityId, v.donation, key);
+      assert.equal(again.outcome, 'replay');
+      const d = (again as { donation: StoredDonation }).donation;
+      assert.deepEqual([d.id, d.donor_email, d.donor_first_name, d.amount], [(first as { donation: StoredDonation }).donation.id, ERASED_EMAIL, null, '9.00']);
+    });
 
     test('a dry run says what it would do and changes nothing', async () => {
       const before = await Promise.all(Object.values(ids).map(find));
