@@ -34,6 +34,11 @@ export interface FieldSpec {
    * the house name or number for that time. Fields without it are not personal data and stay.
    */
   readonly erasure?: 'now' | 'gift-aid' | 'house';
+  /**
+   * In a form post, an empty value is no value: PHP and HTML send a blank input as an empty string
+   * (Laravel's ConvertEmptyStringsToNull does the same). JSON keeps the field's own rules.
+   */
+  readonly blankInFormIsAbsent?: true;
 }
 
 export const AMOUNT_MIN = '0.01';
@@ -63,14 +68,17 @@ export const DONATION_FIELDS = [
   field('donor_ip', 'ip', { required: false, maxLength: TEXT_MAX, description: "Donor's IPv4 or IPv6 address; an empty string is stored and returned as null.", example: '203.0.113.7', erasure: 'now' }),
   field('gift_aid', 'yes_no', { required: true, description: 'Whether the donor made a Gift Aid declaration.', example: 'yes' }),
   field('amount', 'amount', { required: true, description: `Amount in plain decimal notation, at most two decimals, from ${AMOUNT_MIN} to ${AMOUNT_MAX}; a string is echoed exactly as sent.`, example: '25.00' }),
-  field('payment_method', 'text', { required: false, maxLength: TEXT_MAX, description: 'How the donation was paid, for example `cash` or `card`.', example: 'cash' }),
+  field('payment_method', 'text', { required: false, maxLength: TEXT_MAX, description: 'How the donation was paid, for example `cash` or `card`.', example: 'cash', blankInFormIsAbsent: true }),
   field('payment_confirmation_number', 'text', { required: false, maxLength: TEXT_MAX, description: "The payment provider's reference; returned as given.", example: 'PAY-123456' }),
   field('donation_type', 'choice', { required: true, choices: ['one-time', 'recurring', 'renewal'], description: 'Kind of donation.', example: 'one-time' }),
-  field('donation_date', 'date', { required: false, description: 'Day of the donation as DD-MM-YYYY; returned as midnight UTC of that day. Omitted: the moment it was recorded.', example: '25-02-2021' }),
-  field('zakat_donation', 'flag', { required: false, description: '`yes`/`no` or true/false; returned as a boolean; omitted means false.', example: 'yes' }),
+  field('donation_date', 'date', { required: false, description: 'Day of the donation as DD-MM-YYYY; returned as midnight UTC of that day. Omitted: the moment it was recorded.', example: '25-02-2021', blankInFormIsAbsent: true }),
+  field('zakat_donation', 'flag', { required: false, description: '`yes`/`no`, `true`/`false` (a string in any case, or a JSON boolean), `1`/`0`, or `on` (a checked HTML checkbox); returned as a boolean; omitted means false.', example: 'yes', blankInFormIsAbsent: true }),
 ] as const satisfies readonly FieldSpec[];
 
 type DonationField = (typeof DONATION_FIELDS)[number];
+
+/** A `flag` field's words for true and false, taken in any case (and JSON's true/false, 1/0): as PHP, HTML checkboxes and Laravel's `boolean` rule send them. */
+export const FLAG_WORDS = { true: ['yes', 'true', '1', 'on'], false: ['no', 'false', '0'] } as const;
 
 /** The yes/no choices of a `yes_no` field. */
 export const YES_NO = ['yes', 'no'] as const;

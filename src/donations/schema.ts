@@ -5,13 +5,15 @@
 // once, in Laravel's words). The schema says what JSON Schema can say as keywords and the rest in
 // each field's description (DESCRIBED_ONLY); test/http/openapi.test.ts checks the document tells
 // the truth on random requests.
-import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, YES_NO, type FieldSpec } from './fields.js';
+import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, FLAG_WORDS, YES_NO, type FieldSpec } from './fields.js';
 
 /**
  * An amount as text: plain decimal notation, at most 9 whole digits after any leading zeros and at
  * most 2 decimals, with a non-zero digit somewhere (the minimum, 0.01).
  */
 const AMOUNT_PATTERN = '^(?=[0-9.]*[1-9])0*[0-9]{1,9}(\\.[0-9]{1,2})?$';
+/** A flag's string values (validate.ts), in any case, spelled out for JSON Schema's regular expressions, which have no flags. */
+const FLAG_PATTERN = `^(${[...FLAG_WORDS.true, ...FLAG_WORDS.false].map((w) => [...w].map((c) => (c === c.toUpperCase() ? c : `[${c}${c.toUpperCase()}]`)).join('')).join('|')})$`;
 
 /** The rules of each kind of field that no JSON Schema keyword here expresses, in words. */
 function rulesInWords(f: FieldSpec): string {
@@ -59,7 +61,15 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
     case 'date':
       return { ...base, type: ['string', 'null'], pattern: DAY_MONTH_YEAR.source };
     case 'flag':
-      return { ...base, type: ['string', 'boolean', 'null'], enum: ['yes', 'no', true, false, null] };
+      return {
+        ...base,
+        anyOf: [
+          { type: 'string', pattern: FLAG_PATTERN },
+          { type: 'boolean' },
+          { type: 'integer', enum: [0, 1] },
+          { type: 'null' },
+        ],
+      };
   }
 }
 

@@ -4,7 +4,7 @@
 // (At run time the default import is the function; its `.default` is the function again, as typed.)
 import isEmailModule from 'validator/lib/isEmail.js';
 import isIPModule from 'validator/lib/isIP.js';
-import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, minorUnitsOf, YES_NO, type FieldSpec, type NewDonation } from './fields.js';
+import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, FLAG_WORDS, minorUnitsOf, YES_NO, type FieldSpec, type NewDonation } from './fields.js';
 import { isRealDate, startOfDayIso } from '../time.js';
 
 export type ValidationErrors = Record<string, string[]>;
@@ -31,7 +31,7 @@ const msg = {
   decimals: (f: FieldSpec) => `The ${f.label} must not have more than 2 decimal places.`,
   dateFormat: (f: FieldSpec) => `The ${f.label} does not match the format DD-MM-YYYY.`,
   dateReal: (f: FieldSpec) => `The ${f.label} is not a valid date.`,
-  flag: (f: FieldSpec) => `The ${f.label} must be yes or no.`,
+  flag: (f: FieldSpec) => `The ${f.label} must be yes or no (or true, false, 1, 0 or on).`,
 };
 
 const isAbsent = (v: unknown) => v === undefined || v === null;
@@ -135,10 +135,14 @@ function checkDate(f: FieldSpec, v: unknown): Check {
   return { value: startOfDayIso(year, month, day) };
 }
 
+const FLAG_TRUE = new Set<unknown>([true, 1, ...FLAG_WORDS.true]);
+const FLAG_FALSE = new Set<unknown>([false, 0, ...FLAG_WORDS.false]);
+
 function checkFlag(f: FieldSpec, v: unknown): Check {
   if (isAbsent(v)) return { value: false };
-  if (v === 'yes' || v === true) return { value: true };
-  if (v === 'no' || v === false) return { value: false };
+  const given = typeof v === 'string' ? v.toLowerCase() : v;
+  if (FLAG_TRUE.has(given)) return { value: true };
+  if (FLAG_FALSE.has(given)) return { value: false };
   return { errors: [msg.flag(f)] };
 }
 

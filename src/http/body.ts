@@ -3,7 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
+import { parse as parseQueryString } from 'fast-querystring';
 import sjson from 'secure-json-parse';
+import { DONATION_FIELDS } from '../donations/fields.js';
 import { HttpError } from './errors.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -79,6 +81,24 @@ export function boundBody(request: FastifyRequest, _reply: FastifyReply, payload
   done(null, payload.pipe(limited));
 }
 
+/** The donation fields whose blank value in a form post is no value (see FieldSpec.blankInFormIsAbsent). */
+const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
+
+/**
+ * A form post as PHP and HTML send it: parsed by fast-querystring (as @fastify/formbody does), a
+ * blank optional date, flag or payment method dropped, and a JSON text sent as a form (curl's -d
+ * without a Content-Type: one key beginning with `{`) refused with the fix, not read as fields.
+ */
+export function parseForm(text: string): Record<string, unknown> {
+  const body = parseQueryString(text) as Record<string, unknown>;
+  const keys = Object.keys(body);
+  if (keys.length === 1 && keys[0]!.trimStart().startsWith('{')) {
+    throw new HttpError(415, 'The body is JSON but was sent as a form (application/x-www-form-urlencoded): send it with Content-Type: application/json.');
+  }
+  for (const name of BLANK_IS_ABSENT) if (body[name] === '') delete body[name];
+  return body;
+}
+
 /** The JSON and form parsers (the body's limit is boundBody's). */
 export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
@@ -109,5 +129,5 @@ export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
     done(null, body);
   });
 
-  await app.register(formbody); // within the app-wide bodyLimit (DRAIN_LIMIT), like the JSON parser
+  await app.register(formbody, { parser: parseForm }); // within the app-wide bodyLimit (DRAIN_LIMIT), like the JSON parser
 }

@@ -183,7 +183,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
         ),
         TooManyRequests: errorResponse(
           'Too many failed authentication attempts from this address, or too many donations recorded too quickly by this charity.',
-          'Too many donations recorded too quickly. Try again in 1 seconds.',
+          'Too many donations recorded too quickly. Try again in 1 second.',
           { 'Retry-After': ref('headers', 'Retry-After') },
         ),
         InternalServerError: errorResponse('An unexpected fault; nothing about it is shown. Quote the X-Request-Id.', 'Internal Server Error'),

@@ -152,7 +152,7 @@ function pairKey(address: string, username: string): string {
 /** Answers 429 with Retry-After (after reading the body, so the answer reaches a client still sending). */
 export async function tooManyRequests(request: FastifyRequest, reply: FastifyReply, seconds: number, message: string) {
   await discardBody(request.raw, reply.raw);
-  return reply.code(429).header('Retry-After', String(seconds)).send({ message: `${message} Try again in ${seconds} seconds.` });
+  return reply.code(429).header('Retry-After', String(seconds)).send({ message: `${message} Try again in ${seconds} second${seconds === 1 ? '' : 's'}.` });
 }
 
 /** An onRequest hook, after authentication: the charity's create rate. */

@@ -226,7 +226,7 @@ for (const backend of BACKENDS) {
         const err = await rejection(limited.createDonation(EXAMPLE), RateLimitError);
         assert.equal(err.status, 429);
         assert.equal(err.retryAfterSeconds, 1);
-        assert.match(err.message, /Try again in 1 seconds/);
+        assert.match(err.message, /Try again in 1 second\./);
 
         const guesser = new AlmonerClient({ baseUrl: url, username: t.charity.username, password: 'guess' });
         for (let i = 0; i < 10; i++) await rejection(guesser.me(), AuthenticationError);

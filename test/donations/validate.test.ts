@@ -178,15 +178,15 @@ describe('choices and flags', () => {
     });
   }
 
-  for (const [given, value] of [['yes', true], ['no', false], [true, true], [false, false], [null, false], [undefined, false]] as const) {
+  for (const [given, value] of [['yes', true], ['no', false], [true, true], [false, false], [null, false], [undefined, false], ['YES', true], ['true', true], ['1', true], [1, true], [0, false], ['on', true], ['False', false]] as const) {
     test(`zakat_donation ${JSON.stringify(given)} is ${value}`, () => {
       assert.equal(donationOf(validateDonation({ ...minimal, zakat_donation: given })).zakat_donation, value);
     });
   }
 
-  for (const bad of ['YES', 'true', '1', 1, 0, '', 'y', {}]) {
+  for (const bad of ['off', '2', 2, '', 'y', ' yes', {}]) {
     test(`zakat_donation ${JSON.stringify(bad)} is invalid`, () => {
-      assert.deepEqual(errorsOf(validateDonation({ ...minimal, zakat_donation: bad })).zakat_donation, ['The zakat donation must be yes or no.']);
+      assert.deepEqual(errorsOf(validateDonation({ ...minimal, zakat_donation: bad })).zakat_donation, ['The zakat donation must be yes or no (or true, false, 1, 0 or on).']);
     });
   }
 });

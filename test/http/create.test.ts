@@ -107,9 +107,10 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.equal(stored.at(-1)?.amount_minor, 2050);
   });
 
-  test('zakat_donation accepts yes/no and true/false', async () => {
-    for (const [given, expected] of [['yes', true], ['no', false], [true, true], [false, false]] as const) {
-      assert.equal((await create(exampleDonation({ zakat_donation: given }))).zakat_donation, expected);
+  test('zakat_donation accepts yes/no, true/false (any case), 1/0 and on, as PHP and HTML send them', async () => {
+    const cases = [['yes', true], ['no', false], [true, true], [false, false], ['YES', true], ['True', true], ['FALSE', false], ['1', true], ['0', false], [1, true], [0, false], ['on', true], ['On', true]] as const;
+    for (const [given, expected] of cases) {
+      assert.equal((await create(exampleDonation({ zakat_donation: given }))).zakat_donation, expected, `zakat_donation ${JSON.stringify(given)}`);
     }
   });
 
@@ -149,7 +150,7 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
       amount: ['The amount must be at least 0.01.', 'The amount must not have more than 2 decimal places.'],
       donation_type: ['The selected donation type is invalid.'],
       donation_date: ['The donation date does not match the format DD-MM-YYYY.'],
-      zakat_donation: ['The zakat donation must be yes or no.'],
+      zakat_donation: ['The zakat donation must be yes or no (or true, false, 1, 0 or on).'],
     });
     assert.equal((await t.donations()).length, before);
   });
@@ -201,6 +202,64 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.equal(data.donation_date, '2022-03-01T00:00:00.000000Z');
     assert.equal(data.zakat_donation, false);
     assert.equal(data.donor_ip, null);
+  });
+
+  test('a form as PHP sends it: a blank donation_date, zakat_donation or payment_method is no value; other blanks keep their rules', async () => {
+    // Raw: a form body.
+    const form = new URLSearchParams({
+      donor_email: 'php@example.com',
+      gift_aid: 'no',
+      amount: '5',
+      donation_type: 'one-time',
+      donation_date: '',
+      zakat_donation: '',
+      payment_method: '',
+      payment_confirmation_number: '',
+      donor_ip: '',
+      donor_city: '',
+    });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form.toString(),
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const { data } = res.json();
+    assert.match(data.donation_date, TIMESTAMP); // absent: the moment it was recorded
+    assert.equal(data.zakat_donation, false);
+    assert.equal(data.payment_method, null);
+    assert.equal(data.payment_confirmation_number, ''); // as the interface says: an empty string stays empty
+    assert.equal(data.donor_ip, null);
+    assert.equal(data.donor_city, '');
+    // JSON keeps its rules: a blank date is a mistake there.
+    const json = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization, 'content-type': 'application/json' },
+      payload: exampleDonation({ donation_date: '' }),
+    });
+    assert.equal(json.statusCode, 422);
+    // A checked HTML checkbox.
+    const checked = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'donor_email=box@example.com&gift_aid=no&amount=5&donation_type=one-time&zakat_donation=on',
+    });
+    assert.equal(checked.json().data.zakat_donation, true);
+  });
+
+  test('JSON sent without its Content-Type (curl -d) is a 415 that says to send application/json', async () => {
+    // Raw: what `curl -d '{...}'` sends.
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: JSON.stringify(exampleDonation()),
+    });
+    assert.equal(res.statusCode, 415);
+    assert.match(res.json().message, /send it with Content-Type: application\/json/);
   });
 
   test('a form field sent twice is not a string: 422 on that field', async () => {

@@ -86,7 +86,7 @@ describe('the OpenAPI document', () => {
       const p = input.properties[f.name];
       assert.ok(p.description, f.name);
       assert.deepEqual(p.examples, [f.example], f.name);
-      assert.ok(p.type || p.oneOf, `${f.name} has a type`);
+      assert.ok(p.type || p.oneOf || (p.anyOf as { type?: unknown }[] | undefined)?.every((b) => b.type), `${f.name} has a type (in every branch)`);
       if (f.maxLength !== undefined) assert.equal(p.maxLength, f.maxLength, `${f.name} maxLength`);
       if (f.choices) assert.deepEqual(p.enum, f.choices, `${f.name} enum`);
       if (f.kind === 'yes_no') assert.deepEqual(p.enum, YES_NO, `${f.name} enum`);
