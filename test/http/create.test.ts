@@ -27,6 +27,15 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
   // records, so they are cast: the request is still well-formed JSON, as the client sends it.
   const create = async (input: Record<string, unknown>, by: AlmonerClient = client) => (await by.createDonation(input as unknown as DonationInput)).record;
 
+  /** A form post, raw: the client only sends JSON. */
+  const postForm = (payload: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      payload,
+    });
+
   test('the interface example: 200 with the whole record, and it is stored', async () => {
     const before = (await t.donations()).length;
     const data = await create(exampleDonation());
@@ -189,12 +198,7 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
       zakat_donation: 'no',
       donor_ip: '',
     });
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/donation/create',
-      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: form.toString(),
-    });
+    const res = await postForm(form.toString());
     assert.equal(res.statusCode, 200);
     const { data } = res.json();
     assert.equal(data.donor_first_name, 'Émile');
@@ -218,12 +222,7 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
       donor_ip: '',
       donor_city: '',
     });
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/donation/create',
-      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: form.toString(),
-    });
+    const res = await postForm(form.toString());
     assert.equal(res.statusCode, 200, res.body);
     const { data } = res.json();
     assert.match(data.donation_date, TIMESTAMP); // absent: the moment it was recorded
@@ -241,35 +240,20 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     });
     assert.equal(json.statusCode, 422);
     // A checked HTML checkbox.
-    const checked = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/donation/create',
-      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: 'donor_email=box@example.com&gift_aid=no&amount=5&donation_type=one-time&zakat_donation=on',
-    });
+    const checked = await postForm('donor_email=box@example.com&gift_aid=no&amount=5&donation_type=one-time&zakat_donation=on');
     assert.equal(checked.json().data.zakat_donation, true);
   });
 
   test('JSON sent without its Content-Type (curl -d) is a 415 that says to send application/json', async () => {
     // Raw: what `curl -d '{...}'` sends.
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/donation/create',
-      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: JSON.stringify(exampleDonation()),
-    });
+    const res = await postForm(JSON.stringify(exampleDonation()));
     assert.equal(res.statusCode, 415);
     assert.match(res.json().message, /send it with Content-Type: application\/json/);
   });
 
   test('a form field sent twice is not a string: 422 on that field', async () => {
     // Raw: a form body, with a repeated field JSON cannot express.
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/donation/create',
-      headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: 'donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&donor_city=a&donor_city=b',
-    });
+    const res = await postForm('donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&donor_city=a&donor_city=b');
     assert.equal(res.statusCode, 422);
     assert.deepEqual(res.json().errors, { donor_city: ['The donor city must be a string.'] });
   });
