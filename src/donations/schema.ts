@@ -44,16 +44,22 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
       // idn-email, not email: an address may have non-ASCII characters (RFC 6531), as validator's isEmail allows.
       return { ...base, type: 'string', format: 'idn-email', ...maxLength };
     case 'ip':
-      // "" and null are both "no address"; anything else is an IPv4 or IPv6 address.
-      return { ...base, type: ['string', 'null'], ...maxLength, anyOf: [{ const: '' }, { format: 'ipv4' }, { format: 'ipv6' }] };
+      // "" and null are both "no address"; anything else is an IPv4 or IPv6 address. Every branch
+      // has its type, so generated clients type the field exactly ("" | string | null), not unknown.
+      return {
+        ...base,
+        anyOf: [{ type: 'string', const: '' }, { type: 'string', format: 'ipv4', ...maxLength }, { type: 'string', format: 'ipv6', ...maxLength }, { type: 'null' }],
+      };
     case 'choice':
       return { ...base, type: 'string', enum: f.choices };
     case 'yes_no':
       return { ...base, type: 'string', enum: YES_NO };
     case 'amount':
+      // anyOf, not oneOf: a form's "20" is a string that a validating proxy (Prism) may also read as
+      // a number, and then it would match both branches and fail oneOf.
       return {
         ...base,
-        oneOf: [
+        anyOf: [
           { type: 'string', pattern: AMOUNT_PATTERN },
           { type: 'number', minimum: Number(AMOUNT_MIN), maximum: Number(AMOUNT_MAX) },
         ],
