@@ -111,7 +111,8 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
             description: 'The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too.',
             content: {
               'application/json': { schema: ref('schemas', 'DonationInput'), example: EXAMPLE_DONATION_INPUT },
-              'application/x-www-form-urlencoded': { schema: ref('schemas', 'DonationInput') },
+              // The same example: every value in it is a string, as a form's are (tools that send examples would send empty fields without one).
+              'application/x-www-form-urlencoded': { schema: ref('schemas', 'DonationInput'), example: EXAMPLE_DONATION_INPUT },
             },
           },
           responses: {

@@ -96,6 +96,9 @@ describe('the OpenAPI document', () => {
     assert.equal(input.properties.donor_email.format, 'idn-email');
     assert.equal(record.properties.donation_date.format, 'date-time');
     assert.equal(input.properties.amount.anyOf[1].minimum, 0.01);
+    const create = document.paths['/donation/create'].post.requestBody.content;
+    assert.deepEqual(create['application/x-www-form-urlencoded'].example, create['application/json'].example, 'the form body has the example too');
+    assert.ok(Object.values(create['application/x-www-form-urlencoded'].example).every((v) => typeof v === 'string'), "a form's values are strings");
     assert.deepEqual(record.required, ['id', ...DONATION_FIELDS.map((f) => f.name)]);
   });
 
