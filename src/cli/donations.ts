@@ -6,8 +6,8 @@ import { stringify } from 'csv-stringify';
 import { toDonationRecord } from '../donations/donation.js';
 import type { ExportedDonation } from '../store/store.js';
 import { RFC_4180 } from './csv.js';
-import { withStore } from './io.js';
-import { fromArgument, toArgument, unknownCharity, UsageError } from './usage.js';
+import { checkCharity, withStore } from './io.js';
+import { fromArgument, toArgument, UsageError } from './usage.js';
 
 /** The record's 16 keys exactly as the API returns them, then who recorded it and when. */
 function encoder({ format, bom }: Pick<ExportOptions, 'format' | 'bom'>): Transform {
@@ -58,7 +58,7 @@ export function donationsCommand(): Command {
         throw new UsageError('--from must not be later than --to.');
       }
       await withStore(async (store) => {
-        if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) throw unknownCharity(opts.charity);
+        await checkCharity(store, opts.charity);
         // Recorded before the first row is written: a reader that stops early has still taken data out.
         await store.audit({
           action: 'donations export',

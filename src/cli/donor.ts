@@ -6,8 +6,8 @@ import { DONATION_FIELDS } from '../donations/fields.js';
 import type { DonationErasure } from '../store/donors.js';
 import { nowIso, ukDay } from '../time.js';
 import { exportRow } from './donations.js';
-import { print, withStore } from './io.js';
-import { emailArgument, unknownCharity } from './usage.js';
+import { checkCharity, print, withStore } from './io.js';
+import { emailArgument } from './usage.js';
 
 export function donorCommand(): Command {
   const donor = new Command('donor').description("answer a donor's requests about their data (UK GDPR)");
@@ -19,7 +19,7 @@ export function donorCommand(): Command {
     .option('--charity <username>', "only this charity's donations")
     .action(async (opts: { email: string; charity?: string }) => {
       const document = await withStore(async (store) => {
-        if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) throw unknownCharity(opts.charity);
+        await checkCharity(store, opts.charity);
         const donations = [];
         for await (const d of store.exportDonations({ charity: opts.charity, donorEmail: opts.email })) donations.push(exportRow(d));
         // The trail names the donor by a reference, never by the address.
@@ -38,7 +38,7 @@ export function donorCommand(): Command {
     .action(async (opts: { email: string; charity?: string; dryRun?: boolean }) => {
       const dryRun = opts.dryRun === true;
       const found = await withStore(async (store) => {
-        if (opts.charity !== undefined && !(await store.findCredential(opts.charity))) throw unknownCharity(opts.charity);
+        await checkCharity(store, opts.charity);
         return store.donors.erase({ email: opts.email, charity: opts.charity, today: ukDay(new Date()), dryRun });
       });
       for (const line of describeErasures(found, dryRun)) print(line);

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { databaseFromEnv, describeDatabase, type DatabaseLocation } from '../config.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
-import { UsageError } from './usage.js';
+import { unknownCharity, UsageError } from './usage.js';
 
 /**
  * The database DATABASE_URL names, said on standard error; a SQLite file that is not there is a
@@ -39,6 +39,11 @@ export async function withStoreAt<T>(location: DatabaseLocation, work: (store: S
   } finally {
     await store.close();
   }
+}
+
+/** A usage error (exit 2) when a charity is named and none has that username. */
+export async function checkCharity(store: Store, username: string | undefined): Promise<void> {
+  if (username !== undefined && !(await store.findCredential(username))) throw unknownCharity(username);
 }
 
 export function print(text: string): void {

@@ -1,11 +1,12 @@
 // A donor's personal data, erased on request and at the end of its retention period. Rows are
 // never deleted: values are replaced (donations/erasure.ts says which and with what), so totals,
 // exports, Gift Aid claims and idempotent replays still add up and agree with one another.
-import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
-import { erasureOf, giftAidKeptUntil, type Erasure } from '../donations/erasure.js';
+import type { Kysely, Transaction, Updateable } from 'kysely';
+import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit, donorReference } from './audit.js';
+import { donationsWithCharity } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
 
@@ -32,9 +33,8 @@ export class DonorData {
    */
   async erase({ email, charity, today, dryRun }: { email: string; charity?: string; today: string; dryRun: boolean }): Promise<DonationErasure[]> {
     return this.db.transaction().execute(async (trx) => {
-      let q = this.donations(trx).where(sql<string>`lower(donations.donor_email)`, '=', email.toLowerCase());
-      if (charity !== undefined) q = q.where('charities.username', '=', charity);
-      const found = (await q.orderBy('donations.id').execute()).map((row) => toErasure(row, today));
+      const rows = await donationsWithCharity(trx, { donorEmail: email, charity }).orderBy('donations.id').execute();
+      const found = rows.map((row) => toErasure(row, today));
       if (!dryRun) {
         await this.apply(trx, found);
         const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
@@ -52,8 +52,8 @@ export class DonorData {
   async applyRetention({ today, retentionYears, dryRun }: { today: string; retentionYears: number; dryRun: boolean }): Promise<DonationErasure[]> {
     return this.db.transaction().execute(async (trx) => {
       // Nothing younger than the shorter of the two periods can be due: the query reads only the older rows.
-      const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, 6)}${today.slice(4)}T00:00:00.000000Z`;
-      const rows = await this.donations(trx)
+      const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, GIFT_AID_RETENTION_YEARS)}${today.slice(4)}T00:00:00.000000Z`;
+      const rows = await donationsWithCharity(trx)
         .where((eb) => eb.or([eb('donations.erased_at', 'is', null), eb('donations.erase_after', 'is not', null)]))
         .where((eb) => eb.or([eb('donations.erase_after', '<', today), eb('donations.donation_date', '<', since)]))
         .orderBy('donations.id')
@@ -65,10 +65,6 @@ export class DonorData {
       }
       return due;
     });
-  }
-
-  private donations(trx: Transaction<Database>) {
-    return trx.selectFrom('donations').innerJoin('charities', 'charities.id', 'donations.charity_id').selectAll('donations').select('charities.username as charity');
   }
 
   private async apply(trx: Transaction<Database>, erasures: DonationErasure[]): Promise<void> {

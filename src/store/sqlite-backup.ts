@@ -37,8 +37,7 @@ async function driver(): Promise<typeof BetterSqlite3> {
  */
 export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
   const Database = await driver();
-  const partial = `${out}.partial-${process.pid}`;
-  try {
+  return putInPlace(out, async (partial) => {
     const db = new Database(source, { fileMustExist: true });
     try {
       db.pragma('busy_timeout = 5000');
@@ -54,15 +53,8 @@ export async function backUpSqlite(source: string, out: string): Promise<CopySum
     } finally {
       copy.close();
     }
-    syncFile(partial);
-    const summary = await checkCopy(partial);
-    renameSync(partial, out);
-    syncFile(dirname(out));
-    return summary;
-  } catch (err) {
-    rmSync(partial, { force: true });
-    throw err;
-  }
+    return checkCopy(partial);
+  });
 }
 
 /**
@@ -138,17 +130,26 @@ export async function restoreSqlite(from: string, target: string, { replace }: {
     for (const suffix of ['-wal', '-shm']) if (existsSync(target + suffix)) renameSync(target + suffix, keptAs + suffix);
     renameSync(target, keptAs);
   }
+  await putInPlace(target, async (partial) => copyFileSync(from, partial));
+  return { summary, keptAs };
+}
+
+/**
+ * Writes `target` by way of a file beside it: `write` fills that file, which is then fsynced and
+ * renamed into place, so `target` is whole or untouched; on a failure the file beside it is removed.
+ */
+async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>): Promise<T> {
   const partial = `${target}.partial-${process.pid}`;
   try {
-    copyFileSync(from, partial);
+    const result = await write(partial);
     syncFile(partial);
     renameSync(partial, target);
     syncFile(dirname(target));
+    return result;
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
   }
-  return { summary, keptAs };
 }
 
 function syncFile(path: string): void {

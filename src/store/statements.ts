@@ -80,7 +80,10 @@ export async function runBatchOnKysely<DB>(trx: Transaction<DB>, programs: Write
     const groups = new Map<Together, number[]>();
     for (const i of open) {
       const { together } = steps[i]!.value as Statement;
-      if (together) groups.set(together, [...(groups.get(together) ?? []), i]);
+      if (!together) continue;
+      const members = groups.get(together);
+      if (members) members.push(i);
+      else groups.set(together, [i]);
     }
     for (const i of open) {
       const statement = steps[i]!.value as Statement;

@@ -9,6 +9,7 @@ import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
 import type { Database, DonationsTable } from './schema.js';
 import { ClaimLedger } from './claims.js';
+import { donationsWithCharity, type DonationFilter } from './donation-query.js';
 import { DonorData } from './donors.js';
 import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
@@ -16,15 +17,7 @@ import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
 import { HotStatements, type Rows, type Together, type WriteProgram } from './statements.js';
 
-export interface DonationFilter {
-  /** The charity's username. */
-  charity?: string;
-  /** Inclusive bounds on donation_date, in the stored timestamp format. */
-  from?: string;
-  to?: string;
-  /** Only this donor's donations: the e-mail address, in any case. */
-  donorEmail?: string;
-}
+export type { DonationFilter } from './donation-query.js';
 
 export interface ExportedDonation extends StoredDonation {
   charity: string;
@@ -275,18 +268,9 @@ export class Store {
     });
   }
 
-  /** Streams donations in id order, filtered by charity and by inclusive donation_date bounds. */
+  /** Streams donations in id order, filtered by charity, by inclusive donation_date bounds and by donor. */
   async *exportDonations(filter: DonationFilter): AsyncIterable<ExportedDonation> {
-    let q = this.db
-      .selectFrom('donations')
-      .innerJoin('charities', 'charities.id', 'donations.charity_id')
-      .selectAll('donations')
-      .select('charities.username as charity');
-    if (filter.charity !== undefined) q = q.where('charities.username', '=', filter.charity);
-    if (filter.from !== undefined) q = q.where('donations.donation_date', '>=', filter.from);
-    if (filter.to !== undefined) q = q.where('donations.donation_date', '<=', filter.to);
-    if (filter.donorEmail !== undefined) q = q.where(sql<string>`lower(donations.donor_email)`, '=', filter.donorEmail.toLowerCase());
-    for await (const row of q.orderBy('donations.id').stream(500)) {
+    for await (const row of donationsWithCharity(this.db, filter).orderBy('donations.id').stream(500)) {
       yield { ...toStoredDonation(row), charity: row.charity };
     }
   }
