@@ -104,11 +104,11 @@ export async function buildApp({
       return (this[BUDGET] ??= new DatabaseBudget(databaseBudgetMs));
     },
   });
-  const answerNoRouteEarly = registerErrorHandling(app);
+  const noRoute = registerErrorHandling(app);
 
   // The hooks every request meets, in order. Callbacks, not async functions: a promise per hook per
-  // request is a cost every request pays. (Then, per route: authentication, the create limit.)
-  app.addHook('onRequest', answerNoRouteEarly); // no route: 404/405 before the body is read
+  // request is a cost every request pays. (Then, per route: authentication, the create limit; with no
+  // route, the not-found handler's own hook answers 404 or 405 before the body is read.)
   app.addHook('preParsing', boundBody); // the body's 1 MiB limit
   app.addHook('onSend', (request, reply, payload, done) => {
     if (closing) reply.header('Connection', 'close');
@@ -135,6 +135,7 @@ export async function buildApp({
   }
 
   await registerBodyParsing(app);
+  await app.register(noRoute); // after the hooks above, so its answers meet them too
 
   await app.register(healthRoutes, { store });
   if (docs) await app.register(docsRoutes);

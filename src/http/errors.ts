@@ -32,7 +32,10 @@ export function loggable(err: unknown) {
   return { type: err.name, code: (err as { code?: unknown }).code, message: err.message, stack: err.stack };
 }
 
-/** The error, 404 and 405 handlers; returns the onRequest hook that answers a request with no route early. */
+/**
+ * The error handler; returns the plugin that answers a request with no route (404, 405), to be
+ * registered after the hooks every answer meets, which it then meets too.
+ */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (isDatabaseUnavailable(err)) {
@@ -71,11 +74,14 @@ export function registerErrorHandling(app: FastifyInstance) {
     }
     return reply.code(404).send({ message: 'Not Found' });
   };
-  app.setNotFoundHandler(answerNoRoute);
   // No route: 404 or 405 before the body is read, so a body's faults (400, 413, 415) never come first.
-  return function answerNoRouteEarly(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
-    if (!request.is404) return done();
-    void discardBody(request.raw, reply.raw).then(() => answerNoRoute(request, reply)); // answered here: done() is not called
+  // The hook is the not-found handler's own (hooks added in a plugin belong to the handler set there),
+  // so a request that has a route does not meet it.
+  return async function noRoute(instance: FastifyInstance): Promise<void> {
+    instance.addHook('onRequest', (request, reply, done) => {
+      void discardBody(request.raw, reply.raw).then(() => answerNoRoute(request, reply)); // answered here: done() is not called
+    });
+    instance.setNotFoundHandler(answerNoRoute);
   };
 }
 
