@@ -32,8 +32,8 @@ export interface AppOptions {
   /** Prometheus metrics; `serveMetrics` adds GET /metrics to this app (else serve them elsewhere). */
   metrics?: Metrics;
   serveMetrics?: boolean;
-  /** GET /docs (Swagger UI) and GET /api/v1/openapi.json; on by default. */
-  docs?: boolean;
+  /** GET /docs (Swagger UI) and GET /api/v1/openapi.json, on by default; the document's contact e-mail, if any. */
+  docs?: boolean | { contactEmail?: string | undefined };
   /** Request and keep-alive timeouts and open connections per client address; CONNECTION_LIMITS by default. */
   connections?: Partial<ConnectionLimits>;
   /** How long one request may wait for the database in all; DATABASE_BUDGET_MS by default. */
@@ -138,7 +138,7 @@ export async function buildApp({
   await app.register(noRoute); // after the hooks above, so its answers meet them too
 
   await app.register(healthRoutes, { store });
-  if (docs) await app.register(docsRoutes);
+  if (docs) await app.register(docsRoutes, docs === true ? {} : docs);
   await app.register(
     async (api) => {
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.

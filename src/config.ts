@@ -1,6 +1,7 @@
 // Every environment variable Almoner reads, parsed and checked in one place.
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
+import { isEmail } from './donations/validate.js';
 
 export type DatabaseLocation =
   | { dialect: 'sqlite'; path: string }
@@ -23,6 +24,8 @@ export interface Config {
   metrics: { enabled: false } | { enabled: true; port: number | undefined };
   /** GET /docs and GET /api/v1/openapi.json. */
   docs: boolean;
+  /** The address integrators write to about this server, given as the OpenAPI document's contact (API_CONTACT_EMAIL). */
+  apiContactEmail: string | undefined;
   /** Open connections one client address may hold; 0 is no limit. */
   connectionsPerAddress: number;
 }
@@ -145,6 +148,12 @@ function parseMetrics(env: NodeJS.ProcessEnv): Config['metrics'] {
   return { enabled: true, port };
 }
 
+function parseApiContactEmail(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!isEmail(raw)) throw new ConfigError(`API_CONTACT_EMAIL must be an e-mail address (got ${JSON.stringify(raw)}).`);
+  return raw;
+}
+
 /** CONNECTIONS_PER_ADDRESS by default: enough for a busy integration, far below a file-descriptor limit. */
 export const DEFAULT_CONNECTIONS_PER_ADDRESS = 256;
 
@@ -167,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: parseTls(env),
     metrics: parseMetrics(env),
     docs: isOn(env, 'DOCS'),
+    apiContactEmail: parseApiContactEmail(env.API_CONTACT_EMAIL),
     connectionsPerAddress: parseConnectionsPerAddress(env.CONNECTIONS_PER_ADDRESS),
   };
 }

@@ -47,7 +47,7 @@ export async function serve(config: Config): Promise<void> {
     throttle,
     metrics,
     serveMetrics: metricsPort === undefined,
-    docs: config.docs,
+    docs: config.docs && { contactEmail: config.apiContactEmail },
     logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, stream: logs },
     trustProxy: config.trustProxy,
     https,

@@ -209,6 +209,7 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           ['PORT', 'http'],
           ['LOG_LEVEL', 'loud'],
           ['DOCS', 'maybe'],
+          ['API_CONTACT_EMAIL', 'not an address'],
         ] as const) {
           test(`${name}=${value}: exit 2 with a message naming ${name}`, async () => {
             const r = await run(['serve'], { [name]: value });

@@ -101,6 +101,21 @@ export const DONATION_INPUT_SCHEMA = {
   properties: Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, inputProperty(f)])),
 } as const;
 
+/** A field's input property that a form may also leave blank (FieldSpec.blankInFormIsAbsent). */
+function blankInForm(property: Record<string, unknown>): Record<string, unknown> {
+  const { description, examples, ...rules } = property;
+  return { description: `${String(description)} Left blank in a form, it is absent.`, examples, anyOf: [{ type: 'string', const: '' }, rules] };
+}
+
+/**
+ * A create request sent as a form (application/x-www-form-urlencoded): as DONATION_INPUT_SCHEMA,
+ * but the fields a form may leave blank (an empty date, flag or payment method) also take "".
+ */
+export const DONATION_FORM_SCHEMA = {
+  ...DONATION_INPUT_SCHEMA,
+  properties: Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, 'blankInFormIsAbsent' in f ? blankInForm(inputProperty(f)) : inputProperty(f)])),
+} as const;
+
 /** The interface's example request: each field's example. */
 export const EXAMPLE_DONATION_INPUT: Readonly<Record<string, string>> = Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, f.example]));
 

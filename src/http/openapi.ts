@@ -6,6 +6,7 @@ import { validateDonation } from '../donations/validate.js';
 import { toDonationRecord } from '../donations/donation.js';
 import {
   CREATE_RESPONSE_SCHEMA,
+  DONATION_FORM_SCHEMA,
   DONATION_INPUT_SCHEMA,
   DONATION_RECORD_SCHEMA,
   ERROR_SCHEMA,
@@ -54,7 +55,18 @@ Every answer carries an \`X-Request-Id\`: yours if you sent one of 1 to 200 prin
 without spaces, else a generated UUID; quote it when asking for help. (A request too malformed for the
 HTTP parser gets a 400, 408 or 431 with the same JSON body but no request id.)`;
 
-export function buildOpenApiDocument(version: string) {
+/** Who serves the document: what makes it absolute, and whom to write to. */
+export interface DocumentSite {
+  /** `scheme://host[:port]` of the server the document was asked of; without it the server URL is relative. */
+  origin?: string | undefined;
+  /** The operator's address for integrators (API_CONTACT_EMAIL). */
+  contactEmail?: string | undefined;
+}
+
+/** A UUID, as the Idempotency-Key's example: the docs page sends a fresh one in its place. */
+export const IDEMPOTENCY_KEY_EXAMPLE = '5f0c6a9e-3b7d-4c1e-9f2a-8d4b6e1a7c30';
+
+export function buildOpenApiDocument(version: string, { origin, contactEmail }: DocumentSite = {}) {
   const maxIdempotencyHours = IDEMPOTENCY.ttlMicros / 3_600_000_000;
   return {
     openapi: '3.1.0',
@@ -63,8 +75,22 @@ export function buildOpenApiDocument(version: string) {
       version,
       summary: 'Record donations for a charity.',
       description: CALLING,
+      contact: { name: 'The operator of this Almoner server', ...(contactEmail === undefined ? {} : { email: contactEmail }) },
+      // Almoner is not open source: an SPDX reference to a licence of its own (package.json says UNLICENSED).
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Almoner-Proprietary' },
     },
-    servers: [{ url: '/api/v1', description: 'This server' }],
+    servers: [
+      // Absolute, so that generated clients work outside a browser too; relative only when the request named no usable host.
+      { url: `${origin ?? ''}/api/v1`, description: 'This server' },
+      {
+        url: '{scheme}://{host}/api/v1',
+        description: 'Another Almoner server',
+        variables: {
+          scheme: { enum: ['https', 'http'], default: 'https' },
+          host: { default: 'almoner.example.org', description: 'Its host name, with `:port` when not the scheme\'s own.' },
+        },
+      },
+    ],
     security: [{ basicAuth: [] }],
     tags: [{ name: 'Charity', description: 'The two operations a charity has.' }],
     paths: {
@@ -101,18 +127,20 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
               name: 'Idempotency-Key',
               in: 'header',
               required: false,
-              // No example value: the docs page would fill it in, and a second try would then be a replay.
-              description: 'Any 1 to 255 printable ASCII characters, unique per donation, e.g. a UUID such as `5f0c6a9e-3b7d-4c1e-9f2a-8d4b6e1a7c30`.',
+              description:
+                'Any 1 to 255 printable ASCII characters, unique per donation: a fresh UUID for each new donation, the same one when retrying it. (The docs page sends a fresh UUID in place of this example.)',
               schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
+              example: IDEMPOTENCY_KEY_EXAMPLE,
             },
           ],
           requestBody: {
             required: true,
-            description: 'The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too.',
+            description:
+              'The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too, where a blank `donation_date`, `zakat_donation` or `payment_method` is the same as leaving it out.',
             content: {
               'application/json': { schema: ref('schemas', 'DonationInput'), example: EXAMPLE_DONATION_INPUT },
               // The same example: every value in it is a string, as a form's are (tools that send examples would send empty fields without one).
-              'application/x-www-form-urlencoded': { schema: ref('schemas', 'DonationInput'), example: EXAMPLE_DONATION_INPUT },
+              'application/x-www-form-urlencoded': { schema: ref('schemas', 'DonationForm'), example: EXAMPLE_DONATION_INPUT },
             },
           },
           responses: {
@@ -150,6 +178,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
       },
       schemas: {
         DonationInput: DONATION_INPUT_SCHEMA,
+        DonationForm: DONATION_FORM_SCHEMA,
         Donation: DONATION_RECORD_SCHEMA,
         CreateDonationResponse: { ...CREATE_RESPONSE_SCHEMA, properties: { data: ref('schemas', 'Donation') } },
         Identity: ME_RESPONSE_SCHEMA,

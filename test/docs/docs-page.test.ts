@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import { IDEMPOTENCY_KEY_EXAMPLE } from '../../src/http/openapi.js';
 import { startTestApp, type TestContext } from '../support/app.js';
 import { launchChromium, noBrowser } from '../support/browser.js';
 import { ServerProcess } from '../support/server.js';
@@ -165,13 +166,30 @@ describe('GET /docs', () => {
       await screenshot('testConnection', 'docs-test-connection.png');
     });
 
-    test('"Create Donation" with the example body records the donation', async () => {
+    test('"Create Donation" with the example body records the donation; pressed again, it records another, with a fresh Idempotency-Key each time', async () => {
       const before = (await t.donations()).length;
+      const keys: string[] = [];
+      const replays: (string | null)[] = [];
+      const watch = (r: import('playwright-core').Response) => {
+        if (!r.url().endsWith('/api/v1/donation/create')) return;
+        keys.push(r.request().headers()['idempotency-key'] ?? '');
+        replays.push(r.headers()['idempotent-replayed'] ?? null);
+      };
+      page.on('response', watch);
       assert.equal(await execute('createDonation', '/donation/create'), 200);
+      assert.equal(await execute('createDonation', '/donation/create'), 200);
+      page.off('response', watch);
+      // The page fills in the document's example key; it sends a fresh UUID in its place, so a second press is a second donation.
+      assert.equal(await operation('createDonation').locator('input[placeholder="Idempotency-Key"]').inputValue(), IDEMPOTENCY_KEY_EXAMPLE);
+      assert.equal(keys.length, 2);
+      for (const key of keys) assert.match(key, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      assert.notEqual(keys[0], keys[1]);
+      assert.ok(!keys.includes(IDEMPOTENCY_KEY_EXAMPLE));
+      assert.deepEqual(replays, [null, null]);
+      assert.equal((await t.donations()).length, before + 2);
       const shown = await shownBody('createDonation');
       assert.match(shown, /"donation_date": "2021-02-25T00:00:00.000000Z"/);
       const stored = await t.donations();
-      assert.equal(stored.length, before + 1);
       assert.equal(stored.at(-1)?.donor_email, 'jane.doe@example.com');
       assert.equal(stored.at(-1)?.charity, t.charity.username);
       await screenshot('createDonation', 'docs-create-donation.png');

@@ -43,7 +43,8 @@ describe('the OpenAPI document', () => {
   });
 
   test('has exactly the two operations of the interface, under the /api/v1 server, behind Basic auth', () => {
-    assert.deepEqual(document.servers, [{ url: '/api/v1', description: 'This server' }]);
+    assert.deepEqual(document.servers[0], { url: '/api/v1', description: 'This server' }); // built without an origin
+    assert.deepEqual(new URL(document.servers[1].url.replace('{scheme}', 'https').replace('{host}', 'h.example')).pathname, '/api/v1');
     assert.deepEqual(Object.keys(document.paths), ['/me', '/donation/create']);
     assert.deepEqual(Object.keys(document.paths['/me']), ['post']);
     assert.deepEqual(Object.keys(document.paths['/donation/create']), ['post']);
@@ -100,6 +101,18 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(create['application/x-www-form-urlencoded'].example, create['application/json'].example, 'the form body has the example too');
     assert.ok(Object.values(create['application/x-www-form-urlencoded'].example).every((v) => typeof v === 'string'), "a form's values are strings");
     assert.deepEqual(record.required, ['id', ...DONATION_FIELDS.map((f) => f.name)]);
+  });
+
+  test('a form may leave the date, the flag and the payment method blank, as PHP sends them; JSON may not, and no other field may', () => {
+    const form = checker.compile(document.components.schemas.DonationForm);
+    const json = checker.compile(document.components.schemas.DonationInput);
+    const blanked = (names: string[]) => ({ ...exampleDonation(), ...Object.fromEntries(names.map((n) => [n, ''])) });
+    const mayBeBlank = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
+    assert.deepEqual(mayBeBlank, ['payment_method', 'donation_date', 'zakat_donation']);
+    assert.ok(form(blanked(mayBeBlank)), checker.errorsOf(form));
+    assert.ok(!json(blanked(['donation_date'])) && !json(blanked(['zakat_donation'])));
+    assert.ok(form({ ...exampleDonation(), zakat_donation: '1' }) && form({ ...exampleDonation(), zakat_donation: 'on' }));
+    for (const name of ['gift_aid', 'donation_type', 'amount', 'donor_email']) assert.ok(!form(blanked([name])), `${name} may not be blank`);
   });
 
   test("the example request is the interface's own, and the example response is what the server makes of it", () => {
@@ -212,7 +225,21 @@ for (const backend of BACKENDS) describe(`GET /api/v1/openapi.json and the live 
     const res = await fetch(`${await t.baseUrl()}/api/v1/openapi.json`);
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
-    assert.deepEqual(await res.json(), JSON.parse(JSON.stringify(buildOpenApiDocument(version))));
+    const base = await t.baseUrl();
+    assert.deepEqual(await res.json(), JSON.parse(JSON.stringify(buildOpenApiDocument(version, { origin: base }))));
+  });
+
+  test('names this server by an absolute URL: the Host the client used, and a second server with variables for others', async () => {
+    const servers = async (headers: Record<string, string>) => (await t.app.inject({ url: '/api/v1/openapi.json', headers })).json().servers;
+    const [here, other] = await servers({ host: 'Almoner.Example.org:8443' });
+    assert.deepEqual(here, { url: 'http://almoner.example.org:8443/api/v1', description: 'This server' });
+    assert.equal(other.url, '{scheme}://{host}/api/v1');
+    assert.deepEqual(Object.keys(other.variables), ['scheme', 'host']);
+    assert.equal((await servers({ host: '[::1]:3000' }))[0].url, 'http://[::1]:3000/api/v1');
+    // An untrusted peer's X-Forwarded-* is not believed (TRUST_PROXY is off here).
+    assert.equal((await servers({ host: 'a.example', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' }))[0].url, 'http://a.example/api/v1');
+    // A Host that is no host name is not written into the document: the URL is relative then.
+    for (const host of ['a b', 'a.example/evil', '<script>', 'x'.repeat(300)]) assert.equal((await servers({ host }))[0].url, '/api/v1', host);
   });
 
   test('the example request, sent with the client, gets the example response', async () => {
@@ -248,5 +275,22 @@ for (const backend of BACKENDS) describe(`GET /api/v1/openapi.json and the live 
     delete input.donor_email;
     const error = await rejection((await t.client()).createDonation(input), ValidationError);
     assert.deepEqual({ message: error.message, errors: error.errors }, invalid);
+  });
+});
+
+describe('GET /api/v1/openapi.json behind a proxy TRUST_PROXY trusts', () => {
+  let t: TestContext;
+  before(async () => {
+    t = await startTestApp(undefined, { trustProxy: '127.0.0.1', docs: { contactEmail: 'api@helpinghands.example' } });
+  });
+  after(() => t.close());
+
+  test("names the server by the proxy's X-Forwarded-Proto and X-Forwarded-Host, and gives the operator's contact", async () => {
+    const get = async (headers: Record<string, string>) => (await t.app.inject({ url: '/api/v1/openapi.json', remoteAddress: '127.0.0.1', headers })).json();
+    const document = await get({ host: '127.0.0.1:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.helpinghands.example' });
+    assert.equal(document.servers[0].url, 'https://api.helpinghands.example/api/v1');
+    assert.deepEqual(document.info.contact, { name: 'The operator of this Almoner server', email: 'api@helpinghands.example' });
+    // A proxy that says some other scheme: the connection's own is used.
+    assert.equal((await get({ host: 'a.example', 'x-forwarded-proto': 'gopher' })).servers[0].url, 'http://a.example/api/v1');
   });
 });

@@ -47,7 +47,7 @@ export class OpenApiConformance {
 
   constructor(document: Json = buildOpenApiDocument('test')) {
     this.document = document;
-    this.#base = document.servers[0].url;
+    this.#base = new URL(document.servers[0].url, 'http://localhost').pathname; // absolute when served, relative when built bare
     addFormats(this.#ajv);
     // ajv-formats has no idn-email: a loose check of its shape (the server's own rule is stricter).
     this.#ajv.addFormat('idn-email', /^[\s\S]+@[^\s@]+\.[^\s@]+$/u);

@@ -4,8 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
-import { buildOpenApiDocument } from '../openapi.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { buildOpenApiDocument, IDEMPOTENCY_KEY_EXAMPLE } from '../openapi.js';
 
 const require = createRequire(import.meta.url);
 
@@ -46,12 +46,24 @@ const INITIALISER = `window.ui = SwaggerUIBundle({
   defaultModelsExpandDepth: 0,
   supportedSubmitMethods: ['post'],
   requestInterceptor: (request) => {
+    // To this page's own server, whatever the document's server URL says (it names the host the
+    // document was asked of, which behind a misconfigured proxy may not be the page's; and the page's
+    // CSP lets it talk to no other).
+    const url = new URL(request.url, location.href);
+    request.url = location.origin + url.pathname + url.search;
     // As the interface asks of every client (Swagger UI would send */*).
     delete request.headers.accept;
     request.headers.Accept = 'application/json';
     // Tells the server this is a script: a wrong password then shows as a 401 on the page, not as
     // the browser's own login dialog.
     request.headers['X-Requested-With'] = 'XMLHttpRequest';
+    // The page fills in the document's example Idempotency-Key; sent twice, it would replay the first
+    // donation. Each send gets a fresh key instead (none where the browser has no randomUUID: a page
+    // served over plain HTTP to another machine); a key typed in is sent as it is.
+    if (request.headers['Idempotency-Key'] === '${IDEMPOTENCY_KEY_EXAMPLE}') {
+      if (globalThis.crypto && crypto.randomUUID) request.headers['Idempotency-Key'] = crypto.randomUUID();
+      else delete request.headers['Idempotency-Key'];
+    }
     return request;
   },
 });
@@ -69,15 +81,41 @@ const PAGE_POLICY = [
   "form-action 'self'",
 ].join('; ');
 
-export async function docsRoutes(app: FastifyInstance): Promise<void> {
+/** A host name, IPv4 address or [IPv6 address], with an optional port: what a server URL may hold. */
+const HOST = /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$/i;
+
+/**
+ * The origin the client reached this server at: its scheme and Host (X-Forwarded-Proto and
+ * X-Forwarded-Host when sent by a proxy TRUST_PROXY trusts; Fastify decides that). Undefined when
+ * the Host is not a host name, so the document never carries whatever a client wrote there.
+ */
+function originOf(request: FastifyRequest): string | undefined {
+  const host = request.host;
+  if (host.length > 261 || !HOST.test(host)) return undefined;
+  const { protocol } = request; // a trusted proxy's X-Forwarded-Proto may say anything
+  const scheme = protocol === 'https' || protocol === 'http' ? protocol : 'encrypted' in request.socket ? 'https' : 'http';
+  return `${scheme}://${host.toLowerCase()}`;
+}
+
+/** Documents kept, one per origin asked for: a server is reached by few names, and a flood of made-up ones only replaces them. */
+const KEPT_DOCUMENTS = 16;
+
+export async function docsRoutes(app: FastifyInstance, { contactEmail }: { contactEmail?: string | undefined }): Promise<void> {
   // Built, found and read on first use, not at start-up: most servers never show the page.
-  let document: string | undefined;
+  const documents = new Map<string, string>();
   const loaded = new Map<string, Promise<Buffer>>();
   const distDir = () => dirname(require.resolve('swagger-ui-dist/package.json'));
 
-  app.get('/api/v1/openapi.json', async (_request, reply) => {
-    // By the package's own name, not a relative path: this code runs from a bundle (scripts/bundle.mjs).
-    document ??= JSON.stringify(buildOpenApiDocument((require('almoner/package.json') as { version: string }).version));
+  app.get('/api/v1/openapi.json', async (request, reply) => {
+    const origin = originOf(request);
+    let document = documents.get(origin ?? '');
+    if (document === undefined) {
+      // By the package's own name, not a relative path: this code runs from a bundle (scripts/bundle.mjs).
+      const { version } = require('almoner/package.json') as { version: string };
+      document = JSON.stringify(buildOpenApiDocument(version, { origin, contactEmail }));
+      if (documents.size >= KEPT_DOCUMENTS) documents.delete(documents.keys().next().value!);
+      documents.set(origin ?? '', document);
+    }
     return reply.type('application/json; charset=utf-8').send(document);
   });
 
