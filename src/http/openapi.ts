@@ -15,6 +15,7 @@ import {
   VALIDATION_ERROR_SCHEMA,
 } from '../donations/schema.js';
 import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
+import { codeSamples } from './code-samples.js';
 import { BODY_LIMIT } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
 
@@ -100,6 +101,7 @@ export function buildOpenApiDocument(version: string, { origin, contactEmail }: 
           summary: 'Test Connection',
           description: 'Checks the credentials and names the charity they belong to. Takes no body.',
           tags: ['Charity'],
+          'x-codeSamples': codeSamples('testConnection'),
           responses: {
             '200': {
               description: 'The credentials are valid.',
@@ -122,6 +124,7 @@ export function buildOpenApiDocument(version: string, { origin, contactEmail }: 
 Send an \`Idempotency-Key\` to make retries safe: a retry with the same key and the same body gets the
 first answer again (with \`Idempotent-Replayed: true\`) instead of a second donation, for ${maxIdempotencyHours} hours.`,
           tags: ['Charity'],
+          'x-codeSamples': codeSamples('createDonation'),
           parameters: [
             {
               name: 'Idempotency-Key',

@@ -3,9 +3,10 @@
 // ("Test Connection", then "Create Donation") with a charity's credentials. Screenshots go to
 // test-artifacts/.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import { codeSampleFiles } from '../../src/http/code-samples.js';
 import { IDEMPOTENCY_KEY_EXAMPLE } from '../../src/http/openapi.js';
 import { startTestApp, type TestContext } from '../support/app.js';
 import { launchChromium, noBrowser } from '../support/browser.js';
@@ -193,6 +194,23 @@ describe('GET /docs', () => {
       assert.equal(stored.at(-1)?.donor_email, 'jane.doe@example.com');
       assert.equal(stored.at(-1)?.charity, t.charity.username);
       await screenshot('createDonation', 'docs-create-donation.png');
+    });
+
+    test('shows each operation\'s code samples, one tab per language, each the file under examples/', async () => {
+      for (const id of ['testConnection', 'createDonation'] as const) {
+        const op = operation(id);
+        if (!(await op.locator('.code-samples').isVisible())) await op.locator('.opblock-summary').click();
+        const samples = op.locator('.code-samples');
+        const files = codeSampleFiles(id);
+        assert.deepEqual(await samples.locator('[role=tab]').allInnerTexts(), files.map((f) => f.label));
+        for (const file of files) {
+          await samples.getByRole('tab', { name: file.label, exact: true }).click();
+          assert.equal(await samples.locator('[role=tab][aria-selected=true]').innerText(), file.label);
+          assert.equal(await samples.locator('pre.code-sample').textContent(), readFileSync(file.path, 'utf8'), `${id}: ${file.label}`);
+        }
+        await samples.locator('[role=tab]').first().click();
+      }
+      await operation('createDonation').locator('.code-samples').screenshot({ path: `${ARTIFACTS}/docs-code-samples.png` });
     });
 
     test('asked nothing of any other host, and logged no errors', () => {

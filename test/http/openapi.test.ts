@@ -2,6 +2,7 @@
 // examples and messages are what the live server does. (That every exchange of the HTTP suite
 // conforms to it is checked by test/support/app.ts, for every test that uses startTestApp.)
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -10,6 +11,7 @@ import { ValidationError } from '../../src/client/index.js';
 import { DONATION_FIELDS, YES_NO, type FieldSpec } from '../../src/donations/fields.js';
 import { DESCRIBED_ONLY } from '../../src/donations/schema.js';
 import { validateDonation } from '../../src/donations/validate.js';
+import { codeSampleFiles } from '../../src/http/code-samples.js';
 import { buildOpenApiDocument } from '../../src/http/openapi.js';
 import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
@@ -113,6 +115,14 @@ describe('the OpenAPI document', () => {
     assert.ok(!json(blanked(['donation_date'])) && !json(blanked(['zakat_donation'])));
     assert.ok(form({ ...exampleDonation(), zakat_donation: '1' }) && form({ ...exampleDonation(), zakat_donation: 'on' }));
     for (const name of ['gift_aid', 'donation_type', 'amount', 'donor_email']) assert.ok(!form(blanked([name])), `${name} may not be blank`);
+  });
+
+  test('each operation carries its code samples (x-codeSamples): curl, PHP, Python, Node fetch and the typed client, each a file under examples/', () => {
+    for (const [path, id] of [['/me', 'testConnection'], ['/donation/create', 'createDonation']] as const) {
+      const files = codeSampleFiles(id);
+      assert.deepEqual(files.map((f) => f.lang), ['Shell', 'PHP', 'Python', 'JavaScript', 'TypeScript']);
+      assert.deepEqual(op(path)['x-codeSamples'], files.map((f) => ({ lang: f.lang, label: f.label, source: readFileSync(f.path, 'utf8') })));
+    }
   });
 
   test("the example request is the interface's own, and the example response is what the server makes of it", () => {

@@ -35,8 +35,46 @@ const PAGE = `<!DOCTYPE html>
 </html>
 `;
 
+// Each operation's code samples (its x-codeSamples), as tabs above its responses: a Swagger UI
+// plugin, since Swagger UI shows only the curl command of a request it has sent.
+const CODE_SAMPLES_PLUGIN = `function CodeSampleTabs({ samples, React }) {
+  const h = React.createElement;
+  const [shown, show] = React.useState(0);
+  const tab = (sample, i) => h('button', {
+    key: sample.label,
+    type: 'button',
+    role: 'tab',
+    'aria-selected': String(i === shown),
+    className: 'code-sample-tab',
+    onClick: () => show(i),
+    style: {
+      margin: '0 6px 6px 0', padding: '4px 10px', cursor: 'pointer', font: 'inherit', fontSize: '13px',
+      border: '1px solid #3b4151', borderRadius: '4px',
+      background: i === shown ? '#3b4151' : 'transparent', color: i === shown ? '#fff' : '#3b4151',
+    },
+  }, sample.label);
+  return h('div', { className: 'opblock-section code-samples' },
+    h('div', { className: 'opblock-section-header' }, h('h4', { className: 'opblock-title' }, 'Code samples')),
+    h('div', { style: { padding: '10px 20px' } },
+      h('div', { role: 'tablist' }, samples.map(tab)),
+      h('pre', { className: 'microlight code-sample', role: 'tabpanel', style: { whiteSpace: 'pre', overflow: 'auto', maxHeight: '420px' } }, h('code', null, samples[shown].source))));
+}
+const CodeSamples = () => ({
+  wrapComponents: {
+    responses: (Original, system) => (props) => {
+      const samples = system.specSelectors.specJson().getIn(['paths', props.path, props.method, 'x-codeSamples']);
+      if (!samples || !samples.size) return system.React.createElement(Original, props);
+      return system.React.createElement('div', null,
+        system.React.createElement(CodeSampleTabs, { samples: samples.toJS(), React: system.React }),
+        system.React.createElement(Original, props));
+    },
+  },
+});
+`;
+
 // validatorUrl: null keeps the page from sending the document to swagger.io for a badge.
-const INITIALISER = `window.ui = SwaggerUIBundle({
+const INITIALISER = `${CODE_SAMPLES_PLUGIN}
+window.ui = SwaggerUIBundle({
   url: '/api/v1/openapi.json',
   dom_id: '#swagger-ui',
   deepLinking: true,
@@ -45,6 +83,7 @@ const INITIALISER = `window.ui = SwaggerUIBundle({
   displayRequestDuration: true,
   defaultModelsExpandDepth: 0,
   supportedSubmitMethods: ['post'],
+  plugins: [CodeSamples],
   requestInterceptor: (request) => {
     // To this page's own server, whatever the document's server URL says (it names the host the
     // document was asked of, which behind a misconfigured proxy may not be the page's; and the page's
