@@ -142,8 +142,9 @@ describe('GET /docs', () => {
       await page.screenshot({ path: `${ARTIFACTS}/${file}`, fullPage: true, clip });
     }
 
-    test('lists both operations of the interface', async () => {
+    test('lists both operations of the interface, and offers no other server to send them to', async () => {
       await page.screenshot({ path: `${ARTIFACTS}/docs-page.png` });
+      assert.equal(await page.locator('.servers select, .servers-title').count(), 0, 'the page sends to its own server only');
       const summaries = await page.locator('.opblock-summary').allInnerTexts();
       assert.deepEqual(
         summaries.map((s) => s.replace(/\s+/g, ' ').trim()),

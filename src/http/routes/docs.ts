@@ -72,8 +72,14 @@ const CodeSamples = () => ({
 });
 `;
 
+// The page talks to the server that served it and to no other (its CSP says so, and the request
+// interceptor below sends there): the document's list of servers, which names others too, is not
+// offered as a choice the page would not honour.
+const THIS_SERVER_ONLY = `const ThisServerOnly = () => ({ wrapComponents: { ServersContainer: () => () => null } });
+`;
+
 // validatorUrl: null keeps the page from sending the document to swagger.io for a badge.
-const INITIALISER = `${CODE_SAMPLES_PLUGIN}
+const INITIALISER = `${CODE_SAMPLES_PLUGIN}${THIS_SERVER_ONLY}
 window.ui = SwaggerUIBundle({
   url: '/api/v1/openapi.json',
   dom_id: '#swagger-ui',
@@ -83,11 +89,10 @@ window.ui = SwaggerUIBundle({
   displayRequestDuration: true,
   defaultModelsExpandDepth: 0,
   supportedSubmitMethods: ['post'],
-  plugins: [CodeSamples],
+  plugins: [CodeSamples, ThisServerOnly],
   requestInterceptor: (request) => {
     // To this page's own server, whatever the document's server URL says (it names the host the
-    // document was asked of, which behind a misconfigured proxy may not be the page's; and the page's
-    // CSP lets it talk to no other).
+    // document was asked of, which behind a misconfigured proxy may not be the page's).
     const url = new URL(request.url, location.href);
     request.url = location.origin + url.pathname + url.search;
     // As the interface asks of every client (Swagger UI would send */*).
