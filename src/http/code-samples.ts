@@ -34,7 +34,14 @@ export function codeSampleFiles(operation: OperationId): { lang: string; label: 
   return LANGUAGES.map(({ lang, label, file }) => ({ lang, label, path: join(EXAMPLES_DIR, file(FILE_NAMES[operation])) }));
 }
 
-/** An operation's samples, read from their files (the document is built once per host name, so seldom). */
+const read = new Map<OperationId, CodeSample[]>();
+
+/** An operation's samples, read from their files on first use (the files are part of the package: they do not change while it runs). */
 export function codeSamples(operation: OperationId): CodeSample[] {
-  return codeSampleFiles(operation).map(({ lang, label, path }) => ({ lang, label, source: readFileSync(path, 'utf8') }));
+  let samples = read.get(operation);
+  if (!samples) {
+    samples = codeSampleFiles(operation).map(({ lang, label, path }) => ({ lang, label, source: readFileSync(path, 'utf8') }));
+    read.set(operation, samples);
+  }
+  return samples;
 }
