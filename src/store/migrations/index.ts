@@ -11,7 +11,7 @@ import { keysWithTheirDonation } from './0005_keys_with_their_donation.js';
 import { donationIdsByDefault } from './0006_donation_ids_by_default.js';
 import { auditLog } from './0007_audit_log.js';
 import { erasure } from './0008_erasure.js';
-import { oneDateIndex } from './0009_one_date_index.js';
+import { donationsByCharity } from './0009_donations_by_charity.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -23,6 +23,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0006_donation_ids_by_default': donationIdsByDefault(dialect),
     '0007_audit_log': auditLog(dialect),
     '0008_erasure': erasure(),
-    '0009_one_date_index': oneDateIndex(),
+    '0009_donations_by_charity': donationsByCharity(),
   };
 }
