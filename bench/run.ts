@@ -9,13 +9,14 @@
 // acknowledged; then prints a table and writes bench/results/latest.json.
 //
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run), BENCH_WARMUP (2 s, not
-// counted), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1).
+// counted), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
+// BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database).
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { chooseLoader, type LoadResult, type LoadSpec, type Loader } from './load.js';
 import {
-  BENCH_LOG_LEVEL, cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, stop,
+  BENCH_LOG_LEVELS, cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, stop,
   summariseLog, waitUntilIdle, type BenchDatabase, type LogSummary,
 } from './servers.js';
 
@@ -65,6 +66,8 @@ interface CreateCheck {
 
 interface BackendResult {
   backend: BenchDatabase['backend'];
+  /** The server's LOG_LEVEL in these runs. */
+  logLevel: string;
   describe: string;
   /** Spawn to the first 200 from GET /health: the median of START_SAMPLES starts, and each of them. */
   startMs: number;
@@ -119,16 +122,16 @@ function checkPhase(load: LoadResult, counts: { rows: number; distinct: number }
   return { acknowledged: load.ok, stored: counts.rows, duplicates: counts.rows - counts.distinct, unansweredAtEnd, ok };
 }
 
-async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, dir: string): Promise<BackendResult> {
+async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, dir: string, logLevel: string): Promise<BackendResult> {
   const { username, password } = await createCharity(db.url);
   const auth = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
   const startSamplesMs: number[] = [];
   for (let i = 1; i < START_SAMPLES; i++) {
-    const trial = await startAlmoner(db.url, dir, `${db.backend.toLowerCase()}-start-${i}`);
+    const trial = await startAlmoner(db.url, dir, `${db.backend.toLowerCase()}-${logLevel}-start-${i}`, logLevel);
     startSamplesMs.push(trial.startMs);
     await stop(trial.child);
   }
-  const server = await startAlmoner(db.url, dir, db.backend.toLowerCase());
+  const server = await startAlmoner(db.url, dir, `${db.backend.toLowerCase()}-${logLevel}`, logLevel);
   startSamplesMs.push(server.startMs);
   const idle = memoryKb(server.pid).rss;
   const spec = { url: server.url, connections: CONNECTIONS, auth };
@@ -163,9 +166,10 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
   const acknowledged = [create, keyed].reduce((n, m) => n + m.load.ok + (m.warmup?.ok ?? 0), 0);
   const loggedOk = serverLogged200 === null || (serverLogged200 >= acknowledged && serverLogged200 <= allRows);
   const checksOk = [unkeyedRun.check, keyedRun.check].every((c) => c.measured.ok && (c.warmup?.ok ?? true));
-  const run = (name: string, m: Measured): Run => ({ name: `${name}, ${db.backend}`, ratio: NaN, ...m });
+  const run = (name: string, m: Measured): Run => ({ name: `${name}, ${db.backend}, ${logLevel}`, ratio: NaN, ...m });
   return {
     backend: db.backend,
+    logLevel,
     describe,
     startMs: [...startSamplesMs].sort((a, b) => a - b)[Math.floor(startSamplesMs.length / 2)]!,
     startSamplesMs,
@@ -302,7 +306,7 @@ async function main(): Promise<number> {
   const stale = distIsStale();
   if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
   const startedAt = new Date();
-  const total = (2 + (pgUrl ? 2 : 1) * 3) * (SECONDS + WARMUP);
+  const total = (2 + (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length * 3) * (SECONDS + WARMUP);
   process.stderr.write(`bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SECONDS} s per run; about ${total + 10} s in all\n`);
 
   // The ceiling: the same requests as /me, to a server that does nothing but answer. Measured
@@ -317,17 +321,21 @@ async function main(): Promise<number> {
   };
   const ceilingFirst = await measureCeiling('ceiling (bare node:http)');
 
+  // Each backend at each log level, on a database of its own.
   const backends: BackendResult[] = [];
-  const sqlite = sqliteDatabase(dir);
   const sqliteDescribe = `fresh file in ${os.tmpdir()} (${filesystemOf(os.tmpdir())}), WAL, synchronous=${sqliteSync} (as dist/ sets it)`;
-  backends.push(await benchBackend(sqlite, sqliteDescribe, loader, dir));
-  process.stderr.write(`bench: SQLite done\n`);
+  for (const level of BENCH_LOG_LEVELS) {
+    backends.push(await benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level));
+    process.stderr.write(`bench: SQLite at ${level} done\n`);
+  }
   if (pgUrl) {
-    const db = await postgresDatabase(pgUrl);
     const where = new URL(pgUrl);
-    const describe = `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
-    backends.push(await benchBackend(db, describe, loader, dir));
-    process.stderr.write(`bench: PostgreSQL done\n`);
+    for (const level of BENCH_LOG_LEVELS) {
+      const db = await postgresDatabase(pgUrl);
+      const describe = `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
+      backends.push(await benchBackend(db, describe, loader, dir, level));
+      process.stderr.write(`bench: PostgreSQL at ${level} done\n`);
+    }
   }
   const ceilingLast = await measureCeiling('ceiling, again at the end');
 
@@ -337,31 +345,35 @@ async function main(): Promise<number> {
   const almonerRuns = backends.flatMap((b) => [b.me, b.create, b.keyed]);
   const runs = [ceilingFirst, ...almonerRuns, ceilingLast];
   for (const r of runs) r.ratio = r.load.rps / ceilingRps;
-  const sqliteResult = backends[0]!;
-  const pgResult = backends.find((b) => b.backend === 'PostgreSQL') ?? null;
-  // Issue 13's goals.
-  const sqliteCreate = sqliteResult.create;
-  const goals: Goal[] = [
-    ...backends.map((b) => goal(`/me, ${b.backend}: ratio to the ceiling`, b.me.ratio, '>=', 0.75)),
-    {
-      ...goal('create, SQLite (synchronous=FULL): ratio to the ceiling', sqliteCreate.ratio, '>=', 0.45),
-      // The goal is for full durability: a faster figure without it does not count.
-      ...(sqliteSync === 'FULL' ? {} : { holds: false, note: `synchronous=${sqliteSync}, not FULL` }),
-    },
-    goal('keyed create (a fresh Idempotency-Key each), SQLite: ratio to the ceiling', sqliteResult.keyed.ratio, '>=', 0.35),
-    {
-      ...goal('create, PostgreSQL: ratio to the ceiling', pgResult ? pgResult.create.ratio : null, '>=', 0.15),
-      ...(pgResult ? {} : { note: 'set DATABASE_URL=postgres://… to measure it' }),
-    },
-    goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections`, sqliteCreate.load.p99Ms, '<=', 10, ' ms'),
-    goal('server RSS under load, worst peak (VmHWM)', Math.max(...backends.map((b) => b.memoryMb.peak)), '<=', 150, ' MB'),
-    goal(`process start to first answered request, median of ${START_SAMPLES}, worst backend`, Math.max(...backends.map((b) => b.startMs)), '<=', 500, ' ms'),
-  ];
+  // Issue 13's goals, at each log level.
+  const goals: Goal[] = BENCH_LOG_LEVELS.flatMap((level): Goal[] => {
+    const at = backends.filter((b) => b.logLevel === level);
+    const sqliteResult = at.find((b) => b.backend === 'SQLite')!;
+    const pgResult = at.find((b) => b.backend === 'PostgreSQL') ?? null;
+    const sqliteCreate = sqliteResult.create;
+    const l = `LOG_LEVEL=${level}`;
+    return [
+      ...at.map((b) => goal(`/me, ${b.backend}, ${l}: ratio to the ceiling`, b.me.ratio, '>=', 0.75)),
+      {
+        ...goal(`create, SQLite (synchronous=FULL), ${l}: ratio to the ceiling`, sqliteCreate.ratio, '>=', 0.45),
+        // The goal is for full durability: a faster figure without it does not count.
+        ...(sqliteSync === 'FULL' ? {} : { holds: false, note: `synchronous=${sqliteSync}, not FULL` }),
+      },
+      goal(`keyed create (a fresh Idempotency-Key each), SQLite, ${l}: ratio to the ceiling`, sqliteResult.keyed.ratio, '>=', 0.35),
+      {
+        ...goal(`create, PostgreSQL, ${l}: ratio to the ceiling`, pgResult ? pgResult.create.ratio : null, '>=', 0.15),
+        ...(pgResult ? {} : { note: 'set DATABASE_URL=postgres://… to measure it' }),
+      },
+      goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections, ${l}`, sqliteCreate.load.p99Ms, '<=', 10, ' ms'),
+      goal(`server RSS under load, worst peak (VmHWM), ${l}`, Math.max(...at.map((b) => b.memoryMb.peak)), '<=', 150, ' MB'),
+      goal(`process start to first answered request, median of ${START_SAMPLES}, worst backend, ${l}`, Math.max(...at.map((b) => b.startMs)), '<=', 500, ' ms'),
+    ];
+  });
   const failures = [
     ...runs.filter((r) => r.load.non2xx > 0).map((r) => `${r.name}: ${fmt(r.load.non2xx)} non-2xx answers ${JSON.stringify(r.load.statuses ?? {})}`),
     ...runs.filter((r) => r.load.errors > 0).map((r) => `${r.name}: ${fmt(r.load.errors)} connection errors or timeouts`),
-    ...backends.filter((b) => !b.check.ok).map((b) => `${b.backend}: the database does not hold exactly the acknowledged donations`),
-    ...backends.filter((b) => b.shutdown.code !== 0).map((b) => `${b.backend}: the server did not stop cleanly on SIGTERM (${b.shutdown.code ?? b.shutdown.signal})`),
+    ...backends.filter((b) => !b.check.ok).map((b) => `${b.backend} at ${b.logLevel}: the database does not hold exactly the acknowledged donations`),
+    ...backends.filter((b) => b.shutdown.code !== 0).map((b) => `${b.backend} at ${b.logLevel}: the server did not stop cleanly on SIGTERM (${b.shutdown.code ?? b.shutdown.signal})`),
   ];
 
   // ---- The table
@@ -375,9 +387,9 @@ async function main(): Promise<number> {
     `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
     `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SECONDS} s per run after ${WARMUP} s of warm-up (not counted)`,
-    `server      bin/almoner serve; LOG_LEVEL=${BENCH_LOG_LEVEL}${BENCH_LOG_LEVEL === 'info' ? ' (the production default; JSON lines to a file)' : ' (BENCH_LOG_LEVEL; info is the production default)'}; CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
+    `server      bin/almoner serve; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
     ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
-    ...backends.map((b) => `${b.backend.padEnd(11)} ${b.describe}`),
+    ...[...new Map(backends.map((b) => [b.backend, b.describe]))].map(([backend, describe]) => `${backend.padEnd(11)} ${describe}`),
     `requests    /me and the ceiling: POST /api/v1/me with Basic auth, no body; create: varied valid donations (20% without donation_date), without an Idempotency-Key; keyed create: the same, each with a fresh Idempotency-Key`,
     '',
     table([header, ...lines], (i) => i > 0),
@@ -389,7 +401,7 @@ async function main(): Promise<number> {
       : []),
     '',
     ...backends.flatMap((b) => [
-      `${b.backend}:`,
+      `${b.backend}, LOG_LEVEL=${b.logLevel}:`,
       `  start to first answer (spawn -> 200 from GET /health): ${fmt(b.startMs)} ms, the median of ${b.startSamplesMs.map((ms) => fmt(ms)).join(', ')} ms`,
       `  server RSS: ${fmt(b.memoryMb.idle)} MB idle after start, ${fmt(b.memoryMb.afterMe)} MB after /me, ${fmt(b.memoryMb.afterCreate)} MB after create ` +
         `(anonymous ${fmt(b.memoryMb.afterCreateAnon)}, files ${fmt(b.memoryMb.afterCreateFile)}, shared ${fmt(b.memoryMb.afterCreateShmem)}), peak (VmHWM) ${fmt(b.memoryMb.peak)} MB`,
@@ -428,7 +440,7 @@ async function main(): Promise<number> {
     ceilingDrift,
     durationSeconds: SECONDS,
     warmupSeconds: WARMUP,
-    server: { logLevel: BENCH_LOG_LEVEL, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
+    server: { logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
     runs: runs.map(({ warmup: _, ...r }) => r),
     backends: backends.map(({ me: _me, create: _create, ...b }) => b),
     goals,

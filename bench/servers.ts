@@ -190,12 +190,18 @@ export async function startCeiling(): Promise<Running> {
 
 // ---- Almoner -----------------------------------------------------------------------------------
 
-/** The server's LOG_LEVEL: info (the production default) unless BENCH_LOG_LEVEL says otherwise (e.g. warn: no line per request). */
-export const BENCH_LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+/**
+ * The server's LOG_LEVELs, each run in turn on a fresh database: info (the production default, a
+ * line per request) and warn (none), unless BENCH_LOG_LEVELS (or BENCH_LOG_LEVEL, one) names others.
+ */
+export const BENCH_LOG_LEVELS: string[] = (process.env.BENCH_LOG_LEVELS ?? process.env.BENCH_LOG_LEVEL ?? 'info,warn')
+  .split(',')
+  .map((l) => l.trim())
+  .filter(Boolean);
 
 /** The environment every bin/almoner command of the run gets: the operator's, made definite. */
-export function almonerEnv(databaseUrl: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: BENCH_LOG_LEVEL, CREATE_RATE_LIMIT: '0' };
+export function almonerEnv(databaseUrl: string, logLevel = 'info'): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: logLevel, CREATE_RATE_LIMIT: '0' };
   for (const name of ['REDIS_URL', 'TRUST_PROXY', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) delete env[name];
   return env;
 }
@@ -232,13 +238,13 @@ export interface AlmonerServer extends Running {
  * Starts `bin/almoner serve` (itself the node process: its pid is the server's), logging to a file
  * so that nothing fills a pipe, and times spawn -> first 200 from GET /health, polling tightly.
  */
-export async function startAlmoner(databaseUrl: string, dir: string, name: string): Promise<AlmonerServer> {
+export async function startAlmoner(databaseUrl: string, dir: string, name: string, logLevel: string): Promise<AlmonerServer> {
   const logPath = join(dir, `${name}-server.log`);
   const errPath = join(dir, `${name}-server.stderr`);
   const out = openSync(logPath, 'w');
   const err = openSync(errPath, 'w');
   const started = performance.now();
-  const child = own(spawn(ALMONER, ['serve'], { env: almonerEnv(databaseUrl), stdio: ['ignore', out, err] }));
+  const child = own(spawn(ALMONER, ['serve'], { env: almonerEnv(databaseUrl, logLevel), stdio: ['ignore', out, err] }));
   closeSync(out);
   closeSync(err);
   const fail = (why: string) =>
@@ -248,7 +254,7 @@ export async function startAlmoner(databaseUrl: string, dir: string, name: strin
   while (!port) {
     if (child.exitCode !== null || child.signalCode !== null) throw fail(`exited (${child.exitCode ?? child.signalCode}) while starting`);
     if (performance.now() - started > 30_000) throw fail('did not listen within 30 s');
-    // The log's "Server listening" line at info; below info (BENCH_LOG_LEVEL=warn), the docs address on stderr.
+    // The log's "Server listening" line at info; below info (warn), the docs address on stderr.
     const match = /(?:Server listening at|API reference .*:) http:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(logPath, 'utf8') + readFileSync(errPath, 'utf8'));
     if (match) port = Number(match[1]);
     else await sleep(1);
@@ -311,8 +317,8 @@ interface CountRow {
 }
 const counted = (r: CountRow) => ({ rows: Number(r.rows), distinct: Number(r.distinct_marks), all: Number(r.all_rows), keys: Number(r.keys) });
 
-export function sqliteDatabase(dir: string): BenchDatabase {
-  const path = join(dir, 'almoner.db');
+export function sqliteDatabase(dir: string, name = 'almoner'): BenchDatabase {
+  const path = join(dir, `${name}.db`);
   return {
     backend: 'SQLite',
     url: `sqlite:${path}`,
