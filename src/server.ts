@@ -1,6 +1,7 @@
 // The server process: config -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
+import { setFlagsFromString } from 'node:v8';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { destination } from 'pino';
 import { ConfigError, describeDatabase, type Config } from './config.js';
@@ -25,7 +26,18 @@ function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer }
   }
 }
 
+/**
+ * How far V8 lets its old generation grow past what was still live at the last full collection
+ * before it collects again: by half. Left to itself V8 lets it grow up to fourfold, and under load
+ * what reaches the old generation is mostly garbage (requests that were in flight when the young
+ * generation was collected): the server's RSS climbed 3 to 5 MB a second under the benchmark's
+ * loads, to 158 to 169 MB, with 15 MB live. With 50%: peaks of 145 and 146 MB, throughput within
+ * the run-to-run noise. A `--heap-growing-percent` given to node on its command line wins.
+ */
+export const HEAP_GROWING_PERCENT = 50;
+
 export async function serve(config: Config): Promise<void> {
+  if (!process.execArgv.some((a) => /^--heap[-_]growing[-_]percent/.test(a))) setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   const https = config.tls && readTls(config.tls);
   // Log lines are written without blocking: those that arrive while a write is under way go out
   // together in the next one, so a busy server makes one write call per batch, not per request.
