@@ -377,8 +377,10 @@ function expectedEcho(sent: Record<string, unknown>, data: Record<string, unknow
   } else {
     assert.match(String(data.donation_date), TIMESTAMP);
   }
+  // Yes is yes, true, 1 or on, in any case (the form words), or JSON's true or 1; anything else valid is no.
   const zakat = given('zakat_donation');
-  assert.equal(data.zakat_donation, zakat === 'yes' || zakat === true);
+  const yes = zakat === true || zakat === 1 || (typeof zakat === 'string' && ['yes', 'true', '1', 'on'].includes(zakat.toLowerCase()));
+  assert.equal(data.zakat_donation, yes, `zakat_donation ${JSON.stringify(zakat)} is echoed`);
 }
 
 for (const backend of BACKENDS) describe(`hostile input [${backend.name}]`, () => {
