@@ -330,9 +330,10 @@ async function main(): Promise<number> {
   }
   if (pgUrl) {
     const where = new URL(pgUrl);
+    let describe: string | undefined; // the same server for every level: asked once
     for (const level of BENCH_LOG_LEVELS) {
       const db = await postgresDatabase(pgUrl);
-      const describe = `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
+      describe ??= `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
       backends.push(await benchBackend(db, describe, loader, dir, level));
       process.stderr.write(`bench: PostgreSQL at ${level} done\n`);
     }
