@@ -4,7 +4,7 @@
 // (At run time the default import is the function; its `.default` is the function again, as typed.)
 import isEmailModule from 'validator/lib/isEmail.js';
 import isIPModule from 'validator/lib/isIP.js';
-import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, FLAG_WORDS, minorUnitsOf, YES_NO, type FieldSpec, type NewDonation } from './fields.js';
+import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, DONATION_KEYS, FLAG_WORDS, minorUnitsOf, objectsWithKeys, YES_NO, type FieldSpec, type NewDonation } from './fields.js';
 import { isRealDate, startOfDayIso } from '../time.js';
 
 export type ValidationErrors = Record<string, string[]>;
@@ -157,13 +157,15 @@ const CHECKS: Record<FieldSpec['kind'], (f: FieldSpec, v: unknown) => Check> = {
   flag: checkFlag,
 };
 
+const newDonation = objectsWithKeys(DONATION_KEYS);
+
 /**
  * Validates a request body (already known to be a plain object); unknown fields are ignored. The
  * donation's keys come in the table's order, an amount's minor units right after it: its JSON is
  * the idempotency fingerprint, so the order must not change.
  */
 export function validateDonation(body: Record<string, unknown>): ValidationResult {
-  const donation: Record<string, unknown> = {};
+  const donation = newDonation();
   const errors: ValidationErrors = {};
   for (const f of DONATION_FIELDS) {
     const raw = Object.hasOwn(body, f.name) ? body[f.name] : undefined;

@@ -1,12 +1,16 @@
 // A donation as a row and back, by the field table: yes/no and flags are 0 or 1 in the database
 // and booleans everywhere else; ids and minor units may come back from PostgreSQL as int8 strings.
 import type { Insertable, Selectable } from 'kysely';
-import { DONATION_FIELDS, minorUnitsOf, type NewDonation, type StoredDonation } from '../donations/fields.js';
+import { DONATION_FIELDS, DONATION_KEYS, minorUnitsOf, objectsWithKeys, type NewDonation, type StoredDonation } from '../donations/fields.js';
 import type { DonationsTable } from './schema.js';
+
+const newRow = objectsWithKeys(['charity_id', ...DONATION_KEYS, 'recorded_at']);
+const newStored = objectsWithKeys(['id', 'charity_id', ...DONATION_KEYS, 'recorded_at']);
 
 /** The row to insert: a donation without a date is dated the moment it is recorded. */
 export function toDonationRow(charityId: number, d: NewDonation, recordedAt: string): Insertable<DonationsTable> {
-  const row: Record<string, unknown> = { charity_id: charityId };
+  const row = newRow();
+  row.charity_id = charityId;
   for (const f of DONATION_FIELDS) {
     const value = d[f.name];
     if (f.kind === 'yes_no' || f.kind === 'flag') row[f.name] = value ? 1 : 0;
@@ -19,7 +23,9 @@ export function toDonationRow(charityId: number, d: NewDonation, recordedAt: str
 }
 
 export function toStoredDonation(row: Selectable<DonationsTable>): StoredDonation {
-  const stored: Record<string, unknown> = { id: Number(row.id), charity_id: Number(row.charity_id) };
+  const stored = newStored();
+  stored.id = Number(row.id);
+  stored.charity_id = Number(row.charity_id);
   for (const f of DONATION_FIELDS) {
     const value = row[f.name];
     stored[f.name] = f.kind === 'yes_no' || f.kind === 'flag' ? Boolean(value) : value;
