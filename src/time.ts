@@ -8,11 +8,19 @@ export function nowMicros(): number {
 }
 
 export function formatMicros(micros: number): string {
-  const millis = Math.floor(micros / 1000);
-  const iso = new Date(millis).toISOString(); // 2021-02-25T13:45:12.345Z
-  const extra = String(micros - millis * 1000).padStart(3, '0');
-  return `${iso.slice(0, 23)}${extra}Z`;
+  const second = Math.floor(micros / 1_000_000);
+  let prefix = secondPrefixes.get(second);
+  if (prefix === undefined) {
+    // Date's formatting costs more than the rest of a create's timestamps together: done once a second.
+    if (secondPrefixes.size >= 8) secondPrefixes.clear();
+    prefix = new Date(second * 1000).toISOString().slice(0, 20); // 2021-02-25T13:45:12.
+    secondPrefixes.set(second, prefix);
+  }
+  return `${prefix}${String(micros - second * 1_000_000).padStart(6, '0')}Z`;
 }
+
+/** A few recent seconds formatted (now, and a key's expiry a day on), by seconds since the epoch. */
+const secondPrefixes = new Map<number, string>();
 
 export function nowIso(): string {
   return formatMicros(nowMicros());

@@ -22,9 +22,10 @@ export function toDonationRow(charityId: number, d: NewDonation, recordedAt: str
   return row as Insertable<DonationsTable>;
 }
 
-export function toStoredDonation(row: Selectable<DonationsTable>): StoredDonation {
+/** A stored donation from its row; `id` for a row just inserted, whose id came back on its own. */
+export function toStoredDonation(row: Selectable<DonationsTable> | Insertable<DonationsTable>, id = row.id): StoredDonation {
   const stored = newStored();
-  stored.id = Number(row.id);
+  stored.id = Number(id);
   stored.charity_id = Number(row.charity_id);
   for (const f of DONATION_FIELDS) {
     const value = row[f.name];

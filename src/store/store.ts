@@ -336,7 +336,7 @@ export class Store {
       () => this.db.insertInto('donations').values(row).returning('id'),
       this.together && { with: this.together.donationInsert, data: row },
     );
-    return toStoredDonation({ ...row, id: inserted!.id } as Selectable<DonationsTable>);
+    return toStoredDonation(row, inserted!.id as number);
   }
 }
 
