@@ -49,6 +49,9 @@ export class HotStatements {
   }
 }
 
+/** A statement as Kysely runs it. */
+export const compiled = (statement: Statement): CompiledQuery => CompiledQuery.raw(statement.sql, [...statement.parameters]);
+
 /** Runs a write on SQLite, synchronously (inside the batch's transaction). */
 export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram<T>): T {
   let step = program.next();
@@ -88,7 +91,7 @@ export async function runBatchOnKysely<DB>(trx: Transaction<DB>, programs: Write
     for (const i of open) {
       const statement = steps[i]!.value as Statement;
       if (statement.together && groups.get(statement.together)!.length > 1) continue;
-      rows.set(i, await query(CompiledQuery.raw(statement.sql, [...statement.parameters])));
+      rows.set(i, await query(compiled(statement)));
     }
     for (const [together, members] of groups) {
       if (members.length < 2) continue;

@@ -2,7 +2,7 @@
 // is chosen in open.ts; writes are batched by group-commit.ts and stated in statements.ts, and the
 // schema is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
+import { CompiledQuery, sql, type Compilable, type Insertable, type RawBuilder, type Kysely, type Selectable, type Updateable } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
@@ -15,7 +15,7 @@ import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
-import { HotStatements, type Rows, type Together, type WriteProgram } from './statements.js';
+import { compiled, HotStatements, type Rows, type Together, type WriteProgram } from './statements.js';
 
 export type { DonationFilter } from './donation-query.js';
 
@@ -292,8 +292,15 @@ export class Store {
           // Each column against its list (an index scan with both), not a list of pairs (an OR of one scan per pair,
           // slower to plan): the extra pairs this may find are not asked for, and left out below. Each list is one
           // array parameter, so the statement is the same for any number of keys (see insertFromJson).
-          this.keyLookupSql ??= sql`select charity_id, key, fingerprint, donation_id, expires_at from idempotency_keys where charity_id = any(${[]}) and key = any(${[]})`.compile(this.db).sql;
-          const found = await query(CompiledQuery.raw(this.keyLookupSql, [[...new Set(pairs.map(([c]) => c))], pairs.map(([, k]) => k)]));
+          const charities = [...new Set(pairs.map(([c]) => c))];
+          const keys = pairs.map(([, k]) => k);
+          const found = await query(
+            compiled(
+              this.hot.statement('key lookup, batch', [charities, keys], () =>
+                this.compilable(sql`select charity_id, key, fingerprint, donation_id, expires_at from idempotency_keys where charity_id = any(${charities}) and key = any(${keys})`),
+              ),
+            ),
+          );
           const byPair = new Map(found.map((r) => [pairOf(r.charity_id, r.key), r]));
           return pairs.map(([c, k]) => {
             const known = byPair.get(pairOf(c, k));
@@ -303,7 +310,8 @@ export class Store {
       },
       donationInsert: {
         run: async (statements, query) => {
-          const ids = await query(sql<{ id: number }>`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${statements.length})`.compile(this.db));
+          const n = statements.length;
+          const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
           const rows = statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
           await query(this.insertFromJson('donations', rows));
           return rows.map(({ id }) => [{ id }]);
@@ -320,28 +328,27 @@ export class Store {
     };
   }
 
-  /** The SQL of the keyLookup above, once compiled. */
-  private keyLookupSql: string | undefined;
-  /** The SQL of insertFromJson, by table and columns. */
-  private readonly jsonInserts = new Map<string, string>();
-
   /**
    * PostgreSQL: rows inserted from one JSON parameter, each read as the table's own row type
    * (json_populate_recordset), so the column types are the table's. The statement is the same
-   * whatever the number of rows: compiled once here, and short for PostgreSQL to parse and plan,
-   * where a VALUES list took a parameter per column per row, each built, frozen and compiled by
-   * Kysely, every batch. The rows share their keys (rows.ts makes them so).
+   * whatever the number of rows, so it is compiled once (HotStatements), and short for PostgreSQL
+   * to parse and plan, where a VALUES list took a parameter per column per row, each built, frozen
+   * and compiled by Kysely, every batch. The rows share their keys (rows.ts makes them so).
    */
   private insertFromJson(table: 'donations' | 'idempotency_keys', rows: readonly object[], suffix = sql``): CompiledQuery {
     const columns = Object.keys(rows[0]!);
-    const name = `${table} ${columns.join(' ')}`;
-    let text = this.jsonInserts.get(name);
-    if (text === undefined) {
-      const list = sql.join(columns.map((c) => sql.ref(c)));
-      text = sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${'[]'}::json) ${suffix}`.compile(this.db).sql;
-      this.jsonInserts.set(name, text);
-    }
-    return CompiledQuery.raw(text, [JSON.stringify(rows)]);
+    const json = JSON.stringify(rows);
+    return compiled(
+      this.hot.statement(`${table} from JSON: ${columns.join(' ')}`, [json], () => {
+        const list = sql.join(columns.map((c) => sql.ref(c)));
+        return this.compilable(sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json) ${suffix}`);
+      }),
+    );
+  }
+
+  /** Raw SQL as HotStatements takes a query: compiled for this database. */
+  private compilable(raw: RawBuilder<unknown>): Compilable {
+    return { compile: () => raw.compile(this.db) };
   }
 
   /** The donation as a row of its own. */
