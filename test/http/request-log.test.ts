@@ -1,0 +1,75 @@
+// Each request's log lines carry its request id: the one line per request at info, and whatever
+// is written through request.log, which is made only when a line is written (http/request-log.ts).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import pino from 'pino';
+import { lazyRequestLogger } from '../../src/http/request-log.js';
+import { startTestApp } from '../support/app.js';
+
+type Line = Record<string, unknown>;
+
+function capture(): { stream: { write(line: string): void }; lines: Line[] } {
+  const lines: Line[] = [];
+  return { stream: { write: (line) => lines.push(JSON.parse(line) as Line) }, lines };
+}
+
+describe('request log lines', () => {
+  test("at info: one line per request and request.log's lines, each with the request's id", async () => {
+    const { stream, lines } = capture();
+    const t = await startTestApp(undefined, { logger: { level: 'info', stream } });
+    try {
+      const me = await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization, 'x-request-id': 'req-log-1' } });
+      assert.equal(me.statusCode, 200);
+      const access = lines.filter((l) => l.msg === 'request');
+      assert.deepEqual(
+        access.map(({ reqId, method, route, status, charity, level }) => ({ reqId, method, route, status, charity, level })),
+        [{ reqId: 'req-log-1', method: 'POST', route: '/api/v1/me', status: 200, charity: t.charity.id, level: 30 }],
+      );
+
+      // A failure the route logs itself, through request.log.
+      await t.store.close();
+      const ready = await t.app.inject({ method: 'GET', url: '/health/ready' });
+      assert.equal(ready.statusCode, 503);
+      const id = ready.headers['x-request-id'];
+      const warned = lines.filter((l) => l.msg === 'readiness check failed');
+      assert.equal(warned.length, 1, JSON.stringify(lines));
+      assert.equal(warned[0]!.reqId, id);
+      assert.equal(warned[0]!.level, 40);
+      assert.ok(lines.some((l) => l.msg === 'request' && l.reqId === id && l.status === 503));
+    } finally {
+      await t.close(); // the store a second time: a no-op
+    }
+  });
+
+  test('at warn: nothing for a request that goes well', async () => {
+    const { stream, lines } = capture();
+    const t = await startTestApp(undefined, { logger: { level: 'warn', stream } });
+    try {
+      const me = await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization } });
+      assert.equal(me.statusCode, 200);
+      assert.deepEqual(lines, []);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("request.log writes a level that is on with the request's bindings, and nothing below it", () => {
+    const { stream, lines } = capture();
+    const parent = pino({ level: 'warn' }, stream);
+    const log = lazyRequestLogger(parent, { reqId: 'r-1' }, {});
+    assert.equal(log.level, 'warn');
+    log.info({ a: 1 }, 'not written');
+    log.debug('not written either');
+    log.warn({ a: 2 }, 'written');
+    log.error('also written');
+    log.child({ part: 'inner' }).warn('from a child');
+    assert.deepEqual(
+      lines.map(({ level, reqId, a, part, msg }) => ({ level, reqId, a, part, msg })),
+      [
+        { level: 40, reqId: 'r-1', a: 2, part: undefined, msg: 'written' },
+        { level: 50, reqId: 'r-1', a: undefined, part: undefined, msg: 'also written' },
+        { level: 40, reqId: 'r-1', a: undefined, part: 'inner', msg: 'from a child' },
+      ],
+    );
+  });
+});
