@@ -1,6 +1,6 @@
 // Idempotency keys on create, after the IETF "Idempotency-Key HTTP Header Field" draft and
 // Stripe's practice: a retried request with the same key gets the first answer again.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { NewDonation } from '../donations/donation.js';
 import { HttpError } from './errors.js';
@@ -41,7 +41,7 @@ export function formerFingerprint(d: NewDonation): string {
   return sha256(JSON.stringify(d));
 }
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const sha256 = (text: string) => hash('sha256', text, 'hex'); // the one-shot form: no Hash object per key
 
 export function inFlight(): HttpError {
   return new HttpError(409, 'A request with this Idempotency-Key is still in progress. Retry it in a moment.');
