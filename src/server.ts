@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { destination } from 'pino';
 import { ConfigError, describeDatabase, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './http/errors.js';
+import { logOutput } from './log-output.js';
 import { openRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
 
@@ -42,7 +42,7 @@ export async function serve(config: Config): Promise<void> {
   // Log lines are written without blocking: those that arrive while a write is under way go out
   // together in the next one, so a busy server makes one write call per batch, not per request.
   // Lines still buffered are flushed before every process.exit() below (a SIGKILL may lose them).
-  const logs = destination({ dest: 1, sync: false });
+  const logs = logOutput();
   const exit = (code: number) => {
     logs.flushSync();
     process.exit(code);
