@@ -9,6 +9,10 @@
 // writes were committed and their callers get their results; if it is not, nothing was; if the
 // database cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
 //
+// On PostgreSQL a batch of creates without a key needs no transaction: after reading their ids, one
+// statement writes their rows and the token, and PostgreSQL commits it by itself (statements.ts,
+// ownCommit). That statement is then the COMMIT: its answer lost, the token says what happened.
+//
 // On SQLite the batch runs in one synchronous better-sqlite3 transaction: nothing awaits between
 // its statements, no deadline can pass in the middle of it, and a COMMIT's answer cannot be lost
 // (the database is in this process), so no token is needed.
@@ -16,7 +20,8 @@ import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely, Transaction } from 'kysely';
 import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
-import { runBatchOnKysely, runOnSqlite, type WriteProgram } from './statements.js';
+import { finish, ownCommitOf, runBatchOnKysely, runOnSqlite, type Rows, type Statement, type WriteProgram } from './statements.js';
+import type { CompiledQuery } from 'kysely';
 import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
 /** A write, made afresh for each try (see statements.ts). */
@@ -242,12 +247,27 @@ export class GroupCommit<DB> {
     if (this.sqlite && !this.sqlite.inTransaction) return this.commitOnSqlite(this.sqlite, batch);
     const token = randomUUID();
     const values: unknown[] = [];
+    const stop = () => {
+      if (batch.abandoned) throw new DatabaseDeadlineError();
+    };
+    const programs = batch.members.map(({ write }) => write());
+    const steps = programs.map((p) => p.next());
+    const together = ownCommitOf(steps);
     try {
-      await this.db.transaction().execute(async (trx) => {
-        const stop = () => {
-          if (batch.abandoned) throw new DatabaseDeadlineError();
+      if (together) {
+        const query = async (compiled: CompiledQuery): Promise<Rows> => {
+          stop();
+          return (await this.db.executeQuery<Record<string, unknown>>(compiled)).rows;
         };
-        values.push(...(await runBatchOnKysely(trx, batch.members.map(({ write }) => write()), stop)));
+        const { rows, commit } = await together.ownCommit!(steps.map((step) => step.value as Statement), query, token);
+        values.push(...programs.map((p, i) => finish(p, rows[i]!)));
+        stop(); // nothing was written: its writers were told so
+        batch.commitSent = true; // this statement is the commit
+        await this.db.executeQuery(commit);
+        return values;
+      }
+      await this.db.transaction().execute(async (trx) => {
+        values.push(...(await runBatchOnKysely(trx, programs, stop, steps)));
         await this.journal.record(trx, token);
         if (batch.abandoned) throw new DatabaseDeadlineError(); // rolls back: its writers were told it was not stored
         batch.commitSent = true; // Kysely sends COMMIT when this returns

@@ -2,8 +2,10 @@
 // the statements it runs and is handed back their rows: on SQLite a whole batch of them runs in one
 // synchronous better-sqlite3 transaction (no promise per statement); on PostgreSQL the batch's
 // writes advance together, and the statements of one kind that they yield at the same step run as
-// one (a multi-row insert, say), so a batch costs a few round trips, not a few per write. The SQL
-// of each statement is compiled once.
+// one (a multi-row insert, say), so a batch costs a few round trips, not a few per write. A batch
+// of writes that are each one last statement of one kind (creates without a key) needs no
+// transaction at all: that kind writes them and the batch's commit token in one statement, which
+// PostgreSQL commits by itself (see ownCommit). The SQL of each statement is compiled once.
 import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type Compilable, type Transaction } from 'kysely';
 
@@ -15,11 +17,35 @@ export interface Statement {
   readonly together?: Together;
   /** What `together` needs of this statement (the row it inserts, say). */
   readonly data?: unknown;
+  /** The write ends with this statement: given its rows, it returns. */
+  readonly last?: boolean;
 }
 
 /** Statements of one kind run as one: each statement's rows, in order, as if it had run alone. */
 export interface Together {
   run(statements: readonly Statement[], query: (compiled: CompiledQuery) => Promise<Rows>): Promise<Rows[]>;
+  /**
+   * PostgreSQL, for a batch of nothing but these statements, each its write's last: one statement
+   * that writes them all and the batch's commit `token`, to run with no transaction around it
+   * (PostgreSQL commits a lone statement by itself), after any reads it needs first (`query`), and
+   * each statement's rows, known before it is sent, so that a lost answer can be settled by the token.
+   */
+  ownCommit?(statements: readonly Statement[], query: (compiled: CompiledQuery) => Promise<Rows>, token: string): Promise<{ rows: Rows[]; commit: CompiledQuery }>;
+}
+
+/** The kind that can write and commit this batch's first statements in one (Together.ownCommit), if they are all its and each is its write's last. */
+export function ownCommitOf(steps: readonly IteratorResult<Statement, unknown>[]): Together | undefined {
+  const first = steps[0];
+  if (!first || first.done || !first.value.last || !first.value.together?.ownCommit) return undefined;
+  const together = first.value.together;
+  return steps.every((step) => !step.done && step.value.last && step.value.together === together) ? together : undefined;
+}
+
+/** A write's result once its last statement's rows are in. */
+export function finish<T>(program: WriteProgram<T>, rows: Rows): T {
+  const step = program.next(rows);
+  if (!step.done) throw new Error('a write went on past the statement it said was its last');
+  return step.value;
 }
 
 export type Rows = Record<string, unknown>[];
@@ -35,7 +61,7 @@ export type WriteProgram<T> = Generator<Statement, T, Rows>;
 export class HotStatements {
   private readonly compiled = new Map<string, string>();
 
-  statement(name: string, parameters: readonly unknown[], query: () => Compilable, together?: { with: Together; data?: unknown }): Statement {
+  statement(name: string, parameters: readonly unknown[], query: () => Compilable, together?: { with: Together; data?: unknown; last?: boolean }): Statement {
     let sql = this.compiled.get(name);
     if (sql === undefined) {
       const first = query().compile();
@@ -45,7 +71,7 @@ export class HotStatements {
       sql = first.sql;
       this.compiled.set(name, sql);
     }
-    return { sql, parameters, together: together?.with, data: together?.data };
+    return { sql, parameters, together: together?.with, data: together?.data, last: together?.last };
   }
 }
 
@@ -68,14 +94,18 @@ export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram
  * Runs a batch's writes in a Kysely transaction, all advancing together: at each step, statements
  * sharing a `together` run as one, the others one by one; `stop` is asked before each round trip.
  * The writes are independent of one another (no two in a batch touch the same key), so the order
- * of their statements within the transaction does not matter.
+ * of their statements within the transaction does not matter. `steps`: their first steps, if taken already.
  */
-export async function runBatchOnKysely<DB>(trx: Transaction<DB>, programs: WriteProgram<unknown>[], stop: () => void): Promise<unknown[]> {
+export async function runBatchOnKysely<DB>(
+  trx: Transaction<DB>,
+  programs: WriteProgram<unknown>[],
+  stop: () => void,
+  steps: IteratorResult<Statement, unknown>[] = programs.map((p) => p.next()),
+): Promise<unknown[]> {
   const query = async (compiled: CompiledQuery): Promise<Rows> => {
     stop();
     return (await trx.executeQuery<Record<string, unknown>>(compiled)).rows;
   };
-  const steps = programs.map((p) => p.next());
   for (;;) {
     const open = steps.flatMap((step, i) => (step.done ? [] : [i]));
     if (open.length === 0) return steps.map((step) => step.value);

@@ -15,7 +15,7 @@ import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
-import { compiled, HotStatements, type Rows, type Together, type WriteProgram } from './statements.js';
+import { compiled, HotStatements, type Rows, type Statement, type Together, type WriteProgram } from './statements.js';
 
 export type { DonationFilter } from './donation-query.js';
 
@@ -210,7 +210,7 @@ export class Store {
    * same moment.
    */
   async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
-    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertDonation(charityId, d), deadline));
+    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertDonation(charityId, d, true), deadline));
   }
 
   /**
@@ -239,7 +239,7 @@ export class Store {
       // Expired: forgotten, and the key is used afresh.
       yield this.hot.statement('key delete', [charityId, key], () => this.db.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key));
     }
-    const donation = yield* this.insertDonation(charityId, d);
+    const donation = yield* this.insertDonation(charityId, d, false);
     const keyRow = { charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
     const [kept] = yield this.hot.statement(
       'key insert',
@@ -281,7 +281,9 @@ export class Store {
   /**
    * How a batch's creates share round trips on PostgreSQL (statements.ts): their keys looked up in
    * one query, their donations inserted in one (ids taken from the sequence first, so that each
-   * create knows its own for certain), their keys inserted in one. PostgreSQL's SQL, and only there:
+   * create knows its own for certain), their keys inserted in one. A batch of creates without a key
+   * is two round trips in all, with no transaction: the ids, then one statement that inserts the
+   * donations and the commit token, which PostgreSQL commits by itself (ownCommit). PostgreSQL's SQL, and only there:
    * SQLite runs each batch in one synchronous call, with no round trips to share.
    */
   private sharedRoundTrips(): Record<'keyLookup' | 'donationInsert' | 'keyInsert', Together> {
@@ -310,11 +312,14 @@ export class Store {
       },
       donationInsert: {
         run: async (statements, query) => {
-          const n = statements.length;
-          const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
-          const rows = statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
+          const rows = await this.withIds(statements, query);
           await query(this.insertFromJson('donations', rows));
           return rows.map(({ id }) => [{ id }]);
+        },
+        // Creates without a key: their ids read first, then one statement writes them and the commit token.
+        ownCommit: async (statements, query, token) => {
+          const rows = await this.withIds(statements, query);
+          return { rows: rows.map(({ id }) => [{ id }]), commit: this.insertFromJson('donations', rows, sql``, { token, committed_at: nowIso() }) };
         },
       },
       keyInsert: {
@@ -328,20 +333,32 @@ export class Store {
     };
   }
 
+  /** The donations of a batch's inserts, each with its id, taken from the sequence first so that each create knows its own for certain. */
+  private async withIds(statements: readonly Statement[], query: (compiled: CompiledQuery) => Promise<Rows>): Promise<(Insertable<DonationsTable> & { id: number })[]> {
+    const n = statements.length;
+    const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
+    return statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
+  }
+
   /**
    * PostgreSQL: rows inserted from one JSON parameter, each read as the table's own row type
    * (json_populate_recordset), so the column types are the table's. The statement is the same
    * whatever the number of rows, so it is compiled once (HotStatements), and short for PostgreSQL
    * to parse and plan, where a VALUES list took a parameter per column per row, each built, frozen
-   * and compiled by Kysely, every batch. The rows share their keys (rows.ts makes them so).
+   * and compiled by Kysely, every batch. The rows share their keys (rows.ts makes them so). With a
+   * commit token, the statement writes it too (the journal's row: see the constructor).
    */
-  private insertFromJson(table: 'donations' | 'idempotency_keys', rows: readonly object[], suffix = sql``): CompiledQuery {
+  private insertFromJson(table: 'donations' | 'idempotency_keys', rows: readonly object[], suffix = sql``, token?: Insertable<Database['commit_tokens']>): CompiledQuery {
     const columns = Object.keys(rows[0]!);
     const json = JSON.stringify(rows);
+    const name = `${table} from JSON${token ? ', with the commit token' : ''}: ${columns.join(' ')}`;
+    const parameters = token ? [token.token, token.committed_at, json] : [json];
     return compiled(
-      this.hot.statement(`${table} from JSON: ${columns.join(' ')}`, [json], () => {
+      this.hot.statement(name, parameters, () => {
         const list = sql.join(columns.map((c) => sql.ref(c)));
-        return this.compilable(sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json) ${suffix}`);
+        const insert = sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json) ${suffix}`;
+        if (!token) return this.compilable(insert);
+        return this.compilable(sql`with ${sql.ref('commit')} as (insert into ${sql.table('commit_tokens')} (${sql.ref('token')}, ${sql.ref('committed_at')}) values (${token.token}, ${token.committed_at})) ${insert}`);
       }),
     );
   }
@@ -351,14 +368,14 @@ export class Store {
     return { compile: () => raw.compile(this.db) };
   }
 
-  /** The donation as a row of its own. */
-  private *insertDonation(charityId: number, d: NewDonation): WriteProgram<StoredDonation> {
+  /** The donation as a row of its own; `last` when the write ends with it (a create without a key). */
+  private *insertDonation(charityId: number, d: NewDonation, last: boolean): WriteProgram<StoredDonation> {
     const row = toDonationRow(charityId, d, nowIso());
     const [inserted] = yield this.hot.statement(
       'donation insert',
       Object.values(row),
       () => this.db.insertInto('donations').values(row).returning('id'),
-      this.together && { with: this.together.donationInsert, data: row },
+      this.together && { with: this.together.donationInsert, data: row, last },
     );
     return toStoredDonation(row, inserted!.id as number);
   }

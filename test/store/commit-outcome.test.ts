@@ -2,7 +2,9 @@
 // service must not store its donations again. A TCP proxy the test controls lets COMMITs through
 // and drops the connection as their answers come back; thousands of creates go through the real
 // HTTP app, and the database, read directly, must hold each donation at most once and every
-// acknowledged one exactly once. PostgreSQL only (SQLite has no connection to lose).
+// acknowledged one exactly once. Creates without a key first (their batches commit with the one
+// statement that writes them), then keyed ones (a transaction and its COMMIT). PostgreSQL only
+// (SQLite has no connection to lose).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -52,24 +54,29 @@ describe('a lost COMMIT answer never doubles a donation', { skip: postgres ? fal
     const acknowledged = new Map<string, number>(); // donor_email -> id
     const statuses = new Map<number, number>();
     let next = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < CREATES) {
-          const email = `lost-commit-${next++}@example.org`;
-          const res = await app.inject({
-            method: 'POST',
-            url: '/api/v1/donation/create',
-            headers: { authorization, 'content-type': 'application/json' },
-            payload: exampleDonation({ donor_email: email }),
-          });
-          statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
-          if (res.statusCode === 200) acknowledged.set(email, res.json<{ data: { id: number } }>().data.id);
-          else assert.equal(res.statusCode, 503, res.body);
-        }
-      }),
-    );
+    const load = (until: number, keyed: boolean) =>
+      Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < until) {
+            const email = `lost-commit-${next++}@example.org`;
+            const res = await app.inject({
+              method: 'POST',
+              url: '/api/v1/donation/create',
+              headers: { authorization, 'content-type': 'application/json', ...(keyed ? { 'idempotency-key': email } : {}) },
+              payload: exampleDonation({ donor_email: email }),
+            });
+            statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+            if (res.statusCode === 200) acknowledged.set(email, res.json<{ data: { id: number } }>().data.id);
+            else assert.equal(res.statusCode, 503, res.body);
+          }
+        }),
+      );
+    await load(CREATES / 2, false);
+    const ownCommits = proxy.droppedOwnCommitAnswers;
+    await load(CREATES, true);
     proxy.dropCommitAnswers(0);
-    assert.ok(proxy.droppedCommitAnswers >= 20, `the proxy dropped ${proxy.droppedCommitAnswers} COMMIT answers`);
+    assert.ok(ownCommits >= 10, `the proxy dropped ${ownCommits} answers to statements that commit by themselves`);
+    assert.ok(proxy.droppedCommitAnswers - ownCommits >= 10, `the proxy dropped ${proxy.droppedCommitAnswers - ownCommits} COMMIT answers`);
 
     const direct = new pg.Client({ connectionString: database.url });
     await direct.connect();

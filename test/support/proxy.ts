@@ -6,6 +6,8 @@ type Mode = 'open' | 'reset' | 'blackhole';
 
 /** A PostgreSQL simple-protocol query message holding exactly `commit`, as Kysely ends a transaction. */
 const COMMIT_QUERY = Buffer.concat([Buffer.from('Q'), Buffer.from([0, 0, 0, 11]), Buffer.from('commit\0')]);
+/** The statement that writes a batch of creates without a key and its commit token, and commits by itself (store.ts, ownCommit). */
+const OWN_COMMIT = Buffer.from('with "commit" as (insert into "commit_tokens"');
 
 export class TcpProxy {
   private readonly server: Server;
@@ -18,8 +20,9 @@ export class TcpProxy {
   private dropEvery = 0;
   private delayMs = 0;
   private commitsSeen = 0;
-  /** How many COMMIT answers have been dropped. */
+  /** How many COMMIT answers have been dropped, and of those how many were a statement that commits by itself. */
   droppedCommitAnswers = 0;
+  droppedOwnCommitAnswers = 0;
 
   constructor(
     private readonly targetHost: string,
@@ -48,8 +51,8 @@ export class TcpProxy {
   }
 
   /**
-   * Lets every n-th COMMIT reach the database, then drops the connection when its answer comes
-   * back, so the client never learns that it was committed (0: off).
+   * Lets every n-th COMMIT (or statement that commits by itself) reach the database, then drops the
+   * connection when its answer comes back, so the client never learns that it was committed (0: off).
    */
   dropCommitAnswers(every: number): void {
     this.dropEvery = every;
@@ -92,8 +95,12 @@ export class TcpProxy {
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
     let dropNextAnswer = false;
+    let ownCommit = false;
     client.on('data', (chunk: Buffer) => {
-      if (this.dropEvery > 0 && chunk.includes(COMMIT_QUERY)) dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
+      if (this.dropEvery > 0 && (chunk.includes(COMMIT_QUERY) || chunk.includes(OWN_COMMIT))) {
+        dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
+        ownCommit = !chunk.includes(COMMIT_QUERY);
+      }
       if (this.paused) return void this.held.push(() => upstream.write(chunk));
       upstream.write(chunk);
     });
@@ -103,6 +110,7 @@ export class TcpProxy {
       if (!dropNextAnswer) return void client.write(chunk);
       // The database has answered the COMMIT, so it is committed; the client never hears so.
       this.droppedCommitAnswers++;
+      if (ownCommit) this.droppedOwnCommitAnswers++;
       client.destroy();
       upstream.destroy();
     });
