@@ -5,8 +5,9 @@
 // A transaction that fails before its COMMIT is sent has stored nothing, so its writes may run
 // again. One whose COMMIT was sent but not answered (the connection dropped) may have been stored:
 // running it again could store a donation twice. So every transaction also writes a token of its
-// own, and after such a failure the database is asked whether the token is there: if it is, the
-// writes were committed and their callers get their results; if it is not, nothing was; if the
+// own, and after such a failure the token is claimed (written, unless it is there): if it is there,
+// the writes were committed and their callers get their results; if the claim took it, nothing was,
+// and nothing can be later (a statement the database still runs fails on the token); if the
 // database cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
 //
 // On PostgreSQL a batch of creates without a key needs no transaction: after reading their ids, one
@@ -53,7 +54,11 @@ export type BatchObserver = (size: number, seconds: number) => void;
 export interface CommitJournal<DB> {
   /** Writes `token` inside the transaction, so it is committed with the writes or not at all. */
   record(trx: Transaction<DB>, token: string): Promise<void>;
-  /** Whether a transaction that wrote `token` was committed. */
+  /**
+   * Whether a transaction that wrote `token` was committed. If it was not, it never will be: the
+   * token is claimed, so that a statement the database is still running after its connection was
+   * lost fails when it comes to write the token (PostgreSQL runs it on until it ends).
+   */
   committed(token: string): Promise<boolean>;
 }
 
@@ -250,20 +255,23 @@ export class GroupCommit<DB> {
     const stop = () => {
       if (batch.abandoned) throw new DatabaseDeadlineError();
     };
-    const programs = batch.members.map(({ write }) => write());
-    const steps = programs.map((p) => p.next());
-    const together = ownCommitOf(steps);
     try {
+      const programs = batch.members.map(({ write }) => write());
+      const steps = programs.map((p) => p.next());
+      const together = ownCommitOf(steps);
       if (together) {
-        const query = async (compiled: CompiledQuery): Promise<Rows> => {
-          stop();
-          return (await this.db.executeQuery<Record<string, unknown>>(compiled)).rows;
-        };
-        const { rows, commit } = await together.ownCommit!(steps.map((step) => step.value as Statement), query, token);
-        values.push(...programs.map((p, i) => finish(p, rows[i]!)));
-        stop(); // nothing was written: its writers were told so
-        batch.commitSent = true; // this statement is the commit
-        await this.db.executeQuery(commit);
+        // On one connection, taken first: the deadline may pass while the pool is busy, and then nothing was sent.
+        await this.db.connection().execute(async (connection) => {
+          const query = async (compiled: CompiledQuery): Promise<Rows> => {
+            stop();
+            return (await connection.executeQuery<Record<string, unknown>>(compiled)).rows;
+          };
+          const { rows, commit } = await together.ownCommit!(steps.map((step) => step.value as Statement), query, token);
+          values.push(...programs.map((p, i) => finish(p, rows[i]!)));
+          stop(); // nothing was written: its writers were told so
+          batch.commitSent = true; // this statement is the commit
+          await connection.executeQuery(commit);
+        });
         return values;
       }
       await this.db.transaction().execute(async (trx) => {

@@ -70,7 +70,9 @@ export class Store {
       db,
       {
         record: async (trx, token) => void (await trx.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).execute()),
-        committed: async (token) => (await db.selectFrom('commit_tokens').select('token').where('token', '=', token).executeTakeFirst()) !== undefined,
+        // Claimed, not just looked up (see CommitJournal): finding it taken means the batch was committed.
+        committed: async (token) =>
+          (await db.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined,
       },
       { concurrency: writeConcurrency, sqlite },
     );

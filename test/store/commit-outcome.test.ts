@@ -95,4 +95,37 @@ describe('a lost COMMIT answer never doubles a donation', { skip: postgres ? fal
       await direct.end();
     }
   });
+
+  test('a connection lost while the statement that commits waits for a lock: its 503 means never stored', async () => {
+    // PostgreSQL runs a statement on after its client has gone. Holding a lock on donations keeps
+    // it waiting past the loss; were the token only looked up, it would be missing (a 503) and the
+    // statement would commit later, storing a donation its request was told was not.
+    const email = 'cut-mid-statement@example.org';
+    const locker = new pg.Client({ connectionString: database.url });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table donations in share mode'); // inserts wait
+      proxy.cutAfterOwnCommit(300);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/donation/create',
+        headers: { authorization, 'content-type': 'application/json' },
+        payload: exampleDonation({ donor_email: email }),
+      });
+      assert.equal(res.statusCode, 503, res.body);
+      await locker.query('commit');
+      // The cut-off statement goes on once the lock is free: wait until it has ended.
+      const running = async () =>
+        (await locker.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and query like '%commit_tokens%'`)).rows[0]!.n;
+      for (let waited = 0; (await running()) > 0; waited += 50) {
+        assert.ok(waited < 10_000, 'the cut-off statement is still running after 10 s');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const { rows } = await locker.query<{ n: number }>('select count(*)::int as n from donations where donor_email = $1', [email]);
+      assert.equal(rows[0]!.n, 0, 'the donation was stored after its request was answered 503');
+    } finally {
+      await locker.end();
+    }
+  });
 });

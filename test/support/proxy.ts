@@ -20,6 +20,7 @@ export class TcpProxy {
   private dropEvery = 0;
   private delayMs = 0;
   private commitsSeen = 0;
+  private cutAfterMs: number | undefined;
   /** How many COMMIT answers have been dropped, and of those how many were a statement that commits by itself. */
   droppedCommitAnswers = 0;
   droppedOwnCommitAnswers = 0;
@@ -56,6 +57,14 @@ export class TcpProxy {
    */
   dropCommitAnswers(every: number): void {
     this.dropEvery = every;
+  }
+
+  /**
+   * Once: drops the connection `ms` after the next statement that commits by itself has gone through
+   * to the database, whether or not it has been answered, as a network that fails mid-statement.
+   */
+  cutAfterOwnCommit(ms: number): void {
+    this.cutAfterMs = ms;
   }
 
   /** Delays every answer from the database by `ms` (0: none), as a database that has slowed down. */
@@ -103,6 +112,10 @@ export class TcpProxy {
       }
       if (this.paused) return void this.held.push(() => upstream.write(chunk));
       upstream.write(chunk);
+      if (this.cutAfterMs !== undefined && chunk.includes(OWN_COMMIT)) {
+        setTimeout(() => pair.forEach((s) => s.destroy()), this.cutAfterMs);
+        this.cutAfterMs = undefined;
+      }
     });
     upstream.on('data', (chunk: Buffer) => {
       if (this.paused) return void this.held.push(() => client.write(chunk));
