@@ -21,8 +21,7 @@ import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely, Transaction } from 'kysely';
 import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
-import { finish, ownCommitOf, runBatchOnKysely, runOnSqlite, type Rows, type Statement, type WriteProgram } from './statements.js';
-import type { CompiledQuery } from 'kysely';
+import { finish, ownCommitOf, queryOn, runBatchOnKysely, runOnSqlite, type Statement, type WriteProgram } from './statements.js';
 import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
 /** A write, made afresh for each try (see statements.ts). */
@@ -262,11 +261,7 @@ export class GroupCommit<DB> {
       if (together) {
         // On one connection, taken first: the deadline may pass while the pool is busy, and then nothing was sent.
         await this.db.connection().execute(async (connection) => {
-          const query = async (compiled: CompiledQuery): Promise<Rows> => {
-            stop();
-            return (await connection.executeQuery<Record<string, unknown>>(compiled)).rows;
-          };
-          const { rows, commit } = await together.ownCommit!(steps.map((step) => step.value as Statement), query, token);
+          const { rows, commit } = await together.ownCommit(steps.map((step) => step.value as Statement), queryOn(connection, stop), token);
           values.push(...programs.map((p, i) => finish(p, rows[i]!)));
           stop(); // nothing was written: its writers were told so
           batch.commitSent = true; // this statement is the commit
@@ -275,7 +270,7 @@ export class GroupCommit<DB> {
         return values;
       }
       await this.db.transaction().execute(async (trx) => {
-        values.push(...(await runBatchOnKysely(trx, programs, stop, steps)));
+        values.push(...(await runBatchOnKysely(queryOn(trx, stop), programs, steps)));
         await this.journal.record(trx, token);
         if (batch.abandoned) throw new DatabaseDeadlineError(); // rolls back: its writers were told it was not stored
         batch.commitSent = true; // Kysely sends COMMIT when this returns

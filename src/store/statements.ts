@@ -7,7 +7,7 @@
 // transaction at all: that kind writes them and the batch's commit token in one statement, which
 // PostgreSQL commits by itself (see ownCommit). The SQL of each statement is compiled once.
 import type BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, type Compilable, type Transaction } from 'kysely';
+import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
 
 /** A statement to run: its SQL and its parameters, in the SQL's order. */
 export interface Statement {
@@ -23,22 +23,33 @@ export interface Statement {
 
 /** Statements of one kind run as one: each statement's rows, in order, as if it had run alone. */
 export interface Together {
-  run(statements: readonly Statement[], query: (compiled: CompiledQuery) => Promise<Rows>): Promise<Rows[]>;
+  run(statements: readonly Statement[], query: Query): Promise<Rows[]>;
   /**
    * PostgreSQL, for a batch of nothing but these statements, each its write's last: one statement
    * that writes them all and the batch's commit `token`, to run with no transaction around it
    * (PostgreSQL commits a lone statement by itself), after any reads it needs first (`query`), and
    * each statement's rows, known before it is sent, so that a lost answer can be settled by the token.
    */
-  ownCommit?(statements: readonly Statement[], query: (compiled: CompiledQuery) => Promise<Rows>, token: string): Promise<{ rows: Rows[]; commit: CompiledQuery }>;
+  ownCommit?(statements: readonly Statement[], query: Query, token: string): Promise<{ rows: Rows[]; commit: CompiledQuery }>;
+}
+
+/** Runs a statement and gives back its rows. */
+export type Query = (compiled: CompiledQuery) => Promise<Rows>;
+
+/** Queries on `db` (a connection or a transaction), each asking `stop` before it is sent. */
+export function queryOn<DB>(db: Kysely<DB>, stop: () => void): Query {
+  return async (compiled) => {
+    stop();
+    return (await db.executeQuery<Record<string, unknown>>(compiled)).rows;
+  };
 }
 
 /** The kind that can write and commit this batch's first statements in one (Together.ownCommit), if they are all its and each is its write's last. */
-export function ownCommitOf(steps: readonly IteratorResult<Statement, unknown>[]): Together | undefined {
+export function ownCommitOf(steps: readonly IteratorResult<Statement, unknown>[]): Required<Together> | undefined {
   const first = steps[0];
-  if (!first || first.done || !first.value.last || !first.value.together?.ownCommit) return undefined;
-  const together = first.value.together;
-  return steps.every((step) => !step.done && step.value.last && step.value.together === together) ? together : undefined;
+  const together = first && !first.done ? first.value.together : undefined;
+  if (!together?.ownCommit) return undefined;
+  return steps.every((step) => !step.done && step.value.last && step.value.together === together) ? (together as Required<Together>) : undefined;
 }
 
 /** A write's result once its last statement's rows are in. */
@@ -91,21 +102,12 @@ export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram
 }
 
 /**
- * Runs a batch's writes in a Kysely transaction, all advancing together: at each step, statements
- * sharing a `together` run as one, the others one by one; `stop` is asked before each round trip.
+ * Runs a batch's writes in a Kysely transaction (through `query`, on it), all advancing together: at
+ * each step, statements sharing a `together` run as one, the others one by one.
  * The writes are independent of one another (no two in a batch touch the same key), so the order
  * of their statements within the transaction does not matter. `steps`: their first steps, if taken already.
  */
-export async function runBatchOnKysely<DB>(
-  trx: Transaction<DB>,
-  programs: WriteProgram<unknown>[],
-  stop: () => void,
-  steps: IteratorResult<Statement, unknown>[] = programs.map((p) => p.next()),
-): Promise<unknown[]> {
-  const query = async (compiled: CompiledQuery): Promise<Rows> => {
-    stop();
-    return (await trx.executeQuery<Record<string, unknown>>(compiled)).rows;
-  };
+export async function runBatchOnKysely(query: Query, programs: WriteProgram<unknown>[], steps: IteratorResult<Statement, unknown>[] = programs.map((p) => p.next())): Promise<unknown[]> {
   for (;;) {
     const open = steps.flatMap((step, i) => (step.done ? [] : [i]));
     if (open.length === 0) return steps.map((step) => step.value);

@@ -2,7 +2,7 @@
 // is chosen in open.ts; writes are batched by group-commit.ts and stated in statements.ts, and the
 // schema is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, sql, type Compilable, type Insertable, type RawBuilder, type Kysely, type Selectable, type Updateable } from 'kysely';
+import { sql, type CompiledQuery, type Compilable, type Insertable, type RawBuilder, type Kysely, type Selectable, type Updateable } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
@@ -15,7 +15,7 @@ import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
-import { compiled, HotStatements, type Rows, type Statement, type Together, type WriteProgram } from './statements.js';
+import { compiled, HotStatements, type Query, type Rows, type Statement, type Together, type WriteProgram } from './statements.js';
 
 export type { DonationFilter } from './donation-query.js';
 
@@ -69,10 +69,10 @@ export class Store {
     this.writes = new GroupCommit(
       db,
       {
-        record: async (trx, token) => void (await trx.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).execute()),
+        record: async (trx, token) => void (await trx.insertInto('commit_tokens').values(commitToken(token)).execute()),
         // Claimed, not just looked up (see CommitJournal): finding it taken means the batch was committed.
         committed: async (token) =>
-          (await db.insertInto('commit_tokens').values({ token, committed_at: nowIso() }).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined,
+          (await db.insertInto('commit_tokens').values(commitToken(token)).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined,
       },
       { concurrency: writeConcurrency, sqlite },
     );
@@ -321,13 +321,13 @@ export class Store {
         // Creates without a key: their ids read first, then one statement writes them and the commit token.
         ownCommit: async (statements, query, token) => {
           const rows = await this.withIds(statements, query);
-          return { rows: rows.map(({ id }) => [{ id }]), commit: this.insertFromJson('donations', rows, sql``, { token, committed_at: nowIso() }) };
+          return { rows: rows.map(({ id }) => [{ id }]), commit: this.insertFromJson('donations', rows, { token: commitToken(token) }) };
         },
       },
       keyInsert: {
         run: async (statements, query) => {
           const rows = statements.map((s) => s.data as Insertable<Database['idempotency_keys']>);
-          const kept = await query(this.insertFromJson('idempotency_keys', rows, sql`on conflict (charity_id, key) do nothing returning charity_id, key`));
+          const kept = await query(this.insertFromJson('idempotency_keys', rows, { suffix: sql`on conflict (charity_id, key) do nothing returning charity_id, key` }));
           const keptPairs = new Set(kept.map((r) => pairOf(r.charity_id, r.key)));
           return rows.map((r): Rows => (keptPairs.has(pairOf(r.charity_id, r.key)) ? [{ key: r.key }] : []));
         },
@@ -336,7 +336,7 @@ export class Store {
   }
 
   /** The donations of a batch's inserts, each with its id, taken from the sequence first so that each create knows its own for certain. */
-  private async withIds(statements: readonly Statement[], query: (compiled: CompiledQuery) => Promise<Rows>): Promise<(Insertable<DonationsTable> & { id: number })[]> {
+  private async withIds(statements: readonly Statement[], query: Query): Promise<(Insertable<DonationsTable> & { id: number })[]> {
     const n = statements.length;
     const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
     return statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
@@ -350,7 +350,11 @@ export class Store {
    * and compiled by Kysely, every batch. The rows share their keys (rows.ts makes them so). With a
    * commit token, the statement writes it too (the journal's row: see the constructor).
    */
-  private insertFromJson(table: 'donations' | 'idempotency_keys', rows: readonly object[], suffix = sql``, token?: Insertable<Database['commit_tokens']>): CompiledQuery {
+  private insertFromJson(
+    table: 'donations' | 'idempotency_keys',
+    rows: readonly object[],
+    { suffix = sql``, token }: { suffix?: RawBuilder<unknown>; token?: Insertable<Database['commit_tokens']> } = {},
+  ): CompiledQuery {
     const columns = Object.keys(rows[0]!);
     const json = JSON.stringify(rows);
     const name = `${table} from JSON${token ? ', with the commit token' : ''}: ${columns.join(' ')}`;
@@ -382,6 +386,9 @@ export class Store {
     return toStoredDonation(row, inserted!.id as number);
   }
 }
+
+/** The row that marks a write transaction as committed (group-commit.ts). */
+const commitToken = (token: string): Insertable<Database['commit_tokens']> => ({ token, committed_at: nowIso() });
 
 /** A charity's idempotency key, as one string (ids may come back from PostgreSQL as numbers or strings). */
 const pairOf = (charityId: unknown, key: unknown): string => `${Number(charityId)}\n${String(key)}`;
