@@ -1,27 +1,30 @@
-// Group commit: writes that arrive together run in one transaction, so one commit (one fsync on
-// SQLite with synchronous=FULL) serves them all. Each caller's promise settles only after the
-// transaction holding its write has committed: a 200 still means "on disk".
+// Group commit: writes that arrive together are committed together (in one transaction on SQLite,
+// by one statement on PostgreSQL), so one commit (one fsync on SQLite with synchronous=FULL) serves
+// them all. Each caller's promise settles only after the commit holding its write: a 200 still
+// means "on disk".
 //
-// A transaction that fails before its COMMIT is sent has stored nothing, so its writes may run
-// again. One whose COMMIT was sent but not answered (the connection dropped) may have been stored:
-// running it again could store a donation twice. So every transaction also writes a token of its
-// own, and after such a failure the token is claimed (written, unless it is there): if it is there,
-// the writes were committed and their callers get their results; if the claim took it, nothing was,
-// and nothing can be later (a statement the database still runs fails on the token); if the
-// database cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
+// A batch that fails before its commit is sent has stored nothing, so its writes may run again.
+// One whose commit was sent but not answered (the connection dropped) may have been stored: running
+// it again could store a donation twice. So every batch also writes a token of its own, and after
+// such a failure the token is claimed (written, unless it is there): if it is there, the writes
+// were committed and their callers get their results; if the claim took it, nothing was, and
+// nothing can be later (a statement the database still runs fails on the token); if the database
+// cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
 //
-// On PostgreSQL a batch of creates without a key needs no transaction: after reading their ids, one
-// statement writes their rows and the token, and PostgreSQL commits it by itself (statements.ts,
-// ownCommit). That statement is then the COMMIT: its answer lost, the token says what happened.
+// On PostgreSQL a batch needs no transaction: its writes' first statements (the keys' look-up) run
+// on the batch's connection, and then one statement writes every donation, their keys and the
+// token, which PostgreSQL commits by itself (statements.ts, ownCommit). That statement is the
+// commit: its answer lost, the token says what happened. A batch without keys is two round trips
+// (the donations' ids, then that statement), one with keys three.
 //
 // On SQLite the batch runs in one synchronous better-sqlite3 transaction: nothing awaits between
 // its statements, no deadline can pass in the middle of it, and a COMMIT's answer cannot be lost
 // (the database is in this process), so no token is needed.
 import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
-import { finish, ownCommitOf, queryOn, runBatchOnKysely, runOnSqlite, type Statement, type WriteProgram } from './statements.js';
+import { finish, lastStatements, queryOn, runOnSqlite, runUntilLast, type WriteProgram } from './statements.js';
 import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
 /** A write, made afresh for each try (see statements.ts). */
@@ -37,7 +40,7 @@ interface Pending {
   batch?: Batch;
 }
 
-/** Writes committed together. Abandoned when one of them reaches its deadline: all are told at once, and it rolls back unless its COMMIT was sent. */
+/** Writes committed together. Abandoned when one of them reaches its deadline: all are told at once, and nothing is stored unless its commit was sent. */
 interface Batch {
   members: Pending[];
   abandoned: boolean;
@@ -49,12 +52,10 @@ interface Batch {
 /** Batch sizes, for whoever wants to watch them (metrics). */
 export type BatchObserver = (size: number, seconds: number) => void;
 
-/** Where each transaction leaves its token, and how to look one up afterwards. */
-export interface CommitJournal<DB> {
-  /** Writes `token` inside the transaction, so it is committed with the writes or not at all. */
-  record(trx: Transaction<DB>, token: string): Promise<void>;
+/** How to find out afterwards whether a batch's commit, which wrote its token, went through. */
+export interface CommitJournal {
   /**
-   * Whether a transaction that wrote `token` was committed. If it was not, it never will be: the
+   * Whether the statement that wrote `token` was committed. If it was not, it never will be: the
    * token is claimed, so that a statement the database is still running after its connection was
    * lost fails when it comes to write the token (PostgreSQL runs it on until it ends).
    */
@@ -72,7 +73,7 @@ export class CommitOutcomeUnknownError extends Error {
   }
 }
 
-/** A transaction that failed before COMMIT was sent, or whose COMMIT was refused: nothing of it was stored. */
+/** A batch that failed before its commit was sent, or whose commit was refused: nothing of it was stored. */
 class NotCommitted extends Error {
   constructor(override readonly cause: unknown) {
     super('not committed');
@@ -94,9 +95,9 @@ export class GroupCommit<DB> {
 
   constructor(
     private readonly db: Kysely<DB>,
-    private readonly journal: CommitJournal<DB>,
+    private readonly journal: CommitJournal,
     options: {
-      /** Transactions at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
+      /** Batches at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
       concurrency: number;
       maxBatch?: number;
       /** SQLite: the connection under `db`, on which each batch runs synchronously. */
@@ -243,39 +244,32 @@ export class GroupCommit<DB> {
   }
 
   /**
-   * Runs the batch's writes in one transaction with a token; their results once committed. Throws
+   * Runs the batch's writes and commits them with a token; their results once committed. Throws
    * NotCommitted when nothing was stored, CommitOutcomeUnknownError when that cannot be known.
    */
   private async commitOnce(batch: Batch): Promise<unknown[]> {
-    // A transaction another caller opened through Kysely (a migration, say) is waited for on Kysely's connection.
-    if (this.sqlite && !this.sqlite.inTransaction) return this.commitOnSqlite(this.sqlite, batch);
+    if (this.sqlite) return this.commitOnSqlite(this.sqlite, batch);
     const token = randomUUID();
-    const values: unknown[] = [];
     const stop = () => {
       if (batch.abandoned) throw new DatabaseDeadlineError();
     };
+    let results: unknown[] = [];
     try {
-      const programs = batch.members.map(({ write }) => write());
-      const steps = programs.map((p) => p.next());
-      const together = ownCommitOf(steps);
-      if (together) {
-        // On one connection, taken first: the deadline may pass while the pool is busy, and then nothing was sent.
-        await this.db.connection().execute(async (connection) => {
-          const { rows, commit } = await together.ownCommit(steps.map((step) => step.value as Statement), queryOn(connection, stop), token);
-          values.push(...programs.map((p, i) => finish(p, rows[i]!)));
-          stop(); // nothing was written: its writers were told so
-          batch.commitSent = true; // this statement is the commit
-          await connection.executeQuery(commit);
-        });
-        return values;
-      }
-      await this.db.transaction().execute(async (trx) => {
-        values.push(...(await runBatchOnKysely(queryOn(trx, stop), programs, steps)));
-        await this.journal.record(trx, token);
-        if (batch.abandoned) throw new DatabaseDeadlineError(); // rolls back: its writers were told it was not stored
-        batch.commitSent = true; // Kysely sends COMMIT when this returns
+      // On one connection, taken first: the deadline may pass while the pool is busy, and then nothing was sent.
+      return await this.db.connection().execute(async (connection) => {
+        const query = queryOn(connection, stop);
+        const programs = batch.members.map(({ write }) => write());
+        const steps = await runUntilLast(query, programs);
+        const last = lastStatements(steps);
+        if (!last) return steps.map((step) => step.value); // nothing to write (replays)
+        const { rows, commit } = await last.together.ownCommit(last.statements, query, token);
+        last.writes.forEach((i, j) => (steps[i] = { done: true, value: finish(programs[i]!, rows[j]!) }));
+        results = steps.map((step) => step.value);
+        stop(); // no donation was written: its writers were told so
+        batch.commitSent = true; // this statement is the commit
+        await connection.executeQuery(commit);
+        return results;
       });
-      return values;
     } catch (err) {
       if (!batch.commitSent) throw new NotCommitted(err);
       if (batch.abandoned) throw err; // nobody left to tell
@@ -285,14 +279,20 @@ export class GroupCommit<DB> {
       } catch {
         throw new CommitOutcomeUnknownError(err);
       }
-      if (committed) return values;
+      if (committed) return results;
       throw new NotCommitted(err);
     }
   }
 
-  /** The batch in one synchronous transaction, BEGIN IMMEDIATE so another process's lock is met at once (and waited for in commit()). */
+  /**
+   * The batch in one synchronous transaction, BEGIN IMMEDIATE so another process's lock is met at
+   * once (and waited for in commit()). A transaction another caller opened on this connection
+   * through Kysely (a migration, say) is waited for the same way: better-sqlite3 would nest the
+   * batch inside it.
+   */
   private commitOnSqlite(db: BetterSqlite3.Database, batch: Batch): unknown[] {
     if (batch.abandoned) throw new NotCommitted(new DatabaseDeadlineError());
+    if (db.inTransaction) throw new NotCommitted(Object.assign(new Error('SQLITE_BUSY: another transaction is open on this connection'), { code: 'SQLITE_BUSY' }));
     try {
       return db.transaction(() => batch.members.map(({ write }) => runOnSqlite(db, write()))).immediate();
     } catch (err) {

@@ -2,10 +2,10 @@
 // the statements it runs and is handed back their rows: on SQLite a whole batch of them runs in one
 // synchronous better-sqlite3 transaction (no promise per statement); on PostgreSQL the batch's
 // writes advance together, and the statements of one kind that they yield at the same step run as
-// one (a multi-row insert, say), so a batch costs a few round trips, not a few per write. A batch
-// of writes that are each one last statement of one kind (creates without a key) needs no
-// transaction at all: that kind writes them and the batch's commit token in one statement, which
-// PostgreSQL commits by itself (see ownCommit). The SQL of each statement is compiled once.
+// one (the keys' look-up, say), so a batch costs a few round trips, not a few per write. There, no
+// transaction is needed: every write ends with a statement of one kind (the donation's insert),
+// and that kind writes all of the batch's last statements and its commit token in one statement,
+// which PostgreSQL commits by itself (see ownCommit). The SQL of each statement is compiled once.
 import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
 
@@ -17,18 +17,23 @@ export interface Statement {
   readonly together?: Together;
   /** What `together` needs of this statement (the row it inserts, say). */
   readonly data?: unknown;
-  /** The write ends with this statement: given its rows, it returns. */
+  /**
+   * The write ends with this statement: given its rows, it returns. On PostgreSQL the statements
+   * before it each commit by themselves, so they may only read, or make a change that is right
+   * whatever becomes of the write (forgetting an expired key).
+   */
   readonly last?: boolean;
 }
 
 /** Statements of one kind run as one: each statement's rows, in order, as if it had run alone. */
 export interface Together {
-  run(statements: readonly Statement[], query: Query): Promise<Rows[]>;
+  run?(statements: readonly Statement[], query: Query): Promise<Rows[]>;
   /**
-   * PostgreSQL, for a batch of nothing but these statements, each its write's last: one statement
-   * that writes them all and the batch's commit `token`, to run with no transaction around it
-   * (PostgreSQL commits a lone statement by itself), after any reads it needs first (`query`), and
-   * each statement's rows, known before it is sent, so that a lost answer can be settled by the token.
+   * For the last statements of a batch's writes, all of this kind: one statement that writes them
+   * all and the batch's commit `token`, to run with no transaction around it (PostgreSQL commits a
+   * lone statement by itself), after any reads it needs first (`query`); and each statement's rows,
+   * known before it is sent, so that a lost answer can be settled by the token. The statement
+   * writes all or nothing.
    */
   ownCommit?(statements: readonly Statement[], query: Query, token: string): Promise<{ rows: Rows[]; commit: CompiledQuery }>;
 }
@@ -36,7 +41,7 @@ export interface Together {
 /** Runs a statement and gives back its rows. */
 export type Query = (compiled: CompiledQuery) => Promise<Rows>;
 
-/** Queries on `db` (a connection or a transaction), each asking `stop` before it is sent. */
+/** Queries on `db` (the batch's connection), each asking `stop` before it is sent. */
 export function queryOn<DB>(db: Kysely<DB>, stop: () => void): Query {
   return async (compiled) => {
     stop();
@@ -44,12 +49,20 @@ export function queryOn<DB>(db: Kysely<DB>, stop: () => void): Query {
   };
 }
 
-/** The kind that can write and commit this batch's first statements in one (Together.ownCommit), if they are all its and each is its write's last. */
-export function ownCommitOf(steps: readonly IteratorResult<Statement, unknown>[]): Required<Together> | undefined {
-  const first = steps[0];
-  const together = first && !first.done ? first.value.together : undefined;
-  if (!together?.ownCommit) return undefined;
-  return steps.every((step) => !step.done && step.value.last && step.value.together === together) ? (together as Required<Together>) : undefined;
+/**
+ * The batch's last statements, once `runUntilLast` has brought its writes to them: the kind that
+ * writes and commits them in one (Together.ownCommit), and which write each is; undefined when every
+ * write has already returned (replays, say), so there is nothing to commit.
+ */
+export function lastStatements(steps: readonly IteratorResult<Statement, unknown>[]): { together: Required<Together>; statements: Statement[]; writes: number[] } | undefined {
+  const writes = steps.flatMap((step, i) => (step.done ? [] : [i]));
+  if (writes.length === 0) return undefined;
+  const statements = writes.map((i) => steps[i]!.value as Statement);
+  const together = statements[0]!.together;
+  if (!together?.ownCommit || !statements.every((s) => s.last && s.together === together)) {
+    throw new Error('a batch of writes must end with statements of one kind that commits by itself');
+  }
+  return { together: together as Required<Together>, statements, writes };
 }
 
 /** A write's result once its last statement's rows are in. */
@@ -102,32 +115,30 @@ export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram
 }
 
 /**
- * Runs a batch's writes in a Kysely transaction (through `query`, on it), all advancing together: at
- * each step, statements sharing a `together` run as one, the others one by one.
- * The writes are independent of one another (no two in a batch touch the same key), so the order
- * of their statements within the transaction does not matter. `steps`: their first steps, if taken already.
+ * PostgreSQL: runs a batch's writes (through `query`) up to their last statements, all advancing
+ * together: at each step, statements sharing a `together` run as one, the others one by one. Each
+ * commits by itself (see Statement.last). The writes are independent of one another (no two in a
+ * batch touch the same key), so the order of their statements does not matter.
  */
-export async function runBatchOnKysely(query: Query, programs: WriteProgram<unknown>[], steps: IteratorResult<Statement, unknown>[] = programs.map((p) => p.next())): Promise<unknown[]> {
+export async function runUntilLast(query: Query, programs: WriteProgram<unknown>[]): Promise<IteratorResult<Statement, unknown>[]> {
+  const steps = programs.map((p) => p.next());
   for (;;) {
-    const open = steps.flatMap((step, i) => (step.done ? [] : [i]));
-    if (open.length === 0) return steps.map((step) => step.value);
+    const open = steps.flatMap((step, i) => (step.done || step.value.last ? [] : [i]));
+    if (open.length === 0) return steps;
     const rows = new Map<number, Rows>();
     const groups = new Map<Together, number[]>();
     for (const i of open) {
-      const { together } = steps[i]!.value as Statement;
-      if (!together) continue;
-      const members = groups.get(together);
-      if (members) members.push(i);
-      else groups.set(together, [i]);
-    }
-    for (const i of open) {
       const statement = steps[i]!.value as Statement;
-      if (statement.together && groups.get(statement.together)!.length > 1) continue;
-      rows.set(i, await query(compiled(statement)));
+      if (statement.together?.run) {
+        const members = groups.get(statement.together);
+        if (members) members.push(i);
+        else groups.set(statement.together, [i]);
+      } else {
+        rows.set(i, await query(compiled(statement)));
+      }
     }
     for (const [together, members] of groups) {
-      if (members.length < 2) continue;
-      const each = await together.run(members.map((i) => steps[i]!.value as Statement), query);
+      const each = await together.run!(members.map((i) => steps[i]!.value as Statement), query);
       members.forEach((i, j) => rows.set(i, each[j]!));
     }
     for (const i of open) steps[i] = programs[i]!.next(rows.get(i)!);

@@ -15,7 +15,7 @@ import { toDonationRow, toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
-import { compiled, HotStatements, type Query, type Rows, type Statement, type Together, type WriteProgram } from './statements.js';
+import { compiled, HotStatements, type Together, type WriteProgram } from './statements.js';
 
 export type { DonationFilter } from './donation-query.js';
 
@@ -39,10 +39,18 @@ export type KeyedOutcome =
   | { outcome: 'mismatch' }; // the key was used for a different donation
 
 /**
- * Another instance stored the same key between this transaction's read and its insert: this
- * transaction rolls back, and run again it finds that key (a replay, or a mismatch).
+ * Another instance's request stored the same key between this create's look-up and its insert,
+ * and had not committed it when this one was tried again on its own (GroupCommit): a 409.
  */
 export class KeyTakenError extends Error {}
+
+/**
+ * PostgreSQL: the batch's statement met a key another instance's request had stored, and failed
+ * whole (its keys are inserted without `on conflict`); on its own again, a create that meets it still
+ * is KeyTakenError. SQLite says so in the write itself (insertDonation).
+ */
+const keyTaken = (err: unknown): unknown =>
+  (err as { code?: unknown; table?: unknown }).code === '23505' && (err as { table?: unknown }).table === 'idempotency_keys' ? new KeyTakenError() : err;
 
 export class Store {
   private readonly writes: GroupCommit<Database>;
@@ -69,7 +77,6 @@ export class Store {
     this.writes = new GroupCommit(
       db,
       {
-        record: async (trx, token) => void (await trx.insertInto('commit_tokens').values(commitToken(token)).execute()),
         // Claimed, not just looked up (see CommitJournal): finding it taken means the batch was committed.
         committed: async (token) =>
           (await db.insertInto('commit_tokens').values(commitToken(token)).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined,
@@ -212,7 +219,7 @@ export class Store {
    * same moment.
    */
   async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
-    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertDonation(charityId, d, true), deadline));
+    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertDonation(charityId, d), deadline));
   }
 
   /**
@@ -220,7 +227,11 @@ export class Store {
    * crash leaves both or neither); or, if the key is remembered, says what it was used for.
    */
   async recordKeyedDonation(charityId: number, d: NewDonation, idempotency: IdempotencyKey, budget?: DatabaseBudget): Promise<KeyedOutcome> {
-    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertKeyedDonation(charityId, d, idempotency), deadline));
+    return this.tracked(budget, (deadline) =>
+      this.writes.run(() => this.insertKeyedDonation(charityId, d, idempotency), deadline).catch((err: unknown) => {
+        throw keyTaken(err);
+      }),
+    );
   }
 
   private *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey): WriteProgram<KeyedOutcome> {
@@ -238,18 +249,10 @@ export class Store {
       return { outcome: 'replay', donation: toStoredDonation(row!) };
     }
     if (known) {
-      // Expired: forgotten, and the key is used afresh.
+      // Expired: forgotten, and the key is used afresh. (Right whatever becomes of this create: see Statement.last.)
       yield this.hot.statement('key delete', [charityId, key], () => this.db.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key));
     }
-    const donation = yield* this.insertDonation(charityId, d, false);
-    const keyRow = { charity_id: charityId, key, fingerprint, donation_id: donation.id, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
-    const [kept] = yield this.hot.statement(
-      'key insert',
-      Object.values(keyRow),
-      () => this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
-      this.together && { with: this.together.keyInsert, data: keyRow },
-    );
-    if (!kept) throw new KeyTakenError(); // rolls the donation back
+    const donation = yield* this.insertDonation(charityId, d, { charity_id: charityId, key, fingerprint, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) });
     return { outcome: 'created', donation };
   }
 
@@ -282,20 +285,20 @@ export class Store {
 
   /**
    * How a batch's creates share round trips on PostgreSQL (statements.ts): their keys looked up in
-   * one query, their donations inserted in one (ids taken from the sequence first, so that each
-   * create knows its own for certain), their keys inserted in one. A batch of creates without a key
-   * is two round trips in all, with no transaction: the ids, then one statement that inserts the
-   * donations and the commit token, which PostgreSQL commits by itself (ownCommit). PostgreSQL's SQL, and only there:
+   * one query; then their donations' ids taken from the sequence (so that each create knows its own
+   * for certain), and one statement that inserts the donations, their keys and the commit token,
+   * which PostgreSQL commits by itself (ownCommit): no transaction. A key another instance's request
+   * stored meanwhile fails that statement whole (see keyTaken). PostgreSQL's SQL, and only there:
    * SQLite runs each batch in one synchronous call, with no round trips to share.
    */
-  private sharedRoundTrips(): Record<'keyLookup' | 'donationInsert' | 'keyInsert', Together> {
+  private sharedRoundTrips(): Record<'keyLookup' | 'donationInsert', Together> {
     return {
       keyLookup: {
         run: async (statements, query) => {
           const pairs = statements.map((s) => s.parameters as [number, string]);
           // Each column against its list (an index scan with both), not a list of pairs (an OR of one scan per pair,
           // slower to plan): the extra pairs this may find are not asked for, and left out below. Each list is one
-          // array parameter, so the statement is the same for any number of keys (see insertFromJson).
+          // array parameter, so the statement is the same for any number of keys (see fromJson).
           const charities = [...new Set(pairs.map(([c]) => c))];
           const keys = pairs.map(([, k]) => k);
           const found = await query(
@@ -313,58 +316,44 @@ export class Store {
         },
       },
       donationInsert: {
-        run: async (statements, query) => {
-          const rows = await this.withIds(statements, query);
-          await query(this.insertFromJson('donations', rows));
-          return rows.map(({ id }) => [{ id }]);
-        },
-        // Creates without a key: their ids read first, then one statement writes them and the commit token.
         ownCommit: async (statements, query, token) => {
-          const rows = await this.withIds(statements, query);
-          return { rows: rows.map(({ id }) => [{ id }]), commit: this.insertFromJson('donations', rows, { token: commitToken(token) }) };
-        },
-      },
-      keyInsert: {
-        run: async (statements, query) => {
-          const rows = statements.map((s) => s.data as Insertable<Database['idempotency_keys']>);
-          const kept = await query(this.insertFromJson('idempotency_keys', rows, { suffix: sql`on conflict (charity_id, key) do nothing returning charity_id, key` }));
-          const keptPairs = new Set(kept.map((r) => pairOf(r.charity_id, r.key)));
-          return rows.map((r): Rows => (keptPairs.has(pairOf(r.charity_id, r.key)) ? [{ key: r.key }] : []));
+          const n = statements.length;
+          const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
+          const donations: (Insertable<DonationsTable> & { id: number })[] = [];
+          const keys: Insertable<Database['idempotency_keys']>[] = [];
+          statements.forEach((s, i) => {
+            const { row, key } = s.data as DonationData;
+            const id = Number(ids[i]!.id);
+            donations.push({ ...row, id });
+            if (key) keys.push({ ...key, donation_id: id });
+          });
+          return { rows: donations.map(({ id }) => [{ id }]), commit: this.commitStatement(commitToken(token), donations, keys) };
         },
       },
     };
   }
 
-  /** The donations of a batch's inserts, each with its id, taken from the sequence first so that each create knows its own for certain. */
-  private async withIds(statements: readonly Statement[], query: Query): Promise<(Insertable<DonationsTable> & { id: number })[]> {
-    const n = statements.length;
-    const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
-    return statements.map((s, i) => ({ ...(s.data as Insertable<DonationsTable>), id: Number(ids[i]!.id) }));
-  }
-
   /**
-   * PostgreSQL: rows inserted from one JSON parameter, each read as the table's own row type
+   * PostgreSQL: the statement that commits a batch. The commit token's row, the keys and the
+   * donations, each table's rows from one JSON parameter read as the table's own row type
    * (json_populate_recordset), so the column types are the table's. The statement is the same
    * whatever the number of rows, so it is compiled once (HotStatements), and short for PostgreSQL
    * to parse and plan, where a VALUES list took a parameter per column per row, each built, frozen
-   * and compiled by Kysely, every batch. The rows share their keys (rows.ts makes them so). With a
-   * commit token, the statement writes it too (the journal's row: see the constructor).
+   * and compiled by Kysely, every batch. Each table's rows share their keys (rows.ts makes them so).
    */
-  private insertFromJson(
-    table: 'donations' | 'idempotency_keys',
-    rows: readonly object[],
-    { suffix = sql``, token }: { suffix?: RawBuilder<unknown>; token?: Insertable<Database['commit_tokens']> } = {},
-  ): CompiledQuery {
-    const columns = Object.keys(rows[0]!);
-    const json = JSON.stringify(rows);
-    const name = `${table} from JSON${token ? ', with the commit token' : ''}: ${columns.join(' ')}`;
-    const parameters = token ? [token.token, token.committed_at, json] : [json];
+  private commitStatement(token: Insertable<Database['commit_tokens']>, donations: readonly object[], keys: readonly object[]): CompiledQuery {
+    const tables = keys.length > 0 ? ([['idempotency_keys', keys], ['donations', donations]] as const) : ([['donations', donations]] as const);
+    const parts = tables.map(([table, rows]) => ({ table, columns: Object.keys(rows[0]!), json: JSON.stringify(rows) }));
+    const name = `commit: ${parts.map((p) => `${p.table} (${p.columns.join(' ')})`).join(', ')}`;
     return compiled(
-      this.hot.statement(name, parameters, () => {
-        const list = sql.join(columns.map((c) => sql.ref(c)));
-        const insert = sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json) ${suffix}`;
-        if (!token) return this.compilable(insert);
-        return this.compilable(sql`with ${sql.ref('commit')} as (insert into ${sql.table('commit_tokens')} (${sql.ref('token')}, ${sql.ref('committed_at')}) values (${token.token}, ${token.committed_at})) ${insert}`);
+      this.hot.statement(name, [token.token, token.committed_at, ...parts.map((p) => p.json)], () => {
+        const inserts = parts.map(({ table, columns, json }) => {
+          const list = sql.join(columns.map((c) => sql.ref(c)));
+          return sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json)`;
+        });
+        const ctes = [sql`${sql.ref('commit')} as (insert into ${sql.table('commit_tokens')} (${sql.ref('token')}, ${sql.ref('committed_at')}) values (${token.token}, ${token.committed_at}))`];
+        if (inserts.length > 1) ctes.push(sql`${sql.ref('keys')} as (${inserts[0]!})`);
+        return this.compilable(sql`with ${sql.join(ctes)} ${inserts[inserts.length - 1]!}`);
       }),
     );
   }
@@ -374,20 +363,41 @@ export class Store {
     return { compile: () => raw.compile(this.db) };
   }
 
-  /** The donation as a row of its own; `last` when the write ends with it (a create without a key). */
-  private *insertDonation(charityId: number, d: NewDonation, last: boolean): WriteProgram<StoredDonation> {
+  /**
+   * The donation as a row of its own, and its Idempotency-Key's row if it has one. On PostgreSQL
+   * both go into the statement that commits the batch (sharedRoundTrips); on SQLite the key follows
+   * the donation, and a key taken meanwhile rolls it back.
+   */
+  private *insertDonation(charityId: number, d: NewDonation, key?: KeyRow): WriteProgram<StoredDonation> {
     const row = toDonationRow(charityId, d, nowIso());
     const [inserted] = yield this.hot.statement(
       'donation insert',
       Object.values(row),
       () => this.db.insertInto('donations').values(row).returning('id'),
-      this.together && { with: this.together.donationInsert, data: row, last },
+      this.together && { with: this.together.donationInsert, data: { row, key } satisfies DonationData, last: true },
     );
-    return toStoredDonation(row, inserted!.id as number);
+    const donation = toStoredDonation(row, inserted!.id as number);
+    if (key && !this.together) {
+      const keyRow = { ...key, donation_id: donation.id };
+      const [kept] = yield this.hot.statement('key insert', Object.values(keyRow), () =>
+        this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
+      );
+      if (!kept) throw new KeyTakenError(); // rolls the donation back
+    }
+    return donation;
   }
 }
 
-/** The row that marks a write transaction as committed (group-commit.ts). */
+/** An Idempotency-Key's row, but for its donation's id. */
+type KeyRow = Omit<Insertable<Database['idempotency_keys']>, 'donation_id'>;
+
+/** What a donation's insert carries on PostgreSQL: its row, and its key's. */
+interface DonationData {
+  row: Insertable<DonationsTable>;
+  key: KeyRow | undefined;
+}
+
+/** The row that marks a batch as committed (group-commit.ts). */
 const commitToken = (token: string): Insertable<Database['commit_tokens']> => ({ token, committed_at: nowIso() });
 
 /** A charity's idempotency key, as one string (ids may come back from PostgreSQL as numbers or strings). */

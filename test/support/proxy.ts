@@ -4,10 +4,8 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 
 type Mode = 'open' | 'reset' | 'blackhole';
 
-/** A PostgreSQL simple-protocol query message holding exactly `commit`, as Kysely ends a transaction. */
-const COMMIT_QUERY = Buffer.concat([Buffer.from('Q'), Buffer.from([0, 0, 0, 11]), Buffer.from('commit\0')]);
-/** The statement that writes a batch of creates without a key and its commit token, and commits by itself (store.ts, ownCommit). */
-const OWN_COMMIT = Buffer.from('with "commit" as (insert into "commit_tokens"');
+/** The statement that writes a batch of creates and its commit token, and commits by itself (store.ts, commitStatement). */
+const COMMIT = Buffer.from('with "commit" as (insert into "commit_tokens"');
 
 export class TcpProxy {
   private readonly server: Server;
@@ -21,9 +19,8 @@ export class TcpProxy {
   private delayMs = 0;
   private commitsSeen = 0;
   private cutAfterMs: number | undefined;
-  /** How many COMMIT answers have been dropped, and of those how many were a statement that commits by itself. */
+  /** How many answers to a batch's commit have been dropped. */
   droppedCommitAnswers = 0;
-  droppedOwnCommitAnswers = 0;
 
   constructor(
     private readonly targetHost: string,
@@ -52,7 +49,7 @@ export class TcpProxy {
   }
 
   /**
-   * Lets every n-th COMMIT (or statement that commits by itself) reach the database, then drops the
+   * Lets every n-th batch's commit (the statement that commits by itself) reach the database, then drops the
    * connection when its answer comes back, so the client never learns that it was committed (0: off).
    */
   dropCommitAnswers(every: number): void {
@@ -60,10 +57,10 @@ export class TcpProxy {
   }
 
   /**
-   * Once: drops the connection `ms` after the next statement that commits by itself has gone through
+   * Once: drops the connection `ms` after the next batch's commit (a statement that commits by itself) has gone through
    * to the database, whether or not it has been answered, as a network that fails mid-statement.
    */
-  cutAfterOwnCommit(ms: number): void {
+  cutAfterCommit(ms: number): void {
     this.cutAfterMs = ms;
   }
 
@@ -104,15 +101,11 @@ export class TcpProxy {
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
     let dropNextAnswer = false;
-    let ownCommit = false;
     client.on('data', (chunk: Buffer) => {
-      if (this.dropEvery > 0 && (chunk.includes(COMMIT_QUERY) || chunk.includes(OWN_COMMIT))) {
-        dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
-        ownCommit = !chunk.includes(COMMIT_QUERY);
-      }
+      if (this.dropEvery > 0 && chunk.includes(COMMIT)) dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
       if (this.paused) return void this.held.push(() => upstream.write(chunk));
       upstream.write(chunk);
-      if (this.cutAfterMs !== undefined && chunk.includes(OWN_COMMIT)) {
+      if (this.cutAfterMs !== undefined && chunk.includes(COMMIT)) {
         setTimeout(() => pair.forEach((s) => s.destroy()), this.cutAfterMs);
         this.cutAfterMs = undefined;
       }
@@ -121,9 +114,8 @@ export class TcpProxy {
       if (this.paused) return void this.held.push(() => client.write(chunk));
       if (this.delayMs > 0) return void setTimeout(() => client.write(chunk), this.delayMs); // in order: one delay for all
       if (!dropNextAnswer) return void client.write(chunk);
-      // The database has answered the COMMIT, so it is committed; the client never hears so.
+      // The database has answered the commit, so it is committed; the client never hears so.
       this.droppedCommitAnswers++;
-      if (ownCommit) this.droppedOwnCommitAnswers++;
       client.destroy();
       upstream.destroy();
     });
