@@ -25,7 +25,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
 import { finish, lastStatements, queryOn, runOnSqlite, runUntilLast, type WriteProgram } from './statements.js';
-import { isBusy, isDatabaseUnavailable } from './unavailable.js';
+import { isBusy, isDatabaseUnavailable, isRefused } from './unavailable.js';
 
 /** A write, made afresh for each try (see statements.ts). */
 type Write = () => WriteProgram<unknown>;
@@ -63,8 +63,8 @@ export interface CommitJournal {
 }
 
 /**
- * The COMMIT was sent, its answer was lost, and the database could not be asked whether it was
- * committed. The write was not acknowledged; it may or may not be stored, and it is not retried.
+ * The commit was sent, its answer was lost, and the database could not be asked whether it went
+ * through. The write was not acknowledged; it may or may not be stored, and it is not retried.
  */
 export class CommitOutcomeUnknownError extends Error {
   readonly code = 'ALMONER_COMMIT_UNKNOWN';
@@ -128,10 +128,10 @@ export class GroupCommit<DB> {
   }
 
   /**
-   * Runs `write` inside a shared transaction; resolves once that transaction has committed. Past
-   * `deadline` (performance.now()'s clock) it fails with DatabaseDeadlineError, and the write is
-   * not stored: it never started, or its transaction rolls back (unless its COMMIT was already
-   * sent: then CommitOutcomeUnknownError).
+   * Runs `write` with the others of its batch; resolves once their commit has gone through. Past
+   * `deadline` (performance.now()'s clock) it fails with DatabaseDeadlineError, and the write's
+   * donation is not stored: it never started, or its batch is not committed (unless the commit
+   * was already sent: then CommitOutcomeUnknownError).
    */
   run<T>(write: () => WriteProgram<T>, deadline = performance.now() + DATABASE_BUDGET_MS): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -271,7 +271,8 @@ export class GroupCommit<DB> {
         return results;
       });
     } catch (err) {
-      if (!batch.commitSent) throw new NotCommitted(err);
+      // An error PostgreSQL answered (a key another instance stored, a deadlock) means the statement did not take effect.
+      if (!batch.commitSent || isRefused(err)) throw new NotCommitted(err);
       if (batch.abandoned) throw err; // nobody left to tell
       let committed: boolean;
       try {

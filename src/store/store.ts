@@ -68,7 +68,7 @@ export class Store {
       writeConcurrency = 1,
       sqlite,
     }: {
-      /** Write transactions at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
+      /** Batches of writes at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
       writeConcurrency?: number;
       /** SQLite: the connection under `db`, on which creates are written synchronously, a batch at a time. */
       sqlite?: BetterSqlite3.Database;
@@ -215,15 +215,14 @@ export class Store {
 
   /**
    * Stores one donation; when the promise resolves, the row is committed (durably, per the
-   * dialect's settings), usually in one transaction with the other donations that arrived at the
-   * same moment.
+   * dialect's settings), usually together with the other donations that arrived at the same moment.
    */
   async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
     return this.tracked(budget, (deadline) => this.writes.run(() => this.insertDonation(charityId, d), deadline));
   }
 
   /**
-   * Stores one donation under an Idempotency-Key, the key and the donation in one transaction (a
+   * Stores one donation under an Idempotency-Key, the key and the donation committed together (a
    * crash leaves both or neither); or, if the key is remembered, says what it was used for.
    */
   async recordKeyedDonation(charityId: number, d: NewDonation, idempotency: IdempotencyKey, budget?: DatabaseBudget): Promise<KeyedOutcome> {
@@ -249,8 +248,13 @@ export class Store {
       return { outcome: 'replay', donation: toStoredDonation(row!) };
     }
     if (known) {
-      // Expired: forgotten, and the key is used afresh. (Right whatever becomes of this create: see Statement.last.)
-      yield this.hot.statement('key delete', [charityId, key], () => this.db.deleteFrom('idempotency_keys').where('charity_id', '=', charityId).where('key', '=', key));
+      // Expired: forgotten, and the key is used afresh. The row found, not whatever holds the key by now (another
+      // instance may have forgotten it first and stored it afresh), so this is right whatever becomes of the
+      // create (see Statement.last).
+      const expired = [charityId, key, known.expires_at] as const;
+      yield this.hot.statement('key delete', expired, () =>
+        this.db.deleteFrom('idempotency_keys').where('charity_id', '=', expired[0]).where('key', '=', expired[1]).where('expires_at', '=', expired[2]),
+      );
     }
     const donation = yield* this.insertDonation(charityId, d, { charity_id: charityId, key, fingerprint, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) });
     return { outcome: 'created', donation };
@@ -327,6 +331,8 @@ export class Store {
             donations.push({ ...row, id });
             if (key) keys.push({ ...key, donation_id: id });
           });
+          // In one order on every instance, so that two batches inserting the same keys wait for each other, never deadlock.
+          keys.sort((a, b) => a.charity_id - b.charity_id || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
           return { rows: donations.map(({ id }) => [{ id }]), commit: this.commitStatement(commitToken(token), donations, keys) };
         },
       },

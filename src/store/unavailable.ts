@@ -23,6 +23,16 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return PG_MESSAGES.test(err.message);
 }
 
+/**
+ * PostgreSQL answered a statement with an error of its own (a constraint, a deadlock): the
+ * statement did not take effect, and the connection still stands. Not a lost connection or a
+ * database going away, after which nobody can say.
+ */
+export function isRefused(err: unknown): boolean {
+  const { code, severity } = (err ?? {}) as { code?: unknown; severity?: unknown };
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string' && !isDatabaseUnavailable(err);
+}
+
 /** Another writer holds SQLite's lock: worth waiting for, asynchronously. */
 export function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

@@ -1,4 +1,4 @@
-// Group commit: creates arriving together share a transaction, yet each one is acknowledged only
+// Group commit: creates arriving together are committed together, yet each one is acknowledged only
 // once committed, and one write that fails does not take its neighbours down with it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
