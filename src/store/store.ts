@@ -1,61 +1,33 @@
 // The Store: everything Almoner keeps, behind one interface, written once over Kysely. The dialect
-// is chosen in open.ts; writes are batched by group-commit.ts and stated in statements.ts, and the
-// schema is brought up to date by migrate.ts.
+// is chosen in open.ts; a create's writes are stated in donation-writes.ts and batched by
+// group-commit.ts, and the schema is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import { sql, type CompiledQuery, type Compilable, type Insertable, type RawBuilder, type Kysely, type Selectable, type Updateable } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
-import type { Database, DonationsTable } from './schema.js';
+import type { Database } from './schema.js';
 import { ClaimLedger } from './claims.js';
 import { donationsWithCharity, type DonationFilter } from './donation-query.js';
+import { DonationWrites, keyTaken, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 import { DonorData } from './donors.js';
-import { toDonationRow, toStoredDonation } from './rows.js';
+import { toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
-import { compiled, HotStatements, type Together, type WriteProgram } from './statements.js';
 
 export type { DonationFilter } from './donation-query.js';
+export { KeyTakenError, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 
 export interface ExportedDonation extends StoredDonation {
   charity: string;
 }
 
-/** A create's Idempotency-Key: the key, what "the same body" is (the validated donation's fingerprint), and how long it is remembered. */
-export interface IdempotencyKey {
-  key: string;
-  fingerprint: string;
-  /** An older form of the same fingerprint, that keys stored by an earlier version may hold: made only if a stored key differs. */
-  formerFingerprint?: () => string;
-  ttlMicros: number;
-}
-
-/** What recording a donation under an Idempotency-Key came to. */
-export type KeyedOutcome =
-  | { outcome: 'created'; donation: StoredDonation }
-  | { outcome: 'replay'; donation: StoredDonation } // the key was used for this donation before: answer with it again
-  | { outcome: 'mismatch' }; // the key was used for a different donation
-
-/**
- * Another instance's request stored the same key between this create's look-up and its insert,
- * and had not committed it when this one was tried again on its own (GroupCommit): a 409.
- */
-export class KeyTakenError extends Error {}
-
-/**
- * PostgreSQL: the batch's statement met a key another instance's request had stored, and failed
- * whole (its keys are inserted without `on conflict`); on its own again, a create that meets it still
- * is KeyTakenError. SQLite says so in the write itself (insertDonation).
- */
-const keyTaken = (err: unknown): unknown =>
-  (err as { code?: unknown; table?: unknown }).code === '23505' && (err as { table?: unknown }).table === 'idempotency_keys' ? new KeyTakenError() : err;
-
 export class Store {
   private readonly writes: GroupCommit<Database>;
-  /** PostgreSQL: how a batch's creates share round trips (sharedRoundTrips). */
-  private readonly together: ReturnType<Store['sharedRoundTrips']> | undefined;
+  /** A create's writes, for the group commit to run. */
+  private readonly donationWrites: DonationWrites;
   /** The Gift Aid claims. */
   readonly claims: ClaimLedger;
   /** Donors' personal data: erasure and retention. */
@@ -74,18 +46,10 @@ export class Store {
       sqlite?: BetterSqlite3.Database;
     } = {},
   ) {
-    this.writes = new GroupCommit(
-      db,
-      {
-        // Claimed, not just looked up (see CommitJournal): finding it taken means the batch was committed.
-        committed: async (token) =>
-          (await db.insertInto('commit_tokens').values(commitToken(token)).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined,
-      },
-      { concurrency: writeConcurrency, sqlite },
-    );
+    this.donationWrites = new DonationWrites(db, dialect);
+    this.writes = new GroupCommit(db, this.donationWrites, { concurrency: writeConcurrency, sqlite });
     this.claims = new ClaimLedger(db);
     this.donors = new DonorData(db);
-    this.together = dialect === 'postgres' ? this.sharedRoundTrips() : undefined;
   }
 
   /** Reports each group-commit batch's size and commit time (to metrics). */
@@ -218,7 +182,7 @@ export class Store {
    * dialect's settings), usually together with the other donations that arrived at the same moment.
    */
   async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
-    return this.tracked(budget, (deadline) => this.writes.run(() => this.insertDonation(charityId, d), deadline));
+    return this.tracked(budget, (deadline) => this.writes.run(() => this.donationWrites.insertDonation(charityId, d), deadline));
   }
 
   /**
@@ -227,37 +191,10 @@ export class Store {
    */
   async recordKeyedDonation(charityId: number, d: NewDonation, idempotency: IdempotencyKey, budget?: DatabaseBudget): Promise<KeyedOutcome> {
     return this.tracked(budget, (deadline) =>
-      this.writes.run(() => this.insertKeyedDonation(charityId, d, idempotency), deadline).catch((err: unknown) => {
+      this.writes.run(() => this.donationWrites.insertKeyedDonation(charityId, d, idempotency), deadline).catch((err: unknown) => {
         throw keyTaken(err);
       }),
     );
-  }
-
-  private *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey): WriteProgram<KeyedOutcome> {
-    const now = nowMicros();
-    const [known] = (yield this.hot.statement(
-      'key',
-      [charityId, key],
-      () => this.db.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
-      this.together && { with: this.together.keyLookup },
-    )) as { fingerprint: string; donation_id: number; expires_at: string }[];
-    if (known && known.expires_at >= formatMicros(now)) {
-      if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
-      const id = Number(known.donation_id);
-      const [row] = (yield this.hot.statement('donation by id', [id], () => this.db.selectFrom('donations').selectAll().where('id', '=', id))) as Selectable<DonationsTable>[];
-      return { outcome: 'replay', donation: toStoredDonation(row!) };
-    }
-    if (known) {
-      // Expired: forgotten, and the key is used afresh. The row found, not whatever holds the key by now (another
-      // instance may have forgotten it first and stored it afresh), so this is right whatever becomes of the
-      // create (see Statement.last).
-      const expired = [charityId, key, known.expires_at] as const;
-      yield this.hot.statement('key delete', expired, () =>
-        this.db.deleteFrom('idempotency_keys').where('charity_id', '=', expired[0]).where('key', '=', expired[1]).where('expires_at', '=', expired[2]),
-      );
-    }
-    const donation = yield* this.insertDonation(charityId, d, { charity_id: charityId, key, fingerprint, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) });
-    return { outcome: 'created', donation };
   }
 
   async findDonation(id: number): Promise<StoredDonation | undefined> {
@@ -283,128 +220,4 @@ export class Store {
       yield { ...toStoredDonation(row), charity: row.charity };
     }
   }
-
-  /** The statements every create runs, compiled once. */
-  private readonly hot = new HotStatements();
-
-  /**
-   * How a batch's creates share round trips on PostgreSQL (statements.ts): their keys looked up in
-   * one query; then their donations' ids taken from the sequence (so that each create knows its own
-   * for certain), and one statement that inserts the donations, their keys and the commit token,
-   * which PostgreSQL commits by itself (ownCommit): no transaction. A key another instance's request
-   * stored meanwhile fails that statement whole (see keyTaken). PostgreSQL's SQL, and only there:
-   * SQLite runs each batch in one synchronous call, with no round trips to share.
-   */
-  private sharedRoundTrips(): Record<'keyLookup' | 'donationInsert', Together> {
-    return {
-      keyLookup: {
-        run: async (statements, query) => {
-          const pairs = statements.map((s) => s.parameters as [number, string]);
-          // Each column against its list (an index scan with both), not a list of pairs (an OR of one scan per pair,
-          // slower to plan): the extra pairs this may find are not asked for, and left out below. Each list is one
-          // array parameter, so the statement is the same for any number of keys (see fromJson).
-          const charities = [...new Set(pairs.map(([c]) => c))];
-          const keys = pairs.map(([, k]) => k);
-          const found = await query(
-            compiled(
-              this.hot.statement('key lookup, batch', [charities, keys], () =>
-                this.compilable(sql`select charity_id, key, fingerprint, donation_id, expires_at from idempotency_keys where charity_id = any(${charities}) and key = any(${keys})`),
-              ),
-            ),
-          );
-          const byPair = new Map(found.map((r) => [pairOf(r.charity_id, r.key), r]));
-          return pairs.map(([c, k]) => {
-            const known = byPair.get(pairOf(c, k));
-            return known ? [known] : [];
-          });
-        },
-      },
-      donationInsert: {
-        ownCommit: async (statements, query, token) => {
-          const n = statements.length;
-          const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
-          const donations: (Insertable<DonationsTable> & { id: number })[] = [];
-          const keys: Insertable<Database['idempotency_keys']>[] = [];
-          statements.forEach((s, i) => {
-            const { row, key } = s.data as DonationData;
-            const id = Number(ids[i]!.id);
-            donations.push({ ...row, id });
-            if (key) keys.push({ ...key, donation_id: id });
-          });
-          // In one order on every instance, so that two batches inserting the same keys wait for each other, never deadlock.
-          keys.sort((a, b) => a.charity_id - b.charity_id || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-          return { rows: donations.map(({ id }) => [{ id }]), commit: this.commitStatement(commitToken(token), donations, keys) };
-        },
-      },
-    };
-  }
-
-  /**
-   * PostgreSQL: the statement that commits a batch. The commit token's row, the keys and the
-   * donations, each table's rows from one JSON parameter read as the table's own row type
-   * (json_populate_recordset), so the column types are the table's. The statement is the same
-   * whatever the number of rows, so it is compiled once (HotStatements), and short for PostgreSQL
-   * to parse and plan, where a VALUES list took a parameter per column per row, each built, frozen
-   * and compiled by Kysely, every batch. Each table's rows share their keys (rows.ts makes them so).
-   */
-  private commitStatement(token: Insertable<Database['commit_tokens']>, donations: readonly object[], keys: readonly object[]): CompiledQuery {
-    const tables = keys.length > 0 ? ([['idempotency_keys', keys], ['donations', donations]] as const) : ([['donations', donations]] as const);
-    const parts = tables.map(([table, rows]) => ({ table, columns: Object.keys(rows[0]!), json: JSON.stringify(rows) }));
-    const name = `commit: ${parts.map((p) => `${p.table} (${p.columns.join(' ')})`).join(', ')}`;
-    return compiled(
-      this.hot.statement(name, [token.token, token.committed_at, ...parts.map((p) => p.json)], () => {
-        const inserts = parts.map(({ table, columns, json }) => {
-          const list = sql.join(columns.map((c) => sql.ref(c)));
-          return sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json)`;
-        });
-        const ctes = [sql`${sql.ref('commit')} as (insert into ${sql.table('commit_tokens')} (${sql.ref('token')}, ${sql.ref('committed_at')}) values (${token.token}, ${token.committed_at}))`];
-        if (inserts.length > 1) ctes.push(sql`${sql.ref('keys')} as (${inserts[0]!})`);
-        return this.compilable(sql`with ${sql.join(ctes)} ${inserts[inserts.length - 1]!}`);
-      }),
-    );
-  }
-
-  /** Raw SQL as HotStatements takes a query: compiled for this database. */
-  private compilable(raw: RawBuilder<unknown>): Compilable {
-    return { compile: () => raw.compile(this.db) };
-  }
-
-  /**
-   * The donation as a row of its own, and its Idempotency-Key's row if it has one. On PostgreSQL
-   * both go into the statement that commits the batch (sharedRoundTrips); on SQLite the key follows
-   * the donation, and a key taken meanwhile rolls it back.
-   */
-  private *insertDonation(charityId: number, d: NewDonation, key?: KeyRow): WriteProgram<StoredDonation> {
-    const row = toDonationRow(charityId, d, nowIso());
-    const [inserted] = yield this.hot.statement(
-      'donation insert',
-      Object.values(row),
-      () => this.db.insertInto('donations').values(row).returning('id'),
-      this.together && { with: this.together.donationInsert, data: { row, key } satisfies DonationData, last: true },
-    );
-    const donation = toStoredDonation(row, inserted!.id as number);
-    if (key && !this.together) {
-      const keyRow = { ...key, donation_id: donation.id };
-      const [kept] = yield this.hot.statement('key insert', Object.values(keyRow), () =>
-        this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
-      );
-      if (!kept) throw new KeyTakenError(); // rolls the donation back
-    }
-    return donation;
-  }
 }
-
-/** An Idempotency-Key's row, but for its donation's id. */
-type KeyRow = Omit<Insertable<Database['idempotency_keys']>, 'donation_id'>;
-
-/** What a donation's insert carries on PostgreSQL: its row, and its key's. */
-interface DonationData {
-  row: Insertable<DonationsTable>;
-  key: KeyRow | undefined;
-}
-
-/** The row that marks a batch as committed (group-commit.ts). */
-const commitToken = (token: string): Insertable<Database['commit_tokens']> => ({ token, committed_at: nowIso() });
-
-/** A charity's idempotency key, as one string (ids may come back from PostgreSQL as numbers or strings). */
-const pairOf = (charityId: unknown, key: unknown): string => `${Number(charityId)}\n${String(key)}`;

@@ -1,6 +1,6 @@
 // A batch's commit that reached PostgreSQL but whose answer was lost: the batch is stored, and the
 // service must not store its donations again. A batch commits with the one statement that writes
-// its donations, their keys and its token (store.ts). A TCP proxy the test controls lets those
+// its donations, their keys and its token (donation-writes.ts). A TCP proxy the test controls lets those
 // statements through and drops the connection as their answers come back; thousands of creates go
 // through the real HTTP app, and the database, read directly, must hold each donation at most once
 // and every acknowledged one exactly once. Creates without a key first, then keyed ones, then keyed

@@ -1,5 +1,5 @@
 // Idempotency keys when two instances share one PostgreSQL database: a batch's keys are inserted by
-// the statement that commits it, with no transaction around the look-up before it (store.ts), so
+// the statement that commits it, with no transaction around the look-up before it (donation-writes.ts), so
 // what another instance does between the two must never store a request twice or hold a batch up.
 // PostgreSQL only (a SQLite file has one writer, and its batches are transactions).
 import assert from 'node:assert/strict';

@@ -4,7 +4,7 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 
 type Mode = 'open' | 'reset' | 'blackhole';
 
-/** The statement that writes a batch of creates and its commit token, and commits by itself (store.ts, commitStatement). */
+/** The statement that writes a batch of creates and its commit token, and commits by itself (donation-writes.ts, commitStatement). */
 const COMMIT = Buffer.from('with "commit" as (insert into "commit_tokens"');
 
 export class TcpProxy {

@@ -34,7 +34,7 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
       return { data: record };
     }
 
-    // One request per key at a time in this process; across instances, the database decides (store.ts).
+    // One request per key at a time in this process; across instances, the database decides (store/donation-writes.ts).
     // An invalid request never reaches this point, so it does not use up its key.
     const slot = `${charityId}\n${key}`;
     if (keysInFlight.has(slot)) throw inFlight();

@@ -3,7 +3,7 @@ import type { DatabaseLocation } from '../../config.js';
 
 /**
  * PostgreSQL: a batch of creates takes its donations' ids from the sequence in one query and inserts
- * the rows with them in another (store.ts), so the id column takes a given value. SQLite's ids are
+ * the rows with them in another (donation-writes.ts), so the id column takes a given value. SQLite's ids are
  * unchanged (each insert there returns its own, with no round trip to save).
  */
 export function donationIdsByDefault(dialect: DatabaseLocation['dialect']): Migration {
