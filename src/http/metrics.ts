@@ -37,14 +37,14 @@ export class Metrics {
 
   readonly commitSeconds = new Histogram({
     name: 'almoner_db_commit_seconds',
-    help: 'Time to run and commit one group-commit transaction.',
+    help: 'Time to run and commit one group-commit batch.',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
 
   readonly batchSize = new Histogram({
     name: 'almoner_db_batch_size',
-    help: 'Writes committed together in one group-commit transaction.',
+    help: 'Writes committed together in one group-commit batch.',
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
     registers: [this.registry],
   });

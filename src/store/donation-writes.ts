@@ -39,10 +39,11 @@ export class KeyTakenError extends Error {}
 export const keyTaken = (err: unknown): unknown =>
   (err as { code?: unknown; table?: unknown }).code === '23505' && (err as { table?: unknown }).table === 'idempotency_keys' ? new KeyTakenError() : err;
 
+/** A create's write programs, for GroupCommit to run; and, as its CommitJournal, the claim of a PostgreSQL batch's commit token. */
 export class DonationWrites implements CommitJournal {
   /** The statements every create runs, compiled once. */
   private readonly hot = new HotStatements();
-  /** PostgreSQL: how a batch's creates share round trips (sharedRoundTrips). */
+  /** PostgreSQL: how a batch's creates share round trips (sharedRoundTrips); undefined on SQLite, so it also says which one this is. */
   private readonly together: ReturnType<DonationWrites['sharedRoundTrips']> | undefined;
 
   constructor(
@@ -52,7 +53,10 @@ export class DonationWrites implements CommitJournal {
     this.together = dialect === 'postgres' ? this.sharedRoundTrips() : undefined;
   }
 
-  /** Claimed, not just looked up (see CommitJournal): finding it taken means the batch was committed. */
+  /**
+   * Claims `token` (writes it unless it is there): true if it was there, so the batch committed;
+   * false, and then the batch never can (see CommitJournal).
+   */
   async committed(token: string): Promise<boolean> {
     return (await this.db.insertInto('commit_tokens').values(commitToken(token)).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined;
   }
@@ -92,6 +96,7 @@ export class DonationWrites implements CommitJournal {
    */
   *insertDonation(charityId: number, d: NewDonation, key?: KeyRow): WriteProgram<StoredDonation> {
     const row = toDonationRow(charityId, d, nowIso());
+    // On PostgreSQL never sent as it is: donationInsert.ownCommit folds the row into the batch's commit statement.
     const [inserted] = yield this.hot.statement(
       'donation insert',
       Object.values(row),
@@ -104,7 +109,7 @@ export class DonationWrites implements CommitJournal {
       const [kept] = yield this.hot.statement('key insert', Object.values(keyRow), () =>
         this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
       );
-      if (!kept) throw new KeyTakenError(); // rolls the donation back
+      if (!kept) throw new KeyTakenError(); // rolls the batch back; GroupCommit then tries each write alone
     }
     return donation;
   }
@@ -143,6 +148,8 @@ export class DonationWrites implements CommitJournal {
       },
       donationInsert: {
         ownCommit: async (statements, query, token) => {
+          // The ids are taken before the commit, not returned by it: if its answer is lost and the token says it
+          // committed, each create still knows its own.
           const n = statements.length;
           const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
           const donations: (Insertable<DonationsTable> & { id: number })[] = [];
@@ -179,6 +186,8 @@ export class DonationWrites implements CommitJournal {
           const list = sql.join(columns.map((c) => sql.ref(c)));
           return sql`insert into ${sql.table(table)} (${list}) select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json)`;
         });
+        // Nothing reads these CTEs: PostgreSQL runs a data-modifying one all the same. The keys' rows name donations
+        // the main statement inserts; their foreign key is checked at the statement's end, when both are in.
         const ctes = [sql`${sql.ref('commit')} as (insert into ${sql.table('commit_tokens')} (${sql.ref('token')}, ${sql.ref('committed_at')}) values (${token.token}, ${token.committed_at}))`];
         if (inserts.length > 1) ctes.push(sql`${sql.ref('keys')} as (${inserts[0]!})`);
         return this.compilable(sql`with ${sql.join(ctes)} ${inserts[inserts.length - 1]!}`);

@@ -3,7 +3,7 @@
 // them all. Each caller's promise settles only after the commit holding its write: a 200 still
 // means "on disk".
 //
-// A batch that fails before its commit is sent has stored nothing, so its writes may run again.
+// A batch that fails before its commit is sent has stored no donation, so its writes may run again.
 // One whose commit was sent but not answered (the connection dropped) may have been stored: running
 // it again could store a donation twice. So every batch also writes a token of its own, and after
 // such a failure the token is claimed (written, unless it is there): if it is there, the writes
@@ -13,9 +13,11 @@
 //
 // On PostgreSQL a batch needs no transaction: its writes' first statements (the keys' look-up) run
 // on the batch's connection, and then one statement writes every donation, their keys and the
-// token, which PostgreSQL commits by itself (statements.ts, ownCommit). That statement is the
-// commit: its answer lost, the token says what happened. A batch without keys is two round trips
-// (the donations' ids, then that statement), one with keys three.
+// token, which PostgreSQL commits by itself (Together.ownCommit in statements.ts, made in
+// donation-writes.ts). That statement is the commit: its answer lost, the token says what happened.
+// A batch without keys is two round trips (the donations' ids, then that statement), one with keys
+// three, plus one for each replay's read and each expired key's deletion; a batch of nothing but
+// replays sends no commit.
 //
 // On SQLite the batch runs in one synchronous better-sqlite3 transaction: nothing awaits between
 // its statements, no deadline can pass in the middle of it, and a COMMIT's answer cannot be lost
@@ -73,7 +75,7 @@ export class CommitOutcomeUnknownError extends Error {
   }
 }
 
-/** A batch that failed before its commit was sent, or whose commit was refused: nothing of it was stored. */
+/** A batch that failed before its commit was sent, whose commit was refused, or whose lost answer was settled by claiming its token: none of its donations was stored. */
 class NotCommitted extends Error {
   constructor(override readonly cause: unknown) {
     super('not committed');
@@ -253,7 +255,7 @@ export class GroupCommit<DB> {
     const stop = () => {
       if (batch.abandoned) throw new DatabaseDeadlineError();
     };
-    let results: unknown[] = [];
+    let results: unknown[] = []; // known before the commit is sent, so that an answer settled by the token can still return them
     try {
       // On one connection, taken first: the deadline may pass while the pool is busy, and then nothing was sent.
       return await this.db.connection().execute(async (connection) => {

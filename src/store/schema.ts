@@ -34,7 +34,7 @@ export interface IdempotencyKeysTable {
   key: string;
   /** SHA-256 of the validated donation the key was first used for. */
   fingerprint: string;
-  /** The donation stored with the key, in the same transaction. */
+  /** The donation stored with the key: in the same statement on PostgreSQL, the same transaction on SQLite. */
   donation_id: number;
   created_at: string;
   expires_at: string;
@@ -73,7 +73,7 @@ export interface GiftaidClaimDonationsTable {
   amount_minor: number;
 }
 
-/** A write transaction's token, committed with it: whether a COMMIT whose answer was lost took effect. */
+/** A PostgreSQL batch's token, written by the statement that commits it: whether a commit whose answer was lost took effect (group-commit.ts). */
 export interface CommitTokensTable {
   token: string;
   committed_at: string;

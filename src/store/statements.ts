@@ -1,4 +1,4 @@
-// The writes every create makes, stated once and run two ways. A write is a generator that yields
+// How a create's writes (donation-writes.ts) are stated once and run two ways. A write is a generator that yields
 // the statements it runs and is handed back their rows: on SQLite a whole batch of them runs in one
 // synchronous better-sqlite3 transaction (no promise per statement); on PostgreSQL the batch's
 // writes advance together, and the statements of one kind that they yield at the same step run as
@@ -18,14 +18,17 @@ export interface Statement {
   /** What `together` needs of this statement (the row it inserts, say). */
   readonly data?: unknown;
   /**
-   * The write ends with this statement: given its rows, it returns. On PostgreSQL the statements
+   * The write ends with this statement: given its rows, it returns (set on PostgreSQL, where it counts). There, the statements
    * before it each commit by themselves, so they may only read, or make a change that is right
    * whatever becomes of the write (forgetting an expired key).
    */
   readonly last?: boolean;
 }
 
-/** Statements of one kind run as one: each statement's rows, in order, as if it had run alone. */
+/**
+ * Statements of one kind run as one. A kind has `run` (its statements yielded at one step, each
+ * one's rows, in order, as if it had run alone) or `ownCommit` (the batch's last statements and its commit).
+ */
 export interface Together {
   run?(statements: readonly Statement[], query: Query): Promise<Rows[]>;
   /**
@@ -54,7 +57,9 @@ export function queryOn<DB>(db: Kysely<DB>, stop: () => void): Query {
  * writes and commits them in one (Together.ownCommit), and which write each is; undefined when every
  * write has already returned (replays, say), so there is nothing to commit.
  */
-export function lastStatements(steps: readonly IteratorResult<Statement, unknown>[]): { together: Required<Together>; statements: Statement[]; writes: number[] } | undefined {
+export function lastStatements(
+  steps: readonly IteratorResult<Statement, unknown>[],
+): { together: Pick<Required<Together>, 'ownCommit'>; statements: Statement[]; writes: number[] } | undefined {
   const writes = steps.flatMap((step, i) => (step.done ? [] : [i]));
   if (writes.length === 0) return undefined;
   const statements = writes.map((i) => steps[i]!.value as Statement);
@@ -62,7 +67,7 @@ export function lastStatements(steps: readonly IteratorResult<Statement, unknown
   if (!together?.ownCommit || !statements.every((s) => s.last && s.together === together)) {
     throw new Error('a batch of writes must end with statements of one kind that commits by itself');
   }
-  return { together: together as Required<Together>, statements, writes };
+  return { together: together as Pick<Required<Together>, 'ownCommit'>, statements, writes };
 }
 
 /** A write's result once its last statement's rows are in. */

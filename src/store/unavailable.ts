@@ -16,7 +16,7 @@ const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY)/;
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as NodeJS.ErrnoException).code;
-  // A lost COMMIT answer the database could not confirm (group-commit.ts); a request's time for the database ran out (budget.ts).
+  // A batch's commit whose answer was lost and which the database could not settle (group-commit.ts); a request's time for the database ran out (budget.ts).
   if (code === 'ALMONER_COMMIT_UNKNOWN' || code === 'ALMONER_DATABASE_DEADLINE') return true;
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_STATES.test(code) || SQLITE_CODES.test(code))) return true;
   if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);

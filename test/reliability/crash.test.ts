@@ -18,7 +18,7 @@
 // - A retry inside the server that writes a donation twice: "stored twice" fails.
 // - A database that does not recover from the kill (a SQLite WAL left behind, a PostgreSQL
 //   connection left mid-transaction) fails the restart or the /me and create after it.
-// Checked on both backends against altered copies of src/store/store.ts: handing the id out 50 ms
+// Checked on both backends against altered copies of the create's writes (then in src/store/store.ts): handing the id out 50 ms
 // before the commit fails "is not stored"; an insert of the required fields followed by an update
 // of the rest fails "stored row N (...): donor_first_name".
 // What it cannot see: a missing fsync (synchronous=OFF) loses nothing when only the process dies,

@@ -122,7 +122,7 @@ for (const backend of BACKENDS) {
           assert.ok(!stored.has(email), `${email} was refused but is stored`);
         }
       }
-      // A batch is one transaction: a write with time to spare that shares one with a late write is
+      // A batch commits as one (a transaction on SQLite, a statement on PostgreSQL): a write with time to spare that shares one with a late write is
       // told with it, so how many are stored depends on timing. What matters is that no answer is wrong.
       t.diagnostic(`${results.filter((r) => r.status === 'fulfilled').length - 1} stored, ${results.filter((r) => r.status === 'rejected').length - 1} refused`);
     });

@@ -1,8 +1,8 @@
 import type { Kysely, Migration } from 'kysely';
 
 /**
- * One row per write transaction, written inside it: after a COMMIT whose answer was lost, its token
- * says whether it was committed (see group-commit.ts). Rows are kept a day, then purged.
+ * One row per PostgreSQL batch of writes, written with it: after a commit whose answer was lost, its
+ * token says whether it was committed (see group-commit.ts). Rows are kept a day, then purged.
  */
 export function commitTokens(): Migration {
   return {
