@@ -79,7 +79,7 @@ export class DonationWrites implements CommitJournal {
     if (known) {
       // Expired: forgotten, and the key is used afresh. The row found, not whatever holds the key by now (another
       // instance may have forgotten it first and stored it afresh), so this is right whatever becomes of the
-      // create (see Statement.last).
+      // create (see Together in statements.ts).
       const expired = [charityId, key, known.expires_at] as const;
       yield this.hot.statement('key delete', expired, () =>
         this.db.deleteFrom('idempotency_keys').where('charity_id', '=', expired[0]).where('key', '=', expired[1]).where('expires_at', '=', expired[2]),
@@ -101,7 +101,7 @@ export class DonationWrites implements CommitJournal {
       'donation insert',
       Object.values(row),
       () => this.db.insertInto('donations').values(row).returning('id'),
-      this.together && { with: this.together.donationInsert, data: { row, key } satisfies DonationData, last: true },
+      this.together && { with: this.together.donationInsert, data: { row, key } satisfies DonationData },
     );
     const donation = toStoredDonation(row, inserted!.id as number);
     if (key && !this.together) {

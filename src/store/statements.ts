@@ -17,17 +17,14 @@ export interface Statement {
   readonly together?: Together;
   /** What `together` needs of this statement (the row it inserts, say). */
   readonly data?: unknown;
-  /**
-   * The write ends with this statement: given its rows, it returns (set on PostgreSQL, where it counts). There, the statements
-   * before it each commit by themselves, so they may only read, or make a change that is right
-   * whatever becomes of the write (forgetting an expired key).
-   */
-  readonly last?: boolean;
 }
 
 /**
  * Statements of one kind run as one. A kind has `run` (its statements yielded at one step, each
- * one's rows, in order, as if it had run alone) or `ownCommit` (the batch's last statements and its commit).
+ * one's rows, in order, as if it had run alone) or `ownCommit` (the batch's last statements and its
+ * commit). A statement of an `ownCommit` kind is its write's last: given its rows, the write
+ * returns. The statements before it each commit by themselves, so they may only read, or make a
+ * change that is right whatever becomes of the write (forgetting an expired key).
  */
 export interface Together {
   run?(statements: readonly Statement[], query: Query): Promise<Rows[]>;
@@ -64,7 +61,7 @@ export function lastStatements(
   if (writes.length === 0) return undefined;
   const statements = writes.map((i) => steps[i]!.value as Statement);
   const together = statements[0]!.together;
-  if (!together?.ownCommit || !statements.every((s) => s.last && s.together === together)) {
+  if (!together?.ownCommit || !statements.every((s) => s.together === together)) {
     throw new Error('a batch of writes must end with statements of one kind that commits by itself');
   }
   return { together: together as Pick<Required<Together>, 'ownCommit'>, statements, writes };
@@ -90,7 +87,7 @@ export type WriteProgram<T> = Generator<Statement, T, Rows>;
 export class HotStatements {
   private readonly compiled = new Map<string, string>();
 
-  statement(name: string, parameters: readonly unknown[], query: () => Compilable, together?: { with: Together; data?: unknown; last?: boolean }): Statement {
+  statement(name: string, parameters: readonly unknown[], query: () => Compilable, together?: { with: Together; data?: unknown }): Statement {
     let sql = this.compiled.get(name);
     if (sql === undefined) {
       const first = query().compile();
@@ -100,7 +97,7 @@ export class HotStatements {
       sql = first.sql;
       this.compiled.set(name, sql);
     }
-    return { sql, parameters, together: together?.with, data: together?.data, last: together?.last };
+    return { sql, parameters, together: together?.with, data: together?.data };
   }
 }
 
@@ -122,13 +119,13 @@ export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram
 /**
  * PostgreSQL: runs a batch's writes (through `query`) up to their last statements, all advancing
  * together: at each step, statements sharing a `together` run as one, the others one by one. Each
- * commits by itself (see Statement.last). The writes are independent of one another (no two in a
+ * commits by itself (see Together). The writes are independent of one another (no two in a
  * batch touch the same key), so the order of their statements does not matter.
  */
 export async function runUntilLast(query: Query, programs: WriteProgram<unknown>[]): Promise<IteratorResult<Statement, unknown>[]> {
   const steps = programs.map((p) => p.next());
   for (;;) {
-    const open = steps.flatMap((step, i) => (step.done || step.value.last ? [] : [i]));
+    const open = steps.flatMap((step, i) => (step.done || step.value.together?.ownCommit ? [] : [i]));
     if (open.length === 0) return steps;
     const rows = new Map<number, Rows>();
     const groups = new Map<Together, number[]>();

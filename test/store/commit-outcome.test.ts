@@ -17,7 +17,7 @@ import { Throttle } from '../../src/http/throttle.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { basic, exampleDonation } from '../support/app.js';
-import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
@@ -81,9 +81,7 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
     const unkeyed = await load(third);
     const keyed = await load(2 * third, (n) => `key-${n}`);
     // The keyed creates' keys, expired: each create now forgets one, then records a new donation under it.
-    const expire = new pg.Client({ connectionString: database.url });
-    await expire.connect();
-    await expire.query(`update idempotency_keys set expires_at = '2000-01-01T00:00:00.000000Z'`).finally(() => expire.end());
+    await queryPostgres(database.url, `update idempotency_keys set expires_at = '2000-01-01T00:00:00.000000Z'`);
     const expired = await load(CREATES, (n) => `key-${n - third}`);
     proxy.dropCommitAnswers(0);
     for (const [kind, dropped] of Object.entries({ unkeyed, keyed, expired })) {

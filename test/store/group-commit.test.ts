@@ -3,20 +3,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { signUpCharity } from '../../src/charities/signup.js';
-import type { NewDonation } from '../../src/donations/donation.js';
-import { validateDonation } from '../../src/donations/validate.js';
 import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import { DatabaseBudget } from '../../src/store/budget.js';
 import type { Store } from '../../src/store/store.js';
-import { exampleDonation } from '../support/app.js';
+import { validDonation as donation } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
-
-function donation(email: string): NewDonation {
-  const v = validateDonation(exampleDonation({ donor_email: email }));
-  if (!v.ok) assert.fail(JSON.stringify(v.errors));
-  return v.donation;
-}
 
 const NO_SUCH_CHARITY = 999_999;
 

@@ -7,22 +7,14 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { parseDatabaseUrl } from '../../src/config.js';
-import type { NewDonation } from '../../src/donations/donation.js';
-import { validateDonation } from '../../src/donations/validate.js';
 import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import { KeyTakenError, type Store } from '../../src/store/store.js';
-import { exampleDonation } from '../support/app.js';
-import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { validDonation } from '../support/app.js';
+import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
-
-function donation(email: string): NewDonation {
-  const v = validateDonation(exampleDonation({ donor_email: email }));
-  if (!v.ok) assert.fail(JSON.stringify(v.errors));
-  return v.donation;
-}
 
 describe('idempotency keys across instances [postgres]', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
   let database: TestDatabase;
@@ -35,7 +27,7 @@ describe('idempotency keys across instances [postgres]', { skip: postgres ? fals
     database = await postgres!.createDatabase();
     // PostgreSQL's deadlock check put off past the requests' time for the database: a deadlock
     // would leave both batches waiting until their 503s (the last test). Before any connection.
-    await query(`alter database "${new URL(database.url).pathname.slice(1)}" set deadlock_timeout = '60s'`);
+    await queryPostgres(database.url, `alter database "${new URL(database.url).pathname.slice(1)}" set deadlock_timeout = '60s'`);
     let url: string;
     ({ proxy, url } = await proxyFor(database.url));
     a = await openStore(parseDatabaseUrl(database.url, 1));
@@ -50,20 +42,10 @@ describe('idempotency keys across instances [postgres]', { skip: postgres ? fals
   });
 
   const keyed = (store: Store, key: string, email: string, ttlMicros = IDEMPOTENCY.ttlMicros) => {
-    const d = donation(email);
+    const d = validDonation(email);
     return store.recordKeyedDonation(charityId, d, { key, fingerprint: fingerprint(d), ttlMicros });
   };
   const outcome = (p: ReturnType<typeof keyed>) => p.then((o) => o.outcome, (err: unknown) => (err instanceof KeyTakenError ? 'taken (409)' : `failed: ${String(err)}`));
-
-  const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    try {
-      return (await client.query<R>(text, values)).rows;
-    } finally {
-      await client.end();
-    }
-  };
 
   test('an expired key forgotten by two instances at once: the retried request is stored once', async () => {
     // Instance B finds the key expired; before B forgets it, A forgets it too and stores the
@@ -79,9 +61,9 @@ describe('idempotency keys across instances [postgres]', { skip: postgres ? fals
     } finally {
       proxy.slow(0);
     }
-    const stored = await query(`select id from donations where donor_email = 'retried@example.org'`);
+    const stored = await queryPostgres(database.url, `select id from donations where donor_email = 'retried@example.org'`);
     assert.equal(stored.length, 1, 'one request, sent to both instances under one key, is stored once');
-    const [kept] = await query<{ donation_id: string }>(`select donation_id from idempotency_keys where key = 'expired'`);
+    const [kept] = await queryPostgres<{ donation_id: string }>(database.url, `select donation_id from idempotency_keys where key = 'expired'`);
     assert.equal(Number(kept!.donation_id), Number(stored[0]!.id));
   });
 
@@ -105,7 +87,7 @@ describe('idempotency keys across instances [postgres]', { skip: postgres ? fals
     for (const o of await outcomes) tally.set(o, (tally.get(o) ?? 0) + 1);
     assert.deepEqual([...tally.keys()].filter((o) => !['created', 'replay', 'taken (409)'].includes(o)), [], JSON.stringify([...tally]));
     assert.equal(tally.get('created'), keys.length, JSON.stringify([...tally]));
-    const [{ n }] = (await query<{ n: number }>(`select count(*)::int as n from donations where donor_email like 'both-%'`)) as [{ n: number }];
+    const [{ n }] = (await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like 'both-%'`)) as [{ n: number }];
     assert.equal(n, keys.length, 'each key stored once');
   });
 });

@@ -1,10 +1,13 @@
 // Test support: a real app on a real, fresh database of the backend under test.
+import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type AppOptions } from '../../src/app.js';
 import type { FailureDelay } from '../../src/http/auth.js';
 import type { AlmonerClient } from '../../src/client/index.js';
 import { signUpCharity } from '../../src/charities/signup.js';
+import type { NewDonation } from '../../src/donations/donation.js';
 import { EXAMPLE_DONATION_INPUT } from '../../src/donations/schema.js';
+import { validateDonation } from '../../src/donations/validate.js';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
@@ -123,6 +126,13 @@ export async function startTestApp(backend: Backend = SQLITE, options: Omit<AppO
 /** The interface's example donation: every field, as a charity's form would send it (the field table's examples). */
 export function exampleDonation(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return { ...EXAMPLE_DONATION_INPUT, ...overrides };
+}
+
+/** The example donation from `email`, validated: what the store is given to record. */
+export function validDonation(email: string): NewDonation {
+  const v = validateDonation(exampleDonation({ donor_email: email }));
+  if (!v.ok) assert.fail(JSON.stringify(v.errors));
+  return v.donation;
 }
 
 /** The 16 keys of the API's donation record, in the API's order: the interface's, stated apart from the field table so that a test can tell if the two part. */

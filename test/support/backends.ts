@@ -37,23 +37,24 @@ function postgres(serverUrl: string): Backend {
     name: 'postgres',
     async createDatabase() {
       const name = `almoner_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-      await admin(serverUrl, `create database ${name}`);
+      await queryPostgres(serverUrl, `create database ${name}`);
       const url = new URL(serverUrl);
       url.pathname = `/${name}`;
       return {
         url: url.href,
         location: parseDatabaseUrl(url.href),
-        drop: () => admin(serverUrl, `drop database if exists ${name} with (force)`),
+        drop: async () => void (await queryPostgres(serverUrl, `drop database if exists ${name} with (force)`)),
       };
     },
   };
 }
 
-async function admin(serverUrl: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl });
+/** One statement on a connection of its own, straight to the database (no pool, no proxy): its rows. */
+export async function queryPostgres<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(statement);
+    return (await client.query<R>(text, values)).rows;
   } finally {
     await client.end();
   }
