@@ -60,6 +60,10 @@ export type CredentialLookup = (username: string, budget?: DatabaseBudget) => Pr
 export interface Credentials {
   recent(username: string): CharityCredential | undefined;
   fresh: CredentialLookup;
+  /** The credential an Authorization header matched, while recent() still gives that very credential; else undefined. */
+  matchedBy(authorization: string): CharityCredential | undefined;
+  /** Notes that `authorization` matched `found`, the credential recent(username) gave. */
+  matched(authorization: string, username: string, found: CharityCredential): void;
 }
 
 /** Waits for an answer to be sent; true, for "the hook has answered". */
@@ -112,10 +116,19 @@ export function basicAuth(
 
   return function authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
     const began = performance.now();
-    const given = parseBasicAuthorization(request.headers.authorization);
-    // The throttle could only say 0 here, so a remembered credential given right is answered now.
-    const remembered = given && !throttle.mayBlock(request.ip) && authenticatedCharity(credentials.recent(given.username), given.password);
+    const header = request.headers.authorization;
+    // The throttle could only say 0 here, so a remembered credential given right is answered now:
+    // by the header itself if it matched before, else by checking the password it holds.
+    const unblockable = header !== undefined && !throttle.mayBlock(request.ip);
+    const matched = unblockable && credentials.matchedBy(header);
+    if (matched) {
+      request.charity = matched;
+      return done();
+    }
+    const given = parseBasicAuthorization(header);
+    const remembered = unblockable && given && authenticatedCharity(credentials.recent(given.username), given.password);
     if (remembered) {
+      credentials.matched(header, given.username, remembered);
       request.charity = remembered;
       return done();
     }
