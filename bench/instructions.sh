@@ -65,7 +65,7 @@ total() {
   awk '/^totals:/ { print $2 }' "$dir/callgrind.out"
 }
 
-shift_env=("$@")
-first="$(total "$WARM" "${shift_env[@]}")"
-second="$(total "$((WARM + MEASURE))" "${shift_env[@]}")"
-echo "$SCENARIO${shift_env[*]:+ (${shift_env[*]})}: $(( (second - first) / MEASURE )) instructions per request (server, user space; $MEASURE requests after $WARM)"
+server_env=("$@")
+first="$(total "$WARM" "${server_env[@]}")"
+second="$(total "$((WARM + MEASURE))" "${server_env[@]}")"
+echo "$SCENARIO${server_env[*]:+ (${server_env[*]})}: $(( (second - first) / MEASURE )) instructions per request (server, user space; $MEASURE requests after $WARM)"
