@@ -19,6 +19,7 @@ import { docsRoutes } from './http/routes/docs.js';
 import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
 import { lazyRequestLogger } from './http/request-log.js';
+import { accessLog } from './http/access-log.js';
 
 export interface AppOptions {
   store: Store;
@@ -121,14 +122,14 @@ export async function buildApp({
     reply.header('X-Content-Type-Options', 'nosniff');
     done(null, payload);
   });
-  // Below info (or with no logger), no object is built for a line never written.
-  const log = (app.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') ?? false;
+  // Below info (or with no logger), nothing is built for a line never written.
+  const access = accessLog(app.log);
   const answered = metrics?.requestAnswered;
   app.addHook('onResponse', (request, reply, done) => {
     // The route's pattern, never the raw URL: a path or query string can carry anything. The charity
     // by its id (an authenticated request's), so abuse can be traced to an integration.
     const route = request.routeOptions.url ?? '(no route)';
-    if (log) app.log.info({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, charity: request.charity?.id }, 'request');
+    access?.({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, charity: request.charity?.id });
     answered?.(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });

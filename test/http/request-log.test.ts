@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pino from 'pino';
+import { accessLog, type AccessEntry } from '../../src/http/access-log.js';
 import { lazyRequestLogger } from '../../src/http/request-log.js';
 import { startTestApp } from '../support/app.js';
 
@@ -71,5 +72,25 @@ describe('request log lines', () => {
         { level: 40, reqId: 'r-1', a: undefined, part: 'inner', msg: 'from a child' },
       ],
     );
+  });
+
+  test("the access line is, byte for byte, the line pino writes for the same fields", () => {
+    const entries: AccessEntry[] = [
+      { reqId: '3f1c2a4e-0d7b-4c1e-9a55-6b1f0e2d7c91', method: 'POST', route: '/api/v1/me', status: 200, ms: 0.4, charity: 7 },
+      { reqId: 'a "quoted" \\ id~', method: 'GET', route: '(no route)', status: 404, ms: 12, charity: undefined },
+      { reqId: 'r', method: 'POST', route: '/api/v1/donation/create', status: 503, ms: 4501.3, charity: 123456 },
+    ];
+    // As the server makes its logger (redaction included), with a fixed time so the lines can be compared.
+    const options = { level: 'info', redact: { paths: ['authorization', 'password', 'donor_email'], censor: '[redacted]' }, timestamp: () => ',"time":42' };
+    const ours: string[] = [];
+    const theirs: string[] = [];
+    const write = accessLog(pino(options, { write: (line: string) => ours.push(line) }))!;
+    const log = pino(options, { write: (line: string) => theirs.push(line) });
+    for (const entry of entries) {
+      write(entry);
+      log.info({ ...entry }, 'request');
+    }
+    assert.deepEqual(ours, theirs);
+    assert.equal(accessLog(pino({ level: 'warn' }, { write: () => {} })), undefined, 'no access line below info');
   });
 });

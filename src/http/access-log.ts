@@ -1,0 +1,37 @@
+// The access line: one JSON line per request at `info`, the line pino writes for
+// `log.info({ reqId, method, route, status, ms, charity }, 'request')`, built as one template.
+//
+// pino builds a line by walking the object it is given, key by key, and checking each value's
+// type; for this line, written for every request, that walk was most of its cost: under callgrind a
+// `/me` at `info` ran 115,806 instructions in the server against 90,784 at `warn`. The line's shape
+// is fixed and its values are numbers and three strings, so it is put together directly, from the
+// logger's own pieces (its level's prefix, its timestamp, its bindings: pid and hostname, its message
+// key) and written to the logger's stream. test/http/access-log.test.ts holds it to pino's own line.
+import { symbols, type Logger } from 'pino';
+
+export interface AccessEntry {
+  reqId: string;
+  method: string;
+  route: string;
+  status: number;
+  ms: number;
+  /** The charity's id, when the request authenticated. */
+  charity: number | undefined;
+}
+
+/** Writes an access line through `logger`'s stream at its `info` level, or undefined when `info` is off (or `logger` is not pino). */
+export function accessLog(logger: unknown): ((entry: AccessEntry) => void) | undefined {
+  const pino = logger as Partial<Logger> & Record<symbol, unknown>;
+  if (typeof pino.isLevelEnabled !== 'function' || !pino.isLevelEnabled('info')) return undefined;
+  const opening = (pino[symbols.lsCacheSym] as Record<number, string>)[pino.levels!.values.info!]!;
+  const time = pino[symbols.timeSym] as () => string;
+  const bindings = pino[symbols.chindingsSym] as string;
+  const message = `,${JSON.stringify(pino[symbols.messageKeySym])}:"request"}\n`;
+  const stream = pino[symbols.streamSym] as { write(line: string): void };
+  return ({ reqId, method, route, status, ms, charity }) => {
+    const who = charity === undefined ? '' : `,"charity":${charity}`;
+    stream.write(
+      `${opening}${time()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},"route":${JSON.stringify(route)},"status":${status},"ms":${ms}${who}${message}`,
+    );
+  };
+}
