@@ -3,7 +3,7 @@
 # The server's own instructions per request, counted by valgrind's callgrind: a measure that the
 # machine's speed does not move, where req/s on this VM moved by half from one run to the next.
 # Two runs of bin/almoner serve under callgrind on a fresh SQLite file, each with wrk sending a
-# fixed number of requests (8 connections): WARM, then WARM + MEASURE. The difference of their
+# fixed number of requests (CONNECTIONS at once, 8 by default): WARM, then WARM + MEASURE. The difference of their
 # totals, over MEASURE, leaves out start-up and the JIT's warming. User space only: the kernel's
 # share (the socket, the fsync) is not counted. Creates vary with batching more than /me does.
 # NAME=VALUE pairs go to the server's environment (e.g. LOG_LEVEL=info). Needs valgrind and wrk.
@@ -13,6 +13,7 @@ SCENARIO="${1:-me}"
 shift || true
 WARM="${WARM:-10000}"
 MEASURE="${MEASURE:-10000}"
+CONNECTIONS="${CONNECTIONS:-8}"
 case "$SCENARIO" in
   me) ROUTE=me ;;
   create) ROUTE=donation/create ;;
@@ -58,7 +59,7 @@ total() {
   done
   [ -n "$port" ] || { echo "bench:instructions: the server did not start" >&2; cat "$dir/stderr" >&2; exit 1; }
   LIMIT="$count" BENCH_SCENARIO="$SCENARIO" BENCH_AUTH="$auth" BENCH_MARKER="i$RANDOM" \
-    wrk -t1 -c8 -d3600s -s "$WORK/count.lua" "http://127.0.0.1:$port/api/v1/$ROUTE" > "$dir/wrk" 2>&1 || true
+    wrk -t1 -c"$CONNECTIONS" -d3600s -s "$WORK/count.lua" "http://127.0.0.1:$port/api/v1/$ROUTE" > "$dir/wrk" 2>&1 || true
   grep -q "not-200 0" "$dir/wrk" || { echo "bench:instructions: not every answer was a 200: $(cat "$dir/wrk")" >&2; exit 1; }
   kill "$server"
   wait "$server" 2>/dev/null || true
@@ -68,4 +69,4 @@ total() {
 server_env=("$@")
 first="$(total "$WARM" "${server_env[@]}")"
 second="$(total "$((WARM + MEASURE))" "${server_env[@]}")"
-echo "$SCENARIO${server_env[*]:+ (${server_env[*]})}: $(( (second - first) / MEASURE )) instructions per request (server, user space; $MEASURE requests after $WARM)"
+echo "$SCENARIO${server_env[*]:+ (${server_env[*]})}: $(( (second - first) / MEASURE )) instructions per request (server, user space; $MEASURE requests after $WARM, $CONNECTIONS connections)"
