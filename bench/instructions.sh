@@ -3,8 +3,8 @@
 # The server's own instructions per request, counted by valgrind's callgrind: a measure that the
 # machine's speed does not move, where req/s on this VM moved by half from one run to the next.
 # Two runs of bin/almoner serve under callgrind on a fresh SQLite file, each with wrk sending a
-# fixed number of requests (CONNECTIONS at once, 8 by default): WARM, then WARM + MEASURE. The difference of their
-# totals, over MEASURE, leaves out start-up and the JIT's warming. User space only: the kernel's
+# fixed number of requests over CONNECTIONS connections (8 by default): WARM, then WARM + MEASURE.
+# The difference of their totals, over MEASURE, leaves out start-up and the JIT's warming. User space only: the kernel's
 # share (the socket, the fsync) is not counted. Creates vary with batching more than /me does.
 # NAME=VALUE pairs go to the server's environment (e.g. LOG_LEVEL=info). Needs valgrind and wrk.
 set -euo pipefail

@@ -2,11 +2,11 @@
 // `log.info({ reqId, method, route, status, ms, charity }, 'request')`, built as one template.
 //
 // pino builds a line by walking the object it is given, key by key, and checking each value's
-// type; for this line, written for every request, that walk was most of its cost: under callgrind a
-// `/me` at `info` ran 115,806 instructions in the server against 90,784 at `warn`. The line's shape
-// is fixed and its values are numbers and three strings, so it is put together directly, from the
-// logger's own pieces (its level's prefix, its timestamp, its bindings: pid and hostname, its message
-// key) and written to the logger's stream. test/http/access-log.test.ts holds it to pino's own line.
+// type; for this line, written for every request, that walk was most of its cost (README,
+// Performance). The line's shape is fixed and its values are numbers and three strings, so it is put
+// together directly, from the logger's own pieces (its level's prefix, its timestamp, its bindings:
+// pid and hostname, its message key) and written to the logger's stream.
+// test/http/request-log.test.ts holds it to pino's own line, byte for byte.
 import { symbols, type Logger } from 'pino';
 
 export interface AccessEntry {
