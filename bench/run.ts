@@ -6,17 +6,19 @@
 // connections for the same time: POST /api/v1/me, then POST /api/v1/donation/create with varied
 // valid donations, without an Idempotency-Key and then each with a fresh one. It reports throughput as a ratio to the ceiling, latency, non-2xx answers,
 // the server's memory, its start-up time, and whether the database holds exactly what was
-// acknowledged; then prints a table and writes bench/results/latest.json.
+// acknowledged; then prints a table and writes bench/results/latest.json (latest-workers-N.json
+// with BENCH_WORKERS=N).
 //
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run), BENCH_WARMUP (2 s, not
 // counted), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
-// BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database).
+// BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database), BENCH_WORKERS
+// (1: the server's WORKERS; with more, its memory and CPU are those of all its processes summed).
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { chooseLoader, type LoadResult, type LoadSpec, type Loader } from './load.js';
 import {
-  BENCH_LOG_LEVELS, cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, stop,
+  BENCH_LOG_LEVELS, BENCH_WORKERS, cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, stop,
   summariseLog, waitUntilIdle, type BenchDatabase, type LogSummary,
 } from './servers.js';
 
@@ -388,7 +390,7 @@ async function main(): Promise<number> {
     `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
     `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SECONDS} s per run after ${WARMUP} s of warm-up (not counted)`,
-    `server      bin/almoner serve; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
+    `server      bin/almoner serve${BENCH_WORKERS === '1' ? '' : ` with WORKERS=${BENCH_WORKERS} (memory and CPU: the primary's and every worker's, summed)`}; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
     ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
     ...[...new Map(backends.map((b) => [b.backend, b.describe]))].map(([backend, describe]) => `${backend.padEnd(11)} ${describe}`),
     `requests    /me and the ceiling: POST /api/v1/me with Basic auth, no body; create: varied valid donations (20% without donation_date), without an Idempotency-Key; keyed create: the same, each with a fresh Idempotency-Key`,
@@ -441,7 +443,7 @@ async function main(): Promise<number> {
     ceilingDrift,
     durationSeconds: SECONDS,
     warmupSeconds: WARMUP,
-    server: { logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
+    server: { workers: Number(BENCH_WORKERS), logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
     runs: runs.map(({ warmup: _, ...r }) => r),
     backends: backends.map(({ me: _me, create: _create, ...b }) => b),
     goals,
@@ -451,8 +453,9 @@ async function main(): Promise<number> {
   };
   mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
   const rounded = (_key: string, v: unknown) => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
-  writeFileSync(join(ROOT, 'bench', 'results', 'latest.json'), JSON.stringify(results, rounded, 2) + '\n');
-  process.stdout.write('written bench/results/latest.json\n');
+  const file = BENCH_WORKERS === '1' ? 'latest.json' : `latest-workers-${BENCH_WORKERS}.json`;
+  writeFileSync(join(ROOT, 'bench', 'results', file), JSON.stringify(results, rounded, 2) + '\n');
+  process.stdout.write(`written bench/results/${file}\n`);
   return failures.length ? 1 : 0;
 }
 

@@ -80,15 +80,38 @@ export function makeTempDir(): string {
 
 const CLOCK_TICKS = 100; // USER_HZ, 100 on every Linux architecture Node runs on
 
+/**
+ * The process and its descendants: under BENCH_WORKERS, the server is a primary process and its
+ * workers, and its memory and CPU are theirs summed. A process's own peak (VmHWM) summed over them
+ * is an upper bound on the peak of their sum.
+ */
+function processTree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    // gone, or no children to list
+  }
+  return [pid, ...children.flatMap(processTree)];
+}
+
 function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile' | 'RssShmem'): number {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) : NaN;
+  let kb = 0;
+  for (const p of processTree(pid)) {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+    kb += match ? Number(match[1]) : NaN;
+  }
+  return kb;
 }
 
 function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime + stime
+  let ticks = 0;
+  for (const p of processTree(pid)) {
+    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]); // utime + stime
+  }
+  return ticks;
 }
 
 /** Peak of the server's VmRSS (sampled every 100 ms), and CPU use of it and of other watched pids. */
@@ -200,8 +223,11 @@ export const BENCH_LOG_LEVELS: string[] = (process.env.BENCH_LOG_LEVELS ?? proce
   .filter(Boolean);
 
 /** The environment every bin/almoner command of the run gets: the operator's, made definite. */
+/** BENCH_WORKERS: the server's WORKERS (1, one process, by default). */
+export const BENCH_WORKERS = process.env.BENCH_WORKERS || '1';
+
 export function almonerEnv(databaseUrl: string, logLevel = 'info'): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: logLevel, CREATE_RATE_LIMIT: '0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: logLevel, CREATE_RATE_LIMIT: '0', WORKERS: BENCH_WORKERS };
   for (const name of ['REDIS_URL', 'TRUST_PROXY', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) delete env[name];
   return env;
 }

@@ -26,8 +26,10 @@ export interface Config {
   docs: boolean;
   /** The address integrators write to about this server, given as the OpenAPI document's contact (API_CONTACT_EMAIL). */
   apiContactEmail: string | undefined;
-  /** Open connections one client address may hold; 0 is no limit. */
+  /** Open connections one client address may hold (in each worker process); 0 is no limit. */
   connectionsPerAddress: number;
+  /** Processes serving the port (WORKERS): 1 is the server alone; more, a primary process and this many workers. */
+  workers: number;
 }
 
 export class ConfigError extends Error {}
@@ -164,6 +166,16 @@ function parseConnectionsPerAddress(raw: string | undefined): number {
   return n;
 }
 
+/** WORKERS: at most this many; more would only take memory from a machine this small or large. */
+export const MAX_WORKERS = 64;
+
+function parseWorkers(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 1;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n < 1 || n > MAX_WORKERS) throw new ConfigError(`WORKERS must be a whole number of processes from 1 to ${MAX_WORKERS} (got ${JSON.stringify(raw)}).`);
+  return n;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     database: databaseFromEnv(env),
@@ -178,5 +190,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     docs: isOn(env, 'DOCS'),
     apiContactEmail: parseApiContactEmail(env.API_CONTACT_EMAIL),
     connectionsPerAddress: parseConnectionsPerAddress(env.CONNECTIONS_PER_ADDRESS),
+    workers: parseWorkers(env.WORKERS),
   };
 }

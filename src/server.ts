@@ -9,6 +9,7 @@ import { loggable } from './http/errors.js';
 import { logOutput } from './log-output.js';
 import { openRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
+import { isMessage, metricsFromPrimary, workerIndex, writeTurns } from './cluster/ipc.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
 // Top-level paths only: wildcard paths make pino walk every log line.
@@ -36,7 +37,12 @@ function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer }
  */
 export const HEAP_GROWING_PERCENT = 50;
 
+/** The server process, alone (WORKERS=1) or as one of the primary's workers (cluster/primary.ts). */
 export async function serve(config: Config): Promise<void> {
+  // Under WORKERS, the first worker says what one server would say (where the docs are, and so on);
+  // the primary keeps the shared counters and metrics, and the METRICS_PORT.
+  const worker = workerIndex();
+  const first = worker === undefined || worker === 0;
   if (!process.execArgv.some((a) => /^--heap[-_]growing[-_]percent/.test(a))) setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   const https = config.tls && readTls(config.tls);
   // Log lines are written without blocking: those that arrive while a write is under way go out
@@ -48,17 +54,19 @@ export async function serve(config: Config): Promise<void> {
     process.exit(code);
   };
   const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
+  if (worker !== undefined && config.database.dialect === 'sqlite') store.takeWriteTurnsWith(writeTurns());
   // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
   // instance falls back to its own counters rather than failing requests.
   const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;
-  const throttle = new Throttle({ createsPerSecond: config.createRateLimit, redis });
+  const throttle = new Throttle({ createsPerSecond: config.createRateLimit, redis, cluster: worker !== undefined });
   const metrics = config.metrics.enabled ? new (await import('./http/metrics.js')).Metrics() : undefined;
-  const metricsPort = config.metrics.enabled ? config.metrics.port : undefined;
+  if (worker !== undefined) metrics?.joinCluster(metricsFromPrimary);
+  const metricsPort = config.metrics.enabled && worker === undefined ? config.metrics.port : undefined;
   const app = await buildApp({
     store,
     throttle,
     metrics,
-    serveMetrics: metricsPort === undefined,
+    serveMetrics: config.metrics.enabled && config.metrics.port === undefined,
     docs: config.docs && { contactEmail: config.apiContactEmail },
     logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, stream: logs },
     trustProxy: config.trustProxy,
@@ -93,11 +101,14 @@ export async function serve(config: Config): Promise<void> {
   };
   // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour.
   const purge = () => store.purgeExpired().catch((err) => app.log.warn({ err: loggable(err) }, 'purging expired idempotency keys and commit tokens failed'));
-  void purge();
-  setInterval(purge, 3600_000).unref();
+  if (first) {
+    void purge();
+    setInterval(purge, 3600_000).unref();
+  }
 
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  if (worker !== undefined) process.on('message', (m: unknown) => isMessage(m, 'almoner:stop') && void stop('SIGTERM')); // the primary's
   // SIGHUP: read the certificate and key again (renewed, say, by certbot) and serve them to new
   // connections; open ones keep theirs. A file that cannot be read keeps the old pair.
   process.on('SIGHUP', () => {
@@ -127,7 +138,8 @@ export async function serve(config: Config): Promise<void> {
     redis?.disconnect();
     throw err;
   }
-  process.stderr.write(`almoner: database ${describeDatabase(config.database)}\n`);
+  if (!first) return;
+  process.stderr.write(`almoner: database ${describeDatabase(config.database)}${worker === undefined ? '' : `, ${config.workers} workers`}\n`);
   if (config.docs) process.stderr.write(`API reference (try both operations with a charity's credentials): ${address}/docs\n`);
 
   if ((await store.countCharities()) === 0) {

@@ -1,5 +1,6 @@
 // bin/almoner: the operator's command. Every subcommand reads DATABASE_URL and applies migrations.
 // Exit status: 0 done, 2 a bad argument (including an unknown username or a missing database), 1 anything else.
+import cluster from 'node:cluster';
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
@@ -31,11 +32,16 @@ const program = new Command('almoner')
 
 program
   .command('serve')
-  .description('run the HTTP service (PORT, default 3000; HOST, default 127.0.0.1; LOG_LEVEL, default info)')
+  .description('run the HTTP service (PORT, default 3000; HOST, default 127.0.0.1; LOG_LEVEL, default info; WORKERS, default 1)')
   .action(async () => {
     const config = loadConfig();
-    const { serve } = await import('../server.js'); // only serve needs the HTTP stack
-    await serve(config);
+    if (config.workers > 1 && cluster.isPrimary) {
+      const { runPrimary } = await import('../cluster/primary.js'); // starts WORKERS processes, each of which comes back here
+      await runPrimary(config);
+    } else {
+      const { serve } = await import('../server.js'); // only serve needs the HTTP stack
+      await serve(config);
+    }
   });
 
 program.addCommand(charityCommand());
@@ -57,6 +63,7 @@ try {
   await program.parseAsync(process.argv);
 } catch (err) {
   process.exitCode = exitStatus(err);
+  if (cluster.isWorker) process.exit(); // a worker that could not start: its channel to the primary would keep it alive
 }
 
 function exitStatus(err: unknown): number {

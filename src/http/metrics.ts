@@ -1,7 +1,8 @@
 // Prometheus metrics. Labels never carry personal data or a charity's identity: routes are
 // patterns, and donations are counted by their kind only.
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { loggable } from './errors.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -79,13 +80,47 @@ export class Metrics {
     t.sum += seconds;
   };
 
+  /** The metrics in Prometheus's text format: this process's, or under WORKERS every worker's (joinCluster). */
+  private scrape: () => Promise<string> = () => this.registry.metrics();
+
+  /**
+   * Under WORKERS: this worker answers the primary's requests for its metrics (prom-client's
+   * AggregatorRegistry), and its GET /metrics answers with every worker's, which `gather` asks the
+   * primary for: counters and histograms summed, as one server's.
+   */
+  joinCluster(gather: () => Promise<string>): void {
+    AggregatorRegistry.setRegistries([this.registry]);
+    new AggregatorRegistry(); // starts answering the primary
+    this.scrape = gather;
+  }
+
   /** GET /metrics in Prometheus's text format. */
   async route(app: FastifyInstance): Promise<void> {
-    app.get('/metrics', async (_request, reply) => {
-      reply.header('Content-Type', this.registry.contentType);
-      return this.registry.metrics();
-    });
+    await metricsRoute(() => this.scrape())(app);
   }
+}
+
+/** Under WORKERS, in the primary: sums the metrics every worker's registry answers with (see joinCluster). */
+export function clusterMetrics(): () => Promise<string> {
+  const registry = new AggregatorRegistry();
+  return () => registry.clusterMetrics();
+}
+
+/** The GET /metrics route, answered by `scrape`; a 503 if the metrics cannot be gathered (a worker not answering). */
+export function metricsRoute(scrape: () => Promise<string>) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.get('/metrics', async (request, reply) => {
+      let text: string;
+      try {
+        text = await scrape();
+      } catch (err) {
+        request.log.warn({ err: loggable(err) }, 'metrics not gathered');
+        return reply.code(503).header('Retry-After', '1').send({ message: 'The metrics could not be gathered from every worker. Try again.' });
+      }
+      reply.header('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE);
+      return text;
+    });
+  };
 }
 
 /** Upper bounds of the request-duration histogram's buckets, in seconds. */

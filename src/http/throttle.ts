@@ -2,8 +2,9 @@
 // address and username, never per username alone: a guesser elsewhere can never lock the real
 // charity out. A failure is counted as it is judged, and one past the limit is answered 429 like
 // any guess after it, so guesses in flight together learn nothing past the limit. Creates are
-// counted per charity. Counters live in memory (per instance), or in
-// Redis (shared by every instance) with an in-memory fallback should Redis stop answering.
+// counted per charity. Counters live in memory (per instance), or under WORKERS in the primary
+// process (shared by its workers), or in Redis (shared by every instance) with an in-memory
+// fallback should Redis stop answering.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -11,6 +12,7 @@ import { createRequire } from 'node:module';
 import type * as Limiters from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { discardBody } from './body.js';
+import { isMessage, toPrimary } from '../cluster/ipc.js';
 
 // The package's index loads every backend it supports (MongoDB, MySQL, DynamoDB...) at start-up;
 // only these are needed, and Redis's only with REDIS_URL.
@@ -51,12 +53,18 @@ export interface ThrottleOptions {
   createsPerSecond: number;
   /** Shared counters; without it they are this process's own. */
   redis?: Redis;
+  /** Under WORKERS (without Redis): the counters are kept by the primary process, for every worker (cluster/primary.ts). */
+  cluster?: boolean;
   /** Namespaces the Redis keys (tests use their own). */
   keyPrefix?: string;
 }
 
 function limiter(opts: ThrottleOptions, name: string, points: number, duration: number): RateLimiterAbstract {
   const keyPrefix = `${opts.keyPrefix ?? 'almoner'}:${name}`;
+  if (opts.cluster && !opts.redis) {
+    const { RateLimiterCluster }: typeof Limiters = require('rate-limiter-flexible/lib/RateLimiterCluster.js');
+    return new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_TIMEOUT_MS });
+  }
   const memory = new RateLimiterMemory({ keyPrefix, points, duration });
   if (!opts.redis) return memory;
   const RateLimiterRedis: typeof Limiters.RateLimiterRedis = require('rate-limiter-flexible/lib/RateLimiterRedis.js');
@@ -68,6 +76,12 @@ function secondsLeft(res: RateLimiterRes): number {
   return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
 }
 
+/**
+ * Under WORKERS, how long a worker waits for the primary's counters. The primary answers from
+ * memory at once; only a primary that has stopped could take longer, and its workers then exit.
+ */
+const PRIMARY_TIMEOUT_MS = 2000;
+
 /** Addresses whose failures this process remembers itself (see mayBlock); past this many, every address is checked. */
 const MAX_REMEMBERED_FAILURES = 100_000;
 
@@ -77,6 +91,8 @@ export class Throttle {
   private readonly creates: RateLimiterAbstract | undefined;
   /** Whether other processes count failures too (through Redis): then only the counters can tell. */
   private readonly shared: boolean;
+  /** Under WORKERS: every failure is announced to the other workers, so each knows every address with one. */
+  private readonly cluster: boolean;
   /** Each address with a failure counted here, and when its window ends at the latest (Date.now()'s clock, as the limiters'). */
   private readonly failedUntil = new Map<string, number>();
 
@@ -86,12 +102,16 @@ export class Throttle {
     this.byAddressAndUsername = limiter(opts, 'auth-ip-user', perAddressAndUsername, windowSeconds);
     this.creates = opts.createsPerSecond > 0 ? limiter(opts, 'create', opts.createsPerSecond, 1) : undefined;
     this.shared = opts.redis !== undefined;
+    this.cluster = !this.shared && opts.cluster === true;
+    if (this.cluster) process.on('message', (m: unknown) => isMessage(m, 'almoner:auth-failure') && this.failedUntil.set(m.address, m.until));
   }
 
   /**
    * Whether authenticationBlocked could say anything but 0 for this address. Without Redis this
    * process keeps every count, so an address with no failure in the window cannot be blocked, and
-   * the counters need not be read: most requests are spared two limiter reads and a hash.
+   * the counters need not be read: most requests are spared two limiter reads and a hash. Under
+   * WORKERS each worker hears of every other's failures as they happen, and a failure it has not
+   * yet heard of is still counted by the primary when it judges, so a guess gets no further.
    */
   mayBlock(address: string): boolean {
     if (this.shared || this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;
@@ -122,7 +142,11 @@ export class Throttle {
    * one atomic increment, so the same holds across instances.
    */
   async authenticationFailed(address: string, username: string): Promise<number> {
-    if (!this.shared) this.failedUntil.set(address, Date.now() + AUTH_FAILURES.windowSeconds * 1000);
+    if (!this.shared) {
+      const until = Date.now() + AUTH_FAILURES.windowSeconds * 1000;
+      this.failedUntil.set(address, until);
+      if (this.cluster) toPrimary({ type: 'almoner:auth-failure', address, until });
+    }
     const refused = await Promise.all([take(this.byAddress, address), take(this.byAddressAndUsername, pairKey(address, username))]);
     return Math.max(0, ...refused);
   }

@@ -1,0 +1,97 @@
+// WORKERS > 1: what the primary process and its workers say to each other over node:cluster's
+// channel, besides the two libraries' own messages (rate-limiter-flexible's counters, prom-client's
+// metrics). The primary is cluster/primary.ts; a worker is server.ts's serve(), as with one process.
+import cluster from 'node:cluster';
+
+/** The environment variable the primary gives each worker: its place, 0 to WORKERS - 1, kept by a replacement. */
+export const WORKER_INDEX_ENV = 'ALMONER_WORKER_INDEX';
+
+/** A worker to the primary and on to every other worker: this address failed to authenticate. */
+export interface AuthFailure {
+  type: 'almoner:auth-failure';
+  address: string;
+  /** When the failure's window ends (Date.now()'s clock, as the limiters'). */
+  until: number;
+}
+
+/** A worker asks for every worker's metrics, for GET /metrics; the primary answers with the same id. */
+export interface MetricsRequest {
+  type: 'almoner:metrics';
+  id: number;
+}
+
+export interface MetricsAnswer {
+  type: 'almoner:metrics';
+  id: number;
+  text?: string;
+  error?: string;
+}
+
+/**
+ * SQLite under WORKERS: a worker asks for its turn to write ('request'), is given it ('granted'),
+ * and gives it back ('done'), so the workers take turns at SQLite's one write lock instead of
+ * sleeping in SQLite's busy handler, which would freeze the waiting worker's event loop.
+ */
+export interface WriteTurn {
+  type: 'almoner:write-turn';
+  step: 'request' | 'granted' | 'done';
+}
+
+/** The primary to a worker: finish the requests in flight and exit, as on SIGTERM. */
+export interface Stop {
+  type: 'almoner:stop';
+}
+
+export type Message = AuthFailure | MetricsRequest | MetricsAnswer | WriteTurn | Stop;
+
+export function isMessage<T extends Message['type']>(m: unknown, type: T): m is Extract<Message, { type: T }> {
+  return typeof m === 'object' && m !== null && (m as { type?: unknown }).type === type;
+}
+
+/** This process's place among the workers, or undefined when it serves alone (WORKERS=1). */
+export function workerIndex(): number | undefined {
+  return cluster.isWorker ? Number(process.env[WORKER_INDEX_ENV] ?? 0) : undefined;
+}
+
+/** From a worker: sends to the primary (dropped if the primary is gone: the worker then exits too). */
+export function toPrimary(message: Message): void {
+  if (process.connected) process.send!(message);
+}
+
+let nextId = 0;
+let listening = false;
+const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+
+/** From a worker: every worker's metrics, gathered and summed by the primary. */
+export function metricsFromPrimary(): Promise<string> {
+  if (!listening) {
+    listening = true;
+    process.on('message', (m: unknown) => {
+      if (!isMessage(m, 'almoner:metrics')) return;
+      const answer = m as MetricsAnswer;
+      const pending = waiting.get(answer.id);
+      waiting.delete(answer.id);
+      if (answer.text !== undefined) pending?.resolve(answer.text);
+      else pending?.reject(new Error(answer.error ?? 'no metrics'));
+    });
+  }
+  const id = ++nextId;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    toPrimary({ type: 'almoner:metrics', id });
+  });
+}
+
+/** From a worker (SQLite): waits for this worker's turn to write; the function it gives back ends the turn. */
+export function writeTurns(): () => Promise<() => void> {
+  const waiting: Array<() => void> = [];
+  process.on('message', (m: unknown) => {
+    if (isMessage(m, 'almoner:write-turn') && m.step === 'granted') waiting.shift()?.();
+  });
+  const done = () => toPrimary({ type: 'almoner:write-turn', step: 'done' });
+  return () =>
+    new Promise((resolve) => {
+      waiting.push(() => resolve(done));
+      toPrimary({ type: 'almoner:write-turn', step: 'request' });
+    });
+}

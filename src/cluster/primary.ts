@@ -1,0 +1,210 @@
+// WORKERS > 1: `bin/almoner serve` becomes this primary process. It serves no request itself: it
+// starts WORKERS copies of the server (node:cluster shares the port among them, handing each new
+// connection to the next in turn), and keeps what they must share to act as one server:
+// - the authentication and create counters (rate-limiter-flexible's cluster master), and every
+//   worker's news of a failed authentication (see Throttle.mayBlock);
+// - the metrics: any worker's GET /metrics (or the primary's own METRICS_PORT) sums every worker's;
+// - the log: each worker's lines reach stdout through this process, whole lines only, never two
+//   processes' halves of one.
+// A worker that dies is replaced (unless they keep dying); SIGTERM or SIGINT stops every worker the
+// way one process stops, SIGHUP reaches each. Started one at a time: the first migrates the database.
+import cluster, { type Worker } from 'node:cluster';
+import { createRequire } from 'node:module';
+import type { Readable } from 'node:stream';
+import { pino } from 'pino';
+import type * as Limiters from 'rate-limiter-flexible';
+import type { Config } from '../config.js';
+import { logOutput } from '../log-output.js';
+import { isMessage, WORKER_INDEX_ENV, type MetricsAnswer, type WriteTurn } from './ipc.js';
+
+/** More unexpected exits than this within the window, and the primary gives up (exit status 1) rather than restart forever. */
+export const RESTARTS = { max: 5, windowMs: 60_000 };
+/** Each worker has 10 s to finish its requests in flight (server.ts); past this, the primary kills what is left. */
+const SHUTDOWN_DEADLINE_MS = 15_000;
+
+export async function runPrimary(config: Config): Promise<void> {
+  const logs = logOutput();
+  const log = pino({ level: config.logLevel }, logs);
+  const exit = (code: number) => {
+    logs.flushSync();
+    process.exit(code);
+  };
+
+  cluster.setupPrimary({ silent: true }); // each worker's stdout and stderr come here, to be passed on line by line
+  const workers = new Map<number, Worker>();
+  const exits: number[] = [];
+  let stopping = false;
+  /** The exit status: a worker that fails to stop cleanly, or to start, makes it 1 (or the worker's own). */
+  let status = 0;
+
+  const fork = (index: number): Worker => {
+    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
+    workers.set(index, worker);
+    forwardLines(worker.process.stdout!, (text) => logs.write(text));
+    forwardLines(worker.process.stderr!, (text) => process.stderr.write(text));
+    // 'close', not 'exit': by then everything the worker wrote has been passed on.
+    worker.process.once('close', (code, signal) => {
+      if (workers.get(index) === worker) workers.delete(index);
+      turns?.forget(worker);
+      if (stopping) {
+        if (code !== 0) status = 1;
+        if (workers.size === 0) exit(status);
+        return;
+      }
+      if (!listening.has(worker)) return; // still starting: start() reports it
+      const now = Date.now();
+      exits.push(now);
+      while (exits[0]! <= now - RESTARTS.windowMs) exits.shift();
+      if (exits.length > RESTARTS.max) {
+        log.fatal({ worker: index, code, signal }, `a worker exited, the ${exits.length}th in ${RESTARTS.windowMs / 1000} s: stopping`);
+        return stop();
+      }
+      log.error({ worker: index, code, signal }, 'a worker exited; starting another in its place');
+      void start(index).catch((err: Error) => {
+        log.fatal({ worker: index }, `its replacement did not start (${err.message}): stopping`);
+        stop();
+      });
+    });
+    return worker;
+  };
+
+  const listening = new WeakSet<Worker>();
+  const start = (index: number) =>
+    new Promise<void>((resolve, reject) => {
+      const worker = fork(index);
+      worker.once('listening', () => {
+        listening.add(worker);
+        resolve();
+      });
+      worker.process.once('close', (code, signal) => {
+        if (!listening.has(worker)) status = code || 1;
+        reject(new Error(`worker ${index} exited with ${signal ?? `status ${code}`}`));
+      });
+    });
+
+  const stop = (signal?: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: each worker finishes its requests in flight');
+    if (workers.size === 0) return exit(status);
+    for (const worker of workers.values()) if (worker.isConnected()) worker.send({ type: 'almoner:stop' });
+    setTimeout(() => {
+      log.error(`workers still running ${SHUTDOWN_DEADLINE_MS / 1000} s after the stop; killing them`);
+      for (const worker of workers.values()) worker.process.kill('SIGKILL');
+      exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGHUP', () => {
+    for (const worker of workers.values()) worker.process.kill('SIGHUP');
+  });
+
+  // Shared state, before any worker: a worker's counters announce themselves as it starts.
+  if (!config.redisUrl) {
+    // The module itself, not the package's index, which loads every backend it supports (see http/throttle.ts).
+    const { RateLimiterClusterMaster }: typeof Limiters = createRequire(import.meta.url)('rate-limiter-flexible/lib/RateLimiterCluster.js');
+    new RateLimiterClusterMaster();
+  }
+  cluster.on('message', (from, m: unknown) => {
+    if (isMessage(m, 'almoner:auth-failure')) for (const worker of workers.values()) if (worker !== from && worker.isConnected()) worker.send(m);
+  });
+  const metrics = config.metrics.enabled ? shareMetrics() : undefined;
+  const turns = config.database.dialect === 'sqlite' ? writeTurns() : undefined;
+
+  // The first alone: it applies any pending migration, and a bad setting or a taken port stops
+  // everything here, with the worker's own message on stderr and its exit status.
+  try {
+    await start(0);
+  } catch {
+    return exit(status);
+  }
+  if (metrics && config.metrics.enabled && config.metrics.port !== undefined) {
+    try {
+      await serveMetrics(metrics, config.host, config.metrics.port);
+    } catch (err) {
+      log.fatal(`the metrics port did not open (${(err as Error).message}): stopping`);
+      status = 1;
+      return stop();
+    }
+  }
+
+  try {
+    await Promise.all(Array.from({ length: config.workers - 1 }, (_, i) => start(i + 1)));
+  } catch (err) {
+    log.fatal(`a worker did not start (${(err as Error).message}): stopping`);
+    stop();
+  }
+}
+
+/**
+ * prom-client sums the workers' metrics (each answers for its own registry): for a worker's GET
+ * /metrics, which asks here, and for METRICS_PORT, served here. Loaded at the first scrape.
+ */
+function shareMetrics(): () => Promise<string> {
+  let sum: Promise<() => Promise<string>> | undefined;
+  const gather = async () => (await (sum ??= import('../http/metrics.js').then((m) => m.clusterMetrics())))();
+  cluster.on('message', (from, m: unknown) => {
+    if (!isMessage(m, 'almoner:metrics')) return;
+    const answer = (a: Omit<MetricsAnswer, 'type' | 'id'>) => from.isConnected() && from.send({ type: 'almoner:metrics', id: m.id, ...a } satisfies MetricsAnswer);
+    gather().then(
+      (text) => answer({ text }),
+      (err: Error) => answer({ error: err.message }),
+    );
+  });
+  return gather;
+}
+
+async function serveMetrics(gather: () => Promise<string>, host: string, port: number): Promise<void> {
+  const [{ default: Fastify }, { metricsRoute }] = await Promise.all([import('fastify'), import('../http/metrics.js')]);
+  const app = Fastify({ logger: false });
+  await app.register(metricsRoute(gather));
+  await app.listen({ port, host });
+}
+
+/** SQLite: the workers' turns at the write lock, one at a time, in the order asked for (see ipc.ts). */
+function writeTurns(): { forget(worker: Worker): void } {
+  const asking: Worker[] = [];
+  let holder: Worker | undefined;
+  const next = () => {
+    while (!holder && asking.length > 0) {
+      const worker = asking.shift()!;
+      if (!worker.isConnected()) continue;
+      holder = worker;
+      worker.send({ type: 'almoner:write-turn', step: 'granted' } satisfies WriteTurn);
+    }
+  };
+  cluster.on('message', (from, m: unknown) => {
+    if (!isMessage(m, 'almoner:write-turn')) return;
+    if (m.step === 'request') asking.push(from);
+    else if (m.step === 'done' && holder === from) holder = undefined;
+    next();
+  });
+  return {
+    // A worker that exits holding its turn (or waiting for one) gives it up.
+    forget(worker) {
+      const i = asking.indexOf(worker);
+      if (i !== -1) asking.splice(i, 1);
+      if (holder === worker) holder = undefined;
+      next();
+    },
+  };
+}
+
+/** Passes on what a stream carries in whole lines: a line's end, when it comes late, waits for it. */
+function forwardLines(from: Readable, to: (text: string) => void): void {
+  let partial = '';
+  from.setEncoding('utf8');
+  from.on('data', (chunk: string) => {
+    const end = chunk.lastIndexOf('\n');
+    if (end === -1) {
+      partial += chunk;
+      return;
+    }
+    to(partial + chunk.slice(0, end + 1));
+    partial = chunk.slice(end + 1);
+  });
+  from.on('end', () => {
+    if (partial) to(`${partial}\n`);
+  });
+}

@@ -1,0 +1,257 @@
+// WORKERS=2: `bin/almoner serve` as a primary process and two workers sharing the port, on each
+// backend. They act as one server: every create stored once (with or without a key), the
+// authentication and create limits counted once for both, the metrics summed, the log in whole
+// lines; a worker that dies is replaced, SIGTERM stops them all, and a worker that cannot start
+// stops the primary with its message.
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { openStore } from '../src/store/open.js';
+import { basic, exampleDonation } from './support/app.js';
+import { BACKENDS, SQLITE, type TestDatabase } from './support/backends.js';
+import { almoner, until } from './support/cli.js';
+import { ServerProcess } from './support/server.js';
+
+/** One request on a connection of its own, so that requests are spread over the workers. */
+function send(url: string, path: string, init: { method?: string; authorization?: string; body?: unknown; key?: string } = {}) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (init.authorization) headers.authorization = init.authorization;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (init.key) headers['idempotency-key'] = init.key;
+    const req = request(`${url}${path}`, { method: init.method ?? 'POST', headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The server's log lines, each parsed: any line that is not whole JSON fails the test. */
+function logEntries(server: ServerProcess): Record<string, unknown>[] {
+  return server.logLines().map((line) => {
+    try {
+      return JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return assert.fail(`a log line is not whole: ${line.slice(0, 200)}`);
+    }
+  });
+}
+
+/** The workers' process ids, from the lines they wrote when they started listening. */
+function workerPids(server: ServerProcess): number[] {
+  return logEntries(server)
+    .filter((e) => typeof e.msg === 'string' && e.msg.startsWith('Server listening at'))
+    .map((e) => e.pid as number);
+}
+
+async function start(database: TestDatabase, env: Record<string, string>): Promise<ServerProcess> {
+  const server = await new ServerProcess(database.url, { WORKERS: '2', CREATE_RATE_LIMIT: '0', ...env }).listening();
+  await until('both workers listen', 10_000, () => workerPids(server).length === 2, () => server.stdout + server.stderr);
+  return server;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The sum of a counter's samples whose labels include all of `labels`. */
+function counter(text: string, name: string, labels: string[]): number {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) && labels.every((l) => line.includes(l)))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+for (const backend of BACKENDS) {
+  describe(`WORKERS=2 [${backend.name}]`, () => {
+    let database: TestDatabase;
+    let server: ServerProcess;
+    let authorization: string;
+
+    before(async () => {
+      database = await backend.createDatabase();
+      server = await start(database, { LOG_LEVEL: 'info' });
+      const created = await almoner(database.url, ['charity', 'create', '--name', 'Two Workers', '--email', 'two@example.org', '--json']);
+      assert.equal(created.code, 0, created.stderr);
+      const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
+      authorization = basic(username, password);
+    });
+
+    after(async () => {
+      server?.kill();
+      await database?.drop();
+    });
+
+    test('creates over many connections are shared by both workers, each stored once; one donation per key across them', async () => {
+      const CREATES = 120;
+      const KEYS = 20;
+      const plain = Array.from({ length: CREATES }, (_, i) =>
+        send(server.url, '/api/v1/donation/create', { authorization, body: exampleDonation({ donor_email: `plain-${i}@example.org` }) }),
+      );
+      // Each key three times at once: whichever worker gets each copy, one donation, and every 200 is it.
+      const keyed = Array.from({ length: KEYS }, (_, k) =>
+        Promise.all(
+          [0, 1, 2].map(() => send(server.url, '/api/v1/donation/create', { authorization, key: `key-${k}`, body: exampleDonation({ donor_email: `keyed-${k}@example.org` }) })),
+        ),
+      );
+      const answers = await Promise.all(plain);
+      assert.deepEqual(answers.filter((a) => a.status !== 200).map((a) => a.body), [], 'every create without a key succeeded');
+      const keyedAnswers = await Promise.all(keyed);
+
+      const store = await openStore(database.location);
+      const stored = new Map<string, number[]>();
+      try {
+        for await (const d of store.exportDonations({})) stored.set(d.donor_email, [...(stored.get(d.donor_email) ?? []), d.id]);
+      } finally {
+        await store.close();
+      }
+      const acknowledged = answers.map((a) => (JSON.parse(a.body) as { data: { id: number; donor_email: string } }).data);
+      for (const d of acknowledged) assert.deepEqual(stored.get(d.donor_email), [d.id], `${d.donor_email} stored once, as acknowledged`);
+      for (const [k, copies] of keyedAnswers.entries()) {
+        const ids = stored.get(`keyed-${k}@example.org`) ?? [];
+        assert.equal(ids.length, 1, `key-${k}: stored ${ids.length} times`);
+        assert.ok(copies.some((c) => c.status === 200), `key-${k}: no copy succeeded`);
+        for (const c of copies) {
+          assert.ok(c.status === 200 || c.status === 409, `key-${k}: ${c.status} ${c.body}`);
+          if (c.status === 200) assert.equal((JSON.parse(c.body) as { data: { id: number } }).data.id, ids[0]);
+        }
+      }
+      assert.equal(stored.size, CREATES + KEYS, 'nothing else was stored');
+
+      // Both workers answered, and their lines reached stdout whole (logEntries fails on any that is not).
+      const answeredBy = new Set(logEntries(server).filter((e) => e.route === '/api/v1/donation/create').map((e) => e.pid));
+      assert.deepEqual([...answeredBy].sort(), workerPids(server).sort(), 'both workers answered creates');
+    });
+
+    test('GET /metrics sums both workers, whichever answers it', async () => {
+      const before = await send(server.url, '/metrics', { method: 'GET' });
+      assert.equal(before.status, 200, before.body);
+      const creates = counter(before.body, 'almoner_http_requests_total', ['route="/api/v1/donation/create"']);
+      assert.equal(creates, 120 + 60, 'every create, by both workers');
+      for (let i = 0; i < 3; i++) {
+        const again = await send(server.url, '/metrics', { method: 'GET' });
+        assert.equal(counter(again.body, 'almoner_http_requests_total', ['route="/api/v1/donation/create"']), creates);
+      }
+      const recorded = counter(before.body, 'almoner_donations_recorded_total', []);
+      assert.equal(recorded, 120 + 20, 'donations recorded, replays not counted');
+    });
+
+    test('a worker that dies is replaced, and the rest keep answering meanwhile', async () => {
+      const [victim] = workerPids(server);
+      process.kill(victim!, 'SIGKILL');
+      await until('a new worker listens', 10_000, () => workerPids(server).length === 3, () => server.stdout.slice(-2000));
+      const noted = logEntries(server).find((e) => e.msg === 'a worker exited; starting another in its place');
+      assert.equal(noted?.signal, 'SIGKILL');
+      assert.equal(noted?.level, 50);
+      const answers = await Promise.all(Array.from({ length: 20 }, () => send(server.url, '/api/v1/me', { authorization })));
+      assert.deepEqual(answers.map((a) => a.status), Array(20).fill(200));
+    });
+
+    test('SIGTERM stops both workers and the primary, with status 0', async () => {
+      const pids = workerPids(server);
+      const { code } = await server.stop('SIGTERM', 15_000);
+      assert.equal(code, 0, server.stderr);
+      for (const pid of pids) assert.equal(alive(pid), false, `worker ${pid} still running`);
+    });
+  });
+}
+
+describe('WORKERS=2: limits and the metrics port [sqlite]', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let username: string;
+  let password: string;
+  let metricsPort: number;
+
+  before(async () => {
+    database = await SQLITE.createDatabase();
+    metricsPort = await freePort();
+    server = await start(database, { CREATE_RATE_LIMIT: '5', METRICS_PORT: String(metricsPort), LOG_LEVEL: 'info' });
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Limits', '--email', 'limits@example.org', '--json']);
+    ({ username, password } = JSON.parse(created.stdout) as { username: string; password: string });
+  });
+
+  after(async () => {
+    server?.kill();
+    await database?.drop();
+  });
+
+  test('failed authentications are counted once for both workers, and a blocked address is blocked by both', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 14; i++) statuses.push((await send(server.url, '/api/v1/me', { authorization: basic(username, 'wrong') })).status);
+    // 10 per address and username: with a count per worker, each would have allowed 10.
+    assert.deepEqual(statuses, [...Array(10).fill(401), ...Array(4).fill(429)]);
+    const failedOn = new Set(logEntries(server).filter((e) => e.status === 401).map((e) => e.pid));
+    assert.equal(failedOn.size, 2, 'both workers judged some of the guesses');
+    const right = await Promise.all(Array.from({ length: 6 }, () => send(server.url, '/api/v1/me', { authorization: basic(username, password) })));
+    assert.deepEqual(right.map((a) => a.status), Array(6).fill(429), 'the right password, from the blocked address, on either worker');
+  });
+
+  test("a charity's create limit is counted once for both workers", async () => {
+    // Another charity: this address is blocked for the first one's username only, not for this one.
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Creates', '--email', 'creates@example.org', '--json']);
+    const other = JSON.parse(created.stdout) as { username: string; password: string };
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const body = exampleDonation({ donor_email: `limit-${i}@example.org` });
+      statuses.push((await send(server.url, '/api/v1/donation/create', { authorization: basic(other.username, other.password), body })).status);
+    }
+    // 5 a second: with a count per worker, each would have allowed 5 (10 in all within the second).
+    assert.equal(statuses.filter((s) => s === 200).length, 5, statuses.join(' '));
+  });
+
+  test('METRICS_PORT: the primary serves every worker\'s metrics there, and the API port has none', async () => {
+    const metrics = await send(`http://127.0.0.1:${metricsPort}`, '/metrics', { method: 'GET' });
+    assert.equal(metrics.status, 200);
+    assert.equal(counter(metrics.body, 'almoner_http_requests_total', ['route="/api/v1/me"', 'status="401"']), 10);
+    assert.equal((await send(server.url, '/metrics', { method: 'GET' })).status, 404);
+  });
+});
+
+describe('WORKERS: bad settings and a worker that cannot start', () => {
+  test('WORKERS must be a whole number from 1 to 64', async () => {
+    const database = await SQLITE.createDatabase();
+    try {
+      for (const bad of ['0', '65', 'two', '1.5']) {
+        const run = await almoner(database.url, ['serve'], { WORKERS: bad, PORT: '0' });
+        assert.equal(run.code, 2, `${bad}: ${run.stderr}`);
+        assert.match(run.stderr, /WORKERS must be a whole number of processes from 1 to 64/);
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+
+  test('the port already taken: the first worker says so, and the primary exits with its status', async () => {
+    const database = await SQLITE.createDatabase();
+    const taken = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => taken.once('listening', resolve));
+    try {
+      const port = (taken.address() as { port: number }).port;
+      const run = await almoner(database.url, ['serve'], { WORKERS: '2', PORT: String(port) });
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /EADDRINUSE|already in use/);
+    } finally {
+      taken.close();
+      await database.drop();
+    }
+  });
+});
+
+async function freePort(): Promise<number> {
+  const probe = createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => probe.once('listening', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
