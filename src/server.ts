@@ -47,8 +47,10 @@ export async function serve(config: Config): Promise<void> {
   const https = config.tls && readTls(config.tls);
   // Log lines are written without blocking: those that arrive while a write is under way go out
   // together in the next one, so a busy server makes one write call per batch, not per request.
-  // Lines still buffered are flushed before every process.exit() below (a SIGKILL may lose them).
-  const logs = logOutput();
+  // Under WORKERS, whose workers share stdout, each turn's lines are written at its end, in whole
+  // lines (see log-output.ts). Lines still buffered are flushed before every process.exit() below
+  // (a SIGKILL may lose them).
+  const logs = logOutput(1, { shared: worker !== undefined });
   const exit = (code: number) => {
     logs.flushSync();
     process.exit(code);

@@ -1,6 +1,7 @@
 // The server's log output: every line written, in order, whether it goes out on its own turn or is
 // flushed before exit.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,4 +38,31 @@ test('flushSync writes out the lines of the current turn before it returns', () 
   assert.equal(readFileSync(path, 'utf8'), sent.join(''));
   closeSync(fd);
   rmSync(dir, { recursive: true });
+});
+
+test('shared: two processes writing to one pipe at once, with a slow reader, never split a line', async () => {
+  const LINES = 20_000;
+  const writer = new URL('./support/log-writer.ts', import.meta.url).pathname;
+  const run = (tag: string) => `"${process.execPath}" --import tsx "${writer}" ${tag} ${LINES} 1`;
+  // One pipe for both: the shell's stdout, which both writers inherit.
+  const both = spawn('sh', ['-c', `${run('a')} & ${run('b')} & wait`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let text = '';
+  both.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    text += chunk;
+    both.stdout.pause(); // a slow reader: the pipe fills, and writes wait
+    setTimeout(() => both.stdout.resume(), 1);
+  });
+  const code = await new Promise((resolve) => both.once('close', resolve));
+  assert.equal(code, 0);
+  const next = { a: 0, b: 0 };
+  for (const line of text.split('\n').slice(0, -1)) {
+    let entry: { tag: 'a' | 'b'; i: number };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      assert.fail(`a line was split: ${line.slice(0, 120)}...`);
+    }
+    assert.equal(entry.i, next[entry.tag]++, `${entry.tag}'s lines in order`);
+  }
+  assert.deepEqual(next, { a: LINES, b: LINES });
 });

@@ -4,13 +4,12 @@
 // - the authentication and create counters (rate-limiter-flexible's cluster master), and every
 //   worker's news of a failed authentication (see Throttle.mayBlock);
 // - the metrics: any worker's GET /metrics (or the primary's own METRICS_PORT) sums every worker's;
-// - the log: each worker's lines reach stdout through this process, whole lines only, never two
-//   processes' halves of one.
-// A worker that dies is replaced (unless they keep dying); SIGTERM or SIGINT stops every worker the
-// way one process stops, SIGHUP reaches each. Started one at a time: the first migrates the database.
+// - on SQLite, the workers' turns at the write lock.
+// The workers write their log lines to the same stdout, in whole lines (log-output.ts). A worker
+// that dies is replaced (unless they keep dying); SIGTERM or SIGINT stops every worker the way one
+// process stops, SIGHUP reaches each. Started one at a time: the first migrates the database.
 import cluster, { type Worker } from 'node:cluster';
 import { createRequire } from 'node:module';
-import type { Readable } from 'node:stream';
 import { pino } from 'pino';
 import type * as Limiters from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
@@ -23,14 +22,13 @@ export const RESTARTS = { max: 5, windowMs: 60_000 };
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
 export async function runPrimary(config: Config): Promise<void> {
-  const logs = logOutput();
+  const logs = logOutput(1, { shared: true });
   const log = pino({ level: config.logLevel }, logs);
   const exit = (code: number) => {
     logs.flushSync();
     process.exit(code);
   };
 
-  cluster.setupPrimary({ silent: true }); // each worker's stdout and stderr come here, to be passed on line by line
   const workers = new Map<number, Worker>();
   const exits: number[] = [];
   let stopping = false;
@@ -40,9 +38,6 @@ export async function runPrimary(config: Config): Promise<void> {
   const fork = (index: number): Worker => {
     const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
     workers.set(index, worker);
-    forwardLines(worker.process.stdout!, (text) => logs.write(text));
-    forwardLines(worker.process.stderr!, (text) => process.stderr.write(text));
-    // 'close', not 'exit': by then everything the worker wrote has been passed on.
     worker.process.once('close', (code, signal) => {
       if (workers.get(index) === worker) workers.delete(index);
       turns?.forget(worker);
@@ -74,6 +69,7 @@ export async function runPrimary(config: Config): Promise<void> {
       const worker = fork(index);
       worker.once('listening', () => {
         listening.add(worker);
+        if (stopping) worker.send({ type: 'almoner:stop' }); // asked to stop before it could hear it
         resolve();
       });
       worker.process.once('close', (code, signal) => {
@@ -129,6 +125,7 @@ export async function runPrimary(config: Config): Promise<void> {
     }
   }
 
+  if (stopping) return;
   try {
     await Promise.all(Array.from({ length: config.workers - 1 }, (_, i) => start(i + 1)));
   } catch (err) {
@@ -189,22 +186,4 @@ function writeTurns(): { forget(worker: Worker): void } {
       next();
     },
   };
-}
-
-/** Passes on what a stream carries in whole lines: a line's end, when it comes late, waits for it. */
-function forwardLines(from: Readable, to: (text: string) => void): void {
-  let partial = '';
-  from.setEncoding('utf8');
-  from.on('data', (chunk: string) => {
-    const end = chunk.lastIndexOf('\n');
-    if (end === -1) {
-      partial += chunk;
-      return;
-    }
-    to(partial + chunk.slice(0, end + 1));
-    partial = chunk.slice(end + 1);
-  });
-  from.on('end', () => {
-    if (partial) to(`${partial}\n`);
-  });
 }
