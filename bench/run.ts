@@ -74,7 +74,7 @@ interface BackendResult {
   /** Spawn to the first 200 from GET /health: the median of START_SAMPLES starts, and each of them. */
   startMs: number;
   startSamplesMs: number[];
-  memoryMb: { idle: number; afterMe: number; afterCreate: number; peak: number; afterCreateAnon: number; afterCreateFile: number; afterCreateShmem: number };
+  memoryMb: { idle: number; afterMe: number; afterCreate: number; peak: number; afterCreateAnon: number; afterCreateFile: number; afterCreateShmem: number; afterCreatePss: number };
   /** How long the server kept working after the create load had stopped, before it was stopped. */
   settleMs: number;
   shutdown: { code: number | null; signal: string | null };
@@ -183,6 +183,7 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
       afterCreateAnon: afterCreate.anon / MB,
       afterCreateFile: afterCreate.file / MB,
       afterCreateShmem: afterCreate.shmem / MB,
+      afterCreatePss: afterCreate.pss / MB,
     },
     settleMs,
     shutdown,
@@ -407,7 +408,7 @@ async function main(): Promise<number> {
       `${b.backend}, LOG_LEVEL=${b.logLevel}:`,
       `  start to first answer (spawn -> 200 from GET /health): ${fmt(b.startMs)} ms, the median of ${b.startSamplesMs.map((ms) => fmt(ms)).join(', ')} ms`,
       `  server RSS: ${fmt(b.memoryMb.idle)} MB idle after start, ${fmt(b.memoryMb.afterMe)} MB after /me, ${fmt(b.memoryMb.afterCreate)} MB after create ` +
-        `(anonymous ${fmt(b.memoryMb.afterCreateAnon)}, files ${fmt(b.memoryMb.afterCreateFile)}, shared ${fmt(b.memoryMb.afterCreateShmem)}), peak (VmHWM) ${fmt(b.memoryMb.peak)} MB`,
+        `(anonymous ${fmt(b.memoryMb.afterCreateAnon)}, files ${fmt(b.memoryMb.afterCreateFile)}, shared ${fmt(b.memoryMb.afterCreateShmem)}; PSS ${fmt(b.memoryMb.afterCreatePss)}), peak (VmHWM) ${fmt(b.memoryMb.peak)} MB`,
       `  after the create load stopped, the server was idle again within ${fmt(b.settleMs)} ms (300 ms of quiet included), then got SIGTERM`,
       ...(['create', 'keyed'] as const).flatMap((k) => [
         `  database check, ${k === 'keyed' ? 'keyed' : 'unkeyed'} creates: ${describeCheck(b.check[k].measured)}`,

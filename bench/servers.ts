@@ -171,9 +171,19 @@ export class Monitor {
 }
 
 /** Resident memory now, its peak so far, and what it is made of (heap and stacks, mapped files, shared memory). */
-export function memoryKb(pid: number): { rss: number; hwm: number; anon: number; file: number; shmem: number } {
+export function memoryKb(pid: number): { rss: number; hwm: number; anon: number; file: number; shmem: number; pss: number } {
   const get = (field: Parameters<typeof procStatusKb>[1]) => procStatusKb(pid, field);
-  return { rss: get('VmRSS'), hwm: get('VmHWM'), anon: get('RssAnon'), file: get('RssFile'), shmem: get('RssShmem') };
+  return { rss: get('VmRSS'), hwm: get('VmHWM'), anon: get('RssAnon'), file: get('RssFile'), shmem: get('RssShmem'), pss: pssKb(pid) };
+}
+
+/**
+ * Proportional set size: each page shared by several processes counted once in all, shared among
+ * them (the `node` binary's pages, mapped by the primary and every worker, count once, not thrice).
+ */
+function pssKb(pid: number): number {
+  let kb = 0;
+  for (const p of processTree(pid)) kb += Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? NaN);
+  return kb;
 }
 
 /**
