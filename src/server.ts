@@ -9,7 +9,7 @@ import { loggable } from './http/errors.js';
 import { logOutput } from './log-output.js';
 import { openRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
-import { isMessage, metricsFromPrimary, workerIndex, writeTurns } from './cluster/ipc.js';
+import { isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
 // Top-level paths only: wildcard paths make pino walk every log line.
@@ -56,7 +56,6 @@ export async function serve(config: Config): Promise<void> {
     process.exit(code);
   };
   const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
-  if (worker !== undefined && config.database.dialect === 'sqlite') store.takeWriteTurnsWith(writeTurns());
   // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
   // instance falls back to its own counters rather than failing requests.
   const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;

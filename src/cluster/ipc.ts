@@ -27,22 +27,12 @@ export interface MetricsAnswer {
   error?: string;
 }
 
-/**
- * SQLite under WORKERS: a worker asks for its turn to write ('request'), is given it ('granted'),
- * and gives it back ('done'), so the workers take turns at SQLite's one write lock instead of
- * sleeping in SQLite's busy handler, which would freeze the waiting worker's event loop.
- */
-export interface WriteTurn {
-  type: 'almoner:write-turn';
-  step: 'request' | 'granted' | 'done';
-}
-
 /** The primary to a worker: finish the requests in flight and exit, as on SIGTERM. */
 export interface Stop {
   type: 'almoner:stop';
 }
 
-export type Message = AuthFailure | MetricsRequest | MetricsAnswer | WriteTurn | Stop;
+export type Message = AuthFailure | MetricsRequest | MetricsAnswer | Stop;
 
 export function isMessage<T extends Message['type']>(m: unknown, type: T): m is Extract<Message, { type: T }> {
   return typeof m === 'object' && m !== null && (m as { type?: unknown }).type === type;
@@ -82,16 +72,3 @@ export function metricsFromPrimary(): Promise<string> {
   });
 }
 
-/** From a worker (SQLite): waits for this worker's turn to write; the function it gives back ends the turn. */
-export function writeTurns(): () => Promise<() => void> {
-  const waiting: Array<() => void> = [];
-  process.on('message', (m: unknown) => {
-    if (isMessage(m, 'almoner:write-turn') && m.step === 'granted') waiting.shift()?.();
-  });
-  const done = () => toPrimary({ type: 'almoner:write-turn', step: 'done' });
-  return () =>
-    new Promise((resolve) => {
-      waiting.push(() => resolve(done));
-      toPrimary({ type: 'almoner:write-turn', step: 'request' });
-    });
-}

@@ -3,8 +3,7 @@
 // connection to the next in turn), and keeps what they must share to act as one server:
 // - the authentication and create counters (rate-limiter-flexible's cluster master), and every
 //   worker's news of a failed authentication (see Throttle.mayBlock);
-// - the metrics: any worker's GET /metrics (or the primary's own METRICS_PORT) sums every worker's;
-// - on SQLite, the workers' turns at the write lock.
+// - the metrics: any worker's GET /metrics (or the primary's own METRICS_PORT) sums every worker's.
 // The workers write their log lines to the same stdout, in whole lines (log-output.ts). A worker
 // that dies is replaced (unless they keep dying); SIGTERM or SIGINT stops every worker the way one
 // process stops, SIGHUP reaches each. Started one at a time: the first migrates the database.
@@ -14,7 +13,7 @@ import { pino } from 'pino';
 import type * as Limiters from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { logOutput } from '../log-output.js';
-import { isMessage, WORKER_INDEX_ENV, type MetricsAnswer, type WriteTurn } from './ipc.js';
+import { isMessage, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc.js';
 
 /** More unexpected exits than this within the window, and the primary gives up (exit status 1) rather than restart forever. */
 export const RESTARTS = { max: 5, windowMs: 60_000 };
@@ -40,7 +39,6 @@ export async function runPrimary(config: Config): Promise<void> {
     workers.set(index, worker);
     worker.process.once('close', (code, signal) => {
       if (workers.get(index) === worker) workers.delete(index);
-      turns?.forget(worker);
       if (stopping) {
         if (code !== 0) status = 1;
         if (workers.size === 0) exit(status);
@@ -106,7 +104,6 @@ export async function runPrimary(config: Config): Promise<void> {
     if (isMessage(m, 'almoner:auth-failure')) for (const worker of workers.values()) if (worker !== from && worker.isConnected()) worker.send(m);
   });
   const metrics = config.metrics.enabled ? shareMetrics() : undefined;
-  const turns = config.database.dialect === 'sqlite' ? writeTurns() : undefined;
 
   // The first alone: it applies any pending migration, and a bad setting or a taken port stops
   // everything here, with the worker's own message on stderr and its exit status.
@@ -157,33 +154,4 @@ async function serveMetrics(gather: () => Promise<string>, host: string, port: n
   const app = Fastify({ logger: false });
   await app.register(metricsRoute(gather));
   await app.listen({ port, host });
-}
-
-/** SQLite: the workers' turns at the write lock, one at a time, in the order asked for (see ipc.ts). */
-function writeTurns(): { forget(worker: Worker): void } {
-  const asking: Worker[] = [];
-  let holder: Worker | undefined;
-  const next = () => {
-    while (!holder && asking.length > 0) {
-      const worker = asking.shift()!;
-      if (!worker.isConnected()) continue;
-      holder = worker;
-      worker.send({ type: 'almoner:write-turn', step: 'granted' } satisfies WriteTurn);
-    }
-  };
-  cluster.on('message', (from, m: unknown) => {
-    if (!isMessage(m, 'almoner:write-turn')) return;
-    if (m.step === 'request') asking.push(from);
-    else if (m.step === 'done' && holder === from) holder = undefined;
-    next();
-  });
-  return {
-    // A worker that exits holding its turn (or waiting for one) gives it up.
-    forget(worker) {
-      const i = asking.indexOf(worker);
-      if (i !== -1) asking.splice(i, 1);
-      if (holder === worker) holder = undefined;
-      next();
-    },
-  };
 }

@@ -110,8 +110,9 @@ export class Throttle {
    * Whether authenticationBlocked could say anything but 0 for this address. Without Redis this
    * process keeps every count, so an address with no failure in the window cannot be blocked, and
    * the counters need not be read: most requests are spared two limiter reads and a hash. Under
-   * WORKERS each worker hears of every other's failures as they happen, and a failure it has not
-   * yet heard of is still counted by the primary when it judges, so a guess gets no further.
+   * WORKERS each worker hears of every other's failures as they happen (the primary passes them
+   * on), long before an address can have failed the ten times that block it; and every failure is
+   * counted by the primary itself, so a guess judged by any worker is answered as its count says.
    */
   mayBlock(address: string): boolean {
     if (this.shared || this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;

@@ -124,13 +124,6 @@ export class GroupCommit<DB> {
 
   private observe: BatchObserver | undefined;
 
-  /** SQLite shared by several processes that take turns to write (WORKERS): waits for this one's turn; what it gives back ends it. */
-  private turn: (() => Promise<() => void>) | undefined;
-
-  takeTurnsWith(turn: () => Promise<() => void>): void {
-    this.turn = turn;
-  }
-
   /** Reports each batch's size and commit time (to metrics). */
   observeWith(observer: BatchObserver): void {
     this.observe = observer;
@@ -243,22 +236,12 @@ export class GroupCommit<DB> {
   private async commit(batch: Batch): Promise<unknown[]> {
     for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
       try {
-        return await this.commitInTurn(batch);
+        return await this.commitOnce(batch);
       } catch (err) {
         if (!(err instanceof NotCommitted && isBusy(err.cause)) || batch.abandoned) throw err;
         batch.heldUpBy = err.cause;
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
-    }
-  }
-
-  private async commitInTurn(batch: Batch): Promise<unknown[]> {
-    if (!this.turn || !this.sqlite) return this.commitOnce(batch);
-    const done = await this.turn();
-    try {
-      return await this.commitOnce(batch);
-    } finally {
-      done();
     }
   }
 

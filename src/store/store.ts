@@ -57,11 +57,6 @@ export class Store {
     this.writes.observeWith(observer);
   }
 
-  /** SQLite under WORKERS: creates are written in this process's turn (see cluster/ipc.ts writeTurns). */
-  takeWriteTurnsWith(turn: () => Promise<() => void>): void {
-    this.writes.takeTurnsWith(turn);
-  }
-
   /**
    * Whether the database answers and takes writes: a query, and no write failed for want of the
    * database (a full or read-only disk) in the last 5 s without one succeeding since.
