@@ -166,7 +166,7 @@ function parseConnectionsPerAddress(raw: string | undefined): number {
   return n;
 }
 
-/** WORKERS: at most this many; more would only take memory from a machine this small or large. */
+/** WORKERS: at most this many (each worker is a whole Node.js process, about 100 MB under load). */
 export const MAX_WORKERS = 64;
 
 function parseWorkers(raw: string | undefined): number {
