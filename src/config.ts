@@ -177,8 +177,13 @@ function parseWorkers(raw: string | undefined): number {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const database = databaseFromEnv(env);
+  const workers = parseWorkers(env.WORKERS);
+  if (workers > 1 && database.dialect === 'sqlite' && database.path === ':memory:') {
+    throw new ConfigError('WORKERS above 1 needs a database every worker opens alike, a SQLite file or PostgreSQL: with sqlite::memory: each would have its own.');
+  }
   return {
-    database: databaseFromEnv(env),
+    database,
     port: parsePort(env.PORT),
     host: env.HOST || '127.0.0.1',
     logLevel: parseLogLevel(env.LOG_LEVEL),
@@ -190,6 +195,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     docs: isOn(env, 'DOCS'),
     apiContactEmail: parseApiContactEmail(env.API_CONTACT_EMAIL),
     connectionsPerAddress: parseConnectionsPerAddress(env.CONNECTIONS_PER_ADDRESS),
-    workers: parseWorkers(env.WORKERS),
+    workers,
   };
 }

@@ -219,7 +219,7 @@ describe('WORKERS=2: limits and the metrics port [sqlite]', () => {
 });
 
 describe('WORKERS: bad settings and a worker that cannot start', () => {
-  test('WORKERS must be a whole number from 1 to 64', async () => {
+  test('WORKERS must be a whole number from 1 to 64, and more than 1 needs a database every worker can open', async () => {
     const database = await SQLITE.createDatabase();
     try {
       for (const bad of ['0', '65', 'two', '1.5']) {
@@ -227,6 +227,9 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
         assert.equal(run.code, 2, `${bad}: ${run.stderr}`);
         assert.match(run.stderr, /WORKERS must be a whole number of processes from 1 to 64/);
       }
+      const inMemory = await almoner('sqlite::memory:', ['serve'], { WORKERS: '2', PORT: '0' });
+      assert.equal(inMemory.code, 2, inMemory.stderr);
+      assert.match(inMemory.stderr, /WORKERS above 1 needs a database every worker opens alike/);
     } finally {
       await database.drop();
     }
