@@ -95,13 +95,15 @@ function processTree(pid: number): number[] {
   return [pid, ...children.flatMap(processTree)];
 }
 
-function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile' | 'RssShmem'): number {
+/** A `Name:   N kB` field of /proc/<pid>/<file>, summed over the process and its descendants. */
+function treeKb(pid: number, file: 'status' | 'smaps_rollup', field: string): number {
   let kb = 0;
-  for (const p of processTree(pid)) {
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${p}/status`, 'utf8'));
-    kb += match ? Number(match[1]) : NaN;
-  }
+  for (const p of processTree(pid)) kb += Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${p}/${file}`, 'utf8'))?.[1] ?? NaN);
   return kb;
+}
+
+function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile' | 'RssShmem'): number {
+  return treeKb(pid, 'status', field);
 }
 
 function cpuTicks(pid: number): number {
@@ -170,20 +172,13 @@ export class Monitor {
   }
 }
 
-/** Resident memory now, its peak so far, and what it is made of (heap and stacks, mapped files, shared memory). */
+/**
+ * Resident memory now, its peak so far, what it is made of (heap and stacks, mapped files, shared
+ * memory), and its PSS, where a page the processes share (the node binary's) counts once in all.
+ */
 export function memoryKb(pid: number): { rss: number; hwm: number; anon: number; file: number; shmem: number; pss: number } {
   const get = (field: Parameters<typeof procStatusKb>[1]) => procStatusKb(pid, field);
-  return { rss: get('VmRSS'), hwm: get('VmHWM'), anon: get('RssAnon'), file: get('RssFile'), shmem: get('RssShmem'), pss: pssKb(pid) };
-}
-
-/**
- * Proportional set size: each page shared by several processes counted once in all, shared among
- * them (the `node` binary's pages, mapped by the primary and every worker, count once, not thrice).
- */
-function pssKb(pid: number): number {
-  let kb = 0;
-  for (const p of processTree(pid)) kb += Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? NaN);
-  return kb;
+  return { rss: get('VmRSS'), hwm: get('VmHWM'), anon: get('RssAnon'), file: get('RssFile'), shmem: get('RssShmem'), pss: treeKb(pid, 'smaps_rollup', 'Pss') };
 }
 
 /**
@@ -232,9 +227,10 @@ export const BENCH_LOG_LEVELS: string[] = (process.env.BENCH_LOG_LEVELS ?? proce
   .map((l) => l.trim())
   .filter(Boolean);
 
-/** The environment every bin/almoner command of the run gets: the operator's, made definite. */
 /** BENCH_WORKERS: the server's WORKERS (1, one process, by default). */
 export const BENCH_WORKERS = process.env.BENCH_WORKERS || '1';
+
+/** The environment every bin/almoner command of the run gets: the operator's, made definite. */
 
 export function almonerEnv(databaseUrl: string, logLevel = 'info'): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: logLevel, CREATE_RATE_LIMIT: '0', WORKERS: BENCH_WORKERS };

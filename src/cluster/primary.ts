@@ -34,45 +34,40 @@ export async function runPrimary(config: Config): Promise<void> {
   /** The exit status: a worker that fails to stop cleanly, or to start, makes it 1 (or the worker's own). */
   let status = 0;
 
-  const fork = (index: number): Worker => {
-    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
-    workers.set(index, worker);
-    worker.process.once('close', (code, signal) => {
-      if (workers.get(index) === worker) workers.delete(index);
-      if (stopping) {
-        if (code !== 0) status = 1;
-        if (workers.size === 0) exit(status);
-        return;
-      }
-      if (!listening.has(worker)) return; // still starting: start() reports it
-      const now = Date.now();
-      exits.push(now);
-      while (exits[0]! <= now - RESTARTS.windowMs) exits.shift();
-      if (exits.length > RESTARTS.max) {
-        log.fatal({ worker: index, code, signal }, `a worker exited, the ${exits.length}th in ${RESTARTS.windowMs / 1000} s: stopping`);
-        return stop();
-      }
-      log.error({ worker: index, code, signal }, 'a worker exited; starting another in its place');
-      void start(index).catch((err: Error) => {
-        log.fatal({ worker: index }, `its replacement did not start (${err.message}): stopping`);
-        stop();
-      });
-    });
-    return worker;
-  };
-
   const listening = new WeakSet<Worker>();
+  /** Forks worker `index`: settles when it listens, or fails if it exits first; after that, its exit is a stop's or a crash's. */
   const start = (index: number) =>
     new Promise<void>((resolve, reject) => {
-      const worker = fork(index);
+      const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
+      workers.set(index, worker);
       worker.once('listening', () => {
         listening.add(worker);
         if (stopping) worker.send({ type: 'almoner:stop' }); // asked to stop before it could hear it
         resolve();
       });
       worker.process.once('close', (code, signal) => {
-        if (!listening.has(worker)) status = code || 1;
-        reject(new Error(`worker ${index} exited with ${signal ?? `status ${code}`}`));
+        if (workers.get(index) === worker) workers.delete(index);
+        if (stopping) {
+          if (code !== 0) status = 1;
+          if (workers.size === 0) exit(status);
+          return;
+        }
+        if (!listening.has(worker)) {
+          status = code || 1;
+          return reject(new Error(`worker ${index} exited with ${signal ?? `status ${code}`}`));
+        }
+        const now = Date.now();
+        exits.push(now);
+        while (exits[0]! <= now - RESTARTS.windowMs) exits.shift();
+        if (exits.length > RESTARTS.max) {
+          log.fatal({ worker: index, code, signal }, `a worker exited, the ${exits.length}th in ${RESTARTS.windowMs / 1000} s: stopping`);
+          return stop();
+        }
+        log.error({ worker: index, code, signal }, 'a worker exited; starting another in its place');
+        start(index).catch((err: Error) => {
+          log.fatal({ worker: index }, `its replacement did not start (${err.message}): stopping`);
+          stop();
+        });
       });
     });
 
