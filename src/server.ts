@@ -9,6 +9,7 @@ import { loggable } from './http/errors.js';
 import { logOutput } from './log-output.js';
 import { openRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
+import { PURGE_FAILED } from './store/store.js';
 import { isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
@@ -56,6 +57,9 @@ export async function serve(config: Config): Promise<void> {
     process.exit(code);
   };
   const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
+  // Under WORKERS on SQLite, one writer for all: the primary writes every worker's creates (cluster/creates.ts).
+  const primaryWrites = worker !== undefined && config.database.dialect === 'sqlite';
+  if (primaryWrites) store.writeCreatesThrough(new (await import('./cluster/creates.js')).CreatesByPrimary());
   // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
   // instance falls back to its own counters rather than failing requests.
   const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;
@@ -100,12 +104,9 @@ export async function serve(config: Config): Promise<void> {
       exit(1);
     }
   };
-  // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour.
-  const purge = () => store.purgeExpired().catch((err) => app.log.warn({ err: loggable(err) }, 'purging expired idempotency keys and commit tokens failed'));
-  if (first) {
-    void purge();
-    setInterval(purge, 3600_000).unref();
-  }
+  // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour (under
+  // WORKERS on SQLite, the primary does, as it writes the creates).
+  if (first && !primaryWrites) store.purgeHourly((err) => app.log.warn({ err: loggable(err) }, PURGE_FAILED));
 
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

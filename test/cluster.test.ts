@@ -4,6 +4,7 @@
 // lines; a worker that dies is replaced, SIGTERM stops them all, and a worker that cannot start
 // stops the primary with its message.
 import assert from 'node:assert/strict';
+import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -53,6 +54,20 @@ async function start(database: TestDatabase, env: Record<string, string>): Promi
   const server = await new ServerProcess(database.url, { WORKERS: '2', CREATE_RATE_LIMIT: '0', ...env }).listening();
   await until('both workers listen', 10_000, () => workerPids(server).length === 2, () => server.stdout + server.stderr);
   return server;
+}
+
+/** A metric's one sample without labels. */
+function sample(text: string, name: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? assert.fail(`no ${name}`) : Number(line.split(' ')[1]);
+}
+
+function safeReadlink(path: string): string | undefined {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return undefined; // closed meanwhile
+  }
 }
 
 function alive(pid: number): boolean {
@@ -133,18 +148,47 @@ for (const backend of BACKENDS) {
       assert.deepEqual([...answeredBy].sort(), workerPids(server).sort(), 'both workers answered creates');
     });
 
+    test('a key used again, on whichever worker: a replay for the same body, 422 for another', async () => {
+      const body = exampleDonation({ donor_email: 'again@example.org' });
+      const first = await send(server.url, '/api/v1/donation/create', { authorization, key: 'again', body });
+      assert.equal(first.status, 200, first.body);
+      for (let i = 0; i < 4; i++) {
+        const replay = await send(server.url, '/api/v1/donation/create', { authorization, key: 'again', body });
+        assert.equal(replay.status, 200, replay.body);
+        assert.equal(replay.headers['idempotent-replayed'], 'true');
+        assert.deepEqual(JSON.parse(replay.body), JSON.parse(first.body));
+        const other = await send(server.url, '/api/v1/donation/create', { authorization, key: 'again', body: { ...body, amount: '99.00' } });
+        assert.equal(other.status, 422, other.body);
+        assert.match(other.body, /already used for a different donation/);
+      }
+      const answeredBy = new Set(logEntries(server).filter((e) => e.route === '/api/v1/donation/create').slice(-9).map((e) => e.pid));
+      assert.equal(answeredBy.size, 2, 'both workers answered these');
+    });
+
     test('GET /metrics sums both workers, whichever answers it', async () => {
       const before = await send(server.url, '/metrics', { method: 'GET' });
       assert.equal(before.status, 200, before.body);
       const creates = counter(before.body, 'almoner_http_requests_total', ['route="/api/v1/donation/create"']);
-      assert.equal(creates, 120 + 60, 'every create, by both workers');
+      assert.equal(creates, 120 + 60 + 9, 'every create, by both workers');
       for (let i = 0; i < 3; i++) {
         const again = await send(server.url, '/metrics', { method: 'GET' });
         assert.equal(counter(again.body, 'almoner_http_requests_total', ['route="/api/v1/donation/create"']), creates);
       }
       const recorded = counter(before.body, 'almoner_donations_recorded_total', []);
-      assert.equal(recorded, 120 + 20, 'donations recorded, replays not counted');
+      assert.equal(recorded, 120 + 20 + 1, 'donations recorded, replays not counted');
+      // Every create that reached the database was in a batch (on SQLite, one the primary committed), each batch counted once.
+      const written = sample(before.body, 'almoner_db_batch_size_sum');
+      assert.ok(written >= 141 + 4 && written <= 180 + 9, `creates in batches: ${written}`);
+      assert.ok(sample(before.body, 'almoner_db_batch_size_count') <= written);
     });
+
+    if (backend.name === 'sqlite') {
+      test("SQLite's one writer is the primary: it has the database open and writes every worker's creates", () => {
+        const file = realpathSync(database.location.dialect === 'sqlite' ? database.location.path : '');
+        const open = (pid: number) => readdirSync(`/proc/${pid}/fd`).some((fd) => safeReadlink(`/proc/${pid}/fd/${fd}`) === file);
+        assert.ok(open(server.pid), 'the primary has the database open');
+      });
+    }
 
     test('a worker that dies is replaced, and the rest keep answering meanwhile', async () => {
       const [victim] = workerPids(server);

@@ -1,7 +1,10 @@
 // WORKERS > 1: what the primary process and its workers say to each other over node:cluster's
 // channel, besides the two libraries' own messages (rate-limiter-flexible's counters, prom-client's
-// metrics). The primary is cluster/primary.ts; a worker is server.ts's serve(), as with one process.
+// metrics). The primary is cluster/primary.ts; a worker is server.ts's serve(), as with one process;
+// on SQLite the primary writes the workers' creates (cluster/creates.ts).
 import cluster from 'node:cluster';
+import type { NewDonation, StoredDonation } from '../donations/donation.js';
+import type { IdempotencyKey, KeyedOutcome } from '../store/store.js';
 
 /** The environment variable the primary gives each worker: its place, 0 to WORKERS - 1, kept by a replacement. */
 export const WORKER_INDEX_ENV = 'ALMONER_WORKER_INDEX';
@@ -32,7 +35,38 @@ export interface Stop {
   type: 'almoner:stop';
 }
 
-export type Message = AuthFailure | MetricsRequest | MetricsAnswer | Stop;
+/** On SQLite, a worker to the primary: a turn's creates, for the primary to write (cluster/creates.ts). */
+export interface CreatesRequest {
+  type: 'almoner:creates';
+  id: number;
+  creates: WireCreate[];
+}
+
+/** A create as it crosses to the primary: `ms` is what is left of its time for the database. */
+export interface WireCreate {
+  charityId: number;
+  donation: NewDonation;
+  key?: Omit<IdempotencyKey, 'formerFingerprint'>;
+  ms: number;
+}
+
+/** The primary's answer, with each create's outcome in order, and the batches it committed since its last answer to any worker (for the metrics). */
+export interface CreatesAnswer {
+  type: 'almoner:created';
+  id: number;
+  outcomes: ({ value: StoredDonation | KeyedOutcome } | { error: WireError })[];
+  batches: [size: number, seconds: number][];
+}
+
+/** An error as it crosses: its kind, for the worker to make it again, and what it said. */
+export interface WireError {
+  kind: 'deadline' | 'outcome unknown' | 'key taken' | 'error';
+  message: string;
+  code?: string;
+  cause?: WireError;
+}
+
+export type Message = AuthFailure | MetricsRequest | MetricsAnswer | Stop | CreatesRequest | CreatesAnswer;
 
 export function isMessage<T extends Message['type']>(m: unknown, type: T): m is Extract<Message, { type: T }> {
   return typeof m === 'object' && m !== null && (m as { type?: unknown }).type === type;

@@ -4,15 +4,17 @@
 // - the authentication and create counters (rate-limiter-flexible's cluster master), and every
 //   worker's news of a failed authentication (see Throttle.mayBlock);
 // - the metrics: any worker's GET /metrics (or the primary's own METRICS_PORT) sums every worker's.
+// - on SQLite, the database's one writer: it writes every worker's creates (cluster/creates.ts).
 // The workers write their log lines to the same stdout, in whole lines (log-output.ts). A worker
 // that dies is replaced (unless they keep dying); SIGTERM or SIGINT stops every worker the way one
 // process stops, SIGHUP reaches each. Started one at a time: the first migrates the database.
 import cluster, { type Worker } from 'node:cluster';
 import { createRequire } from 'node:module';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import type * as Limiters from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { logOutput } from '../log-output.js';
+import type { Store } from '../store/store.js';
 import { isMessage, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc.js';
 
 /** More unexpected exits than this within the window, and the primary gives up (exit status 1) rather than restart forever. */
@@ -23,9 +25,17 @@ const SHUTDOWN_DEADLINE_MS = 15_000;
 export async function runPrimary(config: Config): Promise<void> {
   const logs = logOutput(1, { shared: true });
   const log = pino({ level: config.logLevel }, logs);
+  // On SQLite, the one writer of every worker's creates (cluster/creates.ts): the database is opened,
+  // and its schema brought up to date, before any worker starts.
+  const store = config.database.dialect === 'sqlite' ? await openWriter(config, log) : undefined;
+  let exiting = false;
   const exit = (code: number) => {
-    logs.flushSync();
-    process.exit(code);
+    if (exiting) return;
+    exiting = true;
+    void (store?.close() ?? Promise.resolve()).finally(() => {
+      logs.flushSync();
+      process.exit(code);
+    });
   };
 
   const workers = new Map<number, Worker>();
@@ -124,6 +134,19 @@ export async function runPrimary(config: Config): Promise<void> {
     log.fatal(`a worker did not start (${(err as Error).message}): stopping`);
     stop();
   }
+}
+
+/** The database, opened as a server opens it, and the primary answering the workers' creates and purging what has expired. */
+async function openWriter(config: Config, log: Logger): Promise<Store> {
+  const [{ openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS }, { PURGE_FAILED }, { writeCreatesForWorkers }] = await Promise.all([
+    import('../store/open.js'),
+    import('../store/store.js'),
+    import('./creates.js'),
+  ]);
+  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
+  writeCreatesForWorkers(store);
+  store.purgeHourly((err) => log.warn({ err }, PURGE_FAILED));
+  return store;
 }
 
 /**

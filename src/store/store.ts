@@ -20,14 +20,30 @@ import { GroupCommit, type BatchObserver } from './group-commit.js';
 export type { DonationFilter } from './donation-query.js';
 export { KeyTakenError, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 
+/** What a server logs (at warn) when purgeHourly fails. */
+export const PURGE_FAILED = 'purging expired idempotency keys and commit tokens failed';
+
 export interface ExportedDonation extends StoredDonation {
   charity: string;
 }
 
+/**
+ * Where a create's writes go: this process's group commit, or under WORKERS on SQLite the
+ * primary's (cluster/creates.ts), the one writer for every worker. `deadline` is on
+ * performance.now()'s clock; past it the write fails with DatabaseDeadlineError and is not stored.
+ */
+export interface CreateWrites {
+  insert(charityId: number, d: NewDonation, deadline: number | undefined): Promise<StoredDonation>;
+  insertKeyed(charityId: number, d: NewDonation, key: IdempotencyKey, deadline: number | undefined): Promise<KeyedOutcome>;
+  /** The error writes are failing with for want of the database, if they are (GroupCommit.writeFailure). */
+  writeFailure(): unknown;
+  /** Reports each batch's size and commit time (to metrics). */
+  observeWith(observer: BatchObserver): void;
+}
+
 export class Store {
-  private readonly writes: GroupCommit<Database>;
-  /** A create's writes, for the group commit to run. */
-  private readonly donationWrites: DonationWrites;
+  /** A create's writes: by default this process's group commit (localCreates). */
+  private creates: CreateWrites;
   /** The Gift Aid claims. */
   readonly claims: ClaimLedger;
   /** Donors' personal data: erasure and retention. */
@@ -46,15 +62,19 @@ export class Store {
       sqlite?: BetterSqlite3.Database;
     } = {},
   ) {
-    this.donationWrites = new DonationWrites(db, dialect);
-    this.writes = new GroupCommit(db, this.donationWrites, { concurrency: writeConcurrency, sqlite });
+    this.creates = localCreates(db, dialect, { concurrency: writeConcurrency, sqlite });
     this.claims = new ClaimLedger(db);
     this.donors = new DonorData(db);
   }
 
   /** Reports each group-commit batch's size and commit time (to metrics). */
   observeBatches(observer: BatchObserver): void {
-    this.writes.observeWith(observer);
+    this.creates.observeWith(observer);
+  }
+
+  /** Creates are written by `creates` from now on (under WORKERS on SQLite, by the primary): the rest is still read and written here. */
+  writeCreatesThrough(creates: CreateWrites): void {
+    this.creates = creates;
   }
 
   /**
@@ -64,7 +84,7 @@ export class Store {
   async ping(budget?: DatabaseBudget): Promise<void> {
     return this.tracked(budget, async (deadline) => {
       await byDeadline(deadline, this.db.selectFrom('charities').select('id').limit(1).execute());
-      const failure = this.writes.writeFailure();
+      const failure = this.creates.writeFailure();
       if (failure !== undefined) throw failure;
     });
   }
@@ -182,7 +202,7 @@ export class Store {
    * dialect's settings), usually together with the other donations that arrived at the same moment.
    */
   async recordDonation(charityId: number, d: NewDonation, { budget }: { budget?: DatabaseBudget } = {}): Promise<StoredDonation> {
-    return this.tracked(budget, (deadline) => this.writes.run(() => this.donationWrites.insertDonation(charityId, d), deadline));
+    return this.tracked(budget, (deadline) => this.creates.insert(charityId, d, deadline));
   }
 
   /**
@@ -190,11 +210,7 @@ export class Store {
    * crash leaves both or neither); or, if the key is remembered, says what it was used for.
    */
   async recordKeyedDonation(charityId: number, d: NewDonation, idempotency: IdempotencyKey, budget?: DatabaseBudget): Promise<KeyedOutcome> {
-    return this.tracked(budget, (deadline) =>
-      this.writes.run(() => this.donationWrites.insertKeyedDonation(charityId, d, idempotency), deadline).catch((err: unknown) => {
-        throw keyTaken(err);
-      }),
-    );
+    return this.tracked(budget, (deadline) => this.creates.insertKeyed(charityId, d, idempotency, deadline));
   }
 
   async findDonation(id: number): Promise<StoredDonation | undefined> {
@@ -214,10 +230,32 @@ export class Store {
     });
   }
 
+  /** purgeExpired now and every hour, as long as the process runs; `failed` is told of each failure. */
+  purgeHourly(failed: (err: unknown) => void): void {
+    const purge = () => this.purgeExpired().catch(failed);
+    void purge();
+    setInterval(purge, 3600_000).unref();
+  }
+
   /** Streams donations in id order, filtered by charity, by inclusive donation_date bounds and by donor. */
   async *exportDonations(filter: DonationFilter): AsyncIterable<ExportedDonation> {
     for await (const row of donationsWithCharity(this.db, filter).orderBy('donations.id').stream(500)) {
       yield { ...toStoredDonation(row), charity: row.charity };
     }
   }
+}
+
+/** A create's writes in this process: stated by DonationWrites, batched and committed by GroupCommit. */
+function localCreates(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], options: ConstructorParameters<typeof GroupCommit>[2]): CreateWrites {
+  const donationWrites = new DonationWrites(db, dialect);
+  const writes = new GroupCommit(db, donationWrites, options);
+  return {
+    insert: (charityId, d, deadline) => writes.run(() => donationWrites.insertDonation(charityId, d), deadline),
+    insertKeyed: (charityId, d, key, deadline) =>
+      writes.run(() => donationWrites.insertKeyedDonation(charityId, d, key), deadline).catch((err: unknown) => {
+        throw keyTaken(err);
+      }),
+    writeFailure: () => writes.writeFailure(),
+    observeWith: (observer) => writes.observeWith(observer),
+  };
 }

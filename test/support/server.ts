@@ -35,6 +35,11 @@ export class ServerProcess {
     return this;
   }
 
+  /** The process's id: under WORKERS, the primary's. */
+  get pid(): number {
+    return this.child.pid!;
+  }
+
   logLines(): string[] {
     return this.stdout.split('\n').filter((line) => line !== '');
   }

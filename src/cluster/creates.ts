@@ -1,0 +1,154 @@
+// WORKERS > 1 on SQLite: one writer for every worker. SQLite has one write lock per database, and
+// workers that each wrote their own creates took turns at it, each with half the batch and so twice
+// the commits (fsyncs), and slept inside SQLite while the other held it. So the primary writes them:
+// each worker sends a turn's creates in one message, the primary runs them through its own group
+// commit (creates from both workers that arrive together share a batch and its fsync), and answers
+// each message once the commit holding its creates is on disk. A 200 still means committed.
+//
+// Each create carries what is left of its request's time for the database, and the primary's group
+// commit keeps that deadline as it does in one process. Should the primary not answer at all (it
+// is stuck; were it gone, the worker would be gone too) the worker gives up a moment later with
+// CommitOutcomeUnknownError, a 503: its creates may or may not have been stored.
+import cluster from 'node:cluster';
+import { formerFingerprint } from '../http/idempotency.js';
+import { DATABASE_BUDGET_MS, DatabaseBudget, DatabaseDeadlineError } from '../store/budget.js';
+import { CommitOutcomeUnknownError, type BatchObserver } from '../store/group-commit.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
+import { KeyTakenError, type CreateWrites, type Store } from '../store/store.js';
+import { isMessage, toPrimary, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
+
+/** How long past a create's deadline a worker waits for the primary's answer before giving up on it. */
+export const PRIMARY_GRACE_MS = 2000;
+
+/** How long /health/ready remembers a create that failed for want of the database (as GroupCommit does). */
+const FAILURE_MEMORY_MS = 5000;
+
+/** In the primary: writes the creates the workers send, through `store`'s group commit. */
+export function writeCreatesForWorkers(store: Store): void {
+  /** Batches committed and not yet reported: each goes out with the next answer, to whichever worker, so the summed metrics count it once. */
+  const batches: [number, number][] = [];
+  store.observeBatches((size, seconds) => batches.push([size, seconds]));
+  cluster.on('message', (from, m: unknown) => {
+    if (!isMessage(m, 'almoner:creates')) return;
+    void Promise.allSettled(m.creates.map((c) => record(store, c))).then((settled) => {
+      if (!from.isConnected()) return; // the worker is gone, and its requests' clients with it: as when one process dies after a commit
+      const answer: CreatesAnswer = {
+        type: 'almoner:created',
+        id: m.id,
+        outcomes: settled.map((s) => (s.status === 'fulfilled' ? { value: s.value } : { error: toWire(s.reason) })),
+        batches: batches.splice(0),
+      };
+      from.send(answer);
+    });
+  });
+}
+
+function record(store: Store, { charityId, donation, key, ms }: WireCreate) {
+  const budget = new DatabaseBudget(ms);
+  if (!key) return store.recordDonation(charityId, donation, { budget });
+  return store.recordKeyedDonation(charityId, donation, { ...key, formerFingerprint: () => formerFingerprint(donation) }, budget);
+}
+
+interface Waiting {
+  resolve: (value: never) => void;
+  reject: (err: unknown) => void;
+}
+
+/** In a worker: its creates, written by the primary. */
+export class CreatesByPrimary implements CreateWrites {
+  private queue: { create: WireCreate; waiting: Waiting }[] = [];
+  private readonly sent = new Map<number, { waiting: Waiting[]; timer: NodeJS.Timeout }>();
+  private nextId = 0;
+  private scheduled = false;
+  private observe: BatchObserver | undefined;
+  private failing: { err: unknown; at: number } | undefined;
+
+  constructor(private readonly graceMs = PRIMARY_GRACE_MS) {
+    process.on('message', (m: unknown) => {
+      if (isMessage(m, 'almoner:created')) this.answered(m);
+    });
+  }
+
+  insert: CreateWrites['insert'] = (charityId, donation, deadline) => this.send({ charityId, donation, ms: msUntil(deadline) });
+
+  insertKeyed: CreateWrites['insertKeyed'] = (charityId, donation, { key, fingerprint, ttlMicros }, deadline) =>
+    this.send({ charityId, donation, key: { key, fingerprint, ttlMicros }, ms: msUntil(deadline) });
+
+  writeFailure(): unknown {
+    return this.failing && performance.now() - this.failing.at < FAILURE_MEMORY_MS ? this.failing.err : undefined;
+  }
+
+  observeWith(observer: BatchObserver): void {
+    this.observe = observer;
+  }
+
+  private send<T>(create: WireCreate): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ create, waiting: { resolve: resolve as (value: never) => void, reject } });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      // The creates of requests arriving together go in one message, as they would share a batch in one process.
+      setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const queue = this.queue;
+    this.queue = [];
+    const id = ++this.nextId;
+    const waiting = queue.map((q) => q.waiting);
+    const timer = setTimeout(() => {
+      this.sent.delete(id);
+      const err = new CommitOutcomeUnknownError(new Error('the primary process did not answer'));
+      this.failing = { err, at: performance.now() };
+      for (const w of waiting) w.reject(err);
+    }, Math.max(...queue.map((q) => q.create.ms)) + this.graceMs);
+    this.sent.set(id, { waiting, timer });
+    toPrimary({ type: 'almoner:creates', id, creates: queue.map((q) => q.create) });
+  }
+
+  private answered({ id, outcomes, batches }: CreatesAnswer): void {
+    for (const [size, seconds] of batches) this.observe?.(size, seconds);
+    const sent = this.sent.get(id);
+    if (!sent) return; // given up on already
+    this.sent.delete(id);
+    clearTimeout(sent.timer);
+    outcomes.forEach((outcome, i) => {
+      const w = sent.waiting[i]!;
+      if ('value' in outcome) {
+        this.failing = undefined;
+        w.resolve(outcome.value as never);
+      } else {
+        const err = fromWire(outcome.error);
+        if (isDatabaseUnavailable(err)) this.failing = { err, at: performance.now() };
+        w.reject(err);
+      }
+    });
+  }
+}
+
+const msUntil = (deadline: number | undefined) => (deadline === undefined ? DATABASE_BUDGET_MS : Math.max(0, deadline - performance.now()));
+
+function toWire(err: unknown): WireError {
+  if (err instanceof KeyTakenError) return { kind: 'key taken', message: err.message };
+  if (err instanceof DatabaseDeadlineError) return { kind: 'deadline', message: err.message, cause: err.cause === undefined ? undefined : toWire(err.cause) };
+  if (err instanceof CommitOutcomeUnknownError) return { kind: 'outcome unknown', message: err.message, cause: toWire(err.cause) };
+  const code = (err as { code?: unknown } | null)?.code;
+  return { kind: 'error', message: err instanceof Error ? err.message : String(err), code: typeof code === 'string' ? code : undefined };
+}
+
+/** The error again, of the class the worker's routes and readiness check know it by. */
+function fromWire(w: WireError): Error {
+  const cause = w.cause && fromWire(w.cause);
+  switch (w.kind) {
+    case 'key taken':
+      return new KeyTakenError();
+    case 'deadline':
+      return new DatabaseDeadlineError(cause);
+    case 'outcome unknown':
+      return new CommitOutcomeUnknownError(cause);
+    default:
+      return Object.assign(new Error(w.message), w.code === undefined ? {} : { code: w.code });
+  }
+}
