@@ -7,7 +7,8 @@
 // - on SQLite, the database's one writer: it writes every worker's creates (cluster/creates.ts).
 // The workers write their log lines to the same stdout, in whole lines (log-output.ts). A worker
 // that dies is replaced (unless they keep dying); SIGTERM or SIGINT stops every worker the way one
-// process stops, SIGHUP reaches each. Started one at a time: the first migrates the database.
+// process stops, SIGHUP reaches each. Started one at a time: the first migrates the database (on
+// SQLite the primary already has).
 import cluster, { type Worker } from 'node:cluster';
 import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
