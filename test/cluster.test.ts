@@ -8,6 +8,12 @@ import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
+import { fromWire, toWire } from '../src/cluster/creates.js';
+import { DatabaseDeadlineError } from '../src/store/budget.js';
+import { CommitOutcomeUnknownError } from '../src/store/group-commit.js';
+import { KeyTakenError } from '../src/store/store.js';
+import { isDatabaseUnavailable } from '../src/store/unavailable.js';
 import { openStore } from '../src/store/open.js';
 import { basic, exampleDonation } from './support/app.js';
 import { BACKENDS, SQLITE, type TestDatabase } from './support/backends.js';
@@ -183,10 +189,36 @@ for (const backend of BACKENDS) {
     });
 
     if (backend.name === 'sqlite') {
+      const path = () => (database.location.dialect === 'sqlite' ? database.location.path : assert.fail('SQLite only'));
+
       test("SQLite's one writer is the primary: it has the database open and writes every worker's creates", () => {
-        const file = realpathSync(database.location.dialect === 'sqlite' ? database.location.path : '');
+        const file = realpathSync(path());
         const open = (pid: number) => readdirSync(`/proc/${pid}/fd`).some((fd) => safeReadlink(`/proc/${pid}/fd/${fd}`) === file);
         assert.ok(open(server.pid), 'the primary has the database open');
+      });
+
+      test('another process holding the write lock: creates wait for it in the primary while both workers answer /me, then are stored', async () => {
+        const outsider = new BetterSqlite3(path());
+        try {
+          outsider.exec('begin immediate');
+          let settled = 0;
+          const creates = Array.from({ length: 6 }, (_, i) =>
+            send(server.url, '/api/v1/donation/create', { authorization, body: exampleDonation({ donor_email: `locked-${i}@example.org` }) }).finally(() => settled++),
+          );
+          const me = await Promise.all(Array.from({ length: 6 }, () => send(server.url, '/api/v1/me', { authorization })));
+          assert.deepEqual(me.map((a) => a.status), Array(6).fill(200));
+          const meBy = new Set(logEntries(server).filter((e) => e.route === '/api/v1/me').slice(-6).map((e) => e.pid));
+          assert.equal(meBy.size, 2, 'both workers answered /me');
+          assert.equal(settled, 0, 'no create was answered while the lock was held');
+          outsider.exec('commit');
+          const answers = await Promise.all(creates);
+          assert.deepEqual(answers.map((a) => a.status), Array(6).fill(200));
+          const count = outsider.prepare("select count(*) as n from donations where donor_email like 'locked-%'").get() as { n: number };
+          assert.equal(count.n, 6);
+        } finally {
+          if (outsider.inTransaction) outsider.exec('rollback');
+          outsider.close();
+        }
       });
     }
 
@@ -260,6 +292,24 @@ describe('WORKERS=2: limits and the metrics port [sqlite]', () => {
     assert.equal(counter(metrics.body, 'almoner_http_requests_total', ['route="/api/v1/me"', 'status="401"']), 10);
     assert.equal((await send(server.url, '/metrics', { method: 'GET' })).status, 404);
   });
+});
+
+test("errors from SQLite's one writer reach the worker as what they were", () => {
+  const cross = (err: unknown) => fromWire(JSON.parse(JSON.stringify(toWire(err))) as ReturnType<typeof toWire>); // as the cluster's channel carries it
+  const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  const late = cross(new DatabaseDeadlineError(busy));
+  assert.ok(late instanceof DatabaseDeadlineError && isDatabaseUnavailable(late), 'a deadline is a 503');
+  assert.match(late.message, /SQLITE_BUSY: database is locked/, 'naming what held it up');
+  const unknown = cross(new CommitOutcomeUnknownError(new Error('connection lost')));
+  assert.ok(unknown instanceof CommitOutcomeUnknownError && isDatabaseUnavailable(unknown));
+  assert.match(unknown.message, /connection lost/);
+  assert.ok(cross(new KeyTakenError()) instanceof KeyTakenError, 'a 409');
+  const full = cross(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
+  assert.equal((full as { code?: string }).code, 'SQLITE_FULL');
+  assert.ok(isDatabaseUnavailable(full), 'a full disk is a 503');
+  const bug = cross(new TypeError('x is undefined'));
+  assert.equal(bug.message, 'x is undefined');
+  assert.ok(!isDatabaseUnavailable(bug), 'anything else is a 500');
 });
 
 describe('WORKERS: bad settings and a worker that cannot start', () => {

@@ -130,7 +130,8 @@ export class CreatesByPrimary implements CreateWrites {
 
 const msUntil = (deadline: number | undefined) => (deadline === undefined ? DATABASE_BUDGET_MS : Math.max(0, deadline - performance.now()));
 
-function toWire(err: unknown): WireError {
+/** An error as the primary sends it (see fromWire). */
+export function toWire(err: unknown): WireError {
   if (err instanceof KeyTakenError) return { kind: 'key taken', message: err.message };
   if (err instanceof DatabaseDeadlineError) return { kind: 'deadline', message: err.message, cause: err.cause === undefined ? undefined : toWire(err.cause) };
   if (err instanceof CommitOutcomeUnknownError) return { kind: 'outcome unknown', message: err.message, cause: toWire(err.cause) };
@@ -138,8 +139,8 @@ function toWire(err: unknown): WireError {
   return { kind: 'error', message: err instanceof Error ? err.message : String(err), code: typeof code === 'string' ? code : undefined };
 }
 
-/** The error again, of the class the worker's routes and readiness check know it by. */
-function fromWire(w: WireError): Error {
+/** The error again, in the worker, of the class its routes and readiness check know it by. */
+export function fromWire(w: WireError): Error {
   const cause = w.cause && fromWire(w.cause);
   switch (w.kind) {
     case 'key taken':
