@@ -15,7 +15,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget, DatabaseDeadlineError } from '../st
 import { CommitOutcomeUnknownError, type BatchObserver } from '../store/group-commit.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { KeyTakenError, type CreateWrites, type Store } from '../store/store.js';
-import { isMessage, toPrimary, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
+import { isMessage, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
 
 /** How long past a create's deadline a worker waits for the primary's answer before giving up on it. */
 export const PRIMARY_GRACE_MS = 2000;
@@ -32,13 +32,12 @@ export function writeCreatesForWorkers(store: Store): void {
     if (!isMessage(m, 'almoner:creates')) return;
     void Promise.allSettled(m.creates.map((c) => record(store, c))).then((settled) => {
       if (!from.isConnected()) return; // the worker is gone, and its requests' clients with it: as when one process dies after a commit
-      const answer: CreatesAnswer = {
+      toWorker(from, {
         type: 'almoner:created',
         id: m.id,
         outcomes: settled.map((s) => (s.status === 'fulfilled' ? { value: s.value } : { error: toWire(s.reason) })),
         batches: batches.splice(0),
-      };
-      from.send(answer);
+      });
     });
   });
 }

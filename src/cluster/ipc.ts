@@ -2,7 +2,7 @@
 // channel, besides the two libraries' own messages (rate-limiter-flexible's counters, prom-client's
 // metrics). The primary is cluster/primary.ts; a worker is server.ts's serve(), as with one process;
 // on SQLite the primary writes the workers' creates (cluster/creates.ts).
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import type { IdempotencyKey, KeyedOutcome } from '../store/store.js';
 
@@ -79,8 +79,21 @@ export function workerIndex(): number | undefined {
 
 /** From a worker: sends to the primary (dropped if the primary is gone: the worker then exits too). */
 export function toPrimary(message: Message): void {
-  if (process.connected) process.send!(message);
+  if (process.connected) process.send!(message, undefined, undefined, unsent);
 }
+
+/**
+ * From the primary: sends to a worker, unless it is going. A worker can exit between the check and
+ * the send (under `systemctl stop` every process gets SIGTERM at once); the send then fails, and
+ * without a callback that failure is an 'error' event that would bring the primary down. The
+ * worker's exit is handled where it is watched (primary.ts).
+ */
+export function toWorker(worker: Worker, message: Message): void {
+  if (worker.isConnected()) worker.send(message, undefined, undefined, unsent);
+}
+
+/** A message that could not be sent because its receiver had gone: nothing more to do. */
+const unsent = () => {};
 
 let nextId = 0;
 let listening = false;

@@ -16,7 +16,7 @@ import type * as Limiters from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { logOutput } from '../log-output.js';
 import type { Store } from '../store/store.js';
-import { isMessage, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc.js';
+import { isMessage, toWorker, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc.js';
 
 /** More unexpected exits than this within the window, and the primary gives up (exit status 1) rather than restart forever. */
 export const RESTARTS = { max: 5, windowMs: 60_000 };
@@ -53,7 +53,7 @@ export async function runPrimary(config: Config): Promise<void> {
       workers.set(index, worker);
       worker.once('listening', () => {
         listening.add(worker);
-        if (stopping) worker.send({ type: 'almoner:stop' }); // asked to stop before it could hear it
+        if (stopping) toWorker(worker, { type: 'almoner:stop' }); // asked to stop before it could hear it
         resolve();
       });
       worker.process.once('close', (code, signal) => {
@@ -87,7 +87,7 @@ export async function runPrimary(config: Config): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down: each worker finishes its requests in flight');
     if (workers.size === 0) return exit(status);
-    for (const worker of workers.values()) if (worker.isConnected()) worker.send({ type: 'almoner:stop' });
+    for (const worker of workers.values()) toWorker(worker, { type: 'almoner:stop' });
     setTimeout(() => {
       log.error(`workers still running ${SHUTDOWN_DEADLINE_MS / 1000} s after the stop; killing them`);
       for (const worker of workers.values()) worker.process.kill('SIGKILL');
@@ -107,7 +107,7 @@ export async function runPrimary(config: Config): Promise<void> {
     new RateLimiterClusterMaster();
   }
   cluster.on('message', (from, m: unknown) => {
-    if (isMessage(m, 'almoner:auth-failure')) for (const worker of workers.values()) if (worker !== from && worker.isConnected()) worker.send(m);
+    if (isMessage(m, 'almoner:auth-failure')) for (const worker of workers.values()) if (worker !== from) toWorker(worker, m);
   });
   const metrics = config.metrics.enabled ? shareMetrics() : undefined;
 
@@ -159,7 +159,7 @@ function shareMetrics(): () => Promise<string> {
   const gather = async () => (await (sum ??= import('../http/metrics.js').then((m) => m.clusterMetrics())))();
   cluster.on('message', (from, m: unknown) => {
     if (!isMessage(m, 'almoner:metrics')) return;
-    const answer = (a: Omit<MetricsAnswer, 'type' | 'id'>) => from.isConnected() && from.send({ type: 'almoner:metrics', id: m.id, ...a } satisfies MetricsAnswer);
+    const answer = (a: Omit<MetricsAnswer, 'type' | 'id'>) => toWorker(from, { type: 'almoner:metrics', id: m.id, ...a });
     gather().then(
       (text) => answer({ text }),
       (err: Error) => answer({ error: err.message }),
