@@ -9,13 +9,13 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { fromWire, toWire } from '../src/cluster/creates.js';
+import { CreatesByPrimary, fromWire, toWire } from '../src/cluster/creates.js';
 import { DatabaseDeadlineError } from '../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../src/store/group-commit.js';
 import { KeyTakenError } from '../src/store/store.js';
 import { isDatabaseUnavailable } from '../src/store/unavailable.js';
 import { openStore } from '../src/store/open.js';
-import { basic, exampleDonation } from './support/app.js';
+import { basic, exampleDonation, validDonation } from './support/app.js';
 import { BACKENDS, SQLITE, type TestDatabase } from './support/backends.js';
 import { almoner, until } from './support/cli.js';
 import { ServerProcess } from './support/server.js';
@@ -310,6 +310,16 @@ test("errors from SQLite's one writer reach the worker as what they were", () =>
   const bug = cross(new TypeError('x is undefined'));
   assert.equal(bug.message, 'x is undefined');
   assert.ok(!isDatabaseUnavailable(bug), 'anything else is a 500');
+});
+
+test('a primary that never answers: the create fails a moment after its deadline, as of unknown outcome, and the worker is not ready', async () => {
+  // Not a worker, so nothing this sends reaches a primary: as if the primary were stuck.
+  const creates = new CreatesByPrimary(20);
+  const unknown = (err: unknown) => err instanceof CommitOutcomeUnknownError && isDatabaseUnavailable(err); // a 503
+  await assert.rejects(creates.insert(1, validDonation('stuck@example.org'), performance.now() + 30), unknown);
+  const key = { key: 'k', fingerprint: 'f', ttlMicros: 1 };
+  await assert.rejects(creates.insertKeyed(1, validDonation('stuck@example.org'), key, performance.now() + 30), unknown);
+  assert.ok(unknown(creates.writeFailure()), '/health/ready says why');
 });
 
 describe('WORKERS: bad settings and a worker that cannot start', () => {
