@@ -231,7 +231,6 @@ export const BENCH_LOG_LEVELS: string[] = (process.env.BENCH_LOG_LEVELS ?? proce
 export const BENCH_WORKERS = process.env.BENCH_WORKERS || '1';
 
 /** The environment every bin/almoner command of the run gets: the operator's, made definite. */
-
 export function almonerEnv(databaseUrl: string, logLevel = 'info'): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: logLevel, CREATE_RATE_LIMIT: '0', WORKERS: BENCH_WORKERS };
   for (const name of ['REDIS_URL', 'TRUST_PROXY', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) delete env[name];

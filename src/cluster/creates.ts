@@ -12,16 +12,10 @@
 import cluster from 'node:cluster';
 import { formerFingerprint } from '../http/idempotency.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget, DatabaseDeadlineError } from '../store/budget.js';
-import { CommitOutcomeUnknownError, type BatchObserver } from '../store/group-commit.js';
+import { CommitOutcomeUnknownError, WriteFailures, type BatchObserver } from '../store/group-commit.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { KeyTakenError, type CreateWrites, type Store } from '../store/store.js';
-import { isMessage, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
-
-/** How long past a create's deadline a worker waits for the primary's answer before giving up on it. */
-export const PRIMARY_GRACE_MS = 2000;
-
-/** How long /health/ready remembers a create that failed for want of the database (as GroupCommit does). */
-const FAILURE_MEMORY_MS = 5000;
+import { isMessage, PRIMARY_GRACE_MS, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
 
 /** In the primary: writes the creates the workers send, through `store`'s group commit. */
 export function writeCreatesForWorkers(store: Store): void {
@@ -31,7 +25,9 @@ export function writeCreatesForWorkers(store: Store): void {
   cluster.on('message', (from, m: unknown) => {
     if (!isMessage(m, 'almoner:creates')) return;
     void Promise.allSettled(m.creates.map((c) => record(store, c))).then((settled) => {
-      if (!from.isConnected()) return; // the worker is gone, and its requests' clients with it: as when one process dies after a commit
+      // The worker is gone, and its requests' clients with it (as when one process dies after a commit);
+      // the batches stay for the next answer, to another worker.
+      if (!from.isConnected()) return;
       toWorker(from, {
         type: 'almoner:created',
         id: m.id,
@@ -60,7 +56,7 @@ export class CreatesByPrimary implements CreateWrites {
   private nextId = 0;
   private scheduled = false;
   private observe: BatchObserver | undefined;
-  private failing: { err: unknown; at: number } | undefined;
+  private readonly failures = new WriteFailures();
 
   constructor(private readonly graceMs = PRIMARY_GRACE_MS) {
     process.on('message', (m: unknown) => {
@@ -74,7 +70,7 @@ export class CreatesByPrimary implements CreateWrites {
     this.send({ charityId, donation, key: { key, fingerprint, ttlMicros }, ms: msUntil(deadline) });
 
   writeFailure(): unknown {
-    return this.failing && performance.now() - this.failing.at < FAILURE_MEMORY_MS ? this.failing.err : undefined;
+    return this.failures.current();
   }
 
   observeWith(observer: BatchObserver): void {
@@ -100,7 +96,7 @@ export class CreatesByPrimary implements CreateWrites {
     const timer = setTimeout(() => {
       this.sent.delete(id);
       const err = new CommitOutcomeUnknownError(new Error('the primary process did not answer'));
-      this.failing = { err, at: performance.now() };
+      this.failures.failed(err);
       for (const w of waiting) w.reject(err);
     }, Math.max(...queue.map((q) => q.create.ms)) + this.graceMs);
     this.sent.set(id, { waiting, timer });
@@ -116,11 +112,11 @@ export class CreatesByPrimary implements CreateWrites {
     outcomes.forEach((outcome, i) => {
       const w = sent.waiting[i]!;
       if ('value' in outcome) {
-        this.failing = undefined;
+        this.failures.succeeded();
         w.resolve(outcome.value as never);
       } else {
         const err = fromWire(outcome.error);
-        if (isDatabaseUnavailable(err)) this.failing = { err, at: performance.now() };
+        if (isDatabaseUnavailable(err)) this.failures.failed(err);
         w.reject(err);
       }
     });

@@ -6,6 +6,13 @@ import cluster, { type Worker } from 'node:cluster';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import type { IdempotencyKey, KeyedOutcome } from '../store/store.js';
 
+/**
+ * How long a worker waits for the primary beyond what its question should take: the rate-limit
+ * counters (http/throttle.ts) are answered from memory at once, and creates (creates.ts) by their
+ * deadline. Only a primary that is stuck could take longer (one that is gone takes its workers with it).
+ */
+export const PRIMARY_GRACE_MS = 2000;
+
 /** The environment variable the primary gives each worker: its place, 0 to WORKERS - 1, kept by a replacement. */
 export const WORKER_INDEX_ENV = 'ALMONER_WORKER_INDEX';
 

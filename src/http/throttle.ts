@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import type * as Limiters from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { discardBody } from './body.js';
-import { isMessage, toPrimary } from '../cluster/ipc.js';
+import { isMessage, PRIMARY_GRACE_MS, toPrimary } from '../cluster/ipc.js';
 
 // The package's index loads every backend it supports (MongoDB, MySQL, DynamoDB...) at start-up;
 // only these are needed, and Redis's only with REDIS_URL.
@@ -63,7 +63,7 @@ function limiter(opts: ThrottleOptions, name: string, points: number, duration: 
   const keyPrefix = `${opts.keyPrefix ?? 'almoner'}:${name}`;
   if (opts.cluster && !opts.redis) {
     const { RateLimiterCluster }: typeof Limiters = require('rate-limiter-flexible/lib/RateLimiterCluster.js');
-    return new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_TIMEOUT_MS });
+    return new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_GRACE_MS });
   }
   const memory = new RateLimiterMemory({ keyPrefix, points, duration });
   if (!opts.redis) return memory;
@@ -75,12 +75,6 @@ function limiter(opts: ThrottleOptions, name: string, points: number, duration: 
 function secondsLeft(res: RateLimiterRes): number {
   return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
 }
-
-/**
- * Under WORKERS, how long a worker waits for the primary's counters. The primary answers from
- * memory at once; only a primary that has stopped could take longer, and its workers then exit.
- */
-const PRIMARY_TIMEOUT_MS = 2000;
 
 /** Addresses whose failures this process remembers itself (see mayBlock); past this many, every address is checked. */
 const MAX_REMEMBERED_FAILURES = 100_000;

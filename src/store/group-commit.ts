@@ -85,12 +85,37 @@ class NotCommitted extends Error {
 /** How long /health/ready remembers a write that failed for want of the database, unless one succeeds. */
 const FAILURE_MEMORY_MS = 5000;
 
+/**
+ * The last write that failed for want of a database (a full or read-only disk, a lost connection),
+ * until one succeeds: what /health/ready reports. Kept by whoever writes (GroupCommit, or under
+ * WORKERS on SQLite the worker's CreatesByPrimary).
+ */
+export class WriteFailures {
+  private last: { err: unknown; at: number } | undefined;
+
+  failed(err: unknown): void {
+    this.last = { err, at: performance.now() };
+  }
+
+  succeeded(): void {
+    this.last = undefined;
+  }
+
+  /**
+   * The error the last write failed with, if writes are failing: one failed within the last
+   * `withinMs` and none has succeeded since. With no writes for that long, writes are given the
+   * benefit of the doubt again (a readiness check that never let traffic back could never see them work).
+   */
+  current(withinMs = FAILURE_MEMORY_MS): unknown {
+    return this.last && performance.now() - this.last.at < withinMs ? this.last.err : undefined;
+  }
+}
+
 export class GroupCommit<DB> {
   private readonly queue: Pending[] = [];
   private running = 0;
   private scheduled = false;
-  /** The last write that failed for want of a database (a full or read-only disk, a lost connection), until one succeeds. */
-  private failing: { err: unknown; at: number } | undefined;
+  private readonly failures = new WriteFailures();
 
   private readonly concurrency: number;
   private readonly maxBatch: number;
@@ -113,13 +138,9 @@ export class GroupCommit<DB> {
 
   private readonly sqlite: BetterSqlite3.Database | undefined;
 
-  /**
-   * The error the last write failed with, if writes are failing: one failed within the last
-   * `withinMs` and none has succeeded since. With no writes for that long, writes are given the
-   * benefit of the doubt again (a readiness check that never let traffic back could never see them work).
-   */
-  writeFailure(withinMs = FAILURE_MEMORY_MS): unknown {
-    return this.failing && performance.now() - this.failing.at < withinMs ? this.failing.err : undefined;
+  /** The error writes are failing with, if they are (WriteFailures.current). */
+  writeFailure(withinMs?: number): unknown {
+    return this.failures.current(withinMs);
   }
 
   private observe: BatchObserver | undefined;
@@ -166,7 +187,7 @@ export class GroupCommit<DB> {
       batch.abandoned = true;
       const late = new DatabaseDeadlineError(batch.heldUpBy);
       const err = batch.commitSent ? new CommitOutcomeUnknownError(late) : late;
-      this.failing = { err, at: performance.now() };
+      this.failures.failed(err);
       for (const member of batch.members) member.reject(err);
     }
   }
@@ -189,13 +210,13 @@ export class GroupCommit<DB> {
     const started = performance.now();
     try {
       const results = await this.commit(batch);
-      this.failing = undefined;
+      this.failures.succeeded();
       batch.members.forEach((p, i) => p.resolve(results[i]));
     } catch (err) {
       if (batch.abandoned) return; // its writers were told at their deadline
       const cause = err instanceof NotCommitted ? err.cause : err;
       const unavailable = isDatabaseUnavailable(cause);
-      if (unavailable) this.failing = { err: cause, at: performance.now() };
+      if (unavailable) this.failures.failed(cause);
       // Retrying one by one helps only when one write is at fault and nothing was stored. A lost
       // database fails them all at once (a 503 now, not one timeout per write), and an unknown
       // outcome is never retried.
