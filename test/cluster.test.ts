@@ -49,6 +49,21 @@ function logEntries(server: ServerProcess): Record<string, unknown>[] {
   });
 }
 
+/** The access lines for `route` so far. */
+function routeLines(server: ServerProcess, route: string): Record<string, unknown>[] {
+  return logEntries(server).filter((e) => e.route === route);
+}
+
+/**
+ * Which processes answered the requests to `route` after the first `mark` of them, once `count`
+ * lines are on stdout: a worker writes its access line just after the answer, so it may reach the
+ * test a moment later than the answer.
+ */
+async function answeredBy(server: ServerProcess, route: string, mark: number, count: number): Promise<Set<unknown>> {
+  await until(`${count} access lines for ${route}`, 5_000, () => routeLines(server, route).length >= mark + count);
+  return new Set(routeLines(server, route).slice(mark).map((e) => e.pid));
+}
+
 /** The workers' process ids, from the lines they wrote when they started listening. */
 function workerPids(server: ServerProcess): number[] {
   return logEntries(server)
@@ -150,12 +165,13 @@ for (const backend of BACKENDS) {
       assert.equal(stored.size, CREATES + KEYS, 'nothing else was stored');
 
       // Both workers answered, and their lines reached stdout whole (logEntries fails on any that is not).
-      const answeredBy = new Set(logEntries(server).filter((e) => e.route === '/api/v1/donation/create').map((e) => e.pid));
-      assert.deepEqual([...answeredBy].sort(), workerPids(server).sort(), 'both workers answered creates');
+      const creators = await answeredBy(server, '/api/v1/donation/create', 0, CREATES + 3 * KEYS);
+      assert.deepEqual([...creators].sort(), workerPids(server).sort(), 'both workers answered creates');
     });
 
     test('a key used again, on whichever worker: a replay for the same body, 422 for another', async () => {
       const body = exampleDonation({ donor_email: 'again@example.org' });
+      const mark = routeLines(server, '/api/v1/donation/create').length;
       const first = await send(server.url, '/api/v1/donation/create', { authorization, key: 'again', body });
       assert.equal(first.status, 200, first.body);
       for (let i = 0; i < 4; i++) {
@@ -167,8 +183,7 @@ for (const backend of BACKENDS) {
         assert.equal(other.status, 422, other.body);
         assert.match(other.body, /already used for a different donation/);
       }
-      const answeredBy = new Set(logEntries(server).filter((e) => e.route === '/api/v1/donation/create').slice(-9).map((e) => e.pid));
-      assert.equal(answeredBy.size, 2, 'both workers answered these');
+      assert.equal((await answeredBy(server, '/api/v1/donation/create', mark, 9)).size, 2, 'both workers answered these');
     });
 
     test('GET /metrics sums both workers, whichever answers it', async () => {
@@ -202,13 +217,13 @@ for (const backend of BACKENDS) {
         try {
           outsider.exec('begin immediate');
           let settled = 0;
+          const mark = routeLines(server, '/api/v1/me').length;
           const creates = Array.from({ length: 6 }, (_, i) =>
             send(server.url, '/api/v1/donation/create', { authorization, body: exampleDonation({ donor_email: `locked-${i}@example.org` }) }).finally(() => settled++),
           );
           const me = await Promise.all(Array.from({ length: 6 }, () => send(server.url, '/api/v1/me', { authorization })));
           assert.deepEqual(me.map((a) => a.status), Array(6).fill(200));
-          const meBy = new Set(logEntries(server).filter((e) => e.route === '/api/v1/me').slice(-6).map((e) => e.pid));
-          assert.equal(meBy.size, 2, 'both workers answered /me');
+          assert.equal((await answeredBy(server, '/api/v1/me', mark, 6)).size, 2, 'both workers answered /me');
           assert.equal(settled, 0, 'no create was answered while the lock was held');
           outsider.exec('commit');
           const answers = await Promise.all(creates);
