@@ -141,11 +141,12 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           assert.deepEqual(me.body, { success: true, message: 'Authenticated', data: { name: 'Live Charity', email: 'live@charity.example' } });
           const linesBefore = server.logLines().length;
           await sendDonorData(server, username, password);
+          const accessLog = () => server.logLines().map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.msg === 'request');
+          // The 401 is the last request sent: once its line is in, every line is (each is written just after its answer).
+          await until('the 401 in the access log', 5_000, () => accessLog().some((e) => e.status === 401));
           assertCleanLogs(server, linesBefore);
           // The access log names the charity of each authenticated request by its id; a 401 names none.
           const { id } = JSON.parse(r.stdout) as { id: number };
-          const accessLog = () => server.logLines().map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.msg === 'request');
-          await until('the 401 in the access log', 5_000, () => accessLog().some((e) => e.status === 401));
           const logged = accessLog();
           const create = logged.filter((e) => e.route === '/api/v1/donation/create');
           assert.ok(create.length > 0 && create.every((e) => e.charity === id), JSON.stringify(create));
