@@ -1,61 +1,21 @@
-// Where the server's log lines go: stdout, through sonic-boom (pino's asynchronous writer), with the
-// lines of one event-loop turn handed to it as one string.
+// Where the server's log lines go: stdout, the lines of one event-loop turn written together,
+// synchronously, in writes of whole lines (as pino's own destination does by default).
 //
-// sonic-boom measures the UTF-8 length of all the text it is holding on every write it is given.
-// While a write to stdout is under way lines wait in it, so under load each new line cost a pass
-// over every line waiting before it. Given one string a turn, it makes that pass once a turn: under
-// `/me` load at `info`, perf put the hook that writes the access line at 10.1% of the server's
-// thread before, 6.6% after, plus 1.4% for handing each turn's lines over. sonic-boom still does
-// the writing (partial writes, EAGAIN, the synchronous flush). Under WORKERS, where several
-// processes share stdout, each turn's lines are written synchronously instead, in whole lines
-// (sharedLogOutput below).
+// Synchronous, so that what flushSync() says is true: every line given is written when it returns,
+// before process.exit(). An asynchronous writer (sonic-boom, used here until 2026-11-26) hands its
+// writes to libuv's thread pool, and its flushSync() leaves a write already under way to the
+// pool: a process.exit() right after could lose the last lines, and a test reading the file at
+// once found it empty, one run in five. Written a turn at a time, a busy server makes one write
+// call per turn, not per line; the two ways were level in alternating runs (README, Performance).
+// In whole lines, so that several processes sharing stdout (the workers under WORKERS) never split
+// each other's lines. A reader that falls behind slows this process down rather than letting lines
+// pile up in memory.
 import { writeSync } from 'node:fs';
-import { destination } from 'pino';
 
 export interface LogOutput {
   write(line: string): void;
   /** Writes out every line given so far, synchronously: before process.exit(). */
   flushSync(): void;
-}
-
-/**
- * Where the server's log lines go; `shared` when other processes write to the same stdout (the
- * workers under WORKERS), so that no line is ever split by another process's.
- */
-export function logOutput(fd = 1, { shared = false }: { shared?: boolean } = {}): LogOutput {
-  if (shared) return sharedLogOutput(fd);
-  const out = destination({ dest: fd, sync: false });
-  const turn = eachTurn((lines) => out.write(lines.join('')));
-  return {
-    write: turn.write,
-    flushSync() {
-      turn.flush();
-      out.flushSync();
-    },
-  };
-}
-
-/** Gathers the lines of one event-loop turn and hands them to `hand` together, at the turn's end or at flush(). */
-function eachTurn(hand: (lines: string[]) => void): { write(line: string): void; flush(): void } {
-  let lines: string[] = [];
-  let scheduled = false;
-  const flush = () => {
-    scheduled = false;
-    if (lines.length === 0) return;
-    const turn = lines;
-    lines = [];
-    hand(turn);
-  };
-  return {
-    write(line) {
-      lines.push(line);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    },
-    flush,
-  };
 }
 
 /**
@@ -67,13 +27,12 @@ function eachTurn(hand: (lines: string[]) => void): { write(line: string): void;
 export const ATOMIC_WRITE_BYTES = 4096;
 
 /**
- * Several processes, one stdout: each turn's lines are written synchronously, in writes of whole
- * lines of at most ATOMIC_WRITE_BYTES (a longer line alone), so lines never interleave. An
- * asynchronous writer could not promise that: after a partial write it sends the rest later, when
- * another process may have written in between. A reader that falls behind slows this process down
- * rather than letting lines pile up in memory.
+ * The server's log output: each turn's lines written at the turn's end (or at flushSync()), in
+ * writes of whole lines of at most ATOMIC_WRITE_BYTES (a longer line alone). An asynchronous writer
+ * could not keep lines whole: after a partial write it sends the rest later, when another process
+ * may have written in between.
  */
-function sharedLogOutput(fd: number): LogOutput {
+export function logOutput(fd = 1): LogOutput {
   const writeAll = (text: string) => {
     const bytes = Buffer.from(text);
     for (let at = 0; at < bytes.length; ) {
@@ -101,4 +60,27 @@ function sharedLogOutput(fd: number): LogOutput {
     if (chunk) writeAll(chunk);
   });
   return { write: turn.write, flushSync: turn.flush };
+}
+
+/** Gathers the lines of one event-loop turn and hands them to `hand` together, at the turn's end or at flush(). */
+function eachTurn(hand: (lines: string[]) => void): { write(line: string): void; flush(): void } {
+  let lines: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (lines.length === 0) return;
+    const turn = lines;
+    lines = [];
+    hand(turn);
+  };
+  return {
+    write(line) {
+      lines.push(line);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
 }

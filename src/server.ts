@@ -46,12 +46,11 @@ export async function serve(config: Config): Promise<void> {
   const first = worker === undefined || worker === 0;
   if (!process.execArgv.some((a) => /^--heap[-_]growing[-_]percent/.test(a))) setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   const https = config.tls && readTls(config.tls);
-  // Log lines are written without blocking: those that arrive while a write is under way go out
-  // together in the next one, so a busy server makes one write call per batch, not per request.
-  // Under WORKERS, whose workers share stdout, each turn's lines are written at its end, in whole
-  // lines (see log-output.ts). Lines still buffered are flushed before every process.exit() below
-  // (a SIGKILL may lose them).
-  const logs = logOutput(1, { shared: worker !== undefined });
+  // Each event-loop turn's log lines are written together at its end, in whole lines, so a busy
+  // server makes one write call a turn, not one a request, and workers sharing stdout never split
+  // each other's lines (see log-output.ts). Lines of the current turn are written before every
+  // process.exit() below (a SIGKILL may lose them).
+  const logs = logOutput(1);
   const exit = (code: number) => {
     logs.flushSync();
     process.exit(code);

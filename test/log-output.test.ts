@@ -1,5 +1,5 @@
-// The server's log output: every line written, in order, whether it goes out on its own turn or is
-// flushed before exit.
+// The server's log output: every line written, in order, whether it goes out at its turn's end or is
+// flushed before exit; and two processes sharing one stdout never split each other's lines.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -40,10 +40,10 @@ test('flushSync writes out the lines of the current turn before it returns', () 
   rmSync(dir, { recursive: true });
 });
 
-test('shared: two processes writing to one pipe at once, with a slow reader, never split a line', async () => {
+test('two processes writing to one pipe at once, with a slow reader, never split a line', async () => {
   const LINES = 20_000;
   const writer = new URL('./support/log-writer.ts', import.meta.url).pathname;
-  const run = (tag: string) => `"${process.execPath}" --import tsx "${writer}" ${tag} ${LINES} 1`;
+  const run = (tag: string) => `"${process.execPath}" --import tsx "${writer}" ${tag} ${LINES}`;
   // One pipe for both: the shell's stdout, which both writers inherit.
   const both = spawn('sh', ['-c', `${run('a')} & ${run('b')} & wait`], { stdio: ['ignore', 'pipe', 'inherit'] });
   let text = '';

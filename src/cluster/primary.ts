@@ -24,7 +24,7 @@ export const RESTARTS = { max: 5, windowMs: 60_000 };
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
 export async function runPrimary(config: Config): Promise<void> {
-  const logs = logOutput(1, { shared: true });
+  const logs = logOutput(1);
   const log = pino({ level: config.logLevel }, logs);
   // On SQLite, the one writer of every worker's creates (cluster/creates.ts): the database is opened,
   // and its schema brought up to date, before any worker starts.
