@@ -5,11 +5,10 @@ import { setFlagsFromString } from 'node:v8';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigError, describeDatabase, type Config } from './config.js';
 import { buildApp } from './app.js';
-import { loggable } from './http/errors.js';
+import { loggable } from './loggable.js';
 import { logOutput } from './log-output.js';
 import { openRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
-import { PURGE_FAILED } from './store/store.js';
 import { isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
@@ -105,7 +104,7 @@ export async function serve(config: Config): Promise<void> {
   };
   // Idempotency keys are remembered for 24 hours; forget expired ones now and every hour (under
   // WORKERS on SQLite, the primary does, as it writes the creates).
-  if (first && !primaryWrites) store.purgeHourly((err) => app.log.warn({ err: loggable(err) }, PURGE_FAILED));
+  if (first && !primaryWrites) store.purgeHourly(app.log);
 
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

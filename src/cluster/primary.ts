@@ -139,14 +139,10 @@ export async function runPrimary(config: Config): Promise<void> {
 
 /** The database, opened as a server opens it, and the primary answering the workers' creates and purging what has expired. */
 async function openWriter(config: Config, log: Logger): Promise<Store> {
-  const [{ openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS }, { PURGE_FAILED }, { writeCreatesForWorkers }] = await Promise.all([
-    import('../store/open.js'),
-    import('../store/store.js'),
-    import('./creates.js'),
-  ]);
+  const [{ openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS }, { writeCreatesForWorkers }] = await Promise.all([import('../store/open.js'), import('./creates.js')]);
   const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
   writeCreatesForWorkers(store);
-  store.purgeHourly((err) => log.warn({ err }, PURGE_FAILED));
+  store.purgeHourly(log);
   return store;
 }
 

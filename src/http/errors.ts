@@ -3,6 +3,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { loggable } from '../loggable.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { discardBody } from './body.js';
 
@@ -22,15 +23,6 @@ const FASTIFY_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'The request body must not be larger than 1 MiB.',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The request body does not match its Content-Length header.',
 };
-
-/**
- * What of an error goes to the log: never the whole object, whose extra fields (a PostgreSQL
- * error's `detail`, say) can quote the row, and so a donor's personal data.
- */
-export function loggable(err: unknown) {
-  if (!(err instanceof Error)) return { message: String(err) };
-  return { type: err.name, code: (err as { code?: unknown }).code, message: err.message, stack: err.stack };
-}
 
 /**
  * The error handler; returns the plugin that answers a request with no route (404, 405), to be

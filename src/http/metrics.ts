@@ -2,7 +2,7 @@
 // patterns, and donations are counted by their kind only.
 import type { FastifyInstance } from 'fastify';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import { loggable } from './errors.js';
+import { loggable } from '../loggable.js';
 
 export class Metrics {
   readonly registry = new Registry();

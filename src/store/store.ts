@@ -6,6 +6,7 @@ import type { Kysely, Updateable } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
+import { loggable } from '../loggable.js';
 import { formatMicros, nowIso, nowMicros } from '../time.js';
 import type { Database } from './schema.js';
 import { ClaimLedger } from './claims.js';
@@ -20,8 +21,6 @@ import { GroupCommit, type BatchObserver } from './group-commit.js';
 export type { DonationFilter } from './donation-query.js';
 export { KeyTakenError, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 
-/** What a server logs (at warn) when purgeHourly fails. */
-export const PURGE_FAILED = 'purging expired idempotency keys and commit tokens failed';
 
 export interface ExportedDonation extends StoredDonation {
   charity: string;
@@ -230,9 +229,10 @@ export class Store {
     });
   }
 
-  /** purgeExpired now and every hour, as long as the process runs; `failed` is told of each failure. */
-  purgeHourly(failed: (err: unknown) => void): void {
-    const purge = () => this.purgeExpired().catch(failed);
+  /** purgeExpired now and every hour, as long as the process runs; each failure is a warning in `log`. */
+  purgeHourly(log: { warn(fields: object, message: string): void }): void {
+    const purge = () =>
+      this.purgeExpired().catch((err: unknown) => log.warn({ err: loggable(err) }, 'purging expired idempotency keys and commit tokens failed'));
     void purge();
     setInterval(purge, 3600_000).unref();
   }

@@ -2,7 +2,7 @@
 // and without authentication, for load balancers and orchestrators.
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../store/store.js';
-import { loggable } from '../errors.js';
+import { loggable } from '../../loggable.js';
 
 export async function healthRoutes(app: FastifyInstance, { store }: { store: Store }): Promise<void> {
   app.get('/health', async () => ({ status: 'ok' }));
