@@ -6,7 +6,7 @@
 // writes to libuv's thread pool, and its flushSync() leaves a write already under way to the
 // pool: a process.exit() right after could lose the last lines, and a test reading the file at
 // once found it empty, one run in five. Written a turn at a time, a busy server makes one write
-// call per turn, not per line; the two ways were level in alternating runs (README, Performance).
+// call per turn, not per line; the two ways were level in alternating runs (docs/performance.md).
 // In whole lines, so that several processes sharing stdout (the workers under WORKERS) never split
 // each other's lines. A reader that falls behind slows this process down rather than letting lines
 // pile up in memory.

@@ -2,8 +2,8 @@
 // `log.info({ reqId, method, route, status, ms, charity }, 'request')`, built as one template.
 //
 // pino builds a line by walking the object it is given, key by key, and checking each value's
-// type; for this line, written for every request, that walk was most of its cost (README,
-// Performance). The line's shape is fixed and its values are numbers and three strings, so it is put
+// type; for this line, written for every request, that walk was most of its cost (docs/performance.md).
+// The line's shape is fixed and its values are numbers and three strings, so it is put
 // together directly, from the logger's own pieces (its level's prefix, its timestamp, its bindings:
 // pid and hostname, its message key) and written to the logger's stream.
 // test/http/request-log.test.ts holds it to pino's own line, byte for byte.

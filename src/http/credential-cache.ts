@@ -5,7 +5,7 @@
 //
 // The Authorization headers that matched a remembered credential are remembered beside it, so that
 // the same header again is found by one look-up instead of being decoded and its password hashed
-// (a fifth of the server's instructions per `/me`: README, Performance). A header holds the
+// (a fifth of the server's instructions per `/me`: docs/performance.md). A header holds the
 // password itself: it is used only while its credential is still the one remembered (so never past
 // that credential's time), and kept in two generations of CREDENTIAL_TTL_MS, so that none is held
 // more than twice that after it matched.

@@ -200,7 +200,7 @@ export class GroupCommit<DB> {
     // without waiting), lets in the requests that arrived while those were being handled, which
     // would otherwise wait for this batch to be committed and answered and then for a batch of their
     // own: two cycles, the tail of the latency. On SQLite under the benchmark's create load, p99 was
-    // lower with the second turn in 8 of 8 alternating pairs of runs (see README, Performance).
+    // lower with the second turn in 8 of 8 alternating pairs of runs (see docs/performance.md).
     setImmediate(() =>
       setImmediate(() => {
         this.scheduled = false;
