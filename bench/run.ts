@@ -4,7 +4,9 @@
 // against `bin/almoner serve` on a fresh SQLite file (and on a fresh PostgreSQL database when
 // DATABASE_URL names a PostgreSQL server), the same load generator drives the same number of
 // connections for the same time: POST /api/v1/me, then POST /api/v1/donation/create with varied
-// valid donations, without an Idempotency-Key and then each with a fresh one. It reports throughput as a ratio to the ceiling, latency, non-2xx answers,
+// valid donations, without an Idempotency-Key and then each with a fresh one. The ceiling is measured
+// first and again after each backend at each log level. It reports throughput as a ratio to the
+// ceiling measured around it, latency, non-2xx answers,
 // the server's memory, its start-up time, and whether the database holds exactly what was
 // acknowledged; then prints a table and writes bench/results/latest.json (latest-workers-N.json
 // with BENCH_WORKERS=N).
@@ -49,6 +51,8 @@ interface Measured {
 interface Run extends Measured {
   name: string;
   ratio: number;
+  /** What `ratio` divides by: for Almoner's runs, the mean of the ceiling runs just before and after its backend's. */
+  ceilingRps?: number;
 }
 
 interface PhaseCheck {
@@ -309,11 +313,15 @@ async function main(): Promise<number> {
   const stale = distIsStale();
   if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
   const startedAt = new Date();
-  const total = (2 + (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length * 3) * (SECONDS + WARMUP);
+  const blocks = (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length;
+  const total = (blocks + 1 + blocks * 3) * (SECONDS + WARMUP);
   process.stderr.write(`bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SECONDS} s per run; about ${total + 10} s in all\n`);
 
   // The ceiling: the same requests as /me, to a server that does nothing but answer. Measured
-  // first and again last: the mean is what the ratios divide by, the difference shows drift.
+  // first, and again after each backend at each log level: each of Almoner's runs is divided by the
+  // mean of the ceiling runs just before and after its backend's, so that where the machine's speed
+  // moves within a run (this VM's can halve from one minute to the next), a ratio still compares
+  // Almoner with the machine as it was at that moment.
   const measureCeiling = async (name: string): Promise<Run> => {
     const ceiling = await startCeiling();
     const auth = 'Basic YmVuY2g6YmVuY2g=';
@@ -322,33 +330,44 @@ async function main(): Promise<number> {
     process.stderr.write(`bench: ${name}: ${fmt(run.load.rps)} req/s\n`);
     return run;
   };
-  const ceilingFirst = await measureCeiling('ceiling (bare node:http)');
+  const ceilings = [await measureCeiling('ceiling (bare node:http)')];
 
-  // Each backend at each log level, on a database of its own.
-  const backends: BackendResult[] = [];
+  // Each backend at each log level, on a database of its own, then the ceiling again.
   const sqliteDescribe = `fresh file in ${os.tmpdir()} (${filesystemOf(os.tmpdir())}), WAL, synchronous=${sqliteSync} (as dist/ sets it)`;
-  for (const level of BENCH_LOG_LEVELS) {
-    backends.push(await benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level));
-    process.stderr.write(`bench: SQLite at ${level} done\n`);
-  }
+  const plan: Array<() => Promise<BackendResult>> = BENCH_LOG_LEVELS.map((level) => () => benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level));
   if (pgUrl) {
     const where = new URL(pgUrl);
     let describe: string | undefined; // the same server for every level: asked once
     for (const level of BENCH_LOG_LEVELS) {
-      const db = await postgresDatabase(pgUrl);
-      describe ??= `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
-      backends.push(await benchBackend(db, describe, loader, dir, level));
-      process.stderr.write(`bench: PostgreSQL at ${level} done\n`);
+      plan.push(async () => {
+        const db = await postgresDatabase(pgUrl);
+        describe ??= `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
+        return benchBackend(db, describe, loader, dir, level);
+      });
     }
   }
-  const ceilingLast = await measureCeiling('ceiling, again at the end');
+  const backends: BackendResult[] = [];
+  for (const [i, bench] of plan.entries()) {
+    const b = await bench();
+    backends.push(b);
+    process.stderr.write(`bench: ${b.backend} at ${b.logLevel} done\n`);
+    ceilings.push(await measureCeiling(i === plan.length - 1 ? 'ceiling, again at the end' : `ceiling, after ${b.backend} at ${b.logLevel}`));
+  }
 
   // ---- Verdicts
-  const ceilingRps = (ceilingFirst.load.rps + ceilingLast.load.rps) / 2;
-  const ceilingDrift = Math.abs(ceilingFirst.load.rps - ceilingLast.load.rps) / ceilingRps;
-  const almonerRuns = backends.flatMap((b) => [b.me, b.create, b.keyed]);
-  const runs = [ceilingFirst, ...almonerRuns, ceilingLast];
-  for (const r of runs) r.ratio = r.load.rps / ceilingRps;
+  const rpsOf = (r: Run) => r.load.rps;
+  const ceilingRps = ceilings.map(rpsOf).reduce((a, b) => a + b, 0) / ceilings.length;
+  const ceilingDrift = (Math.max(...ceilings.map(rpsOf)) - Math.min(...ceilings.map(rpsOf))) / ceilingRps;
+  const runs: Run[] = [ceilings[0]!];
+  const unsteady: string[] = [];
+  backends.forEach((b, i) => {
+    const [before, after] = [ceilings[i]!.load.rps, ceilings[i + 1]!.load.rps];
+    const around = (before + after) / 2;
+    if (Math.abs(before - after) / around > 0.15) unsteady.push(`${b.backend} at ${b.logLevel} (${fmt(before)} and ${fmt(after)} req/s)`);
+    for (const r of [b.me, b.create, b.keyed]) Object.assign(r, { ratio: r.load.rps / around, ceilingRps: around });
+    runs.push(b.me, b.create, b.keyed, ceilings[i + 1]!);
+  });
+  for (const c of ceilings) c.ratio = c.load.rps / ceilingRps;
   // Issue 13's goals, at each log level.
   const goals: Goal[] = BENCH_LOG_LEVELS.flatMap((level): Goal[] => {
     const at = backends.filter((b) => b.logLevel === level);
@@ -397,8 +416,9 @@ async function main(): Promise<number> {
     `requests    /me and the ceiling: POST /api/v1/me with Basic auth, no body; create: varied valid donations (20% without donation_date), without an Idempotency-Key; keyed create: the same, each with a fresh Idempotency-Key`,
     '',
     table([header, ...lines], (i) => i > 0),
-    `(ratio: req/s over the ceiling's, the mean of its two runs, ${fmt(ceilingRps)} req/s; they differ by ${fmt(ceilingDrift * 100)}%` +
-      `${ceilingDrift > 0.15 ? ': the machine did not stay steady, so the ratios are rough' : ''})`,
+    `(ratio: req/s of each of Almoner's runs over the mean of the ceiling runs just before and after its backend's three; ` +
+      `a ceiling run's, over the mean of all ${ceilings.length}, ${fmt(ceilingRps)} req/s; the slowest and the fastest of them are ${fmt(ceilingDrift * 100)}% of that apart)`,
+    ...(unsteady.length ? [`(the ceiling moved by more than 15% around ${unsteady.join('; ')}: the machine did not stay steady there, so those ratios are rough)`] : []),
     '(CPU: cores busy, 1.00 = one core all the time, of the server and of the load generator)',
     ...(loaderBound.length
       ? [`(the load generator kept a whole core busy in: ${loaderBound.join('; ')}: there the limit may be the load generator's, not the server's)`]
@@ -442,6 +462,7 @@ async function main(): Promise<number> {
     connections: CONNECTIONS,
     ceilingRps,
     ceilingDrift,
+    ceilingsRps: ceilings.map(rpsOf),
     durationSeconds: SECONDS,
     warmupSeconds: WARMUP,
     server: { workers: Number(BENCH_WORKERS), logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
