@@ -355,13 +355,13 @@ async function main(): Promise<number> {
   }
 
   // ---- Verdicts
-  const rpsOf = (r: Run) => r.load.rps;
-  const ceilingRps = ceilings.map(rpsOf).reduce((a, b) => a + b, 0) / ceilings.length;
-  const ceilingDrift = (Math.max(...ceilings.map(rpsOf)) - Math.min(...ceilings.map(rpsOf))) / ceilingRps;
+  const ceilingsRps = ceilings.map((c) => c.load.rps);
+  const ceilingRps = ceilingsRps.reduce((a, b) => a + b, 0) / ceilings.length;
+  const ceilingDrift = (Math.max(...ceilingsRps) - Math.min(...ceilingsRps)) / ceilingRps;
   const runs: Run[] = [ceilings[0]!];
   const unsteady: string[] = [];
   backends.forEach((b, i) => {
-    const [before, after] = [ceilings[i]!.load.rps, ceilings[i + 1]!.load.rps];
+    const [before, after] = [ceilingsRps[i]!, ceilingsRps[i + 1]!];
     const around = (before + after) / 2;
     if (Math.abs(before - after) / around > 0.15) unsteady.push(`${b.backend} at ${b.logLevel} (${fmt(before)} and ${fmt(after)} req/s)`);
     for (const r of [b.me, b.create, b.keyed]) Object.assign(r, { ratio: r.load.rps / around, ceilingRps: around });
@@ -462,7 +462,6 @@ async function main(): Promise<number> {
     connections: CONNECTIONS,
     ceilingRps,
     ceilingDrift,
-    ceilingsRps: ceilings.map(rpsOf),
     durationSeconds: SECONDS,
     warmupSeconds: WARMUP,
     server: { workers: Number(BENCH_WORKERS), logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },

@@ -21,7 +21,6 @@ import { GroupCommit, type BatchObserver } from './group-commit.js';
 export type { DonationFilter } from './donation-query.js';
 export { KeyTakenError, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 
-
 export interface ExportedDonation extends StoredDonation {
   charity: string;
 }
