@@ -4,11 +4,11 @@
 import { sql, type CompiledQuery, type Compilable, type Insertable, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
-import { formatMicros, nowIso, nowMicros } from '../time.js';
+import { formatMicros, monotonicClock, nowIso, nowMicros, type Clock } from '../time.js';
 import type { CommitJournal } from './group-commit.js';
 import { toDonationRow, toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
-import { compiled, HotStatements, type Together, type WriteProgram } from './statements.js';
+import { compiled, HotStatements, type Query, type Together, type WriteProgram } from './statements.js';
 
 /** A create's Idempotency-Key: the key, what "the same body" is (the validated donation's fingerprint), and how long it is remembered. */
 export interface IdempotencyKey {
@@ -45,11 +45,15 @@ export class DonationWrites implements CommitJournal {
   private readonly hot = new HotStatements();
   /** PostgreSQL: how a batch's creates share round trips (sharedRoundTrips); undefined on SQLite, so it also says which one this is. */
   private readonly together: ReturnType<DonationWrites['sharedRoundTrips']> | undefined;
+  /** PostgreSQL: the donations' ids, taken from the sequence ahead of need while creates come close together. */
+  private readonly ids: DonationIds;
 
   constructor(
     private readonly db: Kysely<Database>,
     dialect: DatabaseLocation['dialect'],
+    clock: Clock = monotonicClock,
   ) {
+    this.ids = new DonationIds((count, query) => this.takeIds(count, query), clock);
     this.together = dialect === 'postgres' ? this.sharedRoundTrips() : undefined;
   }
 
@@ -149,14 +153,13 @@ export class DonationWrites implements CommitJournal {
       donationInsert: {
         ownCommit: async (statements, query, token) => {
           // The ids are taken before the commit, not returned by it: if its answer is lost and the token says it
-          // committed, each create still knows its own.
-          const n = statements.length;
-          const ids = await query(compiled(this.hot.statement('donation ids', [n], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${n})`))));
+          // committed, each create still knows its own. Under load they are already here (DonationIds).
+          const ids = await this.ids.take(statements.length, query);
           const donations: (Insertable<DonationsTable> & { id: number })[] = [];
           const keys: Insertable<Database['idempotency_keys']>[] = [];
           statements.forEach((s, i) => {
             const { row, key } = s.data as DonationData;
-            const id = Number(ids[i]!.id);
+            const id = ids[i]!;
             donations.push({ ...row, id });
             if (key) keys.push({ ...key, donation_id: id });
           });
@@ -166,6 +169,12 @@ export class DonationWrites implements CommitJournal {
         },
       },
     };
+  }
+
+  /** PostgreSQL: `count` new ids from the donations' sequence, in one round trip. */
+  private async takeIds(count: number, query: Query): Promise<number[]> {
+    const rows = await query(compiled(this.hot.statement('donation ids', [count], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${count})`))));
+    return rows.map((row) => Number(row.id));
   }
 
   /**
@@ -215,3 +224,48 @@ const commitToken = (token: string): Insertable<Database['commit_tokens']> => ({
 
 /** A charity's idempotency key, as one string (ids may come back from PostgreSQL as numbers or strings). */
 const pairOf = (charityId: unknown, key: unknown): string => `${Number(charityId)}\n${String(key)}`;
+
+/** How long ids taken ahead are kept unused: past it they are dropped, so id order stays within about this of recording order across instances. */
+export const ID_FRESH_MS = 1000;
+/** Batches that need ids within this of the last taking are "close together": ids for the next ones are taken too. */
+export const ID_BUSY_MS = 100;
+/** The most ids taken ahead at once. */
+export const MAX_ID_BLOCK = 512;
+
+/**
+ * PostgreSQL: donation ids from the sequence, taken ahead of need while creates come close together,
+ * so that a batch under load needs no round trip for them (a third more creates a second on the
+ * benchmark's machine: see docs/performance.md). A batch that finds too few takes what it needs; if
+ * the last taking was under ID_BUSY_MS ago, also twice as many as were used since, up to
+ * MAX_ID_BLOCK. At a quiet moment each batch takes just its own, so nothing is left over; what is
+ * left over when the load stops is dropped after ID_FRESH_MS, a gap in the numbering like those a
+ * sequence leaves anyway (a failed insert, a restart). Within a process ids rise in the order they
+ * are handed out; across instances, within about ID_FRESH_MS of recording order.
+ */
+export class DonationIds {
+  /** Ids taken and not yet handed out, in rising order. */
+  private ready: number[] = [];
+  private takenAt = Number.NEGATIVE_INFINITY;
+  private usedSinceTaking = 0;
+
+  constructor(
+    private readonly takeFromSequence: (count: number, query: Query) => Promise<number[]>,
+    private readonly clock: Clock,
+  ) {}
+
+  /** `n` ids for a batch, running `query` (the batch's own connection) only when there are too few. */
+  async take(n: number, query: Query): Promise<number[]> {
+    const now = this.clock();
+    if (now - this.takenAt > ID_FRESH_MS) this.ready = [];
+    if (this.ready.length < n) {
+      const ahead = now - this.takenAt < ID_BUSY_MS ? Math.min(MAX_ID_BLOCK, 2 * this.usedSinceTaking) : 0;
+      // At least n of our own: batches running at once may hand out what is ready meanwhile.
+      const taken = await this.takeFromSequence(Math.max(n, ahead), query);
+      this.takenAt = this.clock();
+      this.usedSinceTaking = 0;
+      this.ready = this.ready.concat(taken).sort((a, b) => a - b);
+    }
+    this.usedSinceTaking += n;
+    return this.ready.splice(0, n);
+  }
+}
