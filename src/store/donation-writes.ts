@@ -234,13 +234,15 @@ export const MAX_ID_BLOCK = 512;
 
 /**
  * PostgreSQL: donation ids from the sequence, taken ahead of need while creates come close together,
- * so that a batch under load needs no round trip for them (a third more creates a second on the
+ * so that a batch under load needs no round trip for them (13% more creates a second on the
  * benchmark's machine: see docs/performance.md). A batch that finds too few takes what it needs; if
  * the last taking was under ID_BUSY_MS ago, also twice as many as were used since, up to
- * MAX_ID_BLOCK. At a quiet moment each batch takes just its own, so nothing is left over; what is
- * left over when the load stops is dropped after ID_FRESH_MS, a gap in the numbering like those a
- * sequence leaves anyway (a failed insert, a restart). Within a process ids rise in the order they
- * are handed out; across instances, within about ID_FRESH_MS of recording order.
+ * MAX_ID_BLOCK. At a quiet moment a batch takes just its own; what is left over when a load stops is
+ * dropped after ID_FRESH_MS, a gap in the numbering like those a sequence leaves anyway (a failed
+ * insert, a restart). What is waiting is handed out in rising order; batches that take from the
+ * sequence at the same moment may get their answers in either order (as with nextval before). So
+ * id order follows recording order to within about ID_FRESH_MS, in a process and across processes
+ * (instances, or the workers of WORKERS).
  */
 export class DonationIds {
   /** Ids taken and not yet handed out, in rising order. */
@@ -261,7 +263,9 @@ export class DonationIds {
       const ahead = now - this.takenAt < ID_BUSY_MS ? Math.min(MAX_ID_BLOCK, 2 * this.usedSinceTaking) : 0;
       // At least n of our own: batches running at once may hand out what is ready meanwhile.
       const taken = await this.takeFromSequence(Math.max(n, ahead), query);
-      this.takenAt = this.clock();
+      const at = this.clock();
+      if (at - this.takenAt > ID_FRESH_MS) this.ready = []; // gone stale while the sequence answered
+      this.takenAt = at;
       this.usedSinceTaking = 0;
       this.ready = this.ready.concat(taken).sort((a, b) => a - b);
     }

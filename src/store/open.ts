@@ -10,6 +10,7 @@ import type { Database } from './schema.js';
 import { migrate } from './migrate.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable } from './unavailable.js';
+import type { Clock } from '../time.js';
 
 /** How long a request may wait for a PostgreSQL connection, and for a query, before it fails with 503. */
 export const PG_CONNECT_TIMEOUT_MS = 3000;
@@ -25,9 +26,11 @@ export const SERVER_SQLITE_BUSY_TIMEOUT_MS = 20;
 export interface StoreOptions {
   /** SQLite's busy_timeout: how long one statement may sleep waiting for another writer. */
   sqliteBusyTimeoutMs?: number;
+  /** PostgreSQL: the clock donation ids taken ahead go stale on (DonationIds); the real one by default. */
+  clock?: Clock;
 }
 
-export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000 }: StoreOptions = {}): Promise<Store> {
+export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, clock }: StoreOptions = {}): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
@@ -36,7 +39,7 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
     store = new Store(db, 'sqlite', { sqlite });
   } else {
     db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax) });
-    store = new Store(db, 'postgres', { writeConcurrency: location.poolMax });
+    store = new Store(db, 'postgres', { writeConcurrency: location.poolMax, clock });
   }
   try {
     await migrate(db, location.dialect);

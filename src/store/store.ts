@@ -7,7 +7,7 @@ import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './aud
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { loggable } from '../loggable.js';
-import { formatMicros, nowIso, nowMicros } from '../time.js';
+import { formatMicros, nowIso, nowMicros, type Clock } from '../time.js';
 import type { Database } from './schema.js';
 import { ClaimLedger } from './claims.js';
 import { donationsWithCharity, type DonationFilter } from './donation-query.js';
@@ -53,14 +53,17 @@ export class Store {
     {
       writeConcurrency = 1,
       sqlite,
+      clock,
     }: {
       /** Batches of writes at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
       writeConcurrency?: number;
       /** SQLite: the connection under `db`, on which creates are written synchronously, a batch at a time. */
       sqlite?: BetterSqlite3.Database;
+      /** PostgreSQL: the clock donation ids taken ahead go stale on (DonationIds). */
+      clock?: Clock;
     } = {},
   ) {
-    this.creates = localCreates(db, dialect, { concurrency: writeConcurrency, sqlite });
+    this.creates = localCreates(db, dialect, { concurrency: writeConcurrency, sqlite }, clock);
     this.claims = new ClaimLedger(db);
     this.donors = new DonorData(db);
   }
@@ -245,8 +248,8 @@ export class Store {
 }
 
 /** A create's writes in this process: stated by DonationWrites, batched and committed by GroupCommit. */
-function localCreates(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], options: ConstructorParameters<typeof GroupCommit>[2]): CreateWrites {
-  const donationWrites = new DonationWrites(db, dialect);
+function localCreates(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], options: ConstructorParameters<typeof GroupCommit>[2], clock?: Clock): CreateWrites {
+  const donationWrites = new DonationWrites(db, dialect, clock);
   const writes = new GroupCommit(db, donationWrites, options);
   return {
     insert: (charityId, d, deadline) => writes.run(() => donationWrites.insertDonation(charityId, d), deadline),
