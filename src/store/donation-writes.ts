@@ -45,16 +45,14 @@ export class DonationWrites implements CommitJournal {
   private readonly hot = new HotStatements();
   /** PostgreSQL: how a batch's creates share round trips (sharedRoundTrips); undefined on SQLite, so it also says which one this is. */
   private readonly together: ReturnType<DonationWrites['sharedRoundTrips']> | undefined;
-  /** PostgreSQL: the donations' ids, taken from the sequence ahead of need while creates come close together. */
-  private readonly ids: DonationIds;
 
   constructor(
     private readonly db: Kysely<Database>,
     dialect: DatabaseLocation['dialect'],
+    /** PostgreSQL: the clock the ids taken ahead go stale on (DonationIds). */
     clock: Clock = monotonicClock,
   ) {
-    this.ids = new DonationIds((count, query) => this.takeIds(count, query), clock);
-    this.together = dialect === 'postgres' ? this.sharedRoundTrips() : undefined;
+    this.together = dialect === 'postgres' ? this.sharedRoundTrips(clock) : undefined;
   }
 
   /**
@@ -126,7 +124,12 @@ export class DonationWrites implements CommitJournal {
    * stored meanwhile fails that statement whole (see keyTaken). PostgreSQL's SQL, and only there:
    * SQLite runs each batch in one synchronous call, with no round trips to share.
    */
-  private sharedRoundTrips(): Record<'keyLookup' | 'donationInsert', Together> {
+  private sharedRoundTrips(clock: Clock): Record<'keyLookup' | 'donationInsert', Together> {
+    // The donations' ids, from the sequence in one round trip, taken ahead of need while creates come close together.
+    const ids = new DonationIds(async (count, query) => {
+      const rows = await query(compiled(this.hot.statement('donation ids', [count], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${count})`))));
+      return rows.map((row) => Number(row.id));
+    }, clock);
     return {
       keyLookup: {
         run: async (statements, query) => {
@@ -154,12 +157,12 @@ export class DonationWrites implements CommitJournal {
         ownCommit: async (statements, query, token) => {
           // The ids are taken before the commit, not returned by it: if its answer is lost and the token says it
           // committed, each create still knows its own. Under load they are already here (DonationIds).
-          const ids = await this.ids.take(statements.length, query);
+          const taken = await ids.take(statements.length, query);
           const donations: (Insertable<DonationsTable> & { id: number })[] = [];
           const keys: Insertable<Database['idempotency_keys']>[] = [];
           statements.forEach((s, i) => {
             const { row, key } = s.data as DonationData;
-            const id = ids[i]!;
+            const id = taken[i]!;
             donations.push({ ...row, id });
             if (key) keys.push({ ...key, donation_id: id });
           });
@@ -169,12 +172,6 @@ export class DonationWrites implements CommitJournal {
         },
       },
     };
-  }
-
-  /** PostgreSQL: `count` new ids from the donations' sequence, in one round trip. */
-  private async takeIds(count: number, query: Query): Promise<number[]> {
-    const rows = await query(compiled(this.hot.statement('donation ids', [count], () => this.compilable(sql`select nextval(pg_get_serial_sequence('donations', 'id')) as id from generate_series(1, ${count})`))));
-    return rows.map((row) => Number(row.id));
   }
 
   /**
