@@ -115,11 +115,13 @@ export async function buildApp({
   // request is a cost every request pays. (Then, per route: authentication, the create limit; with no
   // route, the not-found handler's own hook answers 404 or 405 before the body is read.)
   app.addHook('preParsing', boundBody); // the body's 1 MiB limit
+  // The names in lower case, as Fastify keeps them and sends them: it lowercases a name on every
+  // call, and one with capitals is a new string each time (about 3% of a /me, docs/performance.md).
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (closing) reply.header('Connection', 'close');
-    reply.header('X-Request-Id', request.id);
-    if (!reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store'); // the docs page's assets may be kept
-    reply.header('X-Content-Type-Options', 'nosniff');
+    if (closing) reply.header('connection', 'close');
+    reply.header('x-request-id', request.id);
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store'); // the docs page's assets may be kept
+    reply.header('x-content-type-options', 'nosniff');
     done(null, payload);
   });
   // Below info (or with no logger), nothing is built for a line never written.
