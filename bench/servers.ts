@@ -205,15 +205,29 @@ export interface Running {
   url: string;
 }
 
-export async function startCeiling(): Promise<Running> {
-  const child = own(spawn(process.execPath, [join(ROOT, 'bench', 'ceiling.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] }));
+export function startCeiling(): Promise<Running> {
+  return startListening(own(spawn(process.execPath, [join(ROOT, 'bench', 'ceiling.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] })), 'the ceiling server');
+}
+
+/** A bench server's address, from the {"port":N} line it prints once listening. */
+async function startListening(child: ChildProcess & { stdout: NodeJS.ReadableStream }, name: string): Promise<Running> {
   const line = await new Promise<string>((resolve, reject) => {
     child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()));
-    child.once('exit', (code) => reject(new Error(`the ceiling server exited (${code}) before listening`)));
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before listening`)));
   });
   child.stdout.resume(); // drained, whatever comes
   const { port } = JSON.parse(line) as { port: number };
   return { child, pid: child.pid!, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * The floor (bench/floor.mjs): the stack alone answering creates, on a SQLite file that `almoner
+ * charity create` migrated and gave this charity.
+ */
+export async function startFloor(db: BenchDatabase, charity: { username: string; password: string }): Promise<Running> {
+  const path = db.url.replace(/^sqlite:/, '');
+  const env = { ...process.env, FLOOR_DB: path, FLOOR_USERNAME: charity.username, FLOOR_PASSWORD: charity.password };
+  return startListening(own(spawn(process.execPath, [join(ROOT, 'bench', 'floor.mjs')], { env, stdio: ['pipe', 'pipe', 'inherit'] })), 'the floor server');
 }
 
 // ---- Almoner -----------------------------------------------------------------------------------
