@@ -1,6 +1,7 @@
-// The floor: what the stack alone can do with a create, measured in the same run as Almoner so that
-// a goal out of reach shows as such (issue 13). The least any server on this stack must do to answer
-// POST /api/v1/donation/create as the interface asks: Fastify 5 with its JSON body parser and a
+// The floor: what the stack alone can do, measured in the same run as Almoner so that a goal out of
+// reach shows as such (issue 13), and a goal within reach too. POST /api/v1/me: Basic auth as below
+// and the charity's name and e-mail through a response schema. The least any server on this stack
+// must do to answer POST /api/v1/donation/create as the interface asks: Fastify 5 with its JSON body parser and a
 // response schema; Basic auth checked against a SHA-256 of the password kept in memory; the
 // required fields present and validator's isEmail; each event-loop turn's donations written in one
 // better-sqlite3 transaction (WAL, synchronous=FULL, foreign keys on, as Almoner opens it) into
@@ -24,8 +25,9 @@ const db = new Database(FLOOR_DB);
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = FULL');
 db.pragma('foreign_keys = ON');
-const charityId = db.prepare('select id from charities where username = ?').get(FLOOR_USERNAME)?.id;
-if (charityId === undefined) throw new Error(`no charity ${FLOOR_USERNAME} in ${FLOOR_DB}`);
+const charity = db.prepare('select id, name, email from charities where username = ?').get(FLOOR_USERNAME);
+if (charity === undefined) throw new Error(`no charity ${FLOOR_USERNAME} in ${FLOOR_DB}`);
+const charityId = charity.id;
 
 const COLUMNS = [
   'charity_id', 'donor_first_name', 'donor_last_name', 'donor_email', 'donor_phone', 'donor_address', 'donor_city', 'donor_postcode', 'donor_ip',
@@ -93,6 +95,14 @@ const RECORD = {
 };
 
 const app = Fastify({ keepAliveTimeout: 72_000 });
+const ME = {
+  type: 'object',
+  properties: { success: { type: 'boolean' }, message: { type: 'string' }, data: { type: 'object', properties: { name: { type: 'string' }, email: { type: 'string' } } } },
+};
+app.post('/api/v1/me', { schema: { response: { 200: ME } } }, (request, reply) => {
+  if (!authenticated(request.headers.authorization)) return reply.code(401).send({ message: 'Unauthorized' });
+  return reply.send({ success: true, message: 'Authenticated', data: { name: charity.name, email: charity.email } });
+});
 app.post('/api/v1/donation/create', { schema: { response: { 200: RECORD } } }, async (request, reply) => {
   if (!authenticated(request.headers.authorization)) return reply.code(401).send({ message: 'Unauthorized' });
   const d = request.body ?? {};
