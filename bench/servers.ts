@@ -221,10 +221,10 @@ async function startListening(child: ChildProcess & { stdout: NodeJS.ReadableStr
 }
 
 /**
- * The floor (bench/floor.mjs): the stack alone answering creates, on a SQLite file that `almoner
- * charity create` migrated and gave this charity.
+ * The floor (bench/floor.mjs): the stack alone answering /me and creates, on a SQLite file that
+ * `almoner charity create` migrated and gave this charity.
  */
-export async function startFloor(db: BenchDatabase, charity: { username: string; password: string }): Promise<Running> {
+export function startFloor(db: BenchDatabase, charity: { username: string; password: string }): Promise<Running> {
   const path = db.url.replace(/^sqlite:/, '');
   const env = { ...process.env, FLOOR_DB: path, FLOOR_USERNAME: charity.username, FLOOR_PASSWORD: charity.password };
   return startListening(own(spawn(process.execPath, [join(ROOT, 'bench', 'floor.mjs')], { env, stdio: ['pipe', 'pipe', 'inherit'] })), 'the floor server');
