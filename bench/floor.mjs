@@ -85,10 +85,9 @@ function isoDate(v) {
 
 const nowIso = () => `${new Date().toISOString().slice(0, -1)}000Z`; // microseconds, as Almoner writes them
 
-/** The record the interface answers with, as stored. */
-function recordOf(id, d, donationDate) {
+/** The record the interface answers with, as stored, but for its id. */
+function recordOf(d, donationDate) {
   return {
-    id,
     donor_first_name: text(d.donor_first_name), donor_last_name: text(d.donor_last_name), donor_email: d.donor_email,
     donor_phone: text(d.donor_phone), donor_address: text(d.donor_address), donor_city: text(d.donor_city),
     donor_postcode: text(d.donor_postcode), donor_ip: text(d.donor_ip), gift_aid: d.gift_aid, amount: String(d.amount),
@@ -180,7 +179,7 @@ app.post('/api/v1/donation/create', { schema: { response: { 200: RECORD } } }, a
   const errors = errorsOf(d);
   if (errors) return reply.code(422).send({ message: 'The given data was invalid.', errors });
   const now = nowIso();
-  const record = recordOf(undefined, d, d.donation_date ? isoDate(d.donation_date) : now);
+  const record = recordOf(d, d.donation_date ? isoDate(d.donation_date) : now);
   const key = request.headers['idempotency-key'];
   const fingerprint = key === undefined ? undefined : hash('sha256', JSON.stringify(record), 'hex');
   const result = await write({ record, key, fingerprint, now });

@@ -88,16 +88,9 @@ interface BackendResult {
   me: Run;
   create: Run;
   keyed: Run;
-  check: {
-    create: CreateCheck;
-    keyed: CreateCheck;
-    unmarkedRows: number;
-    /** Idempotency keys stored: one per donation of the keyed run, none for the other. */
-    idempotencyKeys: number;
-    keyedStored: number;
+  check: CreatesCheck & {
     /** 200s for creates that the server logged (warm-up and measured): answers it finished writing. */
     serverLogged200: number | null;
-    ok: boolean;
   };
 }
 
@@ -130,6 +123,45 @@ function checkPhase(load: LoadResult, counts: { rows: number; distinct: number }
   return { acknowledged: load.ok, stored: counts.rows, duplicates: counts.rows - counts.distinct, unansweredAtEnd, ok };
 }
 
+/** What the database holds after a server's two create runs (Almoner's or the floor's). */
+interface CreatesCheck {
+  create: CreateCheck;
+  keyed: CreateCheck;
+  unmarkedRows: number;
+  /** Idempotency keys stored: one per donation of the keyed run, none for the other. */
+  idempotencyKeys: number;
+  keyedStored: number;
+  /** Every run's donations stored once, nothing else stored, a key for each keyed donation and no other. */
+  ok: boolean;
+}
+
+/** Counts what `db` holds of the create runs (by their markers) and checks it against what was acknowledged. */
+async function checkCreates(db: BenchDatabase, create: Measured, keyed: Measured): Promise<CreatesCheck & { allRows: number }> {
+  const checkRun = async (m: Measured, markers: { warmup: string; measured: string }) => {
+    const measuredCounts = await db.count(markers.measured);
+    const warmupCounts = m.warmup ? await db.count(markers.warmup) : { rows: 0, distinct: 0, all: measuredCounts.all, keys: measuredCounts.keys };
+    return {
+      check: { measured: checkPhase(m.load, measuredCounts), warmup: m.warmup ? checkPhase(m.warmup, warmupCounts) : null },
+      rows: measuredCounts.rows + warmupCounts.rows,
+      all: measuredCounts.all,
+      keys: measuredCounts.keys,
+    };
+  };
+  const unkeyedRun = await checkRun(create, MARKERS.create);
+  const keyedRun = await checkRun(keyed, MARKERS.keyed);
+  const unmarkedRows = unkeyedRun.all - unkeyedRun.rows - keyedRun.rows;
+  const phasesOk = [unkeyedRun.check, keyedRun.check].every((c) => c.measured.ok && (c.warmup?.ok ?? true));
+  return {
+    create: unkeyedRun.check,
+    keyed: keyedRun.check,
+    unmarkedRows,
+    idempotencyKeys: unkeyedRun.keys,
+    keyedStored: keyedRun.rows,
+    ok: phasesOk && unmarkedRows === 0 && unkeyedRun.keys === keyedRun.rows,
+    allRows: unkeyedRun.all,
+  };
+}
+
 async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, dir: string, logLevel: string): Promise<BackendResult> {
   const { username, password } = await createCharity(db.url);
   const auth = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
@@ -154,26 +186,12 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
   const shutdown = await stop(server.child);
   const log = await summariseLog(server.logPath);
 
-  const checkRun = async (m: Measured, markers: { warmup: string; measured: string }) => {
-    const measuredCounts = await db.count(markers.measured);
-    const warmupCounts = m.warmup ? await db.count(markers.warmup) : { rows: 0, distinct: 0, all: measuredCounts.all, keys: measuredCounts.keys };
-    return {
-      check: { measured: checkPhase(m.load, measuredCounts), warmup: m.warmup ? checkPhase(m.warmup, warmupCounts) : null },
-      rows: measuredCounts.rows + warmupCounts.rows,
-      all: measuredCounts.all,
-      keys: measuredCounts.keys,
-    };
-  };
-  const unkeyedRun = await checkRun(create, MARKERS.create);
-  const keyedRun = await checkRun(keyed, MARKERS.keyed);
-  const allRows = unkeyedRun.all;
-  const unmarkedRows = allRows - unkeyedRun.rows - keyedRun.rows;
+  const { allRows, ...stored } = await checkCreates(db, create, keyed);
   // The server's own count of the 200s it finished writing lies between what the client read and
   // what is stored (a request whose client has gone is stored, but its answer is never finished).
   const serverLogged200 = log.responses['POST /api/v1/donation/create 200'] ?? null;
   const acknowledged = [create, keyed].reduce((n, m) => n + m.load.ok + (m.warmup?.ok ?? 0), 0);
   const loggedOk = serverLogged200 === null || (serverLogged200 >= acknowledged && serverLogged200 <= allRows);
-  const checksOk = [unkeyedRun.check, keyedRun.check].every((c) => c.measured.ok && (c.warmup?.ok ?? true));
   const run = (name: string, m: Measured): Run => ({ name: `${name}, ${db.backend}, ${logLevel}`, ratio: NaN, ...m });
   return {
     backend: db.backend,
@@ -197,16 +215,7 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
     me: run('/me', me),
     create: run('create', create),
     keyed: run('keyed create', keyed),
-    check: {
-      create: unkeyedRun.check,
-      keyed: keyedRun.check,
-      unmarkedRows,
-      idempotencyKeys: unkeyedRun.keys,
-      keyedStored: keyedRun.rows,
-      serverLogged200,
-      // Every keyed donation has its key, and no other donation has one.
-      ok: checksOk && unmarkedRows === 0 && loggedOk && unkeyedRun.keys === keyedRun.rows,
-    },
+    check: { ...stored, serverLogged200, ok: stored.ok && loggedOk },
   };
 }
 
@@ -214,7 +223,7 @@ interface FloorResult {
   me: Run;
   create: Run;
   keyed: Run;
-  check: { create: CreateCheck; keyed: CreateCheck; unmarkedRows: number; idempotencyKeys: number; keyedStored: number; ok: boolean };
+  check: CreatesCheck;
 }
 
 /** The floor's /me and creates, without and with a key, on a SQLite file of its own; its creates checked like Almoner's. */
@@ -229,32 +238,13 @@ async function benchFloor(loader: Loader, dir: string): Promise<FloorResult> {
   const keyed = await measure(loader, server.pid, { ...spec, keyed: true });
   await waitUntilIdle(server.pid);
   const shutdown = await stop(server.child);
-  const counts = async (m: Measured, markers: { warmup: string; measured: string }) => {
-    const measured = await db.count(markers.measured);
-    const warmup = m.warmup ? await db.count(markers.warmup) : null;
-    const check: CreateCheck = { measured: checkPhase(m.load, measured), warmup: m.warmup && warmup ? checkPhase(m.warmup, warmup) : null };
-    return { check, rows: measured.rows + (warmup?.rows ?? 0), all: measured.all, keys: measured.keys };
-  };
-  const unkeyed = await counts(create, MARKERS.create);
-  const withKeys = await counts(keyed, MARKERS.keyed);
+  const { allRows: _, ...stored } = await checkCreates(db, create, keyed);
   const run = (name: string, m: Measured): Run => ({ name: `floor: ${name}, SQLite`, ratio: NaN, ...m });
   return {
     me: run('/me', me),
     create: run('create', create),
     keyed: run('keyed create', keyed),
-    check: {
-      create: unkeyed.check,
-      keyed: withKeys.check,
-      unmarkedRows: unkeyed.all - unkeyed.rows - withKeys.rows,
-      idempotencyKeys: unkeyed.keys,
-      keyedStored: withKeys.rows,
-      // As Almoner's: each run's donations stored once, nothing else stored, a key for each keyed donation and no other, a clean stop.
-      ok:
-        [unkeyed.check, withKeys.check].every((c) => c.measured.ok && (c.warmup?.ok ?? true)) &&
-        unkeyed.all === unkeyed.rows + withKeys.rows &&
-        unkeyed.keys === withKeys.rows &&
-        shutdown.code === 0,
-    },
+    check: { ...stored, ok: stored.ok && shutdown.code === 0 }, // as Almoner's, and a clean stop
   };
 }
 
