@@ -34,18 +34,24 @@ type Write = () => WriteProgram<unknown>;
 
 interface Pending {
   write: Write;
+  /** Tell the writer its result, or its error; whatever comes after the first is not said. */
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** The writer has been told: by its batch, or at its deadline. */
+  told: boolean;
   /** Cuts the write short at its deadline. */
   timer: NodeJS.Timeout | undefined;
   /** The batch it is in, once it has left the queue. */
   batch?: Batch;
 }
 
-/** Writes committed together. Abandoned when one of them reaches its deadline: all are told at once, and nothing is stored unless its commit was sent. */
+/**
+ * Writes committed together. One that reaches its deadline before the commit is sent is told so
+ * and left out of it (nothing of it is stored); after, it is told the outcome is unknown. Either
+ * way the others go on to their own outcome.
+ */
 interface Batch {
   members: Pending[];
-  abandoned: boolean;
   commitSent: boolean;
   /** Why the last try failed while trying again (another process holding SQLite's lock). */
   heldUpBy?: unknown;
@@ -161,13 +167,18 @@ export class GroupCommit<DB> {
       const p: Pending = {
         write,
         resolve: (value) => {
+          if (p.told) return;
+          p.told = true;
           clearTimeout(p.timer);
           resolve(value as T);
         },
         reject: (err) => {
+          if (p.told) return;
+          p.told = true;
           clearTimeout(p.timer);
           reject(err);
         },
+        told: false,
         timer: undefined,
       };
       p.timer = setTimeout(() => this.expire(p), Math.max(0, deadline - performance.now()));
@@ -176,19 +187,21 @@ export class GroupCommit<DB> {
     });
   }
 
-  /** A write's deadline has come: out of the queue, or its whole batch abandoned. */
+  /**
+   * A write's deadline has come: out of the queue, or out of its batch. Its batch leaves it out of
+   * the commit if that is not sent yet (commitOnce looks, last thing before it sends); once it is,
+   * whether the write was stored is known only when the commit answers, too late for this writer.
+   */
   private expire(p: Pending): void {
     const queued = this.queue.indexOf(p);
     if (queued >= 0) {
       this.queue.splice(queued, 1);
       p.reject(new DatabaseDeadlineError());
-    } else if (p.batch && !p.batch.abandoned) {
-      const batch = p.batch;
-      batch.abandoned = true;
-      const late = new DatabaseDeadlineError(batch.heldUpBy);
-      const err = batch.commitSent ? new CommitOutcomeUnknownError(late) : late;
+    } else if (p.batch && !p.told) {
+      const late = new DatabaseDeadlineError(p.batch.heldUpBy);
+      const err = p.batch.commitSent ? new CommitOutcomeUnknownError(late) : late;
       this.failures.failed(err);
-      for (const member of batch.members) member.reject(err);
+      p.reject(err);
     }
   }
 
@@ -218,9 +231,9 @@ export class GroupCommit<DB> {
     try {
       const results = await this.commit(batch);
       this.failures.succeeded();
-      batch.members.forEach((p, i) => p.resolve(results[i]));
+      batch.members.forEach((p, i) => p.resolve(results[i])); // those left out were told already
     } catch (err) {
-      if (batch.abandoned) return; // its writers were told at their deadline
+      if (everyoneTold(batch)) return; // at their deadlines
       const cause = err instanceof NotCommitted ? err.cause : err;
       const unavailable = isDatabaseUnavailable(cause);
       if (unavailable) this.failures.failed(cause);
@@ -230,15 +243,15 @@ export class GroupCommit<DB> {
       if (!(err instanceof NotCommitted) || unavailable) {
         for (const p of batch.members) p.reject(cause);
       } else {
-        // Each write is a batch of its own from now on, so that one reaching its deadline while it
-        // waits its turn is told and skipped, and never cuts short (or is stored after) another.
-        for (const alone of batch.members.map((p) => this.batchOf([p]))) {
-          if (alone.abandoned) continue;
+        // Each write is a batch of its own from now on (at once, so that one reaching its deadline
+        // while it waits its turn is told and skipped, not told that its commit was sent).
+        for (const alone of batch.members.filter((p) => !p.told).map((p) => this.batchOf([p]))) {
           const [p] = alone.members as [Pending];
+          if (p.told) continue;
           try {
             p.resolve((await this.commit(alone))[0]);
           } catch (one) {
-            if (!alone.abandoned) p.reject(one instanceof NotCommitted ? one.cause : one);
+            p.reject(one instanceof NotCommitted ? one.cause : one);
           }
         }
       }
@@ -250,7 +263,7 @@ export class GroupCommit<DB> {
   }
 
   private batchOf(members: Pending[]): Batch {
-    const batch: Batch = { members, abandoned: false, commitSent: false };
+    const batch: Batch = { members, commitSent: false };
     for (const p of members) p.batch = batch;
     return batch;
   }
@@ -266,7 +279,7 @@ export class GroupCommit<DB> {
       try {
         return await this.commitOnce(batch);
       } catch (err) {
-        if (!(err instanceof NotCommitted && isBusy(err.cause)) || batch.abandoned) throw err;
+        if (!(err instanceof NotCommitted && isBusy(err.cause)) || everyoneTold(batch)) throw err;
         batch.heldUpBy = err.cause;
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
@@ -274,36 +287,46 @@ export class GroupCommit<DB> {
   }
 
   /**
-   * Runs the batch's writes and commits them with a token; their results once committed. Throws
-   * NotCommitted when nothing was stored, CommitOutcomeUnknownError when that cannot be known.
+   * Runs the batch's writes and commits them with a token; their results once committed, in the
+   * members' order (undefined for one left out at its deadline). Throws NotCommitted when nothing
+   * was stored, CommitOutcomeUnknownError when that cannot be known.
    */
   private async commitOnce(batch: Batch): Promise<unknown[]> {
     if (this.sqlite) return this.commitOnSqlite(this.sqlite, batch);
     const token = randomUUID();
     const stop = () => {
-      if (batch.abandoned) throw new DatabaseDeadlineError();
+      if (everyoneTold(batch)) throw new DatabaseDeadlineError();
     };
     let results: unknown[] = []; // known before the commit is sent, so that an answer settled by the token can still return them
     try {
       // On one connection, taken first: the deadline may pass while the pool is busy, and then nothing was sent.
       return await this.db.connection().execute(async (connection) => {
         const query = queryOn(connection, stop);
+        // A writer told at its deadline is still run up to its last statement (those before it only read, or
+        // make a change that is right whatever becomes of the write), and left out of the commit.
         const programs = batch.members.map(({ write }) => write());
         const steps = await runUntilLast(query, programs);
-        const last = lastStatements(steps);
-        if (!last) return steps.map((step) => step.value); // nothing to write (replays)
-        const { rows, commit } = await last.together.ownCommit(last.statements, query, token);
-        last.writes.forEach((i, j) => (steps[i] = { done: true, value: finish(programs[i]!, rows[j]!) }));
-        results = steps.map((step) => step.value);
-        stop(); // no donation was written: its writers were told so
-        batch.commitSent = true; // this statement is the commit
-        await connection.executeQuery(commit);
-        return results;
+        const waiting = (i: number) => !batch.members[i]!.told;
+        for (let last = lastStatements(steps, waiting); ; ) {
+          stop();
+          if (!last) return steps.map((step) => (step.done ? step.value : undefined)); // nothing to write (replays, or every writer told)
+          const { rows, commit } = await last.together.ownCommit(last.statements, query, token);
+          const now = lastStatements(steps, waiting);
+          if (now?.writes.length !== last.writes.length) {
+            last = now; // one reached its deadline meanwhile: the commit is made again without it
+            continue;
+          }
+          last.writes.forEach((i, j) => (steps[i] = { done: true, value: finish(programs[i]!, rows[j]!) }));
+          results = steps.map((step) => (step.done ? step.value : undefined));
+          batch.commitSent = true; // this statement is the commit; from here to its sending, nothing awaits
+          await connection.executeQuery(commit);
+          return results;
+        }
       });
     } catch (err) {
       // An error PostgreSQL answered (a key another instance stored, a deadlock) means the statement did not take effect.
       if (!batch.commitSent || isRefused(err)) throw new NotCommitted(err);
-      if (batch.abandoned) throw err; // nobody left to tell
+      if (everyoneTold(batch)) throw err; // nobody left to tell
       let committed: boolean;
       try {
         committed = await this.journal.committed(token);
@@ -322,12 +345,18 @@ export class GroupCommit<DB> {
    * batch inside it.
    */
   private commitOnSqlite(db: BetterSqlite3.Database, batch: Batch): unknown[] {
-    if (batch.abandoned) throw new NotCommitted(new DatabaseDeadlineError());
+    if (everyoneTold(batch)) throw new NotCommitted(new DatabaseDeadlineError());
     if (db.inTransaction) throw new NotCommitted(Object.assign(new Error('SQLITE_BUSY: another transaction is open on this connection'), { code: 'SQLITE_BUSY' }));
     try {
-      return db.transaction(() => batch.members.map(({ write }) => runOnSqlite(db, write()))).immediate();
+      // Those told at their deadline (while another process held the lock) are left out.
+      return db.transaction(() => batch.members.map(({ write, told }) => (told ? undefined : runOnSqlite(db, write())))).immediate();
     } catch (err) {
       throw new NotCommitted(err); // rolled back, or never begun
     }
   }
+}
+
+/** Every writer of the batch has been told (at its deadline): nothing of it is to be written. */
+function everyoneTold(batch: Batch): boolean {
+  return batch.members.every((p) => p.told);
 }

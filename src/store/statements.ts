@@ -50,14 +50,15 @@ export function queryOn<DB>(db: Kysely<DB>, stop: () => void): Query {
 }
 
 /**
- * The batch's last statements, once `runUntilLast` has brought its writes to them: the kind that
- * writes and commits them in one (Together.ownCommit), and which write each is; undefined when every
- * write has already returned (replays, say), so there is nothing to commit.
+ * The batch's last statements, once `runUntilLast` has brought its writes to them, of the writes
+ * `keep` keeps: the kind that writes and commits them in one (Together.ownCommit), and which write
+ * each is; undefined when every write has already returned (replays, say), so there is nothing to commit.
  */
 export function lastStatements(
   steps: readonly IteratorResult<Statement, unknown>[],
+  keep: (write: number) => boolean = () => true,
 ): { together: Pick<Required<Together>, 'ownCommit'>; statements: Statement[]; writes: number[] } | undefined {
-  const writes = steps.flatMap((step, i) => (step.done ? [] : [i]));
+  const writes = steps.flatMap((step, i) => (step.done || !keep(i) ? [] : [i]));
   if (writes.length === 0) return undefined;
   const statements = writes.map((i) => steps[i]!.value as Statement);
   const together = statements[0]!.together;
