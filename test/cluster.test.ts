@@ -4,12 +4,15 @@
 // lines; a worker that dies is replaced, SIGTERM stops them all, and a worker that cannot start
 // stops the primary with its message.
 import assert from 'node:assert/strict';
+import cluster from 'node:cluster';
 import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { CreatesByPrimary, fromWire, toWire } from '../src/cluster/creates.js';
+import { signUpCharity } from '../src/charities/signup.js';
+import { CreatesByPrimary, fromWire, toWire, writeCreatesForWorkers } from '../src/cluster/creates.js';
+import type { CreatesAnswer } from '../src/cluster/ipc.js';
 import { DatabaseDeadlineError } from '../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../src/store/group-commit.js';
 import { KeyTakenError } from '../src/store/store.js';
@@ -335,6 +338,57 @@ test('a primary that never answers: the create fails a moment after its deadline
   const key = { key: 'k', fingerprint: 'f', ttlMicros: 1 };
   await assert.rejects(creates.insertKeyed(1, validDonation('stuck@example.org'), key, performance.now() + 30), unknown);
   assert.ok(unknown(creates.writeFailure()), '/health/ready says why');
+});
+
+test("SQLite's one writer answers a create told at its deadline then, not when the rest of its message is committed", async () => {
+  const database = await SQLITE.createDatabase();
+  const store = await openStore(database.location, { sqliteBusyTimeoutMs: 20 });
+  const outsider = new BetterSqlite3(database.location.dialect === 'sqlite' ? database.location.path : '');
+  try {
+    const { charity } = await signUpCharity(store, { name: 'Writer', email: 'w@example.org' });
+    writeCreatesForWorkers(store);
+    const answers: { at: 'held' | 'released'; answer: CreatesAnswer }[] = [];
+    let phase: 'held' | 'released' = 'held';
+    const worker = { isConnected: () => true, send: (answer: CreatesAnswer) => void answers.push({ at: phase, answer }) };
+    outsider.exec('begin immediate');
+    // One message from a worker: a create with 50 ms left of its time for the database, one with 10 s.
+    const creates = [50, 10_000].map((ms, i) => ({ charityId: charity.id, donation: validDonation(`message-${i}@example.org`), ms }));
+    cluster.emit('message', worker, { type: 'almoner:creates', id: 1, creates });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    phase = 'released';
+    outsider.exec('commit');
+    await until('both creates answered', 10_000, () => answers.length === 2, () => JSON.stringify(answers));
+    const [late, stored] = answers;
+    assert.equal(late!.at, 'held', 'the late create was answered while the lock was still held');
+    assert.deepEqual(late!.answer.outcomes.map(([i, o]) => [i, 'error' in o && o.error.kind]), [[0, 'deadline']]);
+    assert.equal(stored!.at, 'released');
+    assert.deepEqual(stored!.answer.outcomes.map(([i, o]) => [i, 'value' in o && (o.value as { donor_email: string }).donor_email]), [[1, 'message-1@example.org']]);
+    const emails = (outsider.prepare('select donor_email from donations').all() as { donor_email: string }[]).map((r) => r.donor_email);
+    assert.deepEqual(emails, ['message-1@example.org'], 'the late create was left out of the commit');
+  } finally {
+    cluster.removeAllListeners('message');
+    outsider.close();
+    await store.close();
+    await database.drop();
+  }
+});
+
+test('a worker settles each of its creates as the primary answers it, in parts', async () => {
+  const creates = new CreatesByPrimary(60_000);
+  const first = creates.insert(1, validDonation('part-0@example.org'), performance.now() + 10_000);
+  const second = creates.insert(1, validDonation('part-1@example.org'), performance.now() + 10_000); // the same turn: one message, id 1
+  let firstSettled = false;
+  first.then(
+    () => (firstSettled = true),
+    () => (firstSettled = true),
+  );
+  await new Promise((resolve) => setImmediate(resolve)); // sent
+  const value = { id: 7, donor_email: 'part-1@example.org' };
+  process.emit('message', { type: 'almoner:created', id: 1, outcomes: [[1, { value: value as never }]], batches: [] } satisfies CreatesAnswer, undefined);
+  assert.deepEqual(await second, value);
+  assert.equal(firstSettled, false, 'the other create still waits for its own answer');
+  process.emit('message', { type: 'almoner:created', id: 1, outcomes: [[0, { error: toWire(new DatabaseDeadlineError()) }]], batches: [] } satisfies CreatesAnswer, undefined);
+  await assert.rejects(first, DatabaseDeadlineError);
 });
 
 describe('WORKERS: bad settings and a worker that cannot start', () => {

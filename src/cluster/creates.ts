@@ -3,10 +3,12 @@
 // the commits (fsyncs), and slept inside SQLite while the other held it. So the primary writes them:
 // each worker sends a turn's creates in one message, the primary runs them through its own group
 // commit (creates from both workers that arrive together share a batch and its fsync), and answers
-// each message once the commit holding its creates is on disk. A 200 still means committed.
+// each create once the commit holding it is on disk (those settled together in one answer, usually
+// the whole message). A 200 still means committed.
 //
 // Each create carries what is left of its request's time for the database, and the primary's group
-// commit keeps that deadline as it does in one process. Should the primary not answer at all (it
+// commit keeps that deadline as it does in one process: a create told at its deadline is answered
+// then, not when the rest of its message is. Should the primary not answer at all (it
 // is stuck; were it gone, the worker would be gone too) the worker gives up a moment later with
 // CommitOutcomeUnknownError, a 503: its creates may or may not have been stored.
 import cluster from 'node:cluster';
@@ -24,16 +26,25 @@ export function writeCreatesForWorkers(store: Store): void {
   store.observeBatches((size, seconds) => batches.push([size, seconds]));
   cluster.on('message', (from, m: unknown) => {
     if (!isMessage(m, 'almoner:creates')) return;
-    void Promise.allSettled(m.creates.map((c) => record(store, c))).then((settled) => {
+    let settled: CreatesAnswer['outcomes'] = [];
+    const answer = () => {
       // The worker is gone, and its requests' clients with it (as when one process dies after a commit);
       // the batches stay for the next answer, to another worker.
       if (!from.isConnected()) return;
-      toWorker(from, {
-        type: 'almoner:created',
-        id: m.id,
-        outcomes: settled.map((s) => (s.status === 'fulfilled' ? { value: s.value } : { error: toWire(s.reason) })),
-        batches: batches.splice(0),
-      });
+      toWorker(from, { type: 'almoner:created', id: m.id, outcomes: settled, batches: batches.splice(0) });
+      settled = [];
+    };
+    m.creates.forEach((c, i) => {
+      void record(store, c)
+        .then(
+          (value) => ({ value }),
+          (err: unknown) => ({ error: toWire(err) }),
+        )
+        .then((outcome) => {
+          // Those settled by one commit (or one deadline) go in one answer: nextTick comes once every promise reaction is done.
+          if (settled.length === 0) process.nextTick(answer);
+          settled.push([i, outcome]);
+        });
     });
   });
 }
@@ -52,7 +63,8 @@ interface Waiting {
 /** In a worker: its creates, written by the primary. */
 export class CreatesByPrimary implements CreateWrites {
   private queue: { create: WireCreate; waiting: Waiting }[] = [];
-  private readonly sent = new Map<number, { waiting: Waiting[]; timer: NodeJS.Timeout }>();
+  /** Messages sent and not wholly answered: each create waiting for its outcome, until told. */
+  private readonly sent = new Map<number, { waiting: (Waiting | undefined)[]; left: number; timer: NodeJS.Timeout }>();
   private nextId = 0;
   private scheduled = false;
   private observe: BatchObserver | undefined;
@@ -92,14 +104,14 @@ export class CreatesByPrimary implements CreateWrites {
     const queue = this.queue;
     this.queue = [];
     const id = ++this.nextId;
-    const waiting = queue.map((q) => q.waiting);
+    const waiting: (Waiting | undefined)[] = queue.map((q) => q.waiting);
     const timer = setTimeout(() => {
       this.sent.delete(id);
       const err = new CommitOutcomeUnknownError(new Error('the primary process did not answer'));
       this.failures.failed(err);
-      for (const w of waiting) w.reject(err);
+      for (const w of waiting) w?.reject(err);
     }, Math.max(...queue.map((q) => q.create.ms)) + this.graceMs);
-    this.sent.set(id, { waiting, timer });
+    this.sent.set(id, { waiting, left: waiting.length, timer });
     toPrimary({ type: 'almoner:creates', id, creates: queue.map((q) => q.create) });
   }
 
@@ -107,10 +119,14 @@ export class CreatesByPrimary implements CreateWrites {
     for (const [size, seconds] of batches) this.observe?.(size, seconds);
     const sent = this.sent.get(id);
     if (!sent) return; // given up on already
-    this.sent.delete(id);
-    clearTimeout(sent.timer);
-    outcomes.forEach((outcome, i) => {
-      const w = sent.waiting[i]!;
+    for (const [i, outcome] of outcomes) {
+      const w = sent.waiting[i];
+      if (!w) continue;
+      sent.waiting[i] = undefined;
+      if (--sent.left === 0) {
+        this.sent.delete(id);
+        clearTimeout(sent.timer);
+      }
       if ('value' in outcome) {
         this.failures.succeeded();
         w.resolve(outcome.value as never);
@@ -119,7 +135,7 @@ export class CreatesByPrimary implements CreateWrites {
         if (isDatabaseUnavailable(err)) this.failures.failed(err);
         w.reject(err);
       }
-    });
+    }
   }
 }
 

@@ -57,11 +57,15 @@ export interface WireCreate {
   ms: number;
 }
 
-/** The primary's answer, with each create's outcome in order, and the batches it committed since its last answer to any worker (for the metrics). */
+/**
+ * The primary's answer to a CreatesRequest, or to part of it: the outcomes of those of its creates
+ * (by their place in it) that were settled together, each told as soon as it is, and the batches the
+ * primary committed since its last answer to any worker (for the metrics).
+ */
 export interface CreatesAnswer {
   type: 'almoner:created';
   id: number;
-  outcomes: ({ value: StoredDonation | KeyedOutcome } | { error: WireError })[];
+  outcomes: [index: number, outcome: { value: StoredDonation | KeyedOutcome } | { error: WireError }][];
   batches: [size: number, seconds: number][];
 }
 
