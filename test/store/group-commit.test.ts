@@ -159,6 +159,47 @@ for (const backend of BACKENDS) {
         if (waiting !== store) await waiting.close();
       }
     });
+
+    test(
+      'PostgreSQL: a keyed write whose deadline passes while its batch looks up the keys is left out of the commit and not stored; the others are',
+      { skip: backend.name === 'sqlite' ? 'the look-ups run inside the batch\'s one synchronous transaction on SQLite: no deadline passes between them' : false },
+      async () => {
+        const client = new pg.Client({ connectionString: database.url });
+        await client.connect();
+        await client.query('begin');
+        await client.query('lock table idempotency_keys in access exclusive mode'); // the batch's look-up of its keys waits
+        let locked = true;
+        try {
+          const writes = Array.from({ length: 5 }, (_, i) => {
+            const d = donation(`looked-up-${i}@example.org`);
+            return store.recordKeyedDonation(charityId, d, { key: `looked-up-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros }, new DatabaseBudget(i === 2 ? 100 : 10_000));
+          });
+          const results = Promise.allSettled(writes);
+          await new Promise((resolve) => setTimeout(resolve, 400));
+          await client.query('commit');
+          locked = false;
+          const settled = await results;
+          const stored = new Set<string>();
+          for await (const row of observer.exportDonations({})) stored.add(row.donor_email);
+          for (const [i, r] of settled.entries()) {
+            if (i === 2) {
+              assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseDeadlineError, `the late one: ${JSON.stringify(r)}`);
+              assert.ok(!stored.has('looked-up-2@example.org'), 'told it was not stored, but it is');
+            } else {
+              assert.equal(r.status, 'fulfilled', `neighbour ${i}: ${r.status === 'rejected' ? String(r.reason) : ''}`);
+              assert.ok(stored.has(`looked-up-${i}@example.org`));
+            }
+          }
+          // Its key was left unused: a retry is taken afresh.
+          const d = donation('looked-up-2@example.org');
+          const retry = await store.recordKeyedDonation(charityId, d, { key: 'looked-up-2', fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
+          assert.equal(retry.outcome, 'created');
+        } finally {
+          if (locked) await client.query('rollback');
+          await client.end();
+        }
+      },
+    );
   });
 }
 
