@@ -111,7 +111,7 @@ export class DonationWrites implements CommitJournal {
       const [kept] = yield this.hot.statement('key insert', Object.values(keyRow), () =>
         this.db.insertInto('idempotency_keys').values(keyRow).onConflict((oc) => oc.columns(['charity_id', 'key']).doNothing()).returning('key'),
       );
-      if (!kept) throw new KeyTakenError(); // rolls the batch back; GroupCommit then tries each write alone
+      if (!kept) throw new KeyTakenError(); // rolls the batch back; GroupCommit then tries its writes again in halves
     }
     return donation;
   }

@@ -237,28 +237,43 @@ export class GroupCommit<DB> {
       const cause = err instanceof NotCommitted ? err.cause : err;
       const unavailable = isDatabaseUnavailable(cause);
       if (unavailable) this.failures.failed(cause);
-      // Retrying one by one helps only when one write is at fault and nothing was stored. A lost
-      // database fails them all at once (a 503 now, not one timeout per write), and an unknown
-      // outcome is never retried.
+      // Trying again helps only when one write is at fault and nothing was stored. A lost database
+      // fails them all at once (a 503 now, not one timeout per write), and an unknown outcome is
+      // never retried.
       if (!(err instanceof NotCommitted) || unavailable) {
         for (const p of batch.members) p.reject(cause);
       } else {
-        // Each write is a batch of its own from now on (at once, so that one reaching its deadline
-        // while it waits its turn is told and skipped, not told that its commit was sent).
-        for (const alone of batch.members.filter((p) => !p.told).map((p) => this.batchOf([p]))) {
-          const [p] = alone.members as [Pending];
-          if (p.told) continue;
-          try {
-            p.resolve((await this.commit(alone))[0]);
-          } catch (one) {
-            p.reject(one instanceof NotCommitted ? one.cause : one);
-          }
-        }
+        await this.inHalves(batch.members);
       }
     } finally {
       this.observe?.(batch.members.length, (performance.now() - started) / 1000);
       this.running--;
       this.schedule();
+    }
+  }
+
+  /**
+   * The writes of a batch that failed with nothing stored, because of one of them (a constraint,
+   * another instance's key): committed in two halves, and a half that fails so again is halved
+   * again, down to the write at fault, which gets its error alone. One write at fault in a batch of
+   * n costs about 2·log2(n) more commits (16 for 256), where trying each alone cost n, and the
+   * others answered in the meantime wait that much less. Each half is made a batch at once, so that
+   * a write whose deadline passes while it waits its turn is told that nothing of it was sent.
+   */
+  private async inHalves(members: Pending[]): Promise<void> {
+    const waiting = members.filter((p) => !p.told);
+    const middle = Math.ceil(waiting.length / 2);
+    const halves = [waiting.slice(0, middle), waiting.slice(middle)].filter((half) => half.length > 0).map((half) => this.batchOf(half));
+    for (const half of halves) {
+      if (everyoneTold(half)) continue;
+      try {
+        const results = await this.commit(half);
+        half.members.forEach((p, i) => p.resolve(results[i]));
+      } catch (err) {
+        const cause = err instanceof NotCommitted ? err.cause : err;
+        if (err instanceof NotCommitted && !isDatabaseUnavailable(cause) && half.members.filter((p) => !p.told).length > 1) await this.inHalves(half.members);
+        else for (const p of half.members) p.reject(cause);
+      }
     }
   }
 
