@@ -271,7 +271,9 @@ export class GroupCommit<DB> {
         half.members.forEach((p, i) => p.resolve(results[i]));
       } catch (err) {
         const cause = err instanceof NotCommitted ? err.cause : err;
-        if (err instanceof NotCommitted && !isDatabaseUnavailable(cause) && half.members.filter((p) => !p.told).length > 1) await this.inHalves(half.members);
+        // Halved again even when all but one were told meanwhile (at their deadline, their commit sent): the one left
+        // gets a commit of its own, so whatever error it gets is its own, not that of a neighbour at fault.
+        if (err instanceof NotCommitted && !isDatabaseUnavailable(cause) && half.members.length > 1) await this.inHalves(half.members);
         else for (const p of half.members) p.reject(cause);
       }
     }

@@ -207,6 +207,37 @@ for (const backend of BACKENDS) {
         }
       },
     );
+
+    test(
+      'PostgreSQL: the write at fault told at its deadline while its half of a failed batch is committed: its neighbour in that half is committed alone, not given its error',
+      { skip: backend.name === 'sqlite' ? 'a batch runs synchronously on SQLite: no deadline passes during its commit' : false },
+      async () => {
+        // The failing write's insert made slow from its second try on (its batch's first fails at once): the retry of
+        // its half is under way when its deadline passes.
+        await queryPostgres(
+          database.url,
+          `create sequence poison_tries;
+           create function slow_poison() returns trigger language plpgsql as $$
+             begin if new.charity_id = ${NO_SUCH_CHARITY} and nextval('poison_tries') > 1 then perform pg_sleep(1); end if; return new; end $$;
+           create trigger slow_poison before insert on donations for each row execute function slow_poison()`,
+        );
+        try {
+          const [poison, ...neighbours] = await Promise.allSettled([
+            store.recordDonation(NO_SUCH_CHARITY, donation('slow-poison@example.org'), { budget: new DatabaseBudget(400) }),
+            ...[1, 2, 3].map((i) => store.recordDonation(charityId, donation(`beside-poison-${i}@example.org`), { budget: new DatabaseBudget(10_000) })),
+          ]);
+          assert.equal(poison!.status, 'rejected');
+          const stored = new Set<string>();
+          for await (const row of observer.exportDonations({})) stored.add(row.donor_email);
+          for (const [i, r] of neighbours.entries()) {
+            assert.equal(r.status, 'fulfilled', `neighbour ${i + 1}: ${r.status === 'rejected' ? String(r.reason) : ''}`);
+            assert.ok(stored.has(`beside-poison-${i + 1}@example.org`));
+          }
+        } finally {
+          await queryPostgres(database.url, 'drop trigger slow_poison on donations; drop function slow_poison; drop sequence poison_tries');
+        }
+      },
+    );
   });
 }
 
