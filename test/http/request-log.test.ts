@@ -79,6 +79,9 @@ describe('request log lines', () => {
       { reqId: '3f1c2a4e-0d7b-4c1e-9a55-6b1f0e2d7c91', method: 'POST', route: '/api/v1/me', status: 200, ms: 0.4, charity: 7 },
       { reqId: 'a "quoted" \\ id~', method: 'GET', route: '(no route)', status: 404, ms: 12, charity: undefined },
       { reqId: 'r', method: 'POST', route: '/api/v1/donation/create', status: 503, ms: 4501.3, charity: 123456 },
+      // Written as one template, with its own quoting and its own way with the time: anything JSON escapes, and tenths.
+      { reqId: 'tab\there, new\nline, \u0001, é, \u2028, \ud83d\ude00 and a lone \ud800', method: 'PATCH', route: '/x', status: 200, ms: 0, charity: 0 },
+      ...[0.1, 0.3, 0.7, 1, 9.9, 10, 99.9, 100, 1234567.8, 0.30000000000000004, 2.05].map((ms, i) => ({ reqId: `t-${i}`, method: 'POST', route: '/api/v1/me', status: 200, ms: Math.round(ms * 10) / 10, charity: 1 })),
     ];
     // As the server makes its logger (redaction included), with a fixed time so the lines can be compared.
     const options = { level: 'info', redact: { paths: ['authorization', 'password', 'donor_email'], censor: '[redacted]' }, timestamp: () => ',"time":42' };
