@@ -435,7 +435,8 @@ async function main(): Promise<number> {
         ...goal(`create, PostgreSQL, ${l}: ratio to the ceiling`, pgResult ? pgResult.create.ratio : null, '>=', 0.15),
         ...(pgResult ? {} : { note: 'set DATABASE_URL=postgres://… to measure it' }),
       },
-      goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections, ${l}`, sqliteCreate.load.p99Ms, '<=', 10, ' ms'),
+      // The floor's own p99 beside it: on a slow hour of the machine the stack alone misses it too.
+      { ...goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections, ${l}`, sqliteCreate.load.p99Ms, '<=', 10, ' ms'), note: `the floor ${fmt(floor.create.load.p99Ms, 1)} ms` },
       goal(`server RSS under load, worst peak (VmHWM), ${l}`, Math.max(...at.map((b) => b.memoryMb.peak)), '<=', 150, ' MB'),
       goal(`process start to first answered request, median of ${START_SAMPLES}, worst backend, ${l}`, Math.max(...at.map((b) => b.startMs)), '<=', 500, ' ms'),
     ];
