@@ -132,7 +132,7 @@ export async function buildApp({
     // The route's pattern, never the raw URL: a path or query string can carry anything. The charity
     // by its id (an authenticated request's), so abuse can be traced to an integration.
     const route = request.routeOptions.url ?? '(no route)';
-    access?.({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, charity: request.charity?.id });
+    access?.({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms: reply.elapsedTime, charity: request.charity?.id });
     answered?.(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });

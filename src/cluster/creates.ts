@@ -64,7 +64,7 @@ interface Waiting {
 export class CreatesByPrimary implements CreateWrites {
   private queue: { create: WireCreate; waiting: Waiting }[] = [];
   /** Messages sent and not wholly answered: each create waiting for its outcome, until told. */
-  private readonly sent = new Map<number, { waiting: (Waiting | undefined)[]; left: number; timer: NodeJS.Timeout }>();
+  private readonly sent = new Map<number, { waiting: (Waiting | undefined)[]; timer: NodeJS.Timeout }>();
   private nextId = 0;
   private scheduled = false;
   private observe: BatchObserver | undefined;
@@ -111,7 +111,7 @@ export class CreatesByPrimary implements CreateWrites {
       this.failures.failed(err);
       for (const w of waiting) w?.reject(err);
     }, Math.max(...queue.map((q) => q.create.ms)) + this.graceMs);
-    this.sent.set(id, { waiting, left: waiting.length, timer });
+    this.sent.set(id, { waiting, timer });
     toPrimary({ type: 'almoner:creates', id, creates: queue.map((q) => q.create) });
   }
 
@@ -123,7 +123,7 @@ export class CreatesByPrimary implements CreateWrites {
       const w = sent.waiting[i];
       if (!w) continue;
       sent.waiting[i] = undefined;
-      if (--sent.left === 0) {
+      if (!sent.waiting.some(Boolean)) {
         this.sent.delete(id);
         clearTimeout(sent.timer);
       }

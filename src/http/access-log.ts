@@ -14,6 +14,7 @@ export interface AccessEntry {
   method: string;
   route: string;
   status: number;
+  /** Milliseconds; the line gives them to a tenth. */
   ms: number;
   /** The charity's id, when the request authenticated. */
   charity: number | undefined;

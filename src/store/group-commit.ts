@@ -229,22 +229,7 @@ export class GroupCommit<DB> {
     this.schedule(); // with spare concurrency, the next batch may start at once
     const started = performance.now();
     try {
-      const results = await this.commit(batch);
-      this.failures.succeeded();
-      batch.members.forEach((p, i) => p.resolve(results[i])); // those left out were told already
-    } catch (err) {
-      if (everyoneTold(batch)) return; // at their deadlines
-      const cause = err instanceof NotCommitted ? err.cause : err;
-      const unavailable = isDatabaseUnavailable(cause);
-      if (unavailable) this.failures.failed(cause);
-      // Trying again helps only when one write is at fault and nothing was stored. A lost database
-      // fails them all at once (a 503 now, not one timeout per write), and an unknown outcome is
-      // never retried.
-      if (!(err instanceof NotCommitted) || unavailable) {
-        for (const p of batch.members) p.reject(cause);
-      } else {
-        await this.inHalves(batch.members);
-      }
+      await this.settle(batch, false);
     } finally {
       this.observe?.(batch.members.length, (performance.now() - started) / 1000);
       this.running--;
@@ -253,30 +238,41 @@ export class GroupCommit<DB> {
   }
 
   /**
-   * The writes of a batch that failed with nothing stored, because of one of them (a constraint,
-   * another instance's key): committed in two halves, and a half that fails so again is halved
-   * again, down to the write at fault, which gets its error alone. One write at fault in a batch of
-   * n costs about 2·log2(n) more commits (16 for 256), where trying each alone cost n, and the
-   * others answered in the meantime wait that much less. Each half is made a batch at once, so that
-   * a write whose deadline passes while it waits its turn is told that nothing of it was sent.
+   * Commits the batch and tells its writers (those left out were told already). Trying again helps
+   * only when one write is at fault and nothing was stored (a constraint, another instance's key): the
+   * writes are then committed in two halves, and a half that fails so again is halved again, down to
+   * the write at fault, which gets its error alone. A lost database fails them all at once (a 503
+   * now, not one timeout per write), and an unknown outcome is never retried.
+   */
+  private async settle(batch: Batch, retried: boolean): Promise<void> {
+    try {
+      const results = await this.commit(batch);
+      this.failures.succeeded();
+      batch.members.forEach((p, i) => p.resolve(results[i]));
+    } catch (err) {
+      if (everyoneTold(batch)) return; // at their deadlines
+      const cause = err instanceof NotCommitted ? err.cause : err;
+      const unavailable = isDatabaseUnavailable(cause);
+      if (unavailable) this.failures.failed(cause);
+      // A write of its own is tried once more, alone (a key another instance held may be committed by then); a part
+      // of a batch is halved again even when all but one were told meanwhile (at their deadline, their commit sent):
+      // the one left gets a commit of its own, so whatever error it gets is its own, not a neighbour's.
+      if (err instanceof NotCommitted && !unavailable && (batch.members.length > 1 || !retried)) await this.inHalves(batch.members);
+      else for (const p of batch.members) p.reject(cause);
+    }
+  }
+
+  /**
+   * The writes of a batch that failed because of one of them, in two halves (settle). One write at
+   * fault in a batch of n costs about 2·log2(n) more commits (16 for 256), where trying each alone
+   * cost n, and the others answered in the meantime wait that much less. Each half is made a batch at
+   * once, so that a write whose deadline passes while it waits its turn is told that nothing of it was sent.
    */
   private async inHalves(members: Pending[]): Promise<void> {
     const waiting = members.filter((p) => !p.told);
     const middle = Math.ceil(waiting.length / 2);
     const halves = [waiting.slice(0, middle), waiting.slice(middle)].filter((half) => half.length > 0).map((half) => this.batchOf(half));
-    for (const half of halves) {
-      if (everyoneTold(half)) continue;
-      try {
-        const results = await this.commit(half);
-        half.members.forEach((p, i) => p.resolve(results[i]));
-      } catch (err) {
-        const cause = err instanceof NotCommitted ? err.cause : err;
-        // Halved again even when all but one were told meanwhile (at their deadline, their commit sent): the one left
-        // gets a commit of its own, so whatever error it gets is its own, not that of a neighbour at fault.
-        if (err instanceof NotCommitted && !isDatabaseUnavailable(cause) && half.members.length > 1) await this.inHalves(half.members);
-        else for (const p of half.members) p.reject(cause);
-      }
-    }
+    for (const half of halves) if (!everyoneTold(half)) await this.settle(half, true);
   }
 
   private batchOf(members: Pending[]): Batch {

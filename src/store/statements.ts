@@ -56,7 +56,7 @@ export function queryOn<DB>(db: Kysely<DB>, stop: () => void): Query {
  */
 export function lastStatements(
   steps: readonly IteratorResult<Statement, unknown>[],
-  keep: (write: number) => boolean = () => true,
+  keep: (write: number) => boolean,
 ): { together: Pick<Required<Together>, 'ownCommit'>; statements: Statement[]; writes: number[] } | undefined {
   const writes = steps.flatMap((step, i) => (step.done || !keep(i) ? [] : [i]));
   if (writes.length === 0) return undefined;

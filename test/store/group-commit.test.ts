@@ -171,11 +171,7 @@ for (const backend of BACKENDS) {
       'PostgreSQL: a keyed write whose deadline passes while its batch looks up the keys is left out of the commit and not stored; the others are',
       { skip: backend.name === 'sqlite' ? 'the look-ups run inside the batch\'s one synchronous transaction on SQLite: no deadline passes between them' : false },
       async () => {
-        const client = new pg.Client({ connectionString: database.url });
-        await client.connect();
-        await client.query('begin');
-        await client.query('lock table idempotency_keys in access exclusive mode'); // the batch's look-up of its keys waits
-        let locked = true;
+        const hold = await holdWrites(database, 'lock table idempotency_keys in access exclusive mode'); // the batch's look-up of its keys waits
         try {
           const writes = Array.from({ length: 5 }, (_, i) => {
             const d = donation(`looked-up-${i}@example.org`);
@@ -183,8 +179,7 @@ for (const backend of BACKENDS) {
           });
           const results = Promise.allSettled(writes);
           await new Promise((resolve) => setTimeout(resolve, 400));
-          await client.query('commit');
-          locked = false;
+          await hold.release();
           const settled = await results;
           const stored = new Set<string>();
           for await (const row of observer.exportDonations({})) stored.add(row.donor_email);
@@ -202,8 +197,7 @@ for (const backend of BACKENDS) {
           const retry = await store.recordKeyedDonation(charityId, d, { key: 'looked-up-2', fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
           assert.equal(retry.outcome, 'created');
         } finally {
-          if (locked) await client.query('rollback');
-          await client.end();
+          await hold.release();
         }
       },
     );
@@ -241,8 +235,11 @@ for (const backend of BACKENDS) {
   });
 }
 
-/** Holds the database's writes up from another connection until released. */
-async function holdWrites(database: TestDatabase): Promise<{ release(): Promise<void> }> {
+/**
+ * Holds the database's writes up from another connection until released: SQLite's write lock, or on
+ * PostgreSQL the table `lock` names (by default the donations, whose inserts wait while reads go on).
+ */
+async function holdWrites(database: TestDatabase, lock = 'lock table donations in exclusive mode'): Promise<{ release(): Promise<void> }> {
   let released = false;
   if (database.location.dialect === 'sqlite') {
     const outsider = new BetterSqlite3(database.location.path);
@@ -259,7 +256,7 @@ async function holdWrites(database: TestDatabase): Promise<{ release(): Promise<
   const client = new pg.Client({ connectionString: database.url });
   await client.connect();
   await client.query('begin');
-  await client.query('lock table donations in exclusive mode'); // reads go on; inserts wait
+  await client.query(lock);
   return {
     release: async () => {
       if (released) return;
