@@ -25,11 +25,121 @@ test('a remembered credential is given again until its time is up, then read afr
   assert.equal(credentials.recent('hope'), undefined);
   const found = await credentials.fresh('hope');
   assert.equal(credentials.recent('hope'), found);
-  clock.now += TTL - 1;
+  clock.now += TTL * 0.75 - 1;
   assert.equal(credentials.recent('hope'), found);
+  // Not used in the last quarter of its time: nothing is read ahead, and it runs out.
+  clock.now += TTL * 0.25 + 1;
+  assert.equal(credentials.recent('hope'), undefined);
+  await settled();
+  assert.equal(db.reads, 1);
+});
+
+/** Lets reads started in the background finish (the test's database answers in a microtask). */
+const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+test('a credential used in the last quarter of its time is read again in the background, once, and served meanwhile', async () => {
+  const { clock, db, credentials } = setUp();
+  const found = await credentials.fresh('hope');
+  clock.now += TTL * 0.75 - 1;
+  assert.equal(credentials.recent('hope'), found);
+  await settled();
+  assert.equal(db.reads, 1, 'not yet in its last quarter');
+
+  clock.now += 1;
+  const changed = credential('h2');
+  db.found = changed;
+  assert.equal(credentials.recent('hope'), found, 'served from memory while it is read again');
+  assert.equal(credentials.recent('hope'), found);
+  assert.equal(db.reads, 2, 'one read for all the requests that use it');
+  await settled();
+  assert.equal(credentials.recent('hope'), changed, 'what the read found, at once');
+
+  // Remembered for the whole time again, counted from when that read began.
+  clock.now += TTL * 0.75 - 1;
+  assert.equal(credentials.recent('hope'), changed);
+  await settled();
+  assert.equal(db.reads, 2);
+  clock.now += TTL * 0.25 + 1;
+  assert.equal(credentials.recent('hope'), undefined);
+});
+
+test('a credential read again and found disabled, or gone, stops being remembered', async () => {
+  const { clock, db, credentials } = setUp();
+  await credentials.fresh('hope');
+  clock.now += TTL * 0.8;
+  db.found = credential('h1', false);
+  credentials.recent('hope');
+  await settled();
+  assert.equal(credentials.recent('hope')?.active, false, 'the disabled credential: authenticatedCharity refuses it');
+  clock.now += TTL * 0.8;
+  db.found = undefined;
+  credentials.recent('hope');
+  await settled();
+  assert.equal(credentials.recent('hope'), undefined);
+});
+
+test('a read ahead that fails leaves the credential to run out at its time, and is tried again', async () => {
+  const clock = { now: 1_000 };
+  let reads = 0;
+  let failing = false;
+  const credentials = cachedCredentials(
+    async () => {
+      reads++;
+      if (failing) throw new Error('connection reset');
+      return credential('h1');
+    },
+    { ttlMs: TTL, clock: () => clock.now },
+  );
+  const found = await credentials.fresh('hope');
+  failing = true;
+  clock.now += TTL * 0.8;
+  assert.equal(credentials.recent('hope'), found);
+  await settled();
+  assert.equal(reads, 2);
+  assert.equal(credentials.recent('hope'), found, 'still its own time');
+  await settled();
+  assert.equal(reads, 3, 'the next use reads again');
+  clock.now += TTL * 0.2;
+  assert.equal(credentials.recent('hope'), undefined, 'run out at its time');
+});
+
+test('a read never replaces what a read begun after it found', async () => {
+  const clock = { now: 1_000 };
+  const answers: Array<(c: CharityCredential) => void> = [];
+  const credentials = cachedCredentials(() => new Promise((resolve) => answers.push(resolve)), { ttlMs: TTL, clock: () => clock.now });
+  const older = credentials.fresh('hope');
+  clock.now += 10;
+  const newer = credentials.fresh('hope');
+  clock.now += 100; // both still being read
+  const rotated = credential('h2');
+  answers[1]!(rotated);
+  await newer;
+  answers[0]!(credential('h1'));
+  await older;
+  assert.equal(credentials.recent('hope'), rotated);
+  // And its time counts from when its read began, not from when it answered.
+  clock.now += TTL - 100 - 1;
+  assert.equal(credentials.recent('hope'), rotated);
   clock.now += 1;
   assert.equal(credentials.recent('hope'), undefined);
-  assert.equal(db.reads, 1);
+});
+
+test('a username a later-begun read did not find is not brought back by an earlier read answering after it', async () => {
+  const clock = { now: 1_000 };
+  const answers: Array<(c: CharityCredential | undefined) => void> = [];
+  const credentials = cachedCredentials(() => new Promise((resolve) => answers.push(resolve)), { ttlMs: TTL, clock: () => clock.now });
+  const first = credentials.fresh('hope');
+  answers[0]!(credential('h1'));
+  await first;
+  clock.now += 10;
+  const older = credentials.fresh('hope');
+  clock.now += 10;
+  const newer = credentials.fresh('hope');
+  answers[2]!(undefined); // gone
+  await newer;
+  answers[1]!(credential('h1'));
+  await older;
+  assert.equal(credentials.recent('hope'), undefined);
 });
 
 test('a header that matched stands for its credential only while that credential is the one remembered', async () => {

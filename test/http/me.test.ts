@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/charities/credentials.js';
 import { AuthenticationError } from '../../src/client/index.js';
+import { CREDENTIAL_TTL_MS } from '../../src/http/credential-cache.js';
 import { HONOURED_WITHIN_MS, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
@@ -130,6 +131,38 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     await t.store.setPasswordHash(c.username, hashPassword('the-new-password-0123456789abcdef'));
     await assertRefused(meAs(c));
     assert.deepEqual(await meAs({ username: c.username, password: 'the-new-password-0123456789abcdef' }), { name: 'Rotating', email: 'r@example.org' });
+  });
+
+  test('a credential in use does not run out under its requests: one read, ahead of time, for all of them', async () => {
+    const c = await t.signUp('Busy', 'busy@example.org');
+    t.clock.hold(); // the margins below are the app's clock's, whatever this machine's speed
+    assert.equal((await me(c.authorization)).statusCode, 200); // now remembered
+    // Counts the app's reads of this charity's credential (the real store answers them).
+    const reads: Promise<unknown>[] = [];
+    const findCredential = t.store.findCredential.bind(t.store);
+    t.store.findCredential = (username, budget) => {
+      const reading = findCredential(username, budget);
+      if (username === c.username) reads.push(reading);
+      return reading;
+    };
+    const burst = async () => {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => me(c.authorization)));
+      for (const res of answers) assert.equal(res.statusCode, 200, res.body);
+    };
+    try {
+      t.clock.advance(CREDENTIAL_TTL_MS * 0.8); // its last quarter
+      await burst();
+      assert.equal(reads.length, 1, 'read again once, in the background, while the requests were answered from memory');
+      await Promise.all(reads);
+      await new Promise((resolve) => setImmediate(resolve));
+      // Past the time the first read gave it: remembered still, from the read ahead.
+      t.clock.advance(CREDENTIAL_TTL_MS * 0.5);
+      await burst();
+      assert.equal(reads.length, 1, 'no request had to read it for itself');
+    } finally {
+      delete (t.store as Partial<typeof t.store>).findCredential; // the store's own method again
+      t.clock.release();
+    }
   });
 
   test('a password containing a colon is split at the first colon only', async () => {

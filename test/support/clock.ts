@@ -4,8 +4,19 @@ import type { Clock } from '../../src/time.js';
 
 export class TestClock {
   private ahead = 0;
+  private heldAt: number | undefined;
 
-  readonly now: Clock = () => performance.now() + this.ahead;
+  readonly now: Clock = () => (this.heldAt ?? performance.now()) + this.ahead;
+
+  /** Stops the clock following real time until release(), for a test whose margins a slow machine must not eat. */
+  hold(): void {
+    this.heldAt ??= performance.now();
+  }
+
+  /** Lets the clock follow real time again (it catches up at once). */
+  release(): void {
+    this.heldAt = undefined;
+  }
 
   /** Moves the clock `ms` forward, at once. */
   advance(ms: number): void {
