@@ -83,8 +83,10 @@ export class Throttle {
   private readonly byAddress: RateLimiterAbstract;
   private readonly byAddressAndUsername: RateLimiterAbstract;
   private readonly creates: RateLimiterAbstract | undefined;
-  /** Whether other processes count failures too (through Redis): then only the counters can tell. */
+  /** Whether other processes count failures too (through Redis). */
   private readonly shared: boolean;
+  /** With Redis: whether this process hears of every instance's failures (see watchFailures); until then every address is checked. */
+  private readonly hearsFailures: () => boolean = () => false;
   /** Under WORKERS: every failure is announced to the other workers, so each knows every address with one. */
   private readonly cluster: boolean;
   /** Each address with a failure counted here, and when its window ends at the latest (Date.now()'s clock, as the limiters'). */
@@ -96,8 +98,22 @@ export class Throttle {
     this.byAddressAndUsername = limiter(opts, 'auth-ip-user', perAddressAndUsername, windowSeconds);
     this.creates = opts.createsPerSecond > 0 ? limiter(opts, 'create', opts.createsPerSecond, 1) : undefined;
     this.shared = opts.redis !== undefined;
+    this.redis = opts.redis;
     this.cluster = !this.shared && opts.cluster === true;
     if (this.cluster) process.on('message', (m: unknown) => isMessage(m, 'almoner:auth-failure') && this.failedUntil.set(m.address, m.until));
+    if (opts.redis) {
+      this.failureChannel = `${opts.keyPrefix ?? 'almoner'}:auth-failures`;
+      this.hearsFailures = watchFailures(opts.redis, opts.keyPrefix ?? 'almoner', this.failureChannel, (address) => this.failed(address));
+    }
+  }
+
+  /** Where each instance announces its failures, with Redis. */
+  private readonly failureChannel: string | undefined;
+  private readonly redis: Redis | undefined;
+
+  /** Notes a failure from this address, here or on another instance: it may be blocked for the window. */
+  private failed(address: string): void {
+    this.failedUntil.set(address, Date.now() + AUTH_FAILURES.windowSeconds * 1000);
   }
 
   /**
@@ -107,9 +123,12 @@ export class Throttle {
    * WORKERS each worker hears of every other's failures as they happen (the primary passes them
    * on), long before an address can have failed the ten times that block it; and every failure is
    * counted by the primary itself, so a guess judged by any worker is answered as its count says.
+   * With Redis the same holds across instances: each announces its failures on a Redis channel
+   * that every other one listens to (and reads the counters Redis holds whenever it starts
+   * listening); while it is not listening, every address is checked.
    */
   mayBlock(address: string): boolean {
-    if (this.shared || this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;
+    if ((this.shared && !this.hearsFailures()) || this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;
     const until = this.failedUntil.get(address);
     if (until === undefined) return false;
     if (until > Date.now()) return true;
@@ -137,12 +156,11 @@ export class Throttle {
    * one atomic increment, so the same holds across instances.
    */
   async authenticationFailed(address: string, username: string): Promise<number> {
-    if (!this.shared) {
-      const until = Date.now() + AUTH_FAILURES.windowSeconds * 1000;
-      this.failedUntil.set(address, until);
-      if (this.cluster) toPrimary({ type: 'almoner:auth-failure', address, until });
-    }
+    this.failed(address);
+    if (this.cluster) toPrimary({ type: 'almoner:auth-failure', address, until: this.failedUntil.get(address)! });
     const refused = await Promise.all([take(this.byAddress, address), take(this.byAddressAndUsername, pairKey(address, username))]);
+    // Announced once counted: an instance that starts listening after the count finds it in Redis instead.
+    if (this.failureChannel) this.redis!.publish(this.failureChannel, address).catch(() => {});
     return Math.max(0, ...refused);
   }
 
@@ -161,6 +179,52 @@ async function take(limiter: RateLimiterAbstract, key: string): Promise<number> 
     if (res instanceof RateLimiterRes) return secondsLeft(res);
     throw res;
   }
+}
+
+/** How long to wait before trying again to read the failures Redis holds, after a try that failed. */
+const WATCH_RETRY_MS = 1000;
+
+/**
+ * Listens, on a connection of its own, for the failures every instance announces on `channel`, and
+ * tells `heard` of each one's address; whenever it (re)starts listening, it first reads the
+ * addresses with a failure Redis still counts (after subscribing, so no failure falls between the
+ * two: each is announced only once counted). Returns whether it is listening with that reading done.
+ * The connection ends when `redis` does.
+ */
+function watchFailures(redis: Redis, keyPrefix: string, channel: string, heard: (address: string) => void): () => boolean {
+  const listener = redis.duplicate({ autoResubscribe: false, enableOfflineQueue: true });
+  listener.on('error', () => {}); // reconnects by itself; meanwhile every address is checked
+  let listening = false;
+  let attempt = 0;
+  listener.on('message', (from: string, address: string) => from === channel && heard(address));
+  const start = async (): Promise<void> => {
+    const mine = ++attempt;
+    try {
+      await listener.subscribe(channel);
+      for (const [kind, addressOf] of [
+        ['auth-ip', (rest: string) => rest],
+        ['auth-ip-user', (rest: string) => rest.slice(0, rest.lastIndexOf('|'))], // `address|hash`: pairKey
+      ] as const) {
+        const prefix = `${keyPrefix}:${kind}:`;
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+          for (const key of keys) heard(addressOf(key.slice(prefix.length)));
+          cursor = next;
+        } while (cursor !== '0');
+      }
+      if (mine === attempt && listener.status === 'ready') listening = true;
+    } catch {
+      if (mine === attempt && listener.status === 'ready') setTimeout(() => void start(), WATCH_RETRY_MS).unref();
+    }
+  };
+  listener.on('ready', () => void start());
+  listener.on('close', () => {
+    listening = false;
+    attempt++; // a reading under way when the connection went is not trusted
+  });
+  redis.once('end', () => listener.disconnect());
+  return () => listening;
 }
 
 function pairKey(address: string, username: string): string {

@@ -370,6 +370,49 @@ for (const backend of BACKENDS) {
         }
       });
 
+      test('an address that has failed on no instance is let through without reading Redis; one that failed on any instance is checked on every one', async () => {
+        const target = new URL(TEST_REDIS_URL!);
+        const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
+        const redis = await openRedis(`redis://127.0.0.1:${await proxy.listen()}`);
+        const admin = new Redis(TEST_REDIS_URL!);
+        const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
+        const listening = (throttle: Throttle) => until('listening for failures', 5000, () => !throttle.mayBlock('192.0.2.1'));
+        try {
+          const a = new Throttle({ createsPerSecond: 0, redis, keyPrefix });
+          assert.equal(a.mayBlock('192.0.2.1'), true, 'before it listens, every address is checked');
+          await listening(a);
+
+          // Counted before the second instance listens: it finds them in Redis, by address and by address and username.
+          await a.authenticationFailed('192.0.2.10', 'someone');
+          await a.authenticationFailed('2001:db8::11', 'someone');
+          await a.authenticationFailed('192.0.2.12', 'someone');
+          await admin.del(`${keyPrefix}:auth-ip:192.0.2.12`); // its per-address count gone, its count with the username still there
+          const b = new Throttle({ createsPerSecond: 0, redis, keyPrefix });
+          await listening(b);
+          for (const address of ['192.0.2.10', '2001:db8::11', '192.0.2.12']) assert.equal(b.mayBlock(address), true, address);
+
+          // Counted after: announced.
+          await a.authenticationFailed('192.0.2.13', 'someone');
+          await until('b hears of the failure', 5000, () => b.mayBlock('192.0.2.13'));
+          assert.equal(b.mayBlock('192.0.2.14'), false);
+          assert.equal(a.mayBlock('192.0.2.14'), false);
+
+          // Its connection to Redis lost: every address is checked until it listens again.
+          proxy.cut('reset');
+          await until('a notices', 5000, () => a.mayBlock('192.0.2.14') && b.mayBlock('192.0.2.14'));
+          proxy.restore();
+          await listening(a);
+          await listening(b);
+          assert.equal(b.mayBlock('192.0.2.13'), true);
+        } finally {
+          const keys = await admin.keys(`${keyPrefix}*`);
+          if (keys.length) await admin.del(...keys);
+          admin.disconnect();
+          redis.disconnect();
+          await proxy.close();
+        }
+      });
+
       test('failures on one instance count on the other; so do creates', async () => {
         const redis = new Redis(TEST_REDIS_URL!, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
         const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
@@ -384,6 +427,11 @@ for (const backend of BACKENDS) {
           assertThrottled(await me(a, guess, '127.0.0.30'));
           assertThrottled(await me(b, guess, '127.0.0.30'));
           assert.equal((await me(b, t.charity.authorization, '127.0.0.31')).statusCode, 200);
+          // The right password from the guesser's address, on either instance, once it has heard: refused too,
+          // though each remembers the credential (it answered the charity just now).
+          assert.equal((await me(a, t.charity.authorization, '127.0.0.31')).statusCode, 200);
+          assertThrottled(await me(a, t.charity.authorization, '127.0.0.30'));
+          assertThrottled(await me(b, t.charity.authorization, '127.0.0.30'));
 
           // Guesses sent together to both instances: the shared limit holds as well.
           const together = await Promise.all(Array.from({ length: 100 }, (_, i) => me(i % 2 ? a : b, basic(`shared-${i}`, 'x'), '127.0.0.32')));
