@@ -95,6 +95,7 @@ export async function serve(config: Config): Promise<void> {
       clearInterval(reaper);
       await metricsApp?.close();
       await store.close();
+      throttle.close();
       redis?.disconnect();
       exit(0);
     } catch (err) {
@@ -135,6 +136,7 @@ export async function serve(config: Config): Promise<void> {
     await metricsApp?.close();
     await app.close();
     await store.close();
+    throttle.close();
     redis?.disconnect();
     throw err;
   }

@@ -241,6 +241,22 @@ describe('bin/almoner serve', { concurrency: true }, () => {
             await new Promise((resolve) => holder.close(resolve));
           }
         });
+
+        test('a PORT another program holds, with a REDIS_URL where nothing answers: exit 1, not a process kept alive by Redis', async () => {
+          const holder = createServer();
+          await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+          const nothing = createServer();
+          await new Promise<void>((resolve) => nothing.listen(0, '127.0.0.1', resolve));
+          const redisPort = (nothing.address() as AddressInfo).port;
+          await new Promise((resolve) => nothing.close(resolve));
+          try {
+            const r = await run(['serve'], { PORT: String((holder.address() as AddressInfo).port), REDIS_URL: `redis://127.0.0.1:${redisPort}` });
+            assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
+            assert.match(r.stderr, /EADDRINUSE/);
+          } finally {
+            await new Promise((resolve) => holder.close(resolve));
+          }
+        });
       });
     });
   }

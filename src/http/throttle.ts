@@ -57,6 +57,8 @@ export interface ThrottleOptions {
   cluster?: boolean;
   /** Namespaces the Redis keys (tests use their own). */
   keyPrefix?: string;
+  /** With Redis: how often the connection that listens for failures is checked; WATCH_PING_MS by default (tests shorten it). */
+  watchPingMs?: number;
 }
 
 function limiter(opts: ThrottleOptions, name: string, points: number, duration: number): RateLimiterAbstract {
@@ -87,6 +89,8 @@ export class Throttle {
   private readonly shared: boolean;
   /** With Redis: whether this process hears of every instance's failures (see watchFailures); until then every address is checked. */
   private readonly hearsFailures: () => boolean = () => false;
+  /** With Redis: stops listening for them. */
+  private readonly stopHearing: () => void = () => {};
   /** Under WORKERS: every failure is announced to the other workers, so each knows every address with one. */
   private readonly cluster: boolean;
   /** Each address with a failure counted here, and when its window ends at the latest (Date.now()'s clock, as the limiters'). */
@@ -100,20 +104,41 @@ export class Throttle {
     this.shared = opts.redis !== undefined;
     this.redis = opts.redis;
     this.cluster = !this.shared && opts.cluster === true;
-    if (this.cluster) process.on('message', (m: unknown) => isMessage(m, 'almoner:auth-failure') && this.failedUntil.set(m.address, m.until));
+    if (this.cluster) process.on('message', (m: unknown) => isMessage(m, 'almoner:auth-failure') && this.failed(m.address, m.until));
     if (opts.redis) {
       this.failureChannel = `${opts.keyPrefix ?? 'almoner'}:auth-failures`;
-      this.hearsFailures = watchFailures(opts.redis, opts.keyPrefix ?? 'almoner', this.failureChannel, (address) => this.failed(address));
+      const watch = watchFailures(opts.redis, opts.keyPrefix ?? 'almoner', this.failureChannel, (address) => this.failed(address), opts.watchPingMs);
+      this.hearsFailures = watch.listening;
+      this.stopHearing = watch.stop;
     }
+  }
+
+  /** Closes what the throttle itself opened (with Redis, its listening connection); the Redis client given is the caller's to close. */
+  close(): void {
+    this.stopHearing();
   }
 
   /** Where each instance announces its failures, with Redis. */
   private readonly failureChannel: string | undefined;
   private readonly redis: Redis | undefined;
 
-  /** Notes a failure from this address, here or on another instance: it may be blocked for the window. */
-  private failed(address: string): void {
-    this.failedUntil.set(address, Date.now() + AUTH_FAILURES.windowSeconds * 1000);
+  /**
+   * Notes a failure from this address, here or on another instance: it may be blocked until `until`.
+   * Kept in the order their windows end (an address noted again moves to the end), so those whose
+   * window has ended are dropped from the front, and the map holds only addresses that may be blocked.
+   */
+  private failed(address: string, until = Date.now() + AUTH_FAILURES.windowSeconds * 1000): void {
+    this.failedUntil.delete(address);
+    this.failedUntil.set(address, until);
+    this.forgetEnded();
+  }
+
+  private forgetEnded(): void {
+    const now = Date.now();
+    for (const [address, until] of this.failedUntil) {
+      if (until > now) break;
+      this.failedUntil.delete(address);
+    }
   }
 
   /**
@@ -128,7 +153,11 @@ export class Throttle {
    * listening); while it is not listening, every address is checked.
    */
   mayBlock(address: string): boolean {
-    if ((this.shared && !this.hearsFailures()) || this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;
+    if (this.shared && !this.hearsFailures()) return true;
+    if (this.failedUntil.size >= MAX_REMEMBERED_FAILURES) {
+      this.forgetEnded();
+      if (this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;
+    }
     const until = this.failedUntil.get(address);
     if (until === undefined) return false;
     if (until > Date.now()) return true;
@@ -136,9 +165,14 @@ export class Throttle {
     return false;
   }
 
-  /** Seconds to wait if this address (or this address against this username) has failed too often, else 0; counts nothing. */
+  /**
+   * Seconds to wait if this address (or this address against this username) has failed too often,
+   * else 0; counts nothing. With Redis the counters are always read: another instance's failure may
+   * not have been heard yet, and this is only asked of a request being judged (not of one whose
+   * remembered credential mayBlock let through).
+   */
   async authenticationBlocked(address: string, username: string): Promise<number> {
-    if (!this.mayBlock(address)) return 0;
+    if (!this.shared && !this.mayBlock(address)) return 0;
     const [ip, pair] = await Promise.all([this.byAddress.get(address), this.byAddressAndUsername.get(pairKey(address, username))]);
     const blocked = [
       ip && ip.consumedPoints >= AUTH_FAILURES.perAddress ? ip : null,
@@ -158,10 +192,17 @@ export class Throttle {
   async authenticationFailed(address: string, username: string): Promise<number> {
     this.failed(address);
     if (this.cluster) toPrimary({ type: 'almoner:auth-failure', address, until: this.failedUntil.get(address)! });
+    // Announced at once, so the others hear as soon as they can; and again once counted, so that an
+    // instance that began listening in between (and so missed the first, and read Redis before the
+    // count) hears it all the same.
+    this.announce(address);
     const refused = await Promise.all([take(this.byAddress, address), take(this.byAddressAndUsername, pairKey(address, username))]);
-    // Announced once counted: an instance that starts listening after the count finds it in Redis instead.
-    if (this.failureChannel) this.redis!.publish(this.failureChannel, address).catch(() => {});
+    this.announce(address);
     return Math.max(0, ...refused);
+  }
+
+  private announce(address: string): void {
+    if (this.failureChannel) this.redis!.publish(this.failureChannel, address).catch(() => {});
   }
 
   /** Seconds to wait if the charity is over its create rate, else 0 (and the create is counted). */
@@ -183,6 +224,12 @@ async function take(limiter: RateLimiterAbstract, key: string): Promise<number> 
 
 /** How long to wait before trying again to read the failures Redis holds, after a try that failed. */
 const WATCH_RETRY_MS = 1000;
+/**
+ * How often the listening connection is asked for a PING: a connection that goes quiet (half-open,
+ * after a failover or a NAT's idle timeout) would otherwise never be noticed, as nothing is sent on
+ * it, and failures announced meanwhile would go unheard.
+ */
+export const WATCH_PING_MS = 1000;
 
 /**
  * Listens, on a connection of its own, for the failures every instance announces on `channel`, and
@@ -191,13 +238,21 @@ const WATCH_RETRY_MS = 1000;
  * two: each is announced only once counted). Returns whether it is listening with that reading done.
  * The connection ends when `redis` does.
  */
-function watchFailures(redis: Redis, keyPrefix: string, channel: string, heard: (address: string) => void): () => boolean {
+function watchFailures(
+  redis: Redis,
+  keyPrefix: string,
+  channel: string,
+  heard: (address: string) => void,
+  pingEveryMs = WATCH_PING_MS,
+): { listening: () => boolean; stop: () => void } {
   const listener = redis.duplicate({ autoResubscribe: false, enableOfflineQueue: true });
   listener.on('error', () => {}); // reconnects by itself; meanwhile every address is checked
   let listening = false;
+  let stopped = false;
   let attempt = 0;
   listener.on('message', (from: string, address: string) => from === channel && heard(address));
   const start = async (): Promise<void> => {
+    if (stopped) return;
     const mine = ++attempt;
     try {
       await listener.subscribe(channel);
@@ -215,7 +270,7 @@ function watchFailures(redis: Redis, keyPrefix: string, channel: string, heard: 
       }
       if (mine === attempt && listener.status === 'ready') listening = true;
     } catch {
-      if (mine === attempt && listener.status === 'ready') setTimeout(() => void start(), WATCH_RETRY_MS).unref();
+      if (mine === attempt && listener.status === 'ready' && !stopped) setTimeout(() => void start(), WATCH_RETRY_MS).unref();
     }
   };
   listener.on('ready', () => void start());
@@ -223,8 +278,24 @@ function watchFailures(redis: Redis, keyPrefix: string, channel: string, heard: 
     listening = false;
     attempt++; // a reading under way when the connection went is not trusted
   });
-  redis.once('end', () => listener.disconnect());
-  return () => listening;
+  // No answer to a PING within the command timeout: not listening, and a new connection.
+  const heartbeat = setInterval(() => {
+    if (listener.status !== 'ready') return;
+    listener.ping().catch(() => {
+      if (stopped) return;
+      listening = false;
+      attempt++;
+      listener.disconnect(true);
+    });
+  }, pingEveryMs).unref();
+  const stop = () => {
+    stopped = true;
+    clearInterval(heartbeat);
+    listening = false;
+    listener.disconnect();
+  };
+  redis.once('end', stop);
+  return { listening: () => listening, stop };
 }
 
 function pairKey(address: string, username: string): string {

@@ -378,7 +378,8 @@ for (const backend of BACKENDS) {
         const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
         const listening = (throttle: Throttle) => until('listening for failures', 5000, () => !throttle.mayBlock('192.0.2.1'));
         try {
-          const a = new Throttle({ createsPerSecond: 0, redis, keyPrefix });
+          // Its listening connection checked every 50 ms here (1 s in production).
+          const a = new Throttle({ createsPerSecond: 0, redis, keyPrefix, watchPingMs: 50 });
           assert.equal(a.mayBlock('192.0.2.1'), true, 'before it listens, every address is checked');
           await listening(a);
 
@@ -387,7 +388,7 @@ for (const backend of BACKENDS) {
           await a.authenticationFailed('2001:db8::11', 'someone');
           await a.authenticationFailed('192.0.2.12', 'someone');
           await admin.del(`${keyPrefix}:auth-ip:192.0.2.12`); // its per-address count gone, its count with the username still there
-          const b = new Throttle({ createsPerSecond: 0, redis, keyPrefix });
+          const b = new Throttle({ createsPerSecond: 0, redis, keyPrefix, watchPingMs: 50 });
           await listening(b);
           for (const address of ['192.0.2.10', '2001:db8::11', '192.0.2.12']) assert.equal(b.mayBlock(address), true, address);
 
@@ -404,12 +405,64 @@ for (const backend of BACKENDS) {
           await listening(a);
           await listening(b);
           assert.equal(b.mayBlock('192.0.2.13'), true);
+
+          // Its connection gone quiet, not closed (a half-open connection sends nothing): noticed all the same.
+          proxy.pause();
+          await until('a notices the silence', 5000, () => a.mayBlock('192.0.2.14'));
+          proxy.resume();
+          await listening(a);
+
+          // Once it stops (closed with the server), it listens no more, and leaves nothing open.
+          a.close();
+          b.close();
+          assert.equal(a.mayBlock('192.0.2.14'), true);
         } finally {
           const keys = await admin.keys(`${keyPrefix}*`);
           if (keys.length) await admin.del(...keys);
           admin.disconnect();
           redis.disconnect();
           await proxy.close();
+        }
+      });
+
+      test('failures heard from everywhere are forgotten as their windows end: a flood of them does not leave every address checked for good', async (t) => {
+        const redis = await openRedis(TEST_REDIS_URL!);
+        const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
+        // No PING here: one sent during the flood below would wait behind it, and the connection would be made anew.
+        const throttle = new Throttle({ createsPerSecond: 0, redis, keyPrefix, watchPingMs: 86_400_000 });
+        try {
+          if (redis.status !== 'ready') await once(redis, 'ready');
+          await until('listening', 5000, () => !throttle.mayBlock('198.51.100.1'));
+          // Anyone may announce on the channel: 100,000 addresses, the most an instance keeps apart.
+          const announced = redis.pipeline();
+          for (let i = 0; i < 100_000; i++) announced.publish(`${keyPrefix}:auth-failures`, `2001:db8::${i.toString(16)}`);
+          await announced.exec();
+          await until('all heard', 10_000, () => throttle.mayBlock('198.51.100.1'));
+          t.mock.timers.enable({ apis: ['Date'], now: Date.now() + (AUTH_FAILURES.windowSeconds + 1) * 1000 });
+          assert.equal(throttle.mayBlock('198.51.100.1'), false, 'their windows over, an address that never failed is let through');
+        } finally {
+          t.mock.timers.reset();
+          throttle.close();
+          redis.disconnect();
+        }
+      });
+
+      test('a request being judged reads the shared counters even before its instance has heard of the failures', async () => {
+        const redis = await openRedis(TEST_REDIS_URL!);
+        const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
+        // b stops listening at once, so it hears nothing: only the counters can tell it.
+        const a = new Throttle({ createsPerSecond: 0, redis, keyPrefix });
+        const b = new Throttle({ createsPerSecond: 0, redis, keyPrefix });
+        try {
+          if (redis.status !== 'ready') await once(redis, 'ready');
+          b.close();
+          for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) await a.authenticationFailed('192.0.2.20', 'hope');
+          assert.ok((await b.authenticationBlocked('192.0.2.20', 'hope')) > 0);
+        } finally {
+          a.close();
+          const keys = await redis.keys(`${keyPrefix}*`);
+          if (keys.length) await redis.del(...keys);
+          redis.disconnect();
         }
       });
 

@@ -119,9 +119,15 @@ export class TcpProxy {
       client.destroy();
       upstream.destroy();
     });
-    const forget = () => this.pairs.delete(pair);
-    client.on('close', forget);
-    upstream.on('close', forget);
+    // One side gone, the other goes too, as through a real proxy (else the far side's connection is left open).
+    client.on('close', () => {
+      this.pairs.delete(pair);
+      upstream.destroy();
+    });
+    upstream.on('close', () => {
+      this.pairs.delete(pair);
+      client.destroy();
+    });
   }
 
   private freeze(a: Socket, b: Socket): void {
