@@ -226,37 +226,28 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           assert.match(r.stderr, /METRICS_PORT must differ from PORT/);
         });
 
-        test('a PORT another program holds, with METRICS_PORT set: exit 1 with the reason, not a server half up', async () => {
+        /** `serve` on a PORT another program holds, with `extra` settings (a free port given as `{free}`): it must exit 1 with the reason. */
+        async function servesOnAHeldPort(extra: (free: number) => Record<string, string>) {
           const holder = createServer();
           await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
           const spare = createServer();
           await new Promise<void>((resolve) => spare.listen(0, '127.0.0.1', resolve));
-          const metricsPort = (spare.address() as AddressInfo).port;
+          const free = (spare.address() as AddressInfo).port;
           await new Promise((resolve) => spare.close(resolve));
           try {
-            const r = await run(['serve'], { PORT: String((holder.address() as AddressInfo).port), METRICS_PORT: String(metricsPort) });
+            const r = await run(['serve'], { PORT: String((holder.address() as AddressInfo).port), ...extra(free) });
             assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
             assert.match(r.stderr, /EADDRINUSE/);
           } finally {
             await new Promise((resolve) => holder.close(resolve));
           }
-        });
+        }
 
-        test('a PORT another program holds, with a REDIS_URL where nothing answers: exit 1, not a process kept alive by Redis', async () => {
-          const holder = createServer();
-          await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
-          const nothing = createServer();
-          await new Promise<void>((resolve) => nothing.listen(0, '127.0.0.1', resolve));
-          const redisPort = (nothing.address() as AddressInfo).port;
-          await new Promise((resolve) => nothing.close(resolve));
-          try {
-            const r = await run(['serve'], { PORT: String((holder.address() as AddressInfo).port), REDIS_URL: `redis://127.0.0.1:${redisPort}` });
-            assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
-            assert.match(r.stderr, /EADDRINUSE/);
-          } finally {
-            await new Promise((resolve) => holder.close(resolve));
-          }
-        });
+        test('a PORT another program holds, with METRICS_PORT set: exit 1 with the reason, not a server half up', () =>
+          servesOnAHeldPort((free) => ({ METRICS_PORT: String(free) })));
+
+        test('a PORT another program holds, with a REDIS_URL where nothing answers: exit 1, not a process kept alive by Redis', () =>
+          servesOnAHeldPort((free) => ({ REDIS_URL: `redis://127.0.0.1:${free}` })));
       });
     });
   }
