@@ -225,9 +225,10 @@ async function take(limiter: RateLimiterAbstract, key: string): Promise<number> 
 /** How long to wait before trying again to read the failures Redis holds, after a try that failed. */
 const WATCH_RETRY_MS = 1000;
 /**
- * How often the listening connection is asked for a PING: a connection that goes quiet (half-open,
- * after a failover or a NAT's idle timeout) would otherwise never be noticed, as nothing is sent on
- * it, and failures announced meanwhile would go unheard.
+ * How often the listening connection is asked for a PING, and how long each may take to be
+ * answered: a connection that goes quiet (half-open, after a failover or a NAT's idle timeout)
+ * would otherwise never be noticed, as nothing is sent on it, and failures announced meanwhile
+ * would go unheard. So one is noticed within two of these.
  */
 export const WATCH_PING_MS = 1000;
 
@@ -245,7 +246,8 @@ function watchFailures(
   heard: (address: string) => void,
   pingEveryMs = WATCH_PING_MS,
 ): { listening: () => boolean; stop: () => void } {
-  const listener = redis.duplicate({ autoResubscribe: false, enableOfflineQueue: true });
+  // A PING may wait behind a burst of announcements: it is given until the next one to be answered.
+  const listener = redis.duplicate({ autoResubscribe: false, enableOfflineQueue: true, commandTimeout: pingEveryMs });
   listener.on('error', () => {}); // reconnects by itself; meanwhile every address is checked
   let listening = false;
   let stopped = false;
