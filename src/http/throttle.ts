@@ -85,12 +85,12 @@ export class Throttle {
   private readonly byAddress: RateLimiterAbstract;
   private readonly byAddressAndUsername: RateLimiterAbstract;
   private readonly creates: RateLimiterAbstract | undefined;
-  /** Whether other processes count failures too (through Redis). */
-  private readonly shared: boolean;
-  /** With Redis: whether this process hears of every instance's failures (see watchFailures); until then every address is checked. */
-  private readonly hearsFailures: () => boolean = () => false;
-  /** With Redis: stops listening for them. */
-  private readonly stopHearing: () => void = () => {};
+  /** The shared counters, if other processes count failures too. */
+  private readonly redis: Redis | undefined;
+  /** With Redis: where each instance announces its failures. */
+  private readonly failureChannel: string | undefined;
+  /** With Redis: whether this process hears of every instance's failures; until then every address is checked. */
+  private readonly watch: ReturnType<typeof watchFailures> | undefined;
   /** Under WORKERS: every failure is announced to the other workers, so each knows every address with one. */
   private readonly cluster: boolean;
   /** Each address with a failure counted here, and when its window ends at the latest (Date.now()'s clock, as the limiters'). */
@@ -101,33 +101,26 @@ export class Throttle {
     this.byAddress = limiter(opts, 'auth-ip', perAddress, windowSeconds);
     this.byAddressAndUsername = limiter(opts, 'auth-ip-user', perAddressAndUsername, windowSeconds);
     this.creates = opts.createsPerSecond > 0 ? limiter(opts, 'create', opts.createsPerSecond, 1) : undefined;
-    this.shared = opts.redis !== undefined;
     this.redis = opts.redis;
-    this.cluster = !this.shared && opts.cluster === true;
+    this.cluster = !this.redis && opts.cluster === true;
     if (this.cluster) process.on('message', (m: unknown) => isMessage(m, 'almoner:auth-failure') && this.failed(m.address, m.until));
     if (opts.redis) {
       this.failureChannel = `${opts.keyPrefix ?? 'almoner'}:auth-failures`;
-      const watch = watchFailures(opts.redis, opts.keyPrefix ?? 'almoner', this.failureChannel, (address) => this.failed(address), opts.watchPingMs);
-      this.hearsFailures = watch.listening;
-      this.stopHearing = watch.stop;
+      this.watch = watchFailures(opts.redis, opts.keyPrefix ?? 'almoner', this.failureChannel, (address) => this.failed(address), opts.watchPingMs);
     }
   }
 
   /** Closes what the throttle itself opened (with Redis, its listening connection); the Redis client given is the caller's to close. */
   close(): void {
-    this.stopHearing();
+    this.watch?.stop();
   }
-
-  /** Where each instance announces its failures, with Redis. */
-  private readonly failureChannel: string | undefined;
-  private readonly redis: Redis | undefined;
 
   /**
    * Notes a failure from this address, here or on another instance: it may be blocked until `until`.
    * Kept in the order their windows end (an address noted again moves to the end), so those whose
    * window has ended are dropped from the front, and the map holds only addresses that may be blocked.
    */
-  private failed(address: string, until = Date.now() + AUTH_FAILURES.windowSeconds * 1000): void {
+  private failed(address: string, until = windowEnd()): void {
     this.failedUntil.delete(address);
     this.failedUntil.set(address, until);
     this.forgetEnded();
@@ -153,7 +146,7 @@ export class Throttle {
    * listening); while it is not listening, every address is checked.
    */
   mayBlock(address: string): boolean {
-    if (this.shared && !this.hearsFailures()) return true;
+    if (this.watch && !this.watch.listening()) return true;
     if (this.failedUntil.size >= MAX_REMEMBERED_FAILURES) {
       this.forgetEnded();
       if (this.failedUntil.size >= MAX_REMEMBERED_FAILURES) return true;
@@ -172,7 +165,7 @@ export class Throttle {
    * remembered credential mayBlock let through).
    */
   async authenticationBlocked(address: string, username: string): Promise<number> {
-    if (!this.shared && !this.mayBlock(address)) return 0;
+    if (!this.redis && !this.mayBlock(address)) return 0;
     const [ip, pair] = await Promise.all([this.byAddress.get(address), this.byAddressAndUsername.get(pairKey(address, username))]);
     const blocked = [
       ip && ip.consumedPoints >= AUTH_FAILURES.perAddress ? ip : null,
@@ -190,8 +183,9 @@ export class Throttle {
    * one atomic increment, so the same holds across instances.
    */
   async authenticationFailed(address: string, username: string): Promise<number> {
-    this.failed(address);
-    if (this.cluster) toPrimary({ type: 'almoner:auth-failure', address, until: this.failedUntil.get(address)! });
+    const until = windowEnd();
+    this.failed(address, until);
+    if (this.cluster) toPrimary({ type: 'almoner:auth-failure', address, until });
     // Announced at once, so the others hear as soon as they can; and again once counted, so that an
     // instance that began listening in between (and so missed the first, and read Redis before the
     // count) hears it all the same.
@@ -202,7 +196,7 @@ export class Throttle {
   }
 
   private announce(address: string): void {
-    if (this.failureChannel) this.redis!.publish(this.failureChannel, address).catch(() => {});
+    if (this.failureChannel) this.redis?.publish(this.failureChannel, address).catch(() => {});
   }
 
   /** Seconds to wait if the charity is over its create rate, else 0 (and the create is counted). */
@@ -210,6 +204,9 @@ export class Throttle {
     return this.creates ? take(this.creates, String(charityId)) : 0;
   }
 }
+
+/** When the failure window of a failure now ends (Date.now()'s clock, as the limiters'). */
+const windowEnd = (): number => Date.now() + AUTH_FAILURES.windowSeconds * 1000;
 
 /** Takes a point: 0 when it was there, else the seconds until one is (consume() rejects past the limit). */
 async function take(limiter: RateLimiterAbstract, key: string): Promise<number> {
@@ -263,12 +260,9 @@ function watchFailures(
         ['auth-ip-user', (rest: string) => rest.slice(0, rest.lastIndexOf('|'))], // `address|hash`: pairKey
       ] as const) {
         const prefix = `${keyPrefix}:${kind}:`;
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+        for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) {
           for (const key of keys) heard(addressOf(key.slice(prefix.length)));
-          cursor = next;
-        } while (cursor !== '0');
+        }
       }
       if (mine === attempt && listener.status === 'ready') listening = true;
     } catch {
