@@ -8,7 +8,7 @@
 //
 // The copy is every file git knows of (committed, plus new files it does not ignore) as it is in
 // the working tree, so uncommitted work is what gets tested. The install compiles better-sqlite3
-// (about a minute on an idle machine), with packages from npm's cache where it has them.
+// (about a minute on an idle machine; seconds through a warm ccache, as CI runs it), with packages from npm's cache where it has them.
 // ALMONER_SKIP_INSTALL_TEST=1 skips it for quick local runs; CI (CI set) runs it regardless.
 //
 // Checked: with the old `"prepare": "npm run build"` the prepare test fails (exit 127,
