@@ -61,8 +61,11 @@ export interface ThrottleOptions {
   watchPingMs?: number;
 }
 
+/** The prefix of the throttle's Redis keys and channel. */
+const keyPrefixOf = (opts: ThrottleOptions): string => opts.keyPrefix ?? 'almoner';
+
 function limiter(opts: ThrottleOptions, name: string, points: number, duration: number): RateLimiterAbstract {
-  const keyPrefix = `${opts.keyPrefix ?? 'almoner'}:${name}`;
+  const keyPrefix = `${keyPrefixOf(opts)}:${name}`;
   if (opts.cluster && !opts.redis) {
     const { RateLimiterCluster }: typeof Limiters = require('rate-limiter-flexible/lib/RateLimiterCluster.js');
     return new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_GRACE_MS });
@@ -105,8 +108,12 @@ export class Throttle {
     this.cluster = !this.redis && opts.cluster === true;
     if (this.cluster) process.on('message', (m: unknown) => isMessage(m, 'almoner:auth-failure') && this.failed(m.address, m.until));
     if (opts.redis) {
-      this.failureChannel = `${opts.keyPrefix ?? 'almoner'}:auth-failures`;
-      this.watch = watchFailures(opts.redis, opts.keyPrefix ?? 'almoner', this.failureChannel, (address) => this.failed(address), opts.watchPingMs);
+      this.failureChannel = `${keyPrefixOf(opts)}:auth-failures`;
+      const counted = [
+        { limiter: this.byAddress, addressOf: (key: string) => key },
+        { limiter: this.byAddressAndUsername, addressOf: addressOfPair },
+      ];
+      this.watch = watchFailures(opts.redis, counted, this.failureChannel, (address) => this.failed(address), opts.watchPingMs);
     }
   }
 
@@ -232,13 +239,13 @@ export const WATCH_PING_MS = 1000;
 /**
  * Listens, on a connection of its own, for the failures every instance announces on `channel`, and
  * tells `heard` of each one's address; whenever it (re)starts listening, it first reads the
- * addresses with a failure Redis still counts (after subscribing, so no failure falls between the
+ * addresses with a failure Redis still counts, from the keys of the `counted` limiters (after subscribing, so no failure falls between the
  * two: each is announced only once counted). Returns whether it is listening with that reading done.
  * The connection ends when `redis` does.
  */
 function watchFailures(
   redis: Redis,
-  keyPrefix: string,
+  counted: readonly { limiter: RateLimiterAbstract; addressOf: (key: string) => string }[],
   channel: string,
   heard: (address: string) => void,
   pingEveryMs = WATCH_PING_MS,
@@ -255,13 +262,9 @@ function watchFailures(
     const mine = ++attempt;
     try {
       await listener.subscribe(channel);
-      for (const [kind, addressOf] of [
-        ['auth-ip', (rest: string) => rest],
-        ['auth-ip-user', (rest: string) => rest.slice(0, rest.lastIndexOf('|'))], // `address|hash`: pairKey
-      ] as const) {
-        const prefix = `${keyPrefix}:${kind}:`;
-        for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) {
-          for (const key of keys) heard(addressOf(key.slice(prefix.length)));
+      for (const { limiter, addressOf } of counted) {
+        for await (const keys of redis.scanStream({ match: limiter.getKey('*'), count: 1000 }) as AsyncIterable<string[]>) {
+          for (const key of keys) heard(addressOf(limiter.parseKey(key)));
         }
       }
       if (mine === attempt && listener.status === 'ready') listening = true;
@@ -298,6 +301,9 @@ function pairKey(address: string, username: string): string {
   // A guessed username may be anything, of any length: a hash bounds and neutralises it.
   return `${address}|${createHash('sha256').update(username).digest('base64url').slice(0, 22)}`;
 }
+
+/** The address of a pairKey (`address|hash`). */
+const addressOfPair = (key: string): string => key.slice(0, key.lastIndexOf('|'));
 
 /** Answers 429 with Retry-After (after reading the body, so the answer reaches a client still sending). */
 export async function tooManyRequests(request: FastifyRequest, reply: FastifyReply, seconds: number, message: string) {
