@@ -12,9 +12,6 @@ import { Store } from './store.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 import type { Clock } from '../time.js';
 
-/** How long a request may wait for a PostgreSQL connection, and for a query, before it fails with 503. */
-export const PG_CONNECT_TIMEOUT_MS = 3000;
-export const PG_QUERY_TIMEOUT_MS = 5000;
 
 /**
  * SQLite waits for another writer's lock by sleeping inside the call, which freezes a server's whole
@@ -28,9 +25,19 @@ export interface StoreOptions {
   sqliteBusyTimeoutMs?: number;
   /** PostgreSQL: the clock donation ids taken ahead go stale on (DonationIds); the real one by default. */
   clock?: Clock;
+  /** PostgreSQL: how long to wait for a connection, and for one query; tests shorten them instead of waiting. */
+  pgTimeouts?: PgTimeouts;
 }
 
-export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, clock }: StoreOptions = {}): Promise<Store> {
+export interface PgTimeouts {
+  connectMs: number;
+  queryMs: number;
+}
+
+/** How long a PostgreSQL connection, and one query, may be waited for before it fails (a request's 503). */
+const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
+
+export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS }: StoreOptions = {}): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
@@ -38,7 +45,7 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     store = new Store(db, 'sqlite', { sqlite });
   } else {
-    db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax) });
+    db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts) });
     store = new Store(db, 'postgres', { writeConcurrency: location.poolMax, clock });
   }
   try {
@@ -87,14 +94,14 @@ function reusingStatements(db: BetterSqlite3.Database): BetterSqlite3.Database {
 
 const INT8_OID = 20;
 
-async function postgresDialect(connectionString: string, max: number): Promise<Dialect> {
+async function postgresDialect(connectionString: string, max: number, timeouts: PgTimeouts): Promise<Dialect> {
   // Loaded only for PostgreSQL, so SQLite deployments do not pay for it at start-up.
   const { default: pg } = await import('pg');
   const { default: Cursor } = await import('pg-cursor');
   const pool = new pg.Pool({
     connectionString,
     max,
-    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: timeouts.connectMs,
     // No query_timeout here: node-postgres never clears it for cursors, so it would cut exports
     // short after 5 s. Queries are timed below instead, cursors not at all.
     keepAlive: true,
@@ -107,7 +114,7 @@ async function postgresDialect(connectionString: string, max: number): Promise<D
   // An idle connection that the server or the network dropped: the pool discards it and the next
   // query opens a new one. Without a listener this event would crash the process.
   pool.on('error', () => {});
-  return new PostgresDialect({ pool: discardingBrokenClients(pool), cursor: Cursor });
+  return new PostgresDialect({ pool: discardingBrokenClients(pool, timeouts.queryMs), cursor: Cursor });
 }
 
 /**
@@ -116,7 +123,7 @@ async function postgresDialect(connectionString: string, max: number): Promise<D
  * on it would time out too. Such a client is released with its error, which makes the pool
  * destroy it; that is how the service recovers on its own once the database is back.
  */
-function discardingBrokenClients(pool: pg.Pool): PostgresPool {
+function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number): PostgresPool {
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
@@ -133,7 +140,7 @@ function discardingBrokenClients(pool: pg.Pool): PostgresPool {
           result.catch((err: unknown) => {
             if (isDatabaseUnavailable(err)) broken = err as Error;
           });
-          return timeLimited(result, PG_QUERY_TIMEOUT_MS, () => (broken = new Error('Query read timeout')));
+          return timeLimited(result, queryTimeoutMs, () => (broken = new Error('Query read timeout')));
         }) as PostgresPoolClient['query'],
         release: () => {
           client.removeListener('error', onError);

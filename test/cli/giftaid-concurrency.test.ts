@@ -4,7 +4,7 @@
 // independently of the ledger's own `live` flag: in the database, by each claim's status, and in
 // the .ods files the processes wrote, read back by the independent reader.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -16,7 +16,7 @@ import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { exampleDonation, tempDir } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt } from '../support/cli.js';
+import { almoner, assertBuilt, startAlmoner } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
 
 /** Claimable donations per charity, dated over the last DAYS days; and some that never are. */
@@ -98,16 +98,16 @@ describe('concurrent claims never put a donation in two live claims', { concurre
               // The claims start together, and the database holds each one's write back until all
               // have read what they mean to claim: every round is a real race.
               const gate = await holdClaimWrites(database);
-              let finished = 0;
+              const running = new Set<number>();
               const racing = Promise.all(
-                claimers.map((back, k) =>
-                  almoner(database.url, ['giftaid', 'claim', '--charity', charity.username, '--to', daysBefore(today, back), '--out', join(dir, `run${run}-round${r}-${k}`), '--json']).finally(
-                    () => finished++,
-                  ),
-                ),
+                claimers.map((back, k) => {
+                  const claim = startAlmoner(database.url, ['giftaid', 'claim', '--charity', charity.username, '--to', daysBefore(today, back), '--out', join(dir, `run${run}-round${r}-${k}`), '--json']);
+                  running.add(claim.pid);
+                  return claim.done.finally(() => running.delete(claim.pid));
+                }),
               );
               // A claim that finds nothing to claim finishes without waiting at the gate.
-              await gate.release(() => claimers.length - finished);
+              await gate.release(() => [...running]);
               const results = await racing;
               for (const res of results) {
                 assert.equal(res.code, 0, `a racing claim failed: exit ${res.code}\n${res.stderr}`);
@@ -151,17 +151,22 @@ describe('concurrent claims never put a donation in two live claims', { concurre
  * Holds every write to giftaid_claims back: the claims read their donations, then wait at the insert
  * that records them until release(), so that they all write at once. On PostgreSQL an exclusive table
  * lock (reads still pass), released once every claim still running waits on it; on SQLite the write
- * lock, held until every claim has finished or RACE_HOLD_MS has passed (under the claims' 5 s busy
- * timeout): a claim that arrives later only races less.
+ * lock, released once every claim still running sleeps in SQLite's busy handler (its main thread in
+ * nanosleep, seen in /proc twice in a row: a claim's one write comes after its reads), or RACE_HOLD_MS
+ * has passed (under the claims' 5 s busy timeout): a claim that arrives later only races less.
  */
-async function holdClaimWrites(database: TestDatabase): Promise<{ release(running: () => number): Promise<void> }> {
+async function holdClaimWrites(database: TestDatabase): Promise<{ release(running: () => number[]): Promise<void> }> {
   if (database.location.dialect === 'sqlite') {
     const db = new BetterSqlite3(database.location.path);
     db.exec('begin immediate');
     return {
       async release(running) {
         const deadline = Date.now() + RACE_HOLD_MS;
-        while (running() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+        let allWaiting = 0; // looks in a row that found every running claim waiting for the lock
+        while (running().length > 0 && allWaiting < 2 && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          allWaiting = running().every(sleepsInBusyHandler) ? allWaiting + 1 : 0;
+        }
         db.exec('rollback');
         db.close();
       },
@@ -176,11 +181,20 @@ async function holdClaimWrites(database: TestDatabase): Promise<{ release(runnin
       const deadline = Date.now() + 20_000;
       const waiting = async () =>
         Number((await client.query(`select count(*) as n from pg_locks where relation = 'giftaid_claims'::regclass and not granted`)).rows[0].n);
-      while ((await waiting()) < running() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      while ((await waiting()) < running().length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       await client.query('rollback');
       await client.end();
     },
   };
+}
+
+/** Whether process `pid`'s main thread is asleep in nanosleep, as SQLite's busy handler sleeps (Linux). */
+function sleepsInBusyHandler(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/wchan`, 'utf8').includes('nanosleep');
+  } catch {
+    return false; // gone, or no /proc: RACE_HOLD_MS decides
+  }
 }
 
 const RACE_HOLD_MS = 2500;
