@@ -47,6 +47,19 @@ for (const backend of BACKENDS) {
       assert.equal(new Set(ids).size, 60);
     });
 
+    test('a burst larger than a batch: on PostgreSQL in batches of at most 32 (the next made ready while one waits), on SQLite in one', async () => {
+      const sizes: number[] = [];
+      store.observeBatches((size) => sizes.push(size));
+      try {
+        await Promise.all(Array.from({ length: 100 }, (_, i) => store.recordDonation(charityId, donation(`big-burst-${i}@example.org`))));
+      } finally {
+        store.observeBatches(() => {});
+      }
+      assert.equal(sizes.reduce((sum, size) => sum + size, 0), 100);
+      if (backend.name === 'postgres') assert.deepEqual([...sizes].sort((a, b) => b - a), [32, 32, 32, 4]);
+      else assert.deepEqual(sizes, [100]);
+    });
+
     test('one failing write in a burst fails alone; the others are stored, in halves of the batch, not one by one', async () => {
       const tokens = async () => (backend.name === 'postgres' ? Number((await queryPostgres<{ n: string }>(database.url, 'select count(*) as n from commit_tokens'))[0]!.n) : 0);
       const tokensBefore = await tokens();
