@@ -14,8 +14,8 @@ import { BACKENDS, type TestDatabase } from '../support/backends.js';
 import { BIN, childEnv } from '../support/cli.js';
 
 const ROWS = 3000; // about 1.3 MB of JSON Lines: far more than a pipe holds, so the export must wait for its reader
-const PG_TIMEOUTS = { connectMs: 3000, queryMs: 300 };
-const READER_PAUSE_MS = 1000; // longer than that query timeout
+const PG_TIMEOUTS = { connectMs: 3000, queryMs: 1000 }; // short, yet ample for the queries before the cursor on a loaded machine
+const READER_PAUSE_MS = 1500; // longer than that query timeout
 
 for (const backend of BACKENDS) {
   describe(`donations export to a slow reader [${backend.name}]`, () => {
