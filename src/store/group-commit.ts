@@ -93,7 +93,7 @@ class NotCommitted extends Error {
  * is an fsync. On PostgreSQL a batch mostly waits for its round trips, and if it held every create
  * waiting, the server would have nothing to do meanwhile: batches of at most 32 leave the next
  * creates to a batch of their own, made ready while the first waits, on another pooled connection.
- * Under the benchmark's 64 connections that gave 3 to 8% more creates a second, and 12 to 20% more
+ * Under the benchmark's 64 connections that gave 3 to 8% more creates a second, and 4 to 20% more
  * keyed ones (docs/performance.md); 8 gave 20% fewer.
  */
 const MAX_BATCH = { sqlite: 256, postgres: 32 };
