@@ -140,7 +140,7 @@ export class GroupCommit<DB> {
     private readonly db: Kysely<DB>,
     private readonly journal: CommitJournal,
     options: {
-      /** Batches at once: 1 for SQLite (one writer), the pool size for PostgreSQL. */
+      /** Batches at once: 1 for SQLite (one writer); for PostgreSQL, the pool size but one (open.ts). */
       concurrency: number;
       /** SQLite: the connection under `db`, on which each batch runs synchronously. */
       sqlite?: BetterSqlite3.Database;

@@ -46,7 +46,9 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
     store = new Store(db, 'sqlite', { sqlite });
   } else {
     db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts) });
-    store = new Store(db, 'postgres', { writeConcurrency: location.poolMax, clock });
+    // Batches of creates take one pooled connection each; one is left for reads (a credential, /health/ready, an
+    // export's start), which a burst of creates would otherwise make wait for a batch to finish.
+    store = new Store(db, 'postgres', { writeConcurrency: Math.max(1, location.poolMax - 1), clock });
   }
   try {
     await migrate(db, location.dialect);

@@ -55,7 +55,7 @@ export class Store {
       sqlite,
       clock,
     }: {
-      /** Batches of writes at once: SQLite has one writer; PostgreSQL, one per pooled connection. */
+      /** Batches of writes at once: SQLite has one writer; PostgreSQL, one per pooled connection but one, left for reads (open.ts). */
       writeConcurrency?: number;
       /** SQLite: the connection under `db`, on which creates are written synchronously, a batch at a time. */
       sqlite?: BetterSqlite3.Database;
