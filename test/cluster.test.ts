@@ -224,9 +224,15 @@ for (const backend of BACKENDS) {
           const creates = Array.from({ length: 6 }, (_, i) =>
             send(server.url, '/api/v1/donation/create', { authorization, body: exampleDonation({ donor_email: `locked-${i}@example.org` }) }).finally(() => settled++),
           );
-          const me = await Promise.all(Array.from({ length: 6 }, () => send(server.url, '/api/v1/me', { authorization })));
-          assert.deepEqual(me.map((a) => a.status), Array(6).fill(200));
-          assert.equal((await answeredBy(server, '/api/v1/me', mark, 6)).size, 2, 'both workers answered /me');
+          // Rounds of six until both workers have answered: the kernel hands connections to whichever accepts first,
+          // and once in a while all six of a round went to one (seen in a full run on 2026-11-27).
+          let workers = new Set<unknown>();
+          for (let round = 1; round <= 10 && workers.size < 2; round++) {
+            const me = await Promise.all(Array.from({ length: 6 }, () => send(server.url, '/api/v1/me', { authorization })));
+            assert.deepEqual(me.map((a) => a.status), Array(6).fill(200));
+            workers = await answeredBy(server, '/api/v1/me', mark, 6 * round);
+          }
+          assert.equal(workers.size, 2, 'both workers answered /me');
           assert.equal(settled, 0, 'no create was answered while the lock was held');
           outsider.exec('commit');
           const answers = await Promise.all(creates);
