@@ -12,7 +12,6 @@ import { Store } from './store.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 import type { Clock } from '../time.js';
 
-
 /**
  * SQLite waits for another writer's lock by sleeping inside the call, which freezes a server's whole
  * event loop; the server waits this long at most in one go and retries asynchronously instead
@@ -105,7 +104,7 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
     max,
     connectionTimeoutMillis: timeouts.connectMs,
     // No query_timeout here: node-postgres never clears it for cursors, so it would cut exports
-    // short after 5 s. Queries are timed below instead, cursors not at all.
+    // short after timeouts.queryMs. Queries are timed below instead, cursors not at all.
     keepAlive: true,
     // Ids, counts and pence are int8; every value Almoner stores fits a JS number exactly.
     types: {
