@@ -32,9 +32,11 @@ export type KeyedOutcome =
 export class KeyTakenError extends Error {}
 
 /**
- * PostgreSQL: the batch's statement met a key another instance's request had stored, and failed
- * whole (its keys are inserted without `on conflict`); on its own again, a create that meets it still
- * is KeyTakenError. SQLite says so in the write itself (insertDonation).
+ * PostgreSQL: the batch's statement met a key already stored, and failed whole (its keys are
+ * inserted without `on conflict`). A first try takes its keys to be new, so this is how it meets a
+ * replay; tried again, the keys are looked up first, so only a key another instance's request
+ * stored meanwhile is met, and a create that still meets it on its own is KeyTakenError. SQLite says
+ * so in the write itself (insertDonation).
  */
 export const keyTaken = (err: unknown): unknown =>
   (err as { code?: unknown; table?: unknown }).code === '23505' && (err as { table?: unknown }).table === 'idempotency_keys' ? new KeyTakenError() : err;
@@ -63,9 +65,18 @@ export class DonationWrites implements CommitJournal {
     return (await this.db.insertInto('commit_tokens').values(commitToken(token)).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined;
   }
 
-  /** A create under an Idempotency-Key: a replay, a mismatch, or the donation and its key recorded together. */
-  *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey): WriteProgram<KeyedOutcome> {
+  /**
+   * A create under an Idempotency-Key: a replay, a mismatch, or the donation and its key recorded
+   * together. On PostgreSQL a first try (not `retry`) takes the key to be new and goes straight to the
+   * statement that commits the batch, so that a batch of new keys is one round trip: a key already
+   * stored fails that statement whole, storing nothing, and the retry looks it up first (GroupCommit).
+   * On SQLite the key is always looked up first: a read in this process, where a key met only by the
+   * insert would roll back the whole batch.
+   */
+  *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey, retry: boolean): WriteProgram<KeyedOutcome> {
     const now = nowMicros();
+    const keyRow = { charity_id: charityId, key, fingerprint, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
+    if (this.together && !retry) return { outcome: 'created', donation: yield* this.insertDonation(charityId, d, keyRow) };
     const [known] = (yield this.hot.statement(
       'key',
       [charityId, key],
@@ -87,8 +98,7 @@ export class DonationWrites implements CommitJournal {
         this.db.deleteFrom('idempotency_keys').where('charity_id', '=', expired[0]).where('key', '=', expired[1]).where('expires_at', '=', expired[2]),
       );
     }
-    const donation = yield* this.insertDonation(charityId, d, { charity_id: charityId, key, fingerprint, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) });
-    return { outcome: 'created', donation };
+    return { outcome: 'created', donation: yield* this.insertDonation(charityId, d, keyRow) };
   }
 
   /**

@@ -11,13 +11,15 @@
 // nothing can be later (a statement the database still runs fails on the token); if the database
 // cannot say, the callers get CommitOutcomeUnknownError and nothing is written again.
 //
-// On PostgreSQL a batch needs no transaction: its writes' first statements (the keys' look-up) run
-// on the batch's connection, and then one statement writes every donation, their keys and the
-// token, which PostgreSQL commits by itself (Together.ownCommit in statements.ts, made in
+// On PostgreSQL a batch needs no transaction: one statement writes every donation, their keys and
+// the token, which PostgreSQL commits by itself (Together.ownCommit in statements.ts, made in
 // donation-writes.ts). That statement is the commit: its answer lost, the token says what happened.
-// A batch without keys is two round trips (the donations' ids, then that statement), one with keys
-// three, plus one for each replay's read and each expired key's deletion; a batch of nothing but
-// replays sends no commit.
+// A batch's first try takes its keys to be new, so under load (the donations' ids taken ahead) it
+// is one round trip, keys or not. A key already stored (a replay, a key reused, an expired one)
+// fails that statement whole, having stored nothing, and the batch is tried again whole, its
+// writes now looking their keys up first (one round trip for them all, before the commit, plus
+// one for each replay's read and each expired key's deletion); a batch of nothing but replays
+// sends no commit.
 //
 // On SQLite the batch runs in one synchronous better-sqlite3 transaction: nothing awaits between
 // its statements, no deadline can pass in the middle of it, and a COMMIT's answer cannot be lost
@@ -29,8 +31,12 @@ import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
 import { finish, lastStatements, queryOn, runOnSqlite, runUntilLast, type WriteProgram } from './statements.js';
 import { isBusy, isDatabaseUnavailable, isRefused } from './unavailable.js';
 
-/** A write, made afresh for each try (see statements.ts). */
-type Write = () => WriteProgram<unknown>;
+/**
+ * A write, made afresh for each try (see statements.ts). `retry`: a try of this write has failed
+ * before. On PostgreSQL a keyed create's first try takes its key to be new, and a retry looks it up
+ * first (donation-writes.ts).
+ */
+type Write = (retry: boolean) => WriteProgram<unknown>;
 
 interface Pending {
   write: Write;
@@ -52,6 +58,8 @@ interface Pending {
  */
 interface Batch {
   members: Pending[];
+  /** Its writes have been tried before, in a batch that failed. */
+  retry: boolean;
   commitSent: boolean;
   /** Why the last try failed while trying again (another process holding SQLite's lock). */
   heldUpBy?: unknown;
@@ -171,7 +179,7 @@ export class GroupCommit<DB> {
    * donation is not stored: it never started, or its batch is not committed (unless the commit
    * was already sent: then CommitOutcomeUnknownError).
    */
-  run<T>(write: () => WriteProgram<T>, deadline = performance.now() + DATABASE_BUDGET_MS): Promise<T> {
+  run<T>(write: (retry: boolean) => WriteProgram<T>, deadline = performance.now() + DATABASE_BUDGET_MS): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const p: Pending = {
         write,
@@ -233,12 +241,12 @@ export class GroupCommit<DB> {
 
   private async flush(): Promise<void> {
     if (this.running >= this.concurrency || this.queue.length === 0) return;
-    const batch = this.batchOf(this.queue.splice(0, this.maxBatch));
+    const batch = this.batchOf(this.queue.splice(0, this.maxBatch), false);
     this.running++;
     this.schedule(); // with spare concurrency, the next batch may start at once
     const started = performance.now();
     try {
-      await this.settle(batch, false);
+      await this.settle(batch);
     } finally {
       this.observe?.(batch.members.length, (performance.now() - started) / 1000);
       this.running--;
@@ -248,12 +256,15 @@ export class GroupCommit<DB> {
 
   /**
    * Commits the batch and tells its writers (those left out were told already). Trying again helps
-   * only when one write is at fault and nothing was stored (a constraint, another instance's key): the
-   * writes are then committed in two halves, and a half that fails so again is halved again, down to
-   * the write at fault, which gets its error alone. A lost database fails them all at once (a 503
-   * now, not one timeout per write), and an unknown outcome is never retried.
+   * only when nothing was stored and a write is at fault (a constraint, a key already stored). On
+   * PostgreSQL a batch's first try took its keys to be new, so it is tried again whole, its keys
+   * looked up first: a replay costs its batch one failed statement, not a retry in halves. A batch
+   * that fails so again (or on SQLite, where keys are always looked up first) is committed in two
+   * halves, and a half that fails so again is halved again, down to the write at fault, which gets
+   * its error alone. A lost database fails them all at once (a 503 now, not one timeout per write),
+   * and an unknown outcome is never retried.
    */
-  private async settle(batch: Batch, retried: boolean): Promise<void> {
+  private async settle(batch: Batch): Promise<void> {
     try {
       const results = await this.commit(batch);
       this.failures.succeeded();
@@ -263,11 +274,18 @@ export class GroupCommit<DB> {
       const cause = err instanceof NotCommitted ? err.cause : err;
       const unavailable = isDatabaseUnavailable(cause);
       if (unavailable) this.failures.failed(cause);
-      // A write of its own is tried once more, alone (a key another instance held may be committed by then); a part
-      // of a batch is halved again even when all but one were told meanwhile (at their deadline, their commit sent):
-      // the one left gets a commit of its own, so whatever error it gets is its own, not a neighbour's.
-      if (err instanceof NotCommitted && !unavailable && (batch.members.length > 1 || !retried)) await this.inHalves(batch.members);
-      else for (const p of batch.members) p.reject(cause);
+      if (!(err instanceof NotCommitted) || unavailable) {
+        for (const p of batch.members) p.reject(cause);
+      } else if (!batch.retry && !this.sqlite) {
+        await this.settle(this.batchOf(stillWaiting(batch), true)); // PostgreSQL's first try: again, whole, the keys looked up
+      } else if (batch.members.length > 1 || !batch.retry) {
+        // A write of its own is tried once more, alone (a key another instance held may be committed by then); a part
+        // of a batch is halved again even when all but one were told meanwhile (at their deadline, their commit sent):
+        // the one left gets a commit of its own, so whatever error it gets is its own, not a neighbour's.
+        await this.inHalves(batch.members);
+      } else {
+        for (const p of batch.members) p.reject(cause);
+      }
     }
   }
 
@@ -280,12 +298,12 @@ export class GroupCommit<DB> {
   private async inHalves(members: Pending[]): Promise<void> {
     const waiting = members.filter((p) => !p.told);
     const middle = Math.ceil(waiting.length / 2);
-    const halves = [waiting.slice(0, middle), waiting.slice(middle)].filter((half) => half.length > 0).map((half) => this.batchOf(half));
-    for (const half of halves) if (!everyoneTold(half)) await this.settle(half, true);
+    const halves = [waiting.slice(0, middle), waiting.slice(middle)].filter((half) => half.length > 0).map((half) => this.batchOf(half, true));
+    for (const half of halves) if (!everyoneTold(half)) await this.settle(half);
   }
 
-  private batchOf(members: Pending[]): Batch {
-    const batch: Batch = { members, commitSent: false };
+  private batchOf(members: Pending[], retry: boolean): Batch {
+    const batch: Batch = { members, retry, commitSent: false };
     for (const p of members) p.batch = batch;
     return batch;
   }
@@ -326,7 +344,7 @@ export class GroupCommit<DB> {
         const query = queryOn(connection, stop);
         // A writer told at its deadline is still run up to its last statement (those before it only read, or
         // make a change that is right whatever becomes of the write), and left out of the commit.
-        const programs = batch.members.map(({ write }) => write());
+        const programs = batch.members.map(({ write }) => write(batch.retry));
         const steps = await runUntilLast(query, programs);
         const waiting = (i: number) => !batch.members[i]!.told;
         for (let last = lastStatements(steps, waiting); ; ) {
@@ -371,12 +389,15 @@ export class GroupCommit<DB> {
     if (db.inTransaction) throw new NotCommitted(Object.assign(new Error('SQLITE_BUSY: another transaction is open on this connection'), { code: 'SQLITE_BUSY' }));
     try {
       // Those told at their deadline (while another process held the lock) are left out.
-      return db.transaction(() => batch.members.map(({ write, told }) => (told ? undefined : runOnSqlite(db, write())))).immediate();
+      return db.transaction(() => batch.members.map(({ write, told }) => (told ? undefined : runOnSqlite(db, write(batch.retry))))).immediate();
     } catch (err) {
       throw new NotCommitted(err); // rolled back, or never begun
     }
   }
 }
+
+/** The writers of the batch not yet told (at their deadline). */
+const stillWaiting = (batch: Batch): Pending[] => batch.members.filter((p) => !p.told);
 
 /** Every writer of the batch has been told (at its deadline): nothing of it is to be written. */
 function everyoneTold(batch: Batch): boolean {

@@ -254,7 +254,7 @@ function localCreates(db: Kysely<Database>, dialect: DatabaseLocation['dialect']
   return {
     insert: (charityId, d, deadline) => writes.run(() => donationWrites.insertDonation(charityId, d), deadline),
     insertKeyed: (charityId, d, key, deadline) =>
-      writes.run(() => donationWrites.insertKeyedDonation(charityId, d, key), deadline).catch((err: unknown) => {
+      writes.run((retry) => donationWrites.insertKeyedDonation(charityId, d, key, retry), deadline).catch((err: unknown) => {
         throw keyTaken(err);
       }),
     writeFailure: () => writes.writeFailure(),

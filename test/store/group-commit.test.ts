@@ -9,9 +9,11 @@ import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import { DatabaseBudget, DatabaseDeadlineError } from '../../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../../src/store/group-commit.js';
+import { parseDatabaseUrl } from '../../src/config.js';
 import type { Store } from '../../src/store/store.js';
 import { validDonation as donation } from '../support/app.js';
 import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
+import { proxyFor } from '../support/proxy.js';
 
 const NO_SUCH_CHARITY = 999_999;
 
@@ -183,19 +185,65 @@ for (const backend of BACKENDS) {
     });
 
     test(
-      'PostgreSQL: a keyed write whose deadline passes while its batch looks up the keys is left out of the commit and not stored; the others are',
+      'PostgreSQL: a batch of new keys commits in one statement, with no look-up; one that meets a stored key fails whole, storing nothing, and is tried again whole with its keys looked up',
+      { skip: backend.name === 'sqlite' ? 'SQLite looks each key up inside the batch\'s one synchronous transaction: a read in this process, no round trip' : false },
+      async () => {
+        const { proxy, url } = await proxyFor(database.url);
+        const watchedStore = await openStore(parseDatabaseUrl(url, 4));
+        try {
+          const keyed = (i: number, email = `one-trip-${i}@example.org`) => {
+            const d = donation(email);
+            return watchedStore.recordKeyedDonation(charityId, d, { key: `one-trip-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
+          };
+          let lookUps = proxy.countStatements('from idempotency_keys where');
+          let commits = proxy.countStatements('insert into "commit_tokens"');
+          const fresh = await Promise.all(Array.from({ length: 20 }, (_, i) => keyed(i)));
+          assert.deepEqual(new Set(fresh.map((o) => o.outcome)), new Set(['created']));
+          assert.equal(lookUps(), 0, 'new keys were looked up');
+          assert.ok(commits() >= 1 && commits() <= 2, `${commits()} statements for 20 new keys sent together`);
+
+          // A replay and a reused key among new keys: the batch's first statement fails, and its retry looks up.
+          lookUps = proxy.countStatements('from idempotency_keys where');
+          const mixed = await Promise.all([keyed(3), keyed(4, 'another-body@example.org'), ...Array.from({ length: 10 }, (_, i) => keyed(100 + i))]);
+          assert.equal(mixed[0]!.outcome, 'replay');
+          assert.equal(mixed[0]!.outcome === 'replay' && mixed[0]!.donation.id, fresh[3]!.outcome === 'created' && fresh[3]!.donation.id);
+          assert.equal(mixed[1]!.outcome, 'mismatch');
+          for (const o of mixed.slice(2)) assert.equal(o.outcome, 'created');
+          assert.ok(lookUps() >= 1, 'the keys of the batch tried again were not looked up');
+          const emails: string[] = [];
+          for await (const d of observer.exportDonations({})) emails.push(d.donor_email);
+          assert.equal(emails.filter((e) => e.startsWith('one-trip-')).length, 30, 'one donation per key');
+          assert.ok(!emails.includes('another-body@example.org'), 'a reused key stored nothing');
+        } finally {
+          await watchedStore.close();
+          await proxy.close();
+        }
+      },
+    );
+
+    test(
+      'PostgreSQL: a keyed write whose deadline passes while its batch, tried again, looks up the keys is left out of the commit and not stored; the others are',
       { skip: backend.name === 'sqlite' ? 'the look-ups run inside the batch\'s one synchronous transaction on SQLite: no deadline passes between them' : false },
       async () => {
-        const hold = await holdWrites(database, 'lock table idempotency_keys in access exclusive mode'); // the batch's look-up of its keys waits
+        // A batch's first try takes its keys to be new; a key already stored (a replay) fails it at once, and the
+        // retry looks the keys up first. Through a proxy that answers that look-up 400 ms late.
+        const { proxy, url } = await proxyFor(database.url);
+        const slowStore = await openStore(parseDatabaseUrl(url, 4));
         try {
-          const writes = Array.from({ length: 5 }, (_, i) => {
+          const keyed = (i: number, budgetMs?: number) => {
             const d = donation(`looked-up-${i}@example.org`);
-            return store.recordKeyedDonation(charityId, d, { key: `looked-up-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros }, new DatabaseBudget(i === 2 ? 100 : 10_000));
-          });
-          const results = Promise.allSettled(writes);
-          await new Promise((resolve) => setTimeout(resolve, 400));
-          await hold.release();
-          const settled = await results;
+            return slowStore.recordKeyedDonation(
+              charityId,
+              d,
+              { key: `looked-up-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros },
+              budgetMs === undefined ? undefined : new DatabaseBudget(budgetMs),
+            );
+          };
+          const first = await keyed(0);
+          assert.equal(first.outcome, 'created');
+          proxy.slowAnswersTo('from idempotency_keys where', 400);
+          const settled = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => keyed(i, i === 2 ? 200 : 10_000)));
+          proxy.slowAnswersTo(undefined);
           const stored = new Set<string>();
           for await (const row of observer.exportDonations({})) stored.add(row.donor_email);
           for (const [i, r] of settled.entries()) {
@@ -204,15 +252,16 @@ for (const backend of BACKENDS) {
               assert.ok(!stored.has('looked-up-2@example.org'), 'told it was not stored, but it is');
             } else {
               assert.equal(r.status, 'fulfilled', `neighbour ${i}: ${r.status === 'rejected' ? String(r.reason) : ''}`);
+              assert.equal((r as PromiseFulfilledResult<{ outcome: string }>).value.outcome, i === 0 ? 'replay' : 'created', `neighbour ${i}`);
               assert.ok(stored.has(`looked-up-${i}@example.org`));
             }
           }
           // Its key was left unused: a retry is taken afresh.
-          const d = donation('looked-up-2@example.org');
-          const retry = await store.recordKeyedDonation(charityId, d, { key: 'looked-up-2', fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
-          assert.equal(retry.outcome, 'created');
+          assert.equal((await keyed(2)).outcome, 'created');
         } finally {
-          await hold.release();
+          proxy.slowAnswersTo(undefined);
+          await slowStore.close();
+          await proxy.close();
         }
       },
     );
@@ -252,9 +301,9 @@ for (const backend of BACKENDS) {
 
 /**
  * Holds the database's writes up from another connection until released: SQLite's write lock, or on
- * PostgreSQL the table `lock` names (by default the donations, whose inserts wait while reads go on).
+ * PostgreSQL a lock on the donations, whose inserts wait while reads go on.
  */
-async function holdWrites(database: TestDatabase, lock = 'lock table donations in exclusive mode'): Promise<{ release(): Promise<void> }> {
+async function holdWrites(database: TestDatabase): Promise<{ release(): Promise<void> }> {
   let released = false;
   if (database.location.dialect === 'sqlite') {
     const outsider = new BetterSqlite3(database.location.path);
@@ -271,7 +320,7 @@ async function holdWrites(database: TestDatabase, lock = 'lock table donations i
   const client = new pg.Client({ connectionString: database.url });
   await client.connect();
   await client.query('begin');
-  await client.query(lock);
+  await client.query('lock table donations in exclusive mode');
   return {
     release: async () => {
       if (released) return;

@@ -19,6 +19,10 @@ export class TcpProxy {
   private delayMs = 0;
   private commitsSeen = 0;
   private cutAfterMs: number | undefined;
+  /** Pieces of SQL watched, and how many statements sent held each. */
+  private readonly watched = new Map<string, { piece: Buffer; sent: number }>();
+  /** Statements (a piece of their SQL) whose answers are held back, and for how long. */
+  private slowed: { statement: Buffer; ms: number } | undefined;
   /** How many answers to a batch's commit have been dropped. */
   droppedCommitAnswers = 0;
 
@@ -50,7 +54,8 @@ export class TcpProxy {
 
   /**
    * Lets every n-th batch's commit (the statement that commits by itself) reach the database, then drops the
-   * connection when its answer comes back, so the client never learns that it was committed (0: off).
+   * connection when its answer comes back, if it says the statement committed, so the client never learns that
+   * it was (0: off). A statement that failed (a key already stored) committed nothing: its answer is let through.
    */
   dropCommitAnswers(every: number): void {
     this.dropEvery = every;
@@ -62,6 +67,19 @@ export class TcpProxy {
    */
   cutAfterCommit(ms: number): void {
     this.cutAfterMs = ms;
+  }
+
+  /** From now on, counts the statements sent whose SQL holds `piece`: how many so far, when called. */
+  countStatements(piece: string): () => number {
+    const watch = this.watched.get(piece) ?? { piece: Buffer.from(piece), sent: 0 };
+    this.watched.set(piece, watch);
+    const from = watch.sent;
+    return () => watch.sent - from;
+  }
+
+  /** Delays the answers to statements whose SQL holds `statement` by `ms` (undefined: none), as a query that takes that long. */
+  slowAnswersTo(statement: string | undefined, ms = 0): void {
+    this.slowed = statement === undefined ? undefined : { statement: Buffer.from(statement), ms };
   }
 
   /** Delays every answer from the database by `ms` (0: none), as a database that has slowed down. */
@@ -101,8 +119,12 @@ export class TcpProxy {
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
     let dropNextAnswer = false;
+    let slowNextAnswer = 0;
+    let heldAnswer: Buffer[] | undefined;
     client.on('data', (chunk: Buffer) => {
       if (this.dropEvery > 0 && chunk.includes(COMMIT)) dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
+      if (this.slowed && chunk.includes(this.slowed.statement)) slowNextAnswer = this.slowed.ms;
+      for (const watch of this.watched.values()) if (chunk.includes(watch.piece)) watch.sent++;
       if (this.paused) return void this.held.push(() => upstream.write(chunk));
       upstream.write(chunk);
       if (this.cutAfterMs !== undefined && chunk.includes(COMMIT)) {
@@ -113,6 +135,17 @@ export class TcpProxy {
     upstream.on('data', (chunk: Buffer) => {
       if (this.paused) return void this.held.push(() => client.write(chunk));
       if (this.delayMs > 0) return void setTimeout(() => client.write(chunk), this.delayMs); // in order: one delay for all
+      if (heldAnswer) return void heldAnswer.push(chunk); // the rest of a held answer, in order
+      if (slowNextAnswer > 0) {
+        const held = (heldAnswer = [chunk]);
+        setTimeout(() => {
+          heldAnswer = undefined;
+          for (const c of held) client.write(c);
+        }, slowNextAnswer);
+        slowNextAnswer = 0;
+        return;
+      }
+      if (dropNextAnswer && holdsError(chunk)) dropNextAnswer = false;
       if (!dropNextAnswer) return void client.write(chunk);
       // The database has answered the commit, so it is committed; the client never hears so.
       this.droppedCommitAnswers++;
@@ -137,6 +170,14 @@ export class TcpProxy {
       this.frozen.add(s);
     }
   }
+}
+
+/** Whether PostgreSQL's answer in `chunk` (whole messages: a type byte, then their length) holds an ErrorResponse. */
+function holdsError(chunk: Buffer): boolean {
+  for (let at = 0; at + 5 <= chunk.length; at += 1 + chunk.readUInt32BE(at + 1)) {
+    if (chunk[at] === 0x45) return true; // 'E'
+  }
+  return false;
 }
 
 /** A proxy in front of a PostgreSQL test database, and the connection string that goes through it. */
