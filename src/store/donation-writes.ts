@@ -48,11 +48,14 @@ export class DonationWrites implements CommitJournal {
   /** PostgreSQL: how a batch's creates share round trips (sharedRoundTrips); undefined on SQLite, so it also says which one this is. */
   private readonly together: ReturnType<DonationWrites['sharedRoundTrips']> | undefined;
 
+  /** PostgreSQL: when a key looked up was last found stored (see insertKeyedDonation). */
+  private keyFoundAt = Number.NEGATIVE_INFINITY;
+
   constructor(
     private readonly db: Kysely<Database>,
     dialect: DatabaseLocation['dialect'],
-    /** PostgreSQL: the clock the ids taken ahead go stale on (DonationIds). */
-    clock: Clock = monotonicClock,
+    /** PostgreSQL: the clock the ids taken ahead go stale on (DonationIds), and KEYS_FOUND_MS's. */
+    private readonly clock: Clock = monotonicClock,
   ) {
     this.together = dialect === 'postgres' ? this.sharedRoundTrips(clock) : undefined;
   }
@@ -70,19 +73,24 @@ export class DonationWrites implements CommitJournal {
    * together. On PostgreSQL a first try (not `retry`) takes the key to be new and goes straight to the
    * statement that commits the batch, so that a batch of new keys is one round trip: a key already
    * stored fails that statement whole, storing nothing, and the retry looks it up first (GroupCommit).
-   * On SQLite the key is always looked up first: a read in this process, where a key met only by the
-   * insert would roll back the whole batch.
+   * While keys are being found stored (one in the last KEYS_FOUND_MS: replays coming in, as after
+   * an outage), first tries look up too, so that batches do not fail one after another. On SQLite
+   * the key is always looked up first: a read in this process, where a key met only by the insert
+   * would roll back the whole batch.
    */
   *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey, retry: boolean): WriteProgram<KeyedOutcome> {
     const now = nowMicros();
     const keyRow = { charity_id: charityId, key, fingerprint, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
-    if (this.together && !retry) return { outcome: 'created', donation: yield* this.insertDonation(charityId, d, keyRow) };
+    if (this.together && !retry && this.clock() - this.keyFoundAt > KEYS_FOUND_MS) {
+      return { outcome: 'created', donation: yield* this.insertDonation(charityId, d, keyRow) };
+    }
     const [known] = (yield this.hot.statement(
       'key',
       [charityId, key],
       () => this.db.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
       this.together && { with: this.together.keyLookup },
     )) as { fingerprint: string; donation_id: number; expires_at: string }[];
+    if (known) this.keyFoundAt = this.clock();
     if (known && known.expires_at >= formatMicros(now)) {
       if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
       const id = Number(known.donation_id);
@@ -231,6 +239,9 @@ const commitToken = (token: string): Insertable<Database['commit_tokens']> => ({
 
 /** A charity's idempotency key, as one string (ids may come back from PostgreSQL as numbers or strings). */
 const pairOf = (charityId: unknown, key: unknown): string => `${Number(charityId)}\n${String(key)}`;
+
+/** PostgreSQL: for this long after a key looked up was found stored, keyed creates look their keys up on their first try too. */
+export const KEYS_FOUND_MS = 1000;
 
 /** How long ids taken ahead are kept unused: past it they are dropped, so id order stays within about this of recording order across instances. */
 export const ID_FRESH_MS = 1000;

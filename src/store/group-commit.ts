@@ -257,11 +257,11 @@ export class GroupCommit<DB> {
   /**
    * Commits the batch and tells its writers (those left out were told already). Trying again helps
    * only when nothing was stored and a write is at fault (a constraint, a key already stored). On
-   * PostgreSQL a batch's first try took its keys to be new, so it is tried again whole, its keys
-   * looked up first: a replay costs its batch one failed statement, not a retry in halves. A batch
-   * that fails so again (or on SQLite, where keys are always looked up first) is committed in two
-   * halves, and a half that fails so again is halved again, down to the write at fault, which gets
-   * its error alone. A lost database fails them all at once (a 503 now, not one timeout per write),
+   * PostgreSQL a batch's first try may have taken its keys to be new (donation-writes.ts), so it is
+   * tried again whole, its keys looked up first: a replay costs its batch one failed statement, not
+   * a retry in halves. A batch that fails so again (or on SQLite, where keys are always looked up
+   * first) is committed in two halves, and a half that fails so again is halved again, down to the
+   * write at fault, which gets its error alone. A lost database fails them all at once (a 503 now, not one timeout per write),
    * and an unknown outcome is never retried.
    */
   private async settle(batch: Batch): Promise<void> {

@@ -9,6 +9,7 @@ import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import { DatabaseBudget, DatabaseDeadlineError } from '../../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../../src/store/group-commit.js';
+import { KEYS_FOUND_MS } from '../../src/store/donation-writes.js';
 import { parseDatabaseUrl } from '../../src/config.js';
 import type { Store } from '../../src/store/store.js';
 import { validDonation as donation } from '../support/app.js';
@@ -185,11 +186,12 @@ for (const backend of BACKENDS) {
     });
 
     test(
-      'PostgreSQL: a batch of new keys commits in one statement, with no look-up; one that meets a stored key fails whole, storing nothing, and is tried again whole with its keys looked up',
+      'PostgreSQL: a batch of new keys commits in one statement, with no look-up; one that meets a stored key fails whole, storing nothing, and is tried again whole with its keys looked up; for KEYS_FOUND_MS after, keys are looked up first',
       { skip: backend.name === 'sqlite' ? 'SQLite looks each key up inside the batch\'s one synchronous transaction: a read in this process, no round trip' : false },
       async () => {
         const { proxy, url } = await proxyFor(database.url);
-        const watchedStore = await openStore(parseDatabaseUrl(url, 4));
+        let now = 0;
+        const watchedStore = await openStore(parseDatabaseUrl(url, 4), { clock: () => now });
         try {
           const keyed = (i: number, email = `one-trip-${i}@example.org`) => {
             const d = donation(email);
@@ -210,9 +212,21 @@ for (const backend of BACKENDS) {
           assert.equal(mixed[1]!.outcome, 'mismatch');
           for (const o of mixed.slice(2)) assert.equal(o.outcome, 'created');
           assert.ok(lookUps() >= 1, 'the keys of the batch tried again were not looked up');
+
+          // Keys were found stored just now: new ones are looked up on their first try too, until KEYS_FOUND_MS has passed.
+          now = KEYS_FOUND_MS - 1;
+          lookUps = proxy.countStatements('from idempotency_keys where');
+          commits = proxy.countStatements('insert into "commit_tokens"');
+          for (const o of await Promise.all(Array.from({ length: 5 }, (_, i) => keyed(200 + i)))) assert.equal(o.outcome, 'created');
+          assert.ok(lookUps() >= 1 && commits() === lookUps(), `${lookUps()} look-ups and ${commits()} commits just after keys were found`);
+          now = KEYS_FOUND_MS + 1;
+          lookUps = proxy.countStatements('from idempotency_keys where');
+          for (const o of await Promise.all(Array.from({ length: 5 }, (_, i) => keyed(300 + i)))) assert.equal(o.outcome, 'created');
+          assert.equal(lookUps(), 0, 'new keys were looked up long after keys were last found');
+
           const emails: string[] = [];
           for await (const d of observer.exportDonations({})) emails.push(d.donor_email);
-          assert.equal(emails.filter((e) => e.startsWith('one-trip-')).length, 30, 'one donation per key');
+          assert.equal(emails.filter((e) => e.startsWith('one-trip-')).length, 40, 'one donation per key');
           assert.ok(!emails.includes('another-body@example.org'), 'a reused key stored nothing');
         } finally {
           await watchedStore.close();
