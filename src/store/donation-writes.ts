@@ -27,7 +27,7 @@ export type KeyedOutcome =
 
 /**
  * Another instance's request stored the same key between this create's look-up and its insert,
- * and had not committed it when this one was tried again on its own (GroupCommit): a 409.
+ * and did so again on the create's last try, on its own (GroupCommit): a 409.
  */
 export class KeyTakenError extends Error {}
 

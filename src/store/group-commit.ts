@@ -19,7 +19,7 @@
 // fails that statement whole, having stored nothing, and the batch is tried again whole, its
 // writes now looking their keys up first (one round trip for them all, before the commit, plus
 // one for each replay's read and each expired key's deletion); a batch of nothing but replays
-// sends no commit.
+// sends no commit. (For a second after a key is found stored, first tries look up too.)
 //
 // On SQLite the batch runs in one synchronous better-sqlite3 transaction: nothing awaits between
 // its statements, no deadline can pass in the middle of it, and a COMMIT's answer cannot be lost
@@ -58,8 +58,8 @@ interface Pending {
  */
 interface Batch {
   members: Pending[];
-  /** Its writes have been tried before, in a batch that failed. */
-  retry: boolean;
+  /** Which try of its writes this is: their first, their batch's again whole, or a half of a batch that failed. */
+  attempt: 'first' | 'whole' | 'half';
   commitSent: boolean;
   /** Why the last try failed while trying again (another process holding SQLite's lock). */
   heldUpBy?: unknown;
@@ -152,14 +152,22 @@ export class GroupCommit<DB> {
       concurrency: number;
       /** SQLite: the connection under `db`, on which each batch runs synchronously. */
       sqlite?: BetterSqlite3.Database;
+      /**
+       * Whether a batch whose first try failed with `cause` (nothing stored) is tried again whole,
+       * its writes told they are retried, rather than in halves: on PostgreSQL, a key found stored
+       * (donation-writes.ts). By default never.
+       */
+      againWhole?: (cause: unknown) => boolean;
     },
   ) {
     this.concurrency = options.concurrency;
     this.maxBatch = options.sqlite ? MAX_BATCH.sqlite : MAX_BATCH.postgres;
     this.sqlite = options.sqlite;
+    this.againWhole = options.againWhole ?? (() => false);
   }
 
   private readonly sqlite: BetterSqlite3.Database | undefined;
+  private readonly againWhole: (cause: unknown) => boolean;
 
   /** The error writes are failing with, if they are (WriteFailures.current). */
   writeFailure(withinMs?: number): unknown {
@@ -241,7 +249,7 @@ export class GroupCommit<DB> {
 
   private async flush(): Promise<void> {
     if (this.running >= this.concurrency || this.queue.length === 0) return;
-    const batch = this.batchOf(this.queue.splice(0, this.maxBatch), false);
+    const batch = this.batchOf(this.queue.splice(0, this.maxBatch), 'first');
     this.running++;
     this.schedule(); // with spare concurrency, the next batch may start at once
     const started = performance.now();
@@ -256,13 +264,13 @@ export class GroupCommit<DB> {
 
   /**
    * Commits the batch and tells its writers (those left out were told already). Trying again helps
-   * only when nothing was stored and a write is at fault (a constraint, a key already stored). On
-   * PostgreSQL a batch's first try may have taken its keys to be new (donation-writes.ts), so it is
-   * tried again whole, its keys looked up first: a replay costs its batch one failed statement, not
-   * a retry in halves. A batch that fails so again (or on SQLite, where keys are always looked up
-   * first) is committed in two halves, and a half that fails so again is halved again, down to the
-   * write at fault, which gets its error alone. A lost database fails them all at once (a 503 now, not one timeout per write),
-   * and an unknown outcome is never retried.
+   * only when nothing was stored and a write is at fault (a constraint, a key already stored). A
+   * first try that failed on a key already stored on PostgreSQL, which may have taken its keys to
+   * be new (donation-writes.ts), is tried again whole, its keys looked up first (againWhole): a
+   * replay costs its batch one failed statement, not a retry in halves. Any other such failure, or
+   * one again, is tried in two halves, and a half that fails so again is halved again, down to the
+   * write at fault, which gets its error alone. A lost database fails them all at once (a 503 now,
+   * not one timeout per write), and an unknown outcome is never retried.
    */
   private async settle(batch: Batch): Promise<void> {
     try {
@@ -276,12 +284,13 @@ export class GroupCommit<DB> {
       if (unavailable) this.failures.failed(cause);
       if (!(err instanceof NotCommitted) || unavailable) {
         for (const p of batch.members) p.reject(cause);
-      } else if (!batch.retry && !this.sqlite) {
-        await this.settle(this.batchOf(stillWaiting(batch), true)); // PostgreSQL's first try: again, whole, the keys looked up
-      } else if (batch.members.length > 1 || !batch.retry) {
-        // A write of its own is tried once more, alone (a key another instance held may be committed by then); a part
-        // of a batch is halved again even when all but one were told meanwhile (at their deadline, their commit sent):
-        // the one left gets a commit of its own, so whatever error it gets is its own, not a neighbour's.
+      } else if (batch.attempt === 'first' && this.againWhole(cause)) {
+        await this.settle(this.batchOf(stillWaiting(batch), 'whole'));
+      } else if (batch.members.length > 1 || batch.attempt !== 'half') {
+        // A write of its own is tried once more, alone, in a half of its own (a key another instance held may be
+        // committed by then); a part of a batch is halved again even when all but one were told meanwhile (at their
+        // deadline, their commit sent): the one left gets a commit of its own, so whatever error it gets is its own,
+        // not a neighbour's.
         await this.inHalves(batch.members);
       } else {
         for (const p of batch.members) p.reject(cause);
@@ -298,12 +307,12 @@ export class GroupCommit<DB> {
   private async inHalves(members: Pending[]): Promise<void> {
     const waiting = members.filter((p) => !p.told);
     const middle = Math.ceil(waiting.length / 2);
-    const halves = [waiting.slice(0, middle), waiting.slice(middle)].filter((half) => half.length > 0).map((half) => this.batchOf(half, true));
+    const halves = [waiting.slice(0, middle), waiting.slice(middle)].filter((half) => half.length > 0).map((half) => this.batchOf(half, 'half'));
     for (const half of halves) if (!everyoneTold(half)) await this.settle(half);
   }
 
-  private batchOf(members: Pending[], retry: boolean): Batch {
-    const batch: Batch = { members, retry, commitSent: false };
+  private batchOf(members: Pending[], attempt: Batch['attempt']): Batch {
+    const batch: Batch = { members, attempt, commitSent: false };
     for (const p of members) p.batch = batch;
     return batch;
   }
@@ -344,7 +353,7 @@ export class GroupCommit<DB> {
         const query = queryOn(connection, stop);
         // A writer told at its deadline is still run up to its last statement (those before it only read, or
         // make a change that is right whatever becomes of the write), and left out of the commit.
-        const programs = batch.members.map(({ write }) => write(batch.retry));
+        const programs = batch.members.map(({ write }) => write(batch.attempt !== 'first'));
         const steps = await runUntilLast(query, programs);
         const waiting = (i: number) => !batch.members[i]!.told;
         for (let last = lastStatements(steps, waiting); ; ) {
@@ -389,7 +398,7 @@ export class GroupCommit<DB> {
     if (db.inTransaction) throw new NotCommitted(Object.assign(new Error('SQLITE_BUSY: another transaction is open on this connection'), { code: 'SQLITE_BUSY' }));
     try {
       // Those told at their deadline (while another process held the lock) are left out.
-      return db.transaction(() => batch.members.map(({ write, told }) => (told ? undefined : runOnSqlite(db, write(batch.retry))))).immediate();
+      return db.transaction(() => batch.members.map(({ write, told }) => (told ? undefined : runOnSqlite(db, write(batch.attempt !== 'first'))))).immediate();
     } catch (err) {
       throw new NotCommitted(err); // rolled back, or never begun
     }

@@ -13,10 +13,12 @@ import pg from 'pg';
 import { buildApp } from '../../src/app.js';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { parseDatabaseUrl } from '../../src/config.js';
+import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { openStore } from '../../src/store/open.js';
+import { isDatabaseUnavailable } from '../../src/store/unavailable.js';
 import type { Store } from '../../src/store/store.js';
-import { basic, exampleDonation } from '../support/app.js';
+import { basic, exampleDonation, validDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
@@ -32,10 +34,10 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
   let store: Store;
   let app: FastifyInstance;
   let authorization: string;
+  let url: string; // through the proxy
 
   before(async () => {
     database = await postgres!.createDatabase();
-    let url: string;
     ({ proxy, url } = await proxyFor(database.url));
     store = await openStore(parseDatabaseUrl(url, 4));
     app = await buildApp({ store, throttle: new Throttle({ createsPerSecond: 0 }) });
@@ -103,6 +105,34 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
       assert.ok((statuses.get(200) ?? 0) >= CREATES * 0.9, `most creates acknowledged: ${JSON.stringify([...statuses])}`);
     } finally {
       await direct.end();
+    }
+  });
+
+  test("a batch's first try that meets a stored key, its answer lost: nothing stored, each create told so, and each retried gets its own outcome", async () => {
+    // A first try takes its keys to be new (donation-writes.ts): a replay among them fails the statement, storing
+    // nothing. Its answer lost, the token says nothing was committed, and the batch's creates are told the database
+    // was lost (503s), not answered. A store of its own, whose keys no look-up has found yet, so it takes them to be new.
+    const fresh = await openStore(parseDatabaseUrl(url, 2));
+    try {
+      const { charity } = await signUpCharity(fresh, { name: 'Lost Failure', email: 'lf@example.org' });
+      const keyed = (i: number) => {
+        const d = validDonation(`lost-failure-${i}@example.org`);
+        return fresh.recordKeyedDonation(charity.id, d, { key: `lost-failure-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
+      };
+      const first = await keyed(0);
+      assert.equal(first.outcome, 'created');
+      proxy.dropCommitAnswers(1, { failuresToo: true });
+      const lost = await Promise.allSettled([0, 1, 2, 3].map(keyed));
+      proxy.dropCommitAnswers(0);
+      for (const r of lost) assert.ok(r.status === 'rejected' && isDatabaseUnavailable(r.reason), `told the database was lost: ${JSON.stringify(r)}`);
+      const stored = await queryPostgres<{ donor_email: string }>(database.url, `select donor_email from donations where donor_email like 'lost-failure-%'`);
+      assert.deepEqual(stored.map((r) => r.donor_email), ['lost-failure-0@example.org'], 'nothing of the failed batch was stored');
+      const again = await Promise.all([0, 1, 2, 3].map(keyed));
+      assert.deepEqual(again.map((o) => o.outcome), ['replay', 'created', 'created', 'created']);
+      assert.equal(again[0]!.outcome === 'replay' && again[0]!.donation.id, first.outcome === 'created' && first.donation.id);
+    } finally {
+      proxy.dropCommitAnswers(0);
+      await fresh.close();
     }
   });
 

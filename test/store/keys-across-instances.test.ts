@@ -49,17 +49,19 @@ describe('idempotency keys across instances [postgres]', { skip: postgres ? fals
 
   test('an expired key forgotten by two instances at once: the retried request is stored once', async () => {
     // Instance B finds the key expired; before B forgets it, A forgets it too and stores the
-    // request afresh. B must then forget nothing of A's, and answer with A's donation.
+    // request afresh. B must then forget nothing of A's, and answer with A's donation (not a 409:
+    // A's key is committed by the time B tries again). B's first try meets the expired key at once
+    // (it takes its key to be new); its retry's look-up finds the key expired and is answered 300 ms late.
     await keyed(a, 'expired', 'first@example.org', -1);
     await keyed(b, 'warm-up', 'warm-up@example.org'); // B's connection open
-    proxy.slow(200); // each of B's statements answered 200 ms late
+    proxy.slowAnswersTo('from idempotency_keys where', 300);
     try {
       const onB = outcome(keyed(b, 'expired', 'retried@example.org'));
-      await new Promise((resolve) => setTimeout(resolve, 150)); // B has its look-up's answer at 200 ms, and then forgets
+      await new Promise((resolve) => setTimeout(resolve, 150)); // B has its look-up's answer at about 300 ms, and then forgets
       const onA = await outcome(keyed(a, 'expired', 'retried@example.org'));
       assert.deepEqual([onA, await onB].sort(), ['created', 'replay']);
     } finally {
-      proxy.slow(0);
+      proxy.slowAnswersTo(undefined);
     }
     const stored = await queryPostgres(database.url, `select id from donations where donor_email = 'retried@example.org'`);
     assert.equal(stored.length, 1, 'one request, sent to both instances under one key, is stored once');

@@ -16,6 +16,7 @@ export class TcpProxy {
   /** Bytes held while paused, in order, to pass on at resume(). */
   private held: Array<() => void> = [];
   private dropEvery = 0;
+  private dropFailures = false;
   private delayMs = 0;
   private commitsSeen = 0;
   private cutAfterMs: number | undefined;
@@ -55,10 +56,12 @@ export class TcpProxy {
   /**
    * Lets every n-th batch's commit (the statement that commits by itself) reach the database, then drops the
    * connection when its answer comes back, if it says the statement committed, so the client never learns that
-   * it was (0: off). A statement that failed (a key already stored) committed nothing: its answer is let through.
+   * it was (0: off). A statement that failed (a key already stored) committed nothing: its answer is let through,
+   * unless `failuresToo`, when its connection is dropped all the same.
    */
-  dropCommitAnswers(every: number): void {
+  dropCommitAnswers(every: number, { failuresToo = false } = {}): void {
     this.dropEvery = every;
+    this.dropFailures = failuresToo;
   }
 
   /**
@@ -145,7 +148,7 @@ export class TcpProxy {
         slowNextAnswer = 0;
         return;
       }
-      if (dropNextAnswer && holdsError(chunk)) dropNextAnswer = false;
+      if (dropNextAnswer && !this.dropFailures && holdsError(chunk)) dropNextAnswer = false;
       if (!dropNextAnswer) return void client.write(chunk);
       // The database has answered the commit, so it is committed; the client never hears so.
       this.droppedCommitAnswers++;
