@@ -240,7 +240,8 @@ for (const backend of BACKENDS) {
       { skip: backend.name === 'sqlite' ? 'the look-ups run inside the batch\'s one synchronous transaction on SQLite: no deadline passes between them' : false },
       async () => {
         // A batch's first try takes its keys to be new; a key already stored (a replay) fails it at once, and the
-        // retry looks the keys up first. Through a proxy that answers that look-up 400 ms late.
+        // retry looks the keys up first. Through a proxy that answers that look-up 1 s late; the late write has
+        // 400 ms, so that its deadline passes during the look-up even on a busy machine, not during the first try.
         const { proxy, url } = await proxyFor(database.url);
         const slowStore = await openStore(parseDatabaseUrl(url, 4));
         try {
@@ -255,8 +256,8 @@ for (const backend of BACKENDS) {
           };
           const first = await keyed(0);
           assert.equal(first.outcome, 'created');
-          proxy.slowAnswersTo('from idempotency_keys where', 400);
-          const settled = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => keyed(i, i === 2 ? 200 : 10_000)));
+          proxy.slowAnswersTo('from idempotency_keys where', 1000);
+          const settled = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => keyed(i, i === 2 ? 400 : 10_000)));
           proxy.slowAnswersTo(undefined);
           const stored = new Set<string>();
           for await (const row of observer.exportDonations({})) stored.add(row.donor_email);
