@@ -38,8 +38,11 @@ export class KeyTakenError extends Error {}
  * stored meanwhile is met, and a create that still meets it on its own is KeyTakenError. SQLite says
  * so in the write itself (insertDonation).
  */
-export const keyTaken = (err: unknown): unknown =>
-  (err as { code?: unknown; table?: unknown }).code === '23505' && (err as { table?: unknown }).table === 'idempotency_keys' ? new KeyTakenError() : err;
+export const keyTaken = (err: unknown): unknown => (metStoredKey(err) ? new KeyTakenError() : err);
+
+/** PostgreSQL's error for a batch's statement that met a key already stored (unique violation on idempotency_keys). */
+const metStoredKey = (err: unknown): boolean =>
+  (err as { code?: unknown } | null)?.code === '23505' && (err as { table?: unknown }).table === 'idempotency_keys';
 
 /** A create's write programs, for GroupCommit to run; and, as its CommitJournal, the claim of a PostgreSQL batch's commit token. */
 export class DonationWrites implements CommitJournal {
@@ -59,6 +62,13 @@ export class DonationWrites implements CommitJournal {
   ) {
     this.together = dialect === 'postgres' ? this.sharedRoundTrips(clock) : undefined;
   }
+
+  /**
+   * Whether a batch whose first try failed with `cause` is worth trying again whole (GroupCommit's
+   * againWhole): on PostgreSQL, where a first try may take its keys to be new, when it met a key
+   * already stored; the retry looks its keys up first.
+   */
+  readonly againWhole = (cause: unknown): boolean => this.together !== undefined && metStoredKey(cause);
 
   /**
    * Claims `token` (writes it unless it is there): true if it was there, so the batch committed;
@@ -90,7 +100,7 @@ export class DonationWrites implements CommitJournal {
       () => this.db.selectFrom('idempotency_keys').select(['fingerprint', 'donation_id', 'expires_at']).where('charity_id', '=', charityId).where('key', '=', key),
       this.together && { with: this.together.keyLookup },
     )) as { fingerprint: string; donation_id: number; expires_at: string }[];
-    if (known) this.keyFoundAt = this.clock();
+    if (known && this.together) this.keyFoundAt = this.clock();
     if (known && known.expires_at >= formatMicros(now)) {
       if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
       const id = Number(known.donation_id);

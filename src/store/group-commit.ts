@@ -291,7 +291,7 @@ export class GroupCommit<DB> {
         // committed by then); a part of a batch is halved again even when all but one were told meanwhile (at their
         // deadline, their commit sent): the one left gets a commit of its own, so whatever error it gets is its own,
         // not a neighbour's.
-        await this.inHalves(batch.members);
+        await this.inHalves(batch);
       } else {
         for (const p of batch.members) p.reject(cause);
       }
@@ -304,8 +304,8 @@ export class GroupCommit<DB> {
    * cost n, and the others answered in the meantime wait that much less. Each half is made a batch at
    * once, so that a write whose deadline passes while it waits its turn is told that nothing of it was sent.
    */
-  private async inHalves(members: Pending[]): Promise<void> {
-    const waiting = members.filter((p) => !p.told);
+  private async inHalves(batch: Batch): Promise<void> {
+    const waiting = stillWaiting(batch);
     const middle = Math.ceil(waiting.length / 2);
     const halves = [waiting.slice(0, middle), waiting.slice(middle)].filter((half) => half.length > 0).map((half) => this.batchOf(half, 'half'));
     for (const half of halves) if (!everyoneTold(half)) await this.settle(half);

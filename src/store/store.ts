@@ -11,7 +11,7 @@ import { formatMicros, nowIso, nowMicros, type Clock } from '../time.js';
 import type { Database } from './schema.js';
 import { ClaimLedger } from './claims.js';
 import { donationsWithCharity, type DonationFilter } from './donation-query.js';
-import { DonationWrites, keyTaken, KeyTakenError, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
+import { DonationWrites, keyTaken, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 import { DonorData } from './donors.js';
 import { toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
@@ -250,9 +250,7 @@ export class Store {
 /** A create's writes in this process: stated by DonationWrites, batched and committed by GroupCommit. */
 function localCreates(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], options: ConstructorParameters<typeof GroupCommit>[2], clock?: Clock): CreateWrites {
   const donationWrites = new DonationWrites(db, dialect, clock);
-  // On PostgreSQL a first try may take its keys to be new: one that meets a stored key is tried again whole, keys looked up.
-  const againWhole = dialect === 'postgres' ? (cause: unknown) => keyTaken(cause) instanceof KeyTakenError : undefined;
-  const writes = new GroupCommit(db, donationWrites, { ...options, againWhole });
+  const writes = new GroupCommit(db, donationWrites, { ...options, againWhole: donationWrites.againWhole });
   return {
     insert: (charityId, d, deadline) => writes.run(() => donationWrites.insertDonation(charityId, d), deadline),
     insertKeyed: (charityId, d, key, deadline) =>

@@ -13,12 +13,11 @@ import pg from 'pg';
 import { buildApp } from '../../src/app.js';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { parseDatabaseUrl } from '../../src/config.js';
-import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { openStore } from '../../src/store/open.js';
 import { isDatabaseUnavailable } from '../../src/store/unavailable.js';
 import type { Store } from '../../src/store/store.js';
-import { basic, exampleDonation, validDonation } from '../support/app.js';
+import { basic, exampleDonation, recordKeyed } from '../support/app.js';
 import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
@@ -115,10 +114,7 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
     const fresh = await openStore(parseDatabaseUrl(url, 2));
     try {
       const { charity } = await signUpCharity(fresh, { name: 'Lost Failure', email: 'lf@example.org' });
-      const keyed = (i: number) => {
-        const d = validDonation(`lost-failure-${i}@example.org`);
-        return fresh.recordKeyedDonation(charity.id, d, { key: `lost-failure-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
-      };
+      const keyed = (i: number) => recordKeyed(fresh, charity.id, `lost-failure-${i}`, `lost-failure-${i}@example.org`);
       const first = await keyed(0);
       assert.equal(first.outcome, 'created');
       proxy.dropCommitAnswers(1, { failuresToo: true });

@@ -5,14 +5,13 @@ import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
-import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import { DatabaseBudget, DatabaseDeadlineError } from '../../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../../src/store/group-commit.js';
 import { KEYS_FOUND_MS } from '../../src/store/donation-writes.js';
 import { parseDatabaseUrl } from '../../src/config.js';
 import type { Store } from '../../src/store/store.js';
-import { validDonation as donation } from '../support/app.js';
+import { recordKeyed, validDonation as donation } from '../support/app.js';
 import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { proxyFor } from '../support/proxy.js';
 
@@ -89,10 +88,7 @@ for (const backend of BACKENDS) {
     });
 
     test('a burst of keyed creates, new keys, replays and a reused key together: each gets its own outcome and its own donation', async () => {
-      const keyed = (i: number, email = `keyed-${i}@example.org`) => {
-        const d = donation(email);
-        return store.recordKeyedDonation(charityId, d, { key: `burst-key-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
-      };
+      const keyed = (i: number, email = `keyed-${i}@example.org`) => recordKeyed(store, charityId, `burst-key-${i}`, email);
       const first = await Promise.all(Array.from({ length: 50 }, (_, i) => keyed(i)));
       for (const [i, outcome] of first.entries()) {
         assert.equal(outcome.outcome, 'created');
@@ -193,10 +189,7 @@ for (const backend of BACKENDS) {
         let now = 0;
         const watchedStore = await openStore(parseDatabaseUrl(url, 4), { clock: () => now });
         try {
-          const keyed = (i: number, email = `one-trip-${i}@example.org`) => {
-            const d = donation(email);
-            return watchedStore.recordKeyedDonation(charityId, d, { key: `one-trip-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros });
-          };
+          const keyed = (i: number, email = `one-trip-${i}@example.org`) => recordKeyed(watchedStore, charityId, `one-trip-${i}`, email);
           let lookUps = proxy.countStatements('from idempotency_keys where');
           let commits = proxy.countStatements('insert into "commit_tokens"');
           const fresh = await Promise.all(Array.from({ length: 20 }, (_, i) => keyed(i)));
@@ -245,15 +238,8 @@ for (const backend of BACKENDS) {
         const { proxy, url } = await proxyFor(database.url);
         const slowStore = await openStore(parseDatabaseUrl(url, 4));
         try {
-          const keyed = (i: number, budgetMs?: number) => {
-            const d = donation(`looked-up-${i}@example.org`);
-            return slowStore.recordKeyedDonation(
-              charityId,
-              d,
-              { key: `looked-up-${i}`, fingerprint: fingerprint(d), ttlMicros: IDEMPOTENCY.ttlMicros },
-              budgetMs === undefined ? undefined : new DatabaseBudget(budgetMs),
-            );
-          };
+          const keyed = (i: number, budgetMs?: number) =>
+            recordKeyed(slowStore, charityId, `looked-up-${i}`, `looked-up-${i}@example.org`, { budget: budgetMs === undefined ? undefined : new DatabaseBudget(budgetMs) });
           const first = await keyed(0);
           assert.equal(first.outcome, 'created');
           proxy.slowAnswersTo('from idempotency_keys where', 1000);

@@ -7,10 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { parseDatabaseUrl } from '../../src/config.js';
-import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import { KeyTakenError, type Store } from '../../src/store/store.js';
-import { validDonation } from '../support/app.js';
+import { recordKeyed } from '../support/app.js';
 import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
@@ -41,10 +40,7 @@ describe('idempotency keys across instances [postgres]', { skip: postgres ? fals
     await database?.drop();
   });
 
-  const keyed = (store: Store, key: string, email: string, ttlMicros = IDEMPOTENCY.ttlMicros) => {
-    const d = validDonation(email);
-    return store.recordKeyedDonation(charityId, d, { key, fingerprint: fingerprint(d), ttlMicros });
-  };
+  const keyed = (store: Store, key: string, email: string, ttlMicros?: number) => recordKeyed(store, charityId, key, email, { ttlMicros });
   const outcome = (p: ReturnType<typeof keyed>) => p.then((o) => o.outcome, (err: unknown) => (err instanceof KeyTakenError ? 'taken (409)' : `failed: ${String(err)}`));
 
   test('an expired key forgotten by two instances at once: the retried request is stored once', async () => {

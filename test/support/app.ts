@@ -11,7 +11,9 @@ import { validateDonation } from '../../src/donations/validate.js';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
-import type { ExportedDonation, Store } from '../../src/store/store.js';
+import type { ExportedDonation, KeyedOutcome, Store } from '../../src/store/store.js';
+import type { DatabaseBudget } from '../../src/store/budget.js';
+import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { SQLITE, type Backend } from './backends.js';
 import { TestClock } from './clock.js';
 import { clientFor, urlOf } from './client.js';
@@ -133,6 +135,18 @@ export function validDonation(email: string): NewDonation {
   const v = validateDonation(exampleDonation({ donor_email: email }));
   if (!v.ok) assert.fail(JSON.stringify(v.errors));
   return v.donation;
+}
+
+/** Records validDonation(email) under the Idempotency-Key `key`, with its fingerprint, as the create route does (by default remembered as long as it would be). */
+export function recordKeyed(
+  store: Store,
+  charityId: number,
+  key: string,
+  email: string,
+  { ttlMicros = IDEMPOTENCY.ttlMicros, budget }: { ttlMicros?: number; budget?: DatabaseBudget } = {},
+): Promise<KeyedOutcome> {
+  const d = validDonation(email);
+  return store.recordKeyedDonation(charityId, d, { key, fingerprint: fingerprint(d), ttlMicros }, budget);
 }
 
 /** The 16 keys of the API's donation record, in the API's order: the interface's, stated apart from the field table so that a test can tell if the two part. */
