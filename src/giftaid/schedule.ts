@@ -8,7 +8,7 @@
 // decimals and no £ sign, blank cells for what does not apply, and at most 1,000 rows per schedule.
 // Where the guidance is silent, the assumptions are stated next to the rule they shape.
 
-import anyAscii from 'any-ascii';
+import { createRequire } from 'node:module';
 import type { StoredDonation } from '../donations/donation.js';
 import { ukDay } from '../time.js';
 
@@ -272,8 +272,20 @@ export function hmrcText(text: string): string {
   return text.replace(/\S+/gu, (word) => {
     const outside = Array.from(word).filter((c) => !HMRC_CHARACTER.test(c));
     if (outside.length === 0 || !outside.every((c) => SPELLABLE.test(c))) return word;
-    return normaliseSpaces(anyAscii(word));
+    return normaliseSpaces(anyAscii()(word));
   });
+}
+
+/**
+ * any-ascii, loaded when a word first needs it. Its tables are 555 kB of code, and the server loads
+ * this module (a donor's erasure keeps the house number) but never spells a word in plain letters:
+ * imported, every start of the server read and parsed them (docs/performance.md). An ES module
+ * loaded by require, as Node does since 20.19.
+ */
+const require = createRequire(import.meta.url);
+let spell: ((text: string) => string) | undefined;
+function anyAscii(): (text: string) => string {
+  return (spell ??= (require('any-ascii') as typeof import('any-ascii')).default);
 }
 
 /** The characters of `text` that HMRC's schedule cannot hold, each once, in order. */
