@@ -105,13 +105,24 @@ export class HotStatements {
 /** A statement as Kysely runs it. */
 export const compiled = (statement: Statement): CompiledQuery => CompiledQuery.raw(statement.sql, [...statement.parameters]);
 
-/** Runs a write on SQLite, synchronously (inside the batch's transaction). */
+/** What a statement that returns no rows gives back on SQLite, as its one row: better-sqlite3's run(). */
+export type Written = {
+  /** Rows it inserted, changed or deleted (0 for an insert that met `on conflict do nothing`). */
+  changes: number;
+  /** The rowid of the row it last inserted: a table's INTEGER PRIMARY KEY. */
+  lastInsertRowid: number | bigint;
+};
+
+/**
+ * Runs a write on SQLite, synchronously (inside the batch's transaction). A statement that returns
+ * rows gives them; one that does not gives one row, what it did (Written).
+ */
 export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram<T>): T {
   let step = program.next();
   while (!step.done) {
     const { sql, parameters } = step.value;
     const prepared = db.prepare(sql); // open.ts hands back the statement prepared before for the same SQL
-    const rows = prepared.reader ? (prepared.all(parameters) as Rows) : (prepared.run(parameters), []);
+    const rows = prepared.reader ? (prepared.all(parameters) as Rows) : [{ ...prepared.run(parameters) }];
     step = program.next(rows);
   }
   return step.value;
