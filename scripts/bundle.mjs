@@ -17,8 +17,9 @@ rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true }); /
  * pg asks, as it loads, whether it runs in a Cloudflare Worker: where Node has no `navigator` (Node
  * 20) it makes a fetch `Response` to find out, and that loads Node's fetch (undici), about 50 ms of
  * every start on PostgreSQL (docs/performance.md). Almoner runs on Node, so the bundle takes
- * pg's answer for Node. The build stops if pg no longer asks in these words.
+ * pg's answer for Node. The build stops if pg no longer asks in these words, or in this file.
  */
+let pgAnswered = false;
 const pgOnNode = {
   name: 'pg-on-node',
   setup(build) {
@@ -26,6 +27,7 @@ const pgOnNode = {
       const source = await readFile(path, 'utf8');
       const question = 'if (isCloudflareRuntime()) {';
       if (!source.includes(question)) throw new Error(`${path} no longer holds "${question}": see pgOnNode in scripts/bundle.mjs`);
+      pgAnswered = true;
       return { contents: source.replace(question, 'if (false) { // Node, not a Cloudflare Worker: scripts/bundle.mjs'), loader: 'js' };
     });
   },
@@ -42,8 +44,9 @@ const { metafile } = await build({
   platform: 'node',
   target: 'node20',
   sourcemap: true,
-  // Without the spaces and comments: a third less to read and parse at every start. Names are kept,
-  // so a stack trace still says which function; the source map says where.
+  // Without the spaces and comments: half as much to read and parse at every start. Identifiers are
+  // not renamed, so a stack trace still names Almoner's functions (some dependencies' unused names of
+  // function expressions go); the source map says where.
   minifyWhitespace: true,
   minifySyntax: true,
   // Loaded from node_modules at run time: a native addon, an optional one pg looks for, and ioredis
@@ -55,5 +58,6 @@ const { metafile } = await build({
   metafile: true,
   logLevel: 'warning',
 });
+if (!pgAnswered) throw new Error('node_modules/pg/lib/stream.js was not bundled: pg has moved its Cloudflare check; see pgOnNode in scripts/bundle.mjs');
 // What went into each file, and what each still loads from node_modules (the production-install test reads it).
 writeFileSync(new URL('../dist/meta.json', import.meta.url), JSON.stringify(metafile));

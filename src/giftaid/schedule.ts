@@ -280,7 +280,7 @@ export function hmrcText(text: string): string {
  * any-ascii, loaded when a word first needs it. Its tables are 555 kB of code, and the server loads
  * this module (a donor's erasure keeps the house number) but never spells a word in plain letters:
  * imported, every start of the server read and parsed them (docs/performance.md). An ES module
- * loaded by require, as Node does since 20.19.
+ * loaded by require, as Node does from 20.19 and 22.12 (package.json's engines).
  */
 const require = createRequire(import.meta.url);
 let spell: ((text: string) => string) | undefined;

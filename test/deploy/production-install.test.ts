@@ -174,19 +174,20 @@ describe('production install', { skip: SKIP }, () => {
     assert.deepEqual(notDependencies, [], 'every package dist/ loads is a runtime dependency');
 
     // Load each (ioredis too, which only REDIS_URL loads) in a plain node in the pruned tree, as
-    // dist/ would: by import, or by require.resolve for data files.
+    // dist/ would: what the bundle leaves out by import, what src/ requires by require (any-ascii, an
+    // ES module, so Node's require(esm)), and data files by require.resolve.
     const script = `
       import { createRequire } from 'node:module';
       const require = createRequire(process.cwd() + '/dist/server.js');
       const failed = [];
-      for (const specifier of JSON.parse(process.env.SPECIFIERS)) {
-        try { specifier.endsWith('.json') ? require.resolve(specifier) : await import(specifier); }
+      for (const [specifier, file] of JSON.parse(process.env.SPECIFIERS)) {
+        try { specifier.endsWith('.json') ? require.resolve(specifier) : file.startsWith('src/') ? require(specifier) : await import(specifier); }
         catch (error) { failed.push(specifier + ': ' + error.message.split('\\n')[0]); }
       }
       console.log(JSON.stringify(failed));`;
     const loaded = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       cwd: productionDir,
-      env: { PATH: process.env.PATH, SPECIFIERS: JSON.stringify([...imports.keys()]) },
+      env: { PATH: process.env.PATH, SPECIFIERS: JSON.stringify([...imports]) },
       encoding: 'utf8',
     });
     assert.equal(loaded.status, 0, loaded.stderr);
