@@ -122,7 +122,7 @@ export function runOnSqlite<T>(db: BetterSqlite3.Database, program: WriteProgram
   while (!step.done) {
     const { sql, parameters } = step.value;
     const prepared = db.prepare(sql); // open.ts hands back the statement prepared before for the same SQL
-    const rows = prepared.reader ? (prepared.all(parameters) as Rows) : [{ ...prepared.run(parameters) }];
+    const rows = prepared.reader ? (prepared.all(parameters) as Rows) : [prepared.run(parameters) as Written]; // run() makes a fresh object: no copy
     step = program.next(rows);
   }
   return step.value;
