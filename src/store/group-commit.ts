@@ -23,7 +23,9 @@
 //
 // On SQLite the batch runs in one synchronous better-sqlite3 transaction: nothing awaits between
 // its statements, no deadline can pass in the middle of it, and a COMMIT's answer cannot be lost
-// (the database is in this process), so no token is needed.
+// (the database is in this process), so no token is needed. Its first try takes its keys to be new
+// too: a key already stored fails the key's insert, which rolls the transaction back, and the batch
+// is tried again whole, its writes looking their keys up first.
 import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
@@ -154,7 +156,7 @@ export class GroupCommit<DB> {
       sqlite?: BetterSqlite3.Database;
       /**
        * Whether a batch whose first try failed with `cause` (nothing stored) is tried again whole,
-       * its writes told they are retried, rather than in halves: on PostgreSQL, a key found stored
+       * its writes told they are retried, rather than in halves: a key found stored
        * (donation-writes.ts). By default never.
        */
       againWhole?: (cause: unknown) => boolean;
@@ -265,9 +267,9 @@ export class GroupCommit<DB> {
   /**
    * Commits the batch and tells its writers (those left out were told already). Trying again helps
    * only when nothing was stored and a write is at fault (a constraint, a key already stored). A
-   * first try that failed on a key already stored on PostgreSQL, which may have taken its keys to
-   * be new (donation-writes.ts), is tried again whole, its keys looked up first (againWhole): a
-   * replay costs its batch one failed statement, not a retry in halves. Any other such failure, or
+   * first try that failed on a key already stored, which may have taken its keys to be new
+   * (donation-writes.ts), is tried again whole, its keys looked up first (againWhole): a replay
+   * costs its batch one failed try, not a retry in halves. Any other such failure, or
    * one again, is tried in two halves, and a half that fails so again is halved again, down to the
    * write at fault, which gets its error alone. A lost database fails them all at once (a 503 now,
    * not one timeout per write), and an unknown outcome is never retried.

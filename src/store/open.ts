@@ -22,7 +22,7 @@ export const SERVER_SQLITE_BUSY_TIMEOUT_MS = 20;
 export interface StoreOptions {
   /** SQLite's busy_timeout: how long one statement may sleep waiting for another writer. */
   sqliteBusyTimeoutMs?: number;
-  /** PostgreSQL: the clock donation ids taken ahead go stale on (DonationIds); the real one by default. */
+  /** The clock KEYS_FOUND_MS is counted on, and on PostgreSQL the one donation ids taken ahead go stale on (DonationIds); the real one by default. */
   clock?: Clock;
   /** PostgreSQL: how long to wait for a connection, and for one query; tests shorten them instead of waiting. */
   pgTimeouts?: PgTimeouts;
@@ -42,7 +42,7 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
   if (location.dialect === 'sqlite') {
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
-    store = new Store(db, 'sqlite', { sqlite });
+    store = new Store(db, 'sqlite', { sqlite, clock });
   } else {
     db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts) });
     // Batches of creates take one pooled connection each; one is left for reads (a credential, /health/ready, an

@@ -59,7 +59,7 @@ export class Store {
       writeConcurrency?: number;
       /** SQLite: the connection under `db`, on which creates are written synchronously, a batch at a time. */
       sqlite?: BetterSqlite3.Database;
-      /** PostgreSQL: the clock donation ids taken ahead go stale on (DonationIds). */
+      /** The clock KEYS_FOUND_MS is counted on, and on PostgreSQL the one donation ids taken ahead go stale on (DonationIds). */
       clock?: Clock;
     } = {},
   ) {
