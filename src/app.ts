@@ -154,7 +154,7 @@ export async function buildApp({
       const credentials = cachedCredentials((username, budget) => store.findCredential(username, budget), { clock });
       const authenticate = basicAuth(credentials, throttle, { onFailure, failureDelay });
       await api.register(meRoutes, { authenticate });
-      const recorded = metrics && ((r: DonationRecord) => metrics.donations.inc({ gift_aid: r.gift_aid, donation_type: r.donation_type }));
+      const recorded = metrics && ((r: DonationRecord) => metrics.donationRecorded(r.gift_aid, r.donation_type));
       await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store, recorded });
     },
     { prefix: '/api/v1' },

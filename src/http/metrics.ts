@@ -23,11 +23,20 @@ export class Metrics {
     },
   });
 
+  /** Donations recorded, by Gift Aid and then type: plain numbers on the request path, read when scraped. */
+  private readonly recorded = new Map<string, Map<string, number>>();
+
   readonly donations = new Counter({
     name: 'almoner_donations_recorded_total',
     help: 'Donations recorded (replays of an idempotent request not counted), by Gift Aid and type.',
     labelNames: ['gift_aid', 'donation_type'] as const,
     registers: [this.registry],
+    collect: () => {
+      this.donations.reset();
+      for (const [giftAid, byType] of this.recorded) {
+        for (const [donationType, n] of byType) this.donations.inc({ gift_aid: giftAid, donation_type: donationType }, n);
+      }
+    },
   });
 
   readonly authenticationFailures = new Counter({
@@ -59,6 +68,16 @@ export class Metrics {
   readonly observeBatch = (size: number, seconds: number): void => {
     this.batchSize.observe(size);
     this.commitSeconds.observe(seconds);
+  };
+
+  /**
+   * Counts a donation recorded (not a replay), as requestAnswered counts a request: prom-client's
+   * labelled inc() hashes its labels every time, about 0.5 µs of a create's CPU here.
+   */
+  readonly donationRecorded = (giftAid: string, donationType: string): void => {
+    let byType = this.recorded.get(giftAid);
+    if (!byType) this.recorded.set(giftAid, (byType = new Map()));
+    byType.set(donationType, (byType.get(donationType) ?? 0) + 1);
   };
 
   /**
