@@ -200,12 +200,15 @@ for (const backend of BACKENDS) {
 
           // A replay and a reused key among new keys: the batch's first statement fails, and its retry looks up.
           lookUps = statements('from idempotency_keys where', 'from "idempotency_keys" where');
+          commits = statements('insert into "commit_tokens"', 'begin immediate');
           const mixed = await Promise.all([keyed(3), keyed(4, 'another-body@example.org'), ...Array.from({ length: 10 }, (_, i) => keyed(100 + i))]);
           assert.equal(mixed[0]!.outcome, 'replay');
           assert.equal(mixed[0]!.outcome === 'replay' && mixed[0]!.donation.id, fresh[3]!.outcome === 'created' && fresh[3]!.donation.id);
           assert.equal(mixed[1]!.outcome, 'mismatch');
           for (const o of mixed.slice(2)) assert.equal(o.outcome, 'created');
           assert.ok(lookUps() >= 1, 'the keys of the batch tried again were not looked up');
+          // The failed try and the whole retry, not a retry in halves (three: the failed try and a half each).
+          assert.equal(commits(), 2, 'tries for a batch that met stored keys');
 
           // Keys were found stored just now: new ones are looked up on their first try too, until KEYS_FOUND_MS has passed.
           now = KEYS_FOUND_MS - 1;
