@@ -7,15 +7,14 @@
 // valid donations, without an Idempotency-Key and then each with a fresh one. Before Almoner, the
 // same three loads against the floor (bench/floor.mjs: the stack alone, doing about the least the
 // interface asks), so that a goal the stack itself cannot reach shows as such, and one it can too.
-// The ceiling is measured first and again after the floor and after each backend at each log level,
-// and for a few seconds right before and right after each run of Almoner's or the floor's.
+// The ceiling is measured first and again after the floor and after each backend at each log level.
 // It reports throughput as a ratio to the ceiling measured around it, latency, non-2xx answers,
 // the server's memory, its start-up time, and whether the database holds exactly what was
 // acknowledged; then prints a table and writes bench/results/latest.json (latest-workers-N.json
 // with BENCH_WORKERS=N).
 //
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run), BENCH_WARMUP (2 s, not
-// counted), BENCH_BRACKET (3 s: each ceiling run right before and after a run), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
+// counted), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
 // BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database), BENCH_WORKERS
 // (1: the server's WORKERS; with more, its memory and CPU are those of all its processes summed).
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -38,7 +37,6 @@ function intSetting(name: string, fallback: number, min: number): number {
 const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 64, 1);
 const SECONDS = intSetting('BENCH_DURATION', 10, 1);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0);
-const BRACKET = intSetting('BENCH_BRACKET', 3, 1);
 const MB = 1024; // kB per MB, as /proc reports kB
 const START_SAMPLES = 3;
 
@@ -50,22 +48,14 @@ interface Measured {
   /** CPU time over wall time, in cores (1.0 = one core busy all the time). */
   serverCpu: number;
   loaderCpu: number;
-  /** Almoner's and the floor's runs: the ceiling's req/s in the BRACKET seconds right before the run and right after it. */
-  bracket?: { before: number; after: number };
 }
 
 interface Run extends Measured {
   name: string;
-  /** Almoner's and the floor's runs: req/s over the mean of the ceiling's right before and after it (`bracket`). */
   ratio: number;
-  /** What `ratio` divides by. */
+  /** What `ratio` divides by: for Almoner's runs, the mean of the ceiling runs just before and after its backend's. */
   ceilingRps?: number;
-  /** The ratio as earlier runs reckoned it: over the mean of the ceiling runs just before and after its backend's (or the floor's) block. */
-  blockRatio?: number;
 }
-
-/** The ceiling's req/s over BRACKET seconds, measured now. */
-type Bracket = () => Promise<number>;
 
 interface PhaseCheck {
   acknowledged: number;
@@ -104,25 +94,18 @@ interface BackendResult {
   };
 }
 
+/** A warm-up (not counted), then the measured run, watching the server's memory and both CPUs. */
 /** Markers of the create runs' donations: warm-up and measured, without and with a key. */
 const MARKERS = { create: { warmup: 'W', measured: 'M' }, keyed: { warmup: 'V', measured: 'K' } } as const;
 
-/**
- * A warm-up (not counted), then the measured run, watching the server's memory and both CPUs; with
- * `bracket`, the ceiling measured right before the run and right after it (this VM's speed can
- * change by half within a minute, and back: the ratio compares the run with the machine as it was then).
- */
-async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, 'seconds' | 'marker'>, bracket?: Bracket): Promise<Measured> {
+async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, 'seconds' | 'marker'>): Promise<Measured> {
   const markers = MARKERS[spec.keyed ? 'keyed' : 'create'];
   const warmup = WARMUP > 0 ? await loader.run({ ...spec, seconds: WARMUP, marker: markers.warmup }, () => {}) : null;
-  const before = await bracket?.();
   const monitor = new Monitor(serverPid);
   let loaderPid = 0;
   const load = await loader.run({ ...spec, seconds: SECONDS, marker: markers.measured }, (pid) => monitor.watch((loaderPid = pid)));
   monitor.stop();
-  const after = await bracket?.();
   return {
-    ...(before !== undefined && after !== undefined ? { bracket: { before, after } } : {}),
     load,
     warmup,
     rssPeakMb: monitor.peakRssKb / MB,
@@ -179,7 +162,7 @@ async function checkCreates(db: BenchDatabase, create: Measured, keyed: Measured
   };
 }
 
-async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, bracket: Bracket, dir: string, logLevel: string): Promise<BackendResult> {
+async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, dir: string, logLevel: string): Promise<BackendResult> {
   const { username, password } = await createCharity(db.url);
   const auth = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
   const startSamplesMs: number[] = [];
@@ -192,10 +175,10 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
   startSamplesMs.push(server.startMs);
   const idle = memoryKb(server.pid).rss;
   const spec = { url: server.url, connections: CONNECTIONS, auth };
-  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' }, bracket);
+  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' });
   const afterMe = memoryKb(server.pid).rss;
-  const create = await measure(loader, server.pid, { ...spec, scenario: 'create' }, bracket);
-  const keyed = await measure(loader, server.pid, { ...spec, scenario: 'create', keyed: true }, bracket);
+  const create = await measure(loader, server.pid, { ...spec, scenario: 'create' });
+  const keyed = await measure(loader, server.pid, { ...spec, scenario: 'create', keyed: true });
   // Requests the load generator abandoned at the deadline may still be in the server's hands: let
   // it finish them, then SIGTERM (it closes the database cleanly), so the count below is final.
   const settleMs = await waitUntilIdle(server.pid);
@@ -244,15 +227,15 @@ interface FloorResult {
 }
 
 /** The floor's /me and creates, without and with a key, on a SQLite file of its own; its creates checked like Almoner's. */
-async function benchFloor(loader: Loader, bracket: Bracket, dir: string): Promise<FloorResult> {
+async function benchFloor(loader: Loader, dir: string): Promise<FloorResult> {
   const db = sqliteDatabase(dir, 'floor');
   const charity = await createCharity(db.url); // migrates the file: the floor writes Almoner's own tables
   const auth = `Basic ${Buffer.from(`${charity.username}:${charity.password}`).toString('base64')}`;
   const server = await startFloor(db, charity);
   const spec = { url: server.url, connections: CONNECTIONS, auth, scenario: 'create' as const };
-  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' }, bracket);
-  const create = await measure(loader, server.pid, spec, bracket);
-  const keyed = await measure(loader, server.pid, { ...spec, keyed: true }, bracket);
+  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' });
+  const create = await measure(loader, server.pid, spec);
+  const keyed = await measure(loader, server.pid, { ...spec, keyed: true });
   await waitUntilIdle(server.pid);
   const shutdown = await stop(server.child);
   const { allRows: _, ...stored } = await checkCreates(db, create, keyed);
@@ -371,7 +354,7 @@ async function main(): Promise<number> {
   if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
   const startedAt = new Date();
   const blocks = (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length;
-  const total = (blocks + 2 + blocks * 3 + 3) * (SECONDS + WARMUP) + (blocks + 1) * 3 * 2 * BRACKET; // the ceilings, Almoner's runs, the floor's, the brackets
+  const total = (blocks + 2 + blocks * 3 + 3) * (SECONDS + WARMUP); // the ceilings, Almoner's runs, the floor's
   process.stderr.write(`bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SECONDS} s per run; about ${total + 10} s in all\n`);
 
   // The ceiling: the same requests as /me, to a server that does nothing but answer. Measured
@@ -387,21 +370,14 @@ async function main(): Promise<number> {
     process.stderr.write(`bench: ${name}: ${fmt(run.load.rps)} req/s\n`);
     return run;
   };
-  // The ceiling right before and right after each run of Almoner's or the floor's: a server of its own,
-  // idle but for those seconds (warmed up once here).
-  const bracketCeiling = await startCeiling();
-  const bracketSpec = { url: bracketCeiling.url, scenario: 'me' as const, connections: CONNECTIONS, auth: 'Basic YmVuY2g6YmVuY2g=', marker: 'C' };
-  await loader.run({ ...bracketSpec, seconds: Math.max(1, WARMUP) }, () => {});
-  const bracket: Bracket = async () => (await loader.run({ ...bracketSpec, seconds: BRACKET }, () => {})).rps;
-
   const ceilings = [await measureCeiling('ceiling (bare node:http)')];
-  const floor = await benchFloor(loader, bracket, dir);
+  const floor = await benchFloor(loader, dir);
   process.stderr.write(`bench: the floor done\n`);
   ceilings.push(await measureCeiling('ceiling, after the floor'));
 
   // Each backend at each log level, on a database of its own, then the ceiling again.
   const sqliteDescribe = `fresh file in ${os.tmpdir()} (${filesystemOf(os.tmpdir())}), WAL, synchronous=${sqliteSync} (as dist/ sets it)`;
-  const plan: Array<() => Promise<BackendResult>> = BENCH_LOG_LEVELS.map((level) => () => benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, bracket, dir, level));
+  const plan: Array<() => Promise<BackendResult>> = BENCH_LOG_LEVELS.map((level) => () => benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level));
   if (pgUrl) {
     const where = new URL(pgUrl);
     let describe: string | undefined; // the same server for every level: asked once
@@ -409,7 +385,7 @@ async function main(): Promise<number> {
       plan.push(async () => {
         const db = await postgresDatabase(pgUrl);
         describe ??= `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
-        return benchBackend(db, describe, loader, bracket, dir, level);
+        return benchBackend(db, describe, loader, dir, level);
       });
     }
   }
@@ -420,7 +396,6 @@ async function main(): Promise<number> {
     process.stderr.write(`bench: ${b.backend} at ${b.logLevel} done\n`);
     ceilings.push(await measureCeiling(i === plan.length - 1 ? 'ceiling, again at the end' : `ceiling, after ${b.backend} at ${b.logLevel}`));
   }
-  await stop(bracketCeiling.child);
 
   // ---- Verdicts
   const ceilingsRps = ceilings.map((c) => c.load.rps);
@@ -434,13 +409,10 @@ async function main(): Promise<number> {
     ...backends.map((b) => ({ name: `${b.backend} at ${b.logLevel}`, runs: [b.me, b.create, b.keyed] })),
   ];
   blockRuns.forEach((block, i) => {
-    const blockAround = (ceilingsRps[i]! + ceilingsRps[i + 1]!) / 2;
-    for (const r of block.runs) {
-      const { before, after } = r.bracket!;
-      const around = (before + after) / 2;
-      if (Math.abs(before - after) / around > 0.15) unsteady.push(`${r.name} (${fmt(before)} and ${fmt(after)} req/s)`);
-      Object.assign(r, { ratio: r.load.rps / around, ceilingRps: around, blockRatio: r.load.rps / blockAround });
-    }
+    const [before, after] = [ceilingsRps[i]!, ceilingsRps[i + 1]!];
+    const around = (before + after) / 2;
+    if (Math.abs(before - after) / around > 0.15) unsteady.push(`${block.name} (${fmt(before)} and ${fmt(after)} req/s)`);
+    for (const r of block.runs) Object.assign(r, { ratio: r.load.rps / around, ceilingRps: around });
     runs.push(...block.runs, ceilings[i + 1]!);
   });
   for (const c of ceilings) c.ratio = c.load.rps / ceilingRps;
@@ -479,9 +451,9 @@ async function main(): Promise<number> {
 
   // ---- The table
   const loaderBound = runs.filter((r) => r.loaderCpu >= 0.9).map((r) => r.name);
-  const header = ['run', 'req/s', 'ceiling around', 'ratio', 'by block', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
+  const header = ['run', 'req/s', 'ratio', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
   const lines = runs.map((r) => [
-    r.name, fmt(r.load.rps), r.bracket ? `${fmt(r.bracket.before)}, ${fmt(r.bracket.after)}` : '', fmt(r.ratio, 2), r.blockRatio === undefined ? '' : fmt(r.blockRatio, 2), fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
+    r.name, fmt(r.load.rps), fmt(r.ratio, 2), fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
     r.load.non2xx ? `${fmt(r.load.non2xx)} FAIL` : '0', fmt(r.load.errors), fmt(r.rssPeakMb), fmt(r.serverCpu, 2), fmt(r.loaderCpu, 2),
   ]);
   const out: string[] = [
@@ -495,8 +467,7 @@ async function main(): Promise<number> {
     `floor       bench/floor.mjs on a fresh SQLite file (WAL, synchronous=FULL): the stack alone (Fastify, better-sqlite3, validator's isEmail), doing about the least the interface asks of /me and of a create: a reference, not a goal`,
     '',
     table([header, ...lines], (i) => i > 0),
-    `(ratio: req/s of each run of Almoner's or the floor's over the mean of the ceiling's in the ${BRACKET} s right before and right after it (ceiling around); ` +
-      `by block: over the mean of the ceiling runs just before and after its backend's (or the floor's) three runs, as earlier runs reckoned it; ` +
+    `(ratio: req/s of each run of Almoner's or the floor's over the mean of the ceiling runs just before and after its backend's (or the floor's); ` +
       `a ceiling run's, over the mean of all ${ceilings.length}, ${fmt(ceilingRps)} req/s; the slowest and the fastest of them are ${fmt(ceilingDrift * 100)}% of that apart)`,
     ...(unsteady.length ? [`(the ceiling moved by more than 15% around ${unsteady.join('; ')}: the machine did not stay steady there, so those ratios are rough)`] : []),
     '(CPU: cores busy, 1.00 = one core all the time, of the server and of the load generator)',
