@@ -10,9 +10,27 @@ import { isRealDate, startOfDayIso } from '../time.js';
 export type ValidationErrors = Record<string, string[]>;
 export type ValidationResult = { ok: true; donation: NewDonation } | { ok: false; errors: ValidationErrors };
 
-/** The one e-mail rule, for donors and for charities alike. */
-export const isEmail = isEmailModule.default;
 const isIP = isIPModule.default;
+
+/**
+ * The one e-mail rule, for donors and for charities alike: validator's isEmail with its defaults.
+ * Its length limits are checked here, the same limits, and the rest by validator with
+ * `ignore_max_length`: validator counts a string's UTF-8 bytes by splitting its encodeURI() into a
+ * string per byte, 0.73 of the 1.79 µs isEmail took for the benchmark's addresses (1.06 without).
+ * test/donations/validate.test.ts holds the two to the same answers at and around each limit.
+ */
+export function isEmail(address: string): boolean {
+  const at = address.lastIndexOf('@'); // validator's domain: what follows the last @
+  const domain = address.slice(at + 1);
+  return (
+    address.length <= 254 && // the whole address, in UTF-16 units
+    at >= 0 &&
+    Buffer.byteLength(address.slice(0, at)) <= 64 && // the local part, in UTF-8 bytes
+    Buffer.byteLength(domain) <= 254 &&
+    domain.split('.').every((label) => label.length <= 63) && // isFQDN's labels
+    isEmailModule.default(address, { ignore_max_length: true })
+  );
+}
 
 type Check = { value: unknown; errors?: undefined } | { value?: undefined; errors: string[] };
 

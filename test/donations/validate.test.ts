@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { validateDonation, type ValidationResult } from '../../src/donations/validate.js';
+import validatorIsEmail from 'validator/lib/isEmail.js';
+import { isEmail, validateDonation, type ValidationResult } from '../../src/donations/validate.js';
 import { exampleDonation } from '../support/app.js';
 
 function errorsOf(result: ValidationResult): Record<string, string[]> {
@@ -205,6 +206,28 @@ describe('email and IP', () => {
     assert.deepEqual(errorsOf(validateDonation({ ...minimal, donor_email: long })).donor_email, [
       'The donor email must not be greater than 254 characters.',
     ]);
+  });
+
+  test("isEmail answers as validator's isEmail with its defaults, at and around each of its length limits", () => {
+    // isEmail checks validator's limits itself (the whole address, the local part's and the domain's
+    // UTF-8 bytes, each label of the domain) and has validator check the rest without them.
+    const label = (n: number, c = 'b') => c.repeat(n);
+    const locals = ['a', label(63, 'a'), label(64, 'a'), label(65, 'a'), `${label(62, 'a')}é`, `${label(63, 'a')}é`, 'é', '€'.repeat(21), '€'.repeat(22), '"a@b"', 'a.b+c', 'a..b', ''];
+    const domains = [
+      'example.org', `${label(63)}.org`, `${label(64)}.org`, `${label(63)}.${label(63)}.${label(63)}.${label(60)}.uk`, `${label(63)}.${label(63)}.${label(63)}.${label(61)}.uk`,
+      `${label(62)}é.org`, `${label(63)}é.org`, 'exämple.org', 'b', 'b.', '', 'a@b.org', '[203.0.113.1]', '-b.org',
+      // 254 and 255 UTF-8 bytes in 131 and 132 characters: the domain's limit is in bytes.
+      `${label(63, 'é')}.${label(60, 'é')}.${label(3)}.uk`, `${label(63, 'é')}.${label(60, 'é')}.${label(4)}.uk`,
+    ];
+    const addresses = [...locals.flatMap((l) => domains.map((d) => `${l}@${d}`)), 'plainaddress', '@', 'a@', '@b.org', 'a b@c.org', `${label(64, 'a')}@${label(63)}.${label(63)}.${label(61)}.uk`];
+    // Lengths across the whole address's limit of 254: a 64-character local part and a domain of 185 to 190 characters.
+    for (let n = 185; n <= 190; n++) addresses.push(`${label(64, 'a')}@${label(63)}.${label(63)}.${label(n - 130)}.uk`);
+    let valid = 0;
+    for (const address of addresses) {
+      assert.equal(isEmail(address), validatorIsEmail.default(address), address);
+      if (isEmail(address)) valid++;
+    }
+    assert.ok(valid > 20 && valid < addresses.length - 20, `${valid} of ${addresses.length} valid: the cases must fall on both sides`);
   });
 
   for (const ip of ['203.0.113.7', '::1', '2001:db8::8a2e:370:7334', '127.0.0.1']) {
