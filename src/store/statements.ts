@@ -105,10 +105,8 @@ export class HotStatements {
 /** A statement as Kysely runs it. */
 export const compiled = (statement: Statement): CompiledQuery => CompiledQuery.raw(statement.sql, [...statement.parameters]);
 
-/** What a statement that returns no rows gives back on SQLite, as its one row: better-sqlite3's run(). */
+/** What a statement that returns no rows gives back on SQLite, as its one row: better-sqlite3's run(), of which a write reads only this. */
 export type Written = {
-  /** Rows it inserted, changed or deleted (0 for an insert that met `on conflict do nothing`). */
-  changes: number;
   /** The rowid of the row it last inserted: a table's INTEGER PRIMARY KEY. */
   lastInsertRowid: number | bigint;
 };
