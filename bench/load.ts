@@ -37,6 +37,56 @@ export interface LoadResult {
   p50Ms: number;
   p99Ms: number;
   meanMs: number;
+  /** The latency at each of QUANTILES' percentiles, so that several runs' latencies can be merged (mergeLoads). */
+  quantilesMs: number[];
+}
+
+/** The percentiles each load tool reports (bench/wrk.lua and bench/autocannon.mjs list the same): 1 to 99, 99.1 to 99.9, 99.95, 99.99, 100. */
+export const QUANTILES: readonly number[] = [
+  ...Array.from({ length: 99 }, (_, i) => i + 1),
+  ...Array.from({ length: 9 }, (_, i) => (991 + i) / 10),
+  99.95, 99.99, 100,
+];
+
+/**
+ * Several runs of one load as one: counts and seconds summed, the mean weighted by responses, and
+ * p50 and p99 read off the runs' latency distributions put together (each known at QUANTILES, so a
+ * percentile comes out at most one step of that list above the exact one).
+ */
+export function mergeLoads(loads: LoadResult[]): LoadResult {
+  const sum = (f: (l: LoadResult) => number) => loads.reduce((n, l) => n + f(l), 0);
+  const responses = sum((l) => l.responses);
+  const statuses = loads.every((l) => l.statuses)
+    ? loads.reduce<Record<string, number>>((all, l) => {
+        for (const [status, n] of Object.entries(l.statuses!)) all[status] = (all[status] ?? 0) + n;
+        return all;
+      }, {})
+    : null;
+  /** The share of all responses at or below `ms`. */
+  const below = (ms: number) =>
+    sum((l) => {
+      let share = 0;
+      l.quantilesMs.forEach((q, i) => {
+        if (q <= ms) share = QUANTILES[i]! / 100;
+      });
+      return share * l.responses;
+    }) / responses;
+  const candidates = [...new Set(loads.flatMap((l) => l.quantilesMs))].sort((a, b) => a - b);
+  const shares = candidates.map(below);
+  const percentile = (p: number) => candidates[shares.findIndex((share) => share >= p / 100 - 1e-9)] ?? NaN;
+  return finish({
+    seconds: sum((l) => l.seconds),
+    responses,
+    ok: sum((l) => l.ok),
+    non2xx: sum((l) => l.non2xx),
+    statuses,
+    errors: sum((l) => l.errors),
+    sent: loads.every((l) => l.sent !== null) ? sum((l) => l.sent!) : null,
+    p50Ms: percentile(50),
+    p99Ms: percentile(99),
+    meanMs: sum((l) => l.meanMs * l.responses) / responses,
+    quantilesMs: QUANTILES.map(percentile),
+  });
 }
 
 export interface Loader {
@@ -76,12 +126,12 @@ const autocannonLoader = (): Loader => ({
     const out = await runChild(process.execPath, [join(ROOT, 'bench', 'autocannon.mjs'), JSON.stringify(spec)], process.env, onSpawn);
     const r = JSON.parse(out) as {
       seconds: number; responses: number; statuses: Record<string, number>; errors: number; sent: number | null;
-      p50: number; p99: number; mean: number;
+      p50: number; p99: number; mean: number; quantiles: number[];
     };
     const ok = Object.entries(r.statuses).reduce((n, [status, count]) => (status.startsWith('2') ? n + count : n), 0);
     return finish({
       seconds: r.seconds, responses: r.responses, ok, non2xx: r.responses - ok, statuses: r.statuses,
-      errors: r.errors, sent: r.sent, p50Ms: r.p50, p99Ms: r.p99, meanMs: r.mean,
+      errors: r.errors, sent: r.sent, p50Ms: r.p50, p99Ms: r.p99, meanMs: r.mean, quantilesMs: r.quantiles,
     });
   },
 });
@@ -104,13 +154,14 @@ function wrkLoader(version: string): Loader {
       if (!line) throw new Error(`wrk printed no result:\n${out}`);
       const r = JSON.parse(line) as {
         seconds: number; responses: number; status_errors: number; connect: number; read: number; write: number;
-        timeout: number; sent: number | null; p50_us: number; p99_us: number; mean_us: number;
+        timeout: number; sent: number | null; p50_us: number; p99_us: number; mean_us: number; quantiles_us: number[];
       };
+      if (r.quantiles_us.length !== QUANTILES.length) throw new Error(`wrk gave ${r.quantiles_us.length} percentiles, not the ${QUANTILES.length} of QUANTILES`);
       // wrk counts only status >= 400 apart; Almoner answers no 1xx or 3xx here, so the rest are 2xx.
       return finish({
         seconds: r.seconds, responses: r.responses, ok: r.responses - r.status_errors, non2xx: r.status_errors, statuses: null,
         errors: r.connect + r.read + r.write + r.timeout, sent: r.sent,
-        p50Ms: r.p50_us / 1000, p99Ms: r.p99_us / 1000, meanMs: r.mean_us / 1000,
+        p50Ms: r.p50_us / 1000, p99Ms: r.p99_us / 1000, meanMs: r.mean_us / 1000, quantilesMs: r.quantiles_us.map((us) => us / 1000),
       });
     },
   };

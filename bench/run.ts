@@ -7,23 +7,24 @@
 // valid donations, without an Idempotency-Key and then each with a fresh one. Before Almoner, the
 // same three loads against the floor (bench/floor.mjs: the stack alone, doing about the least the
 // interface asks), so that a goal the stack itself cannot reach shows as such, and one it can too.
-// The ceiling is measured first and again after the floor and after each backend at each log level.
-// It reports throughput as a ratio to the ceiling measured around it, latency, non-2xx answers,
+// The ceiling runs throughout: each run is measured in slices (BENCH_SLICE, 2 s), each beside a
+// slice of the same length against the ceiling, as this machine's speed moves within seconds.
+// It reports throughput as a ratio to the ceiling measured beside it, latency, non-2xx answers,
 // the server's memory, its start-up time, and whether the database holds exactly what was
 // acknowledged; then prints a table and writes bench/results/latest.json (latest-workers-N.json
 // with BENCH_WORKERS=N).
 //
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run), BENCH_WARMUP (2 s, not
-// counted), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
+// counted), BENCH_SLICE (2 s), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
 // BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database), BENCH_WORKERS
 // (1: the server's WORKERS; with more, its memory and CPU are those of all its processes summed).
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { chooseLoader, type LoadResult, type LoadSpec, type Loader } from './load.js';
+import { chooseLoader, mergeLoads, type LoadResult, type LoadSpec, type Loader } from './load.js';
 import {
   BENCH_LOG_LEVELS, BENCH_WORKERS, cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, startFloor, stop,
-  summariseLog, waitUntilIdle, type BenchDatabase, type LogSummary,
+  summariseLog, waitUntilIdle, type BenchDatabase, type LogSummary, type Running,
 } from './servers.js';
 
 function intSetting(name: string, fallback: number, min: number): number {
@@ -37,12 +38,19 @@ function intSetting(name: string, fallback: number, min: number): number {
 const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 64, 1);
 const SECONDS = intSetting('BENCH_DURATION', 10, 1);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0);
+const SLICE = intSetting('BENCH_SLICE', 2, 1);
+/** How far apart a run's slices' ratios may be, over its ratio, before the report calls that ratio rough. */
+const ROUGH_SPREAD = 0.25;
 const MB = 1024; // kB per MB, as /proc reports kB
 const START_SAMPLES = 3;
 
 interface Measured {
   load: LoadResult;
   warmup: LoadResult | null;
+  /** The ceiling's slices, taken in turn with this run's, as one load. */
+  ceiling: LoadResult;
+  /** Each slice's req/s over that of the ceiling's slice beside it, in the order taken. */
+  sliceRatios: number[];
   rssPeakMb: number;
   rssMbEachSecond: number[];
   /** CPU time over wall time, in cores (1.0 = one core busy all the time). */
@@ -52,9 +60,8 @@ interface Measured {
 
 interface Run extends Measured {
   name: string;
+  /** req/s over the ceiling's req/s in the slices taken in turn with this run's. */
   ratio: number;
-  /** What `ratio` divides by: for Almoner's runs, the mean of the ceiling runs just before and after its backend's. */
-  ceilingRps?: number;
 }
 
 interface PhaseCheck {
@@ -94,24 +101,67 @@ interface BackendResult {
   };
 }
 
-/** A warm-up (not counted), then the measured run, watching the server's memory and both CPUs. */
 /** Markers of the create runs' donations: warm-up and measured, without and with a key. */
 const MARKERS = { create: { warmup: 'W', measured: 'M' }, keyed: { warmup: 'V', measured: 'K' } } as const;
 
-async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, 'seconds' | 'marker'>): Promise<Measured> {
+/** The ceiling server, running for the whole benchmark, and the Authorization its requests carry (it reads none). */
+interface Ceiling extends Running {
+  auth: string;
+}
+
+/**
+ * A warm-up (not counted), then the measured load in slices of SLICE seconds, each beside a slice of
+ * the same length against the ceiling: SECONDS of each in all, watching the server's memory and
+ * both CPUs in its own slices. This machine's speed moves by half and back within a minute (its
+ * ceiling answered 25,700 to 70,200 req/s in 40 one-second runs on 2026-11-27), so a ratio compares
+ * only moments close together; the ceiling goes first in every other pair, so that a machine
+ * speeding up or slowing down through the run weighs on both alike.
+ */
+async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, 'seconds' | 'marker'>, ceiling: Ceiling): Promise<Measured> {
   const markers = MARKERS[spec.keyed ? 'keyed' : 'create'];
   const warmup = WARMUP > 0 ? await loader.run({ ...spec, seconds: WARMUP, marker: markers.warmup }, () => {}) : null;
-  const monitor = new Monitor(serverPid);
-  let loaderPid = 0;
-  const load = await loader.run({ ...spec, seconds: SECONDS, marker: markers.measured }, (pid) => monitor.watch((loaderPid = pid)));
-  monitor.stop();
+  const slices = Math.max(1, Math.round(SECONDS / SLICE));
+  const loads: LoadResult[] = [];
+  const ceilingLoads: LoadResult[] = [];
+  const server = { cpuSeconds: 0, wallSeconds: 0 };
+  const generator = { cpuSeconds: 0, wallSeconds: 0 };
+  const rssMbEachSecond: number[] = [];
+  let rssPeakKb = 0;
+  const measureCeiling = async () => {
+    ceilingLoads.push(await loader.run({ url: ceiling.url, scenario: 'me', connections: spec.connections, auth: ceiling.auth, seconds: SLICE, marker: 'C' }, () => {}));
+  };
+  const measureServer = async (slice: number) => {
+    const monitor = new Monitor(serverPid);
+    let loaderPid = 0;
+    // Each slice's marker its own (`M-3-…`), so that no two requests of the run share one.
+    loads.push(await loader.run({ ...spec, seconds: SLICE, marker: `${markers.measured}-${slice}` }, (pid) => monitor.watch((loaderPid = pid))));
+    monitor.stop();
+    for (const [total, pid] of [[server, serverPid], [generator, loaderPid]] as const) {
+      const use = monitor.cpuUse(pid);
+      total.cpuSeconds += use.cpuSeconds;
+      total.wallSeconds += use.wallSeconds;
+    }
+    rssPeakKb = Math.max(rssPeakKb, monitor.peakRssKb);
+    rssMbEachSecond.push(...monitor.rssEachSecondKb.map((kb) => Math.round(kb / MB)));
+  };
+  for (let slice = 0; slice < slices; slice++) {
+    if (slice % 2 === 0) {
+      await measureCeiling();
+      await measureServer(slice);
+    } else {
+      await measureServer(slice);
+      await measureCeiling();
+    }
+  }
   return {
-    load,
+    load: mergeLoads(loads),
     warmup,
-    rssPeakMb: monitor.peakRssKb / MB,
-    rssMbEachSecond: monitor.rssEachSecondKb.map((kb) => Math.round(kb / MB)),
-    serverCpu: monitor.cpuShare(serverPid),
-    loaderCpu: monitor.cpuShare(loaderPid),
+    ceiling: mergeLoads(ceilingLoads),
+    sliceRatios: loads.map((l, i) => l.rps / ceilingLoads[i]!.rps),
+    rssPeakMb: rssPeakKb / MB,
+    rssMbEachSecond,
+    serverCpu: server.cpuSeconds / server.wallSeconds,
+    loaderCpu: generator.cpuSeconds / generator.wallSeconds,
   };
 }
 
@@ -162,7 +212,7 @@ async function checkCreates(db: BenchDatabase, create: Measured, keyed: Measured
   };
 }
 
-async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, dir: string, logLevel: string): Promise<BackendResult> {
+async function benchBackend(db: BenchDatabase, describe: string, loader: Loader, dir: string, logLevel: string, ceiling: Ceiling): Promise<BackendResult> {
   const { username, password } = await createCharity(db.url);
   const auth = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
   const startSamplesMs: number[] = [];
@@ -175,10 +225,10 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
   startSamplesMs.push(server.startMs);
   const idle = memoryKb(server.pid).rss;
   const spec = { url: server.url, connections: CONNECTIONS, auth };
-  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' });
+  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' }, ceiling);
   const afterMe = memoryKb(server.pid).rss;
-  const create = await measure(loader, server.pid, { ...spec, scenario: 'create' });
-  const keyed = await measure(loader, server.pid, { ...spec, scenario: 'create', keyed: true });
+  const create = await measure(loader, server.pid, { ...spec, scenario: 'create' }, ceiling);
+  const keyed = await measure(loader, server.pid, { ...spec, scenario: 'create', keyed: true }, ceiling);
   // Requests the load generator abandoned at the deadline may still be in the server's hands: let
   // it finish them, then SIGTERM (it closes the database cleanly), so the count below is final.
   const settleMs = await waitUntilIdle(server.pid);
@@ -192,7 +242,7 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
   const serverLogged200 = log.responses['POST /api/v1/donation/create 200'] ?? null;
   const acknowledged = [create, keyed].reduce((n, m) => n + m.load.ok + (m.warmup?.ok ?? 0), 0);
   const loggedOk = serverLogged200 === null || (serverLogged200 >= acknowledged && serverLogged200 <= allRows);
-  const run = (name: string, m: Measured): Run => ({ name: `${name}, ${db.backend}, ${logLevel}`, ratio: NaN, ...m });
+  const run = (name: string, m: Measured): Run => ({ name: `${name}, ${db.backend}, ${logLevel}`, ratio: m.load.rps / m.ceiling.rps, ...m });
   return {
     backend: db.backend,
     logLevel,
@@ -227,19 +277,19 @@ interface FloorResult {
 }
 
 /** The floor's /me and creates, without and with a key, on a SQLite file of its own; its creates checked like Almoner's. */
-async function benchFloor(loader: Loader, dir: string): Promise<FloorResult> {
+async function benchFloor(loader: Loader, dir: string, ceiling: Ceiling): Promise<FloorResult> {
   const db = sqliteDatabase(dir, 'floor');
   const charity = await createCharity(db.url); // migrates the file: the floor writes Almoner's own tables
   const auth = `Basic ${Buffer.from(`${charity.username}:${charity.password}`).toString('base64')}`;
   const server = await startFloor(db, charity);
   const spec = { url: server.url, connections: CONNECTIONS, auth, scenario: 'create' as const };
-  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' });
-  const create = await measure(loader, server.pid, spec);
-  const keyed = await measure(loader, server.pid, { ...spec, keyed: true });
+  const me = await measure(loader, server.pid, { ...spec, scenario: 'me' }, ceiling);
+  const create = await measure(loader, server.pid, spec, ceiling);
+  const keyed = await measure(loader, server.pid, { ...spec, keyed: true }, ceiling);
   await waitUntilIdle(server.pid);
   const shutdown = await stop(server.child);
   const { allRows: _, ...stored } = await checkCreates(db, create, keyed);
-  const run = (name: string, m: Measured): Run => ({ name: `floor: ${name}, SQLite`, ratio: NaN, ...m });
+  const run = (name: string, m: Measured): Run => ({ name: `floor: ${name}, SQLite`, ratio: m.load.rps / m.ceiling.rps, ...m });
   return {
     me: run('/me', me),
     create: run('create', create),
@@ -354,30 +404,22 @@ async function main(): Promise<number> {
   if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
   const startedAt = new Date();
   const blocks = (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length;
-  const total = (blocks + 2 + blocks * 3 + 3) * (SECONDS + WARMUP); // the ceilings, Almoner's runs, the floor's
-  process.stderr.write(`bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SECONDS} s per run; about ${total + 10} s in all\n`);
+  const total = WARMUP + (blocks * 3 + 3) * (WARMUP + 2 * SECONDS); // Almoner's runs and the floor's, each with the ceiling's slices
+  process.stderr.write(
+    `bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SECONDS} s per run in slices of ${SLICE} s beside the ceiling's; about ${total + 10 * (blocks + 1)} s in all\n`,
+  );
 
-  // The ceiling: the same requests as /me, to a server that does nothing but answer. Measured
-  // first, and again after the floor and after each backend at each log level: each run of Almoner's
-  // (or the floor's) is divided by the mean of the ceiling runs just before and after its block, so
-  // that where the machine's speed moves within a run (this VM's can halve from one minute to the
-  // next), a ratio still compares it with the machine as it was at that moment.
-  const measureCeiling = async (name: string): Promise<Run> => {
-    const ceiling = await startCeiling();
-    const auth = 'Basic YmVuY2g6YmVuY2g=';
-    const run = { name, ratio: NaN, ...(await measure(loader, ceiling.pid, { url: ceiling.url, scenario: 'me', connections: CONNECTIONS, auth })) };
-    await stop(ceiling.child);
-    process.stderr.write(`bench: ${name}: ${fmt(run.load.rps)} req/s\n`);
-    return run;
-  };
-  const ceilings = [await measureCeiling('ceiling (bare node:http)')];
-  const floor = await benchFloor(loader, dir);
+  // The ceiling: the same requests as /me, to a server that does nothing but answer. It runs for the
+  // whole benchmark, and every run of Almoner's (and of the floor's) is measured in slices taken in
+  // turn with slices against it (measure()).
+  const ceiling: Ceiling = { ...(await startCeiling()), auth: 'Basic YmVuY2g6YmVuY2g=' };
+  if (WARMUP > 0) await loader.run({ url: ceiling.url, scenario: 'me', connections: CONNECTIONS, auth: ceiling.auth, seconds: WARMUP, marker: 'C' }, () => {});
+  const floor = await benchFloor(loader, dir, ceiling);
   process.stderr.write(`bench: the floor done\n`);
-  ceilings.push(await measureCeiling('ceiling, after the floor'));
 
-  // Each backend at each log level, on a database of its own, then the ceiling again.
+  // Each backend at each log level, on a database of its own.
   const sqliteDescribe = `fresh file in ${os.tmpdir()} (${filesystemOf(os.tmpdir())}), WAL, synchronous=${sqliteSync} (as dist/ sets it)`;
-  const plan: Array<() => Promise<BackendResult>> = BENCH_LOG_LEVELS.map((level) => () => benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level));
+  const plan: Array<() => Promise<BackendResult>> = BENCH_LOG_LEVELS.map((level) => () => benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level, ceiling));
   if (pgUrl) {
     const where = new URL(pgUrl);
     let describe: string | undefined; // the same server for every level: asked once
@@ -385,37 +427,28 @@ async function main(): Promise<number> {
       plan.push(async () => {
         const db = await postgresDatabase(pgUrl);
         describe ??= `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
-        return benchBackend(db, describe, loader, dir, level);
+        return benchBackend(db, describe, loader, dir, level, ceiling);
       });
     }
   }
   const backends: BackendResult[] = [];
-  for (const [i, bench] of plan.entries()) {
+  for (const bench of plan) {
     const b = await bench();
     backends.push(b);
     process.stderr.write(`bench: ${b.backend} at ${b.logLevel} done\n`);
-    ceilings.push(await measureCeiling(i === plan.length - 1 ? 'ceiling, again at the end' : `ceiling, after ${b.backend} at ${b.logLevel}`));
   }
+  await stop(ceiling.child);
 
   // ---- Verdicts
-  const ceilingsRps = ceilings.map((c) => c.load.rps);
-  const ceilingRps = ceilingsRps.reduce((a, b) => a + b, 0) / ceilings.length;
-  const ceilingDrift = (Math.max(...ceilingsRps) - Math.min(...ceilingsRps)) / ceilingRps;
-  const runs: Run[] = [ceilings[0]!];
-  const unsteady: string[] = [];
-  // The floor's runs, then each backend's, each between two ceiling runs.
-  const blockRuns: Array<{ name: string; runs: Run[] }> = [
-    { name: 'the floor', runs: [floor.me, floor.create, floor.keyed] },
-    ...backends.map((b) => ({ name: `${b.backend} at ${b.logLevel}`, runs: [b.me, b.create, b.keyed] })),
-  ];
-  blockRuns.forEach((block, i) => {
-    const [before, after] = [ceilingsRps[i]!, ceilingsRps[i + 1]!];
-    const around = (before + after) / 2;
-    if (Math.abs(before - after) / around > 0.15) unsteady.push(`${block.name} (${fmt(before)} and ${fmt(after)} req/s)`);
-    for (const r of block.runs) Object.assign(r, { ratio: r.load.rps / around, ceilingRps: around });
-    runs.push(...block.runs, ceilings[i + 1]!);
-  });
-  for (const c of ceilings) c.ratio = c.load.rps / ceilingRps;
+  const runs: Run[] = [floor.me, floor.create, floor.keyed, ...backends.flatMap((b) => [b.me, b.create, b.keyed])];
+  // The machine's speed over the whole benchmark, as the ceiling's slices saw it.
+  const ceilingAll = mergeLoads(runs.map((r) => r.ceiling));
+  const ceilingRps = ceilingAll.rps;
+  const ceilingRange = [Math.min(...runs.map((r) => r.ceiling.rps)), Math.max(...runs.map((r) => r.ceiling.rps))] as const;
+  const ceilingDrift = (ceilingRange[1] - ceilingRange[0]) / ceilingRps;
+  // A ratio is rough where its slices' own ratios spread widely: the machine changed within a pair.
+  const spread = (r: Run) => (Math.max(...r.sliceRatios) - Math.min(...r.sliceRatios)) / r.ratio;
+  const unsteady = runs.filter((r) => spread(r) > ROUGH_SPREAD).map((r) => `${r.name} (${fmt(Math.min(...r.sliceRatios), 2)} to ${fmt(Math.max(...r.sliceRatios), 2)})`);
   // Issue 13's goals, at each log level.
   const goals: Goal[] = BENCH_LOG_LEVELS.flatMap((level): Goal[] => {
     const at = backends.filter((b) => b.logLevel === level);
@@ -444,6 +477,7 @@ async function main(): Promise<number> {
   const failures = [
     ...runs.filter((r) => r.load.non2xx > 0).map((r) => `${r.name}: ${fmt(r.load.non2xx)} non-2xx answers ${JSON.stringify(r.load.statuses ?? {})}`),
     ...runs.filter((r) => r.load.errors > 0).map((r) => `${r.name}: ${fmt(r.load.errors)} connection errors or timeouts`),
+    ...runs.filter((r) => r.ceiling.non2xx + r.ceiling.errors > 0).map((r) => `the ceiling beside ${r.name}: ${fmt(r.ceiling.non2xx)} non-2xx answers, ${fmt(r.ceiling.errors)} errors`),
     ...backends.filter((b) => !b.check.ok).map((b) => `${b.backend} at ${b.logLevel}: the database does not hold exactly the acknowledged donations`),
     ...(floor.check.ok ? [] : ['the floor: its database does not hold exactly the acknowledged donations, so its figures mean nothing']),
     ...backends.filter((b) => b.shutdown.code !== 0).map((b) => `${b.backend} at ${b.logLevel}: the server did not stop cleanly on SIGTERM (${b.shutdown.code ?? b.shutdown.signal})`),
@@ -451,15 +485,15 @@ async function main(): Promise<number> {
 
   // ---- The table
   const loaderBound = runs.filter((r) => r.loaderCpu >= 0.9).map((r) => r.name);
-  const header = ['run', 'req/s', 'ratio', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
+  const header = ['run', 'req/s', 'ceiling req/s', 'ratio', 'slices\' ratios', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
   const lines = runs.map((r) => [
-    r.name, fmt(r.load.rps), fmt(r.ratio, 2), fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
+    r.name, fmt(r.load.rps), fmt(r.ceiling.rps), fmt(r.ratio, 3), `${fmt(Math.min(...r.sliceRatios), 2)} to ${fmt(Math.max(...r.sliceRatios), 2)}`, fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
     r.load.non2xx ? `${fmt(r.load.non2xx)} FAIL` : '0', fmt(r.load.errors), fmt(r.rssPeakMb), fmt(r.serverCpu, 2), fmt(r.loaderCpu, 2),
   ]);
   const out: string[] = [
     `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
-    `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SECONDS} s per run after ${WARMUP} s of warm-up (not counted)`,
+    `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SECONDS} s per run after ${WARMUP} s of warm-up (not counted), in slices of ${SLICE} s, each beside a slice against the ceiling`,
     `server      bin/almoner serve${BENCH_WORKERS === '1' ? '' : ` with WORKERS=${BENCH_WORKERS} (memory and CPU: the primary's and every worker's, summed)`}; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
     ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
     ...[...new Map(backends.map((b) => [b.backend, b.describe]))].map(([backend, describe]) => `${backend.padEnd(11)} ${describe}`),
@@ -467,9 +501,12 @@ async function main(): Promise<number> {
     `floor       bench/floor.mjs on a fresh SQLite file (WAL, synchronous=FULL): the stack alone (Fastify, better-sqlite3, validator's isEmail), doing about the least the interface asks of /me and of a create: a reference, not a goal`,
     '',
     table([header, ...lines], (i) => i > 0),
-    `(ratio: req/s of each run of Almoner's or the floor's over the mean of the ceiling runs just before and after its backend's (or the floor's); ` +
-      `a ceiling run's, over the mean of all ${ceilings.length}, ${fmt(ceilingRps)} req/s; the slowest and the fastest of them are ${fmt(ceilingDrift * 100)}% of that apart)`,
-    ...(unsteady.length ? [`(the ceiling moved by more than 15% around ${unsteady.join('; ')}: the machine did not stay steady there, so those ratios are rough)`] : []),
+    `(ratio: a run's req/s over the ceiling's in the slices taken in turn with its own, ${SLICE} s each, ${Math.max(1, Math.round(SECONDS / SLICE))} of each; ` +
+      `slices' ratios: the lowest and highest of one slice's over the ceiling's beside it. The ceiling answered ${fmt(ceilingRps)} req/s over the whole benchmark, ` +
+      `${fmt(ceilingRange[0])} to ${fmt(ceilingRange[1])} in one run's slices, ${fmt(ceilingDrift * 100)}% of that apart)`,
+    ...(unsteady.length
+      ? [`(slices' ratios more than ${fmt(ROUGH_SPREAD * 100)}% of the ratio apart in ${unsteady.join('; ')}: the machine changed within a pair of slices there, so those ratios are rough)`]
+      : []),
     '(CPU: cores busy, 1.00 = one core all the time, of the server and of the load generator)',
     ...(loaderBound.length
       ? [`(the load generator kept a whole core busy in: ${loaderBound.join('; ')}: there the limit may be the load generator's, not the server's)`]
@@ -519,7 +556,8 @@ async function main(): Promise<number> {
     durationSeconds: SECONDS,
     warmupSeconds: WARMUP,
     server: { workers: Number(BENCH_WORKERS), logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
-    runs: runs.map(({ warmup: _, ...r }) => r),
+    // Without the latency distributions that merged the slices: p50 and p99 stay.
+    runs: runs.map(({ warmup: _, load: { quantilesMs: _q, ...load }, ceiling: { quantilesMs: _c, ...ceilingLoad }, ...r }) => ({ ...r, load, ceiling: ceilingLoad })),
     backends: backends.map(({ me: _me, create: _create, ...b }) => b),
     floor: { check: floor.check },
     goals,

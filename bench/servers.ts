@@ -160,10 +160,10 @@ export class Monitor {
     }
   }
 
-  /** CPU time over wall time between the first and last sample, as a share of one core. */
-  cpuShare(pid: number): number {
+  /** CPU time and wall time between the first and last sample, in seconds (zeros for a pid not watched). */
+  cpuUse(pid: number): { cpuSeconds: number; wallSeconds: number } {
     const c = this.cpu.get(pid);
-    return c && c.t1 > c.t0 ? (c.ticks1 - c.ticks0) / CLOCK_TICKS / ((c.t1 - c.t0) / 1000) : NaN;
+    return c ? { cpuSeconds: (c.ticks1 - c.ticks0) / CLOCK_TICKS, wallSeconds: (c.t1 - c.t0) / 1000 } : { cpuSeconds: 0, wallSeconds: 0 };
   }
 
   stop(): void {

@@ -73,7 +73,17 @@ if scenario == "create" then
   end
 end
 
+-- The latency at each of these percentiles (load.ts's QUANTILES, the same list), so that the
+-- latencies of several short runs can be merged (bench/run.ts measures in slices).
+local QUANTILES = {}
+for p = 1, 99 do QUANTILES[#QUANTILES + 1] = p end
+for t = 991, 999 do QUANTILES[#QUANTILES + 1] = t / 10 end
+for _, p in ipairs({ 99.95, 99.99 }) do QUANTILES[#QUANTILES + 1] = p end
+
 function done(summary, latency, requests)
+  local at = {}
+  for i, p in ipairs(QUANTILES) do at[i] = string.format("%d", latency:percentile(p)) end
+  at[#at + 1] = string.format("%d", latency.max) -- the 100th: wrk's percentile(100) answers 0
   local sent = nil
   if scenario == "create" then
     sent = 0
@@ -82,7 +92,7 @@ function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
     'BENCH_RESULT {"seconds":%f,"responses":%d,"status_errors":%d,"connect":%d,"read":%d,"write":%d,"timeout":%d,' ..
-    '"sent":%s,"p50_us":%d,"p99_us":%d,"mean_us":%f}\n',
+    '"sent":%s,"p50_us":%d,"p99_us":%d,"mean_us":%f,"quantiles_us":[%s]}\n',
     summary.duration / 1e6, summary.requests, e.status, e.connect, e.read, e.write, e.timeout,
-    sent and tostring(sent) or "null", latency:percentile(50), latency:percentile(99), latency.mean))
+    sent and tostring(sent) or "null", latency:percentile(50), latency:percentile(99), latency.mean, table.concat(at, ",")))
 end
