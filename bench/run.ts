@@ -7,7 +7,7 @@
 // valid donations, without an Idempotency-Key and then each with a fresh one. Before Almoner, the
 // same three loads against the floor (bench/floor.mjs: the stack alone, doing about the least the
 // interface asks), so that a goal the stack itself cannot reach shows as such, and one it can too.
-// The ceiling runs throughout: each run is measured in slices (BENCH_SLICE, 2 s), each beside a
+// The ceiling runs throughout: each run is measured in slices (BENCH_SLICE, 1 s), each beside a
 // slice of the same length against the ceiling, as this machine's speed moves within seconds.
 // It reports throughput as a ratio to the ceiling measured beside it, latency, non-2xx answers,
 // the server's memory, its start-up time, and whether the database holds exactly what was
@@ -15,7 +15,7 @@
 // with BENCH_WORKERS=N).
 //
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run), BENCH_WARMUP (2 s, not
-// counted), BENCH_SLICE (2 s), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
+// counted), BENCH_SLICE (1 s), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
 // BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database), BENCH_WORKERS
 // (1: the server's WORKERS; with more, its memory and CPU are those of all its processes summed).
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -38,9 +38,7 @@ function intSetting(name: string, fallback: number, min: number): number {
 const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 64, 1);
 const SECONDS = intSetting('BENCH_DURATION', 10, 1);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0);
-const SLICE = intSetting('BENCH_SLICE', 2, 1);
-/** How far apart a run's slices' ratios may be, over its ratio, before the report calls that ratio rough. */
-const ROUGH_SPREAD = 0.25;
+const SLICE = intSetting('BENCH_SLICE', 1, 1);
 const MB = 1024; // kB per MB, as /proc reports kB
 const START_SAMPLES = 3;
 
@@ -446,9 +444,19 @@ async function main(): Promise<number> {
   const ceilingRps = ceilingAll.rps;
   const ceilingRange = [Math.min(...runs.map((r) => r.ceiling.rps)), Math.max(...runs.map((r) => r.ceiling.rps))] as const;
   const ceilingDrift = (ceilingRange[1] - ceilingRange[0]) / ceilingRps;
-  // A ratio is rough where its slices' own ratios spread widely: the machine changed within a pair.
-  const spread = (r: Run) => (Math.max(...r.sliceRatios) - Math.min(...r.sliceRatios)) / r.ratio;
-  const unsteady = runs.filter((r) => spread(r) > ROUGH_SPREAD).map((r) => `${r.name} (${fmt(Math.min(...r.sliceRatios), 2)} to ${fmt(Math.max(...r.sliceRatios), 2)})`);
+  // How far a ratio may be off: twice the standard error of its pairs' own ratios.
+  const noise = (r: Run) => {
+    const n = r.sliceRatios.length;
+    const mean = r.sliceRatios.reduce((a, b) => a + b, 0) / n;
+    return n < 2 ? NaN : 2 * Math.sqrt(r.sliceRatios.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1) / n);
+  };
+  /** A ratio's goal, its noise beside it, and whether the target lies within that noise (a verdict the next run may turn). */
+  const ratioGoal = (name: string, r: Run | null, target: number, floorRun?: Run): Goal => {
+    const g = goal(name, r ? r.ratio : null, '>=', target);
+    if (!r) return { ...g, note: 'set DATABASE_URL=postgres://… to measure it' };
+    const within = Math.abs(r.ratio - target) <= noise(r) ? '; the target is within it' : '';
+    return { ...g, note: `± ${fmt(noise(r), 3)}${within}${floorRun ? `; the floor ${fmt(floorRun.ratio, 3)}` : ''}` };
+  };
   // Issue 13's goals, at each log level.
   const goals: Goal[] = BENCH_LOG_LEVELS.flatMap((level): Goal[] => {
     const at = backends.filter((b) => b.logLevel === level);
@@ -457,17 +465,14 @@ async function main(): Promise<number> {
     const sqliteCreate = sqliteResult.create;
     const l = `LOG_LEVEL=${level}`;
     return [
-      ...at.map((b) => ({ ...goal(`/me, ${b.backend}, ${l}: ratio to the ceiling`, b.me.ratio, '>=', 0.75), note: `the floor ${fmt(floor.me.ratio, 3)}` })),
+      ...at.map((b) => ratioGoal(`/me, ${b.backend}, ${l}: ratio to the ceiling`, b.me, 0.75, floor.me)),
       {
-        ...goal(`create, SQLite (synchronous=FULL), ${l}: ratio to the ceiling`, sqliteCreate.ratio, '>=', 0.45),
+        ...ratioGoal(`create, SQLite (synchronous=FULL), ${l}: ratio to the ceiling`, sqliteCreate, 0.45, floor.create),
         // The goal is for full durability: a faster figure without it does not count.
-        ...(sqliteSync === 'FULL' ? { note: `the floor ${fmt(floor.create.ratio, 3)}` } : { holds: false, note: `synchronous=${sqliteSync}, not FULL` }),
+        ...(sqliteSync === 'FULL' ? {} : { holds: false, note: `synchronous=${sqliteSync}, not FULL` }),
       },
-      { ...goal(`keyed create (a fresh Idempotency-Key each), SQLite, ${l}: ratio to the ceiling`, sqliteResult.keyed.ratio, '>=', 0.35), note: `the floor ${fmt(floor.keyed.ratio, 3)}` },
-      {
-        ...goal(`create, PostgreSQL, ${l}: ratio to the ceiling`, pgResult ? pgResult.create.ratio : null, '>=', 0.15),
-        ...(pgResult ? {} : { note: 'set DATABASE_URL=postgres://… to measure it' }),
-      },
+      ratioGoal(`keyed create (a fresh Idempotency-Key each), SQLite, ${l}: ratio to the ceiling`, sqliteResult.keyed, 0.35, floor.keyed),
+      ratioGoal(`create, PostgreSQL, ${l}: ratio to the ceiling`, pgResult?.create ?? null, 0.15),
       // The floor's own p99 beside it: on a slow hour of the machine the stack alone misses it too.
       { ...goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections, ${l}`, sqliteCreate.load.p99Ms, '<=', 10, ' ms'), note: `the floor ${fmt(floor.create.load.p99Ms, 1)} ms` },
       goal(`server RSS under load, worst peak (VmHWM), ${l}`, Math.max(...at.map((b) => b.memoryMb.peak)), '<=', 150, ' MB'),
@@ -485,9 +490,9 @@ async function main(): Promise<number> {
 
   // ---- The table
   const loaderBound = runs.filter((r) => r.loaderCpu >= 0.9).map((r) => r.name);
-  const header = ['run', 'req/s', 'ceiling req/s', 'ratio', 'slices\' ratios', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
+  const header = ['run', 'req/s', 'ceiling req/s', 'ratio', '±', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
   const lines = runs.map((r) => [
-    r.name, fmt(r.load.rps), fmt(r.ceiling.rps), fmt(r.ratio, 3), `${fmt(Math.min(...r.sliceRatios), 2)} to ${fmt(Math.max(...r.sliceRatios), 2)}`, fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
+    r.name, fmt(r.load.rps), fmt(r.ceiling.rps), fmt(r.ratio, 3), fmt(noise(r), 3), fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
     r.load.non2xx ? `${fmt(r.load.non2xx)} FAIL` : '0', fmt(r.load.errors), fmt(r.rssPeakMb), fmt(r.serverCpu, 2), fmt(r.loaderCpu, 2),
   ]);
   const out: string[] = [
@@ -502,11 +507,8 @@ async function main(): Promise<number> {
     '',
     table([header, ...lines], (i) => i > 0),
     `(ratio: a run's req/s over the ceiling's in the slices taken in turn with its own, ${SLICE} s each, ${Math.max(1, Math.round(SECONDS / SLICE))} of each; ` +
-      `slices' ratios: the lowest and highest of one slice's over the ceiling's beside it. The ceiling answered ${fmt(ceilingRps)} req/s over the whole benchmark, ` +
+      `±: twice the standard error of the pairs' own ratios, how far the ratio may be off. The ceiling answered ${fmt(ceilingRps)} req/s over the whole benchmark, ` +
       `${fmt(ceilingRange[0])} to ${fmt(ceilingRange[1])} in one run's slices, ${fmt(ceilingDrift * 100)}% of that apart)`,
-    ...(unsteady.length
-      ? [`(slices' ratios more than ${fmt(ROUGH_SPREAD * 100)}% of the ratio apart in ${unsteady.join('; ')}: the machine changed within a pair of slices there, so those ratios are rough)`]
-      : []),
     '(CPU: cores busy, 1.00 = one core all the time, of the server and of the load generator)',
     ...(loaderBound.length
       ? [`(the load generator kept a whole core busy in: ${loaderBound.join('; ')}: there the limit may be the load generator's, not the server's)`]
