@@ -14,7 +14,7 @@
 // acknowledged; then prints a table and writes bench/results/latest.json (latest-workers-N.json
 // with BENCH_WORKERS=N).
 //
-// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run), BENCH_WARMUP (2 s, not
+// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run, rounded to an even number of slices), BENCH_WARMUP (2 s, not
 // counted), BENCH_SLICE (1 s), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
 // BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database), BENCH_WORKERS
 // (1: the server's WORKERS; with more, its memory and CPU are those of all its processes summed).
@@ -39,6 +39,8 @@ const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 64, 1);
 const SECONDS = intSetting('BENCH_DURATION', 10, 1);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0);
 const SLICE = intSetting('BENCH_SLICE', 1, 1);
+/** Slices per run: an even number, so that the pairs' order (ceiling first, then second) balances out. */
+const SLICES = Math.max(2, 2 * Math.round(SECONDS / SLICE / 2));
 const MB = 1024; // kB per MB, as /proc reports kB
 const START_SAMPLES = 3;
 
@@ -47,10 +49,12 @@ interface Measured {
   warmup: LoadResult | null;
   /** The ceiling's slices, taken in turn with this run's, as one load. */
   ceiling: LoadResult;
-  /** Each slice's req/s over that of the ceiling's slice beside it, in the order taken. */
-  sliceRatios: number[];
+  /** Each slice's req/s, and that of the ceiling's slice beside it, in the order taken. */
+  slicesRps: number[];
+  ceilingSlicesRps: number[];
   rssPeakMb: number;
-  rssMbEachSecond: number[];
+  /** The server's peak VmRSS in each of its slices. */
+  rssMbEachSlice: number[];
   /** CPU time over wall time, in cores (1.0 = one core busy all the time). */
   serverCpu: number;
   loaderCpu: number;
@@ -108,8 +112,8 @@ interface Ceiling extends Running {
 }
 
 /**
- * A warm-up (not counted), then the measured load in slices of SLICE seconds, each beside a slice of
- * the same length against the ceiling: SECONDS of each in all, watching the server's memory and
+ * A warm-up (not counted), then the measured load in SLICES slices of SLICE seconds, each beside a
+ * slice of the same length against the ceiling (about SECONDS of each in all), watching the server's memory and
  * both CPUs in its own slices. This machine's speed moves by half and back within a minute (its
  * ceiling answered 25,700 to 70,200 req/s in 40 one-second runs on 2026-11-27), so a ratio compares
  * only moments close together; the ceiling goes first in every other pair, so that a machine
@@ -118,12 +122,11 @@ interface Ceiling extends Running {
 async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, 'seconds' | 'marker'>, ceiling: Ceiling): Promise<Measured> {
   const markers = MARKERS[spec.keyed ? 'keyed' : 'create'];
   const warmup = WARMUP > 0 ? await loader.run({ ...spec, seconds: WARMUP, marker: markers.warmup }, () => {}) : null;
-  const slices = Math.max(1, Math.round(SECONDS / SLICE));
   const loads: LoadResult[] = [];
   const ceilingLoads: LoadResult[] = [];
   const server = { cpuSeconds: 0, wallSeconds: 0 };
   const generator = { cpuSeconds: 0, wallSeconds: 0 };
-  const rssMbEachSecond: number[] = [];
+  const rssMbEachSlice: number[] = [];
   let rssPeakKb = 0;
   const measureCeiling = async () => {
     ceilingLoads.push(await loader.run({ url: ceiling.url, scenario: 'me', connections: spec.connections, auth: ceiling.auth, seconds: SLICE, marker: 'C' }, () => {}));
@@ -140,9 +143,9 @@ async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, '
       total.wallSeconds += use.wallSeconds;
     }
     rssPeakKb = Math.max(rssPeakKb, monitor.peakRssKb);
-    rssMbEachSecond.push(...monitor.rssEachSecondKb.map((kb) => Math.round(kb / MB)));
+    rssMbEachSlice.push(Math.round(monitor.peakRssKb / MB));
   };
-  for (let slice = 0; slice < slices; slice++) {
+  for (let slice = 0; slice < SLICES; slice++) {
     if (slice % 2 === 0) {
       await measureCeiling();
       await measureServer(slice);
@@ -155,10 +158,12 @@ async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, '
     load: mergeLoads(loads),
     warmup,
     ceiling: mergeLoads(ceilingLoads),
-    sliceRatios: loads.map((l, i) => l.rps / ceilingLoads[i]!.rps),
+    slicesRps: loads.map((l) => l.rps),
+    ceilingSlicesRps: ceilingLoads.map((l) => l.rps),
     rssPeakMb: rssPeakKb / MB,
-    rssMbEachSecond,
-    serverCpu: server.cpuSeconds / server.wallSeconds,
+    rssMbEachSlice,
+    // Over the load's own seconds: the monitor's window also holds the load generator's start.
+    serverCpu: server.cpuSeconds / loads.reduce((n, l) => n + l.seconds, 0),
     loaderCpu: generator.cpuSeconds / generator.wallSeconds,
   };
 }
@@ -402,9 +407,9 @@ async function main(): Promise<number> {
   if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
   const startedAt = new Date();
   const blocks = (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length;
-  const total = WARMUP + (blocks * 3 + 3) * (WARMUP + 2 * SECONDS); // Almoner's runs and the floor's, each with the ceiling's slices
+  const total = WARMUP + (blocks * 3 + 3) * (WARMUP + 2 * SLICES * SLICE); // Almoner's runs and the floor's, each with the ceiling's slices
   process.stderr.write(
-    `bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SECONDS} s per run in slices of ${SLICE} s beside the ceiling's; about ${total + 10 * (blocks + 1)} s in all\n`,
+    `bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SLICES} slices of ${SLICE} s per run, each beside one of the ceiling's; about ${total + 10 * (blocks + 1)} s in all, and a load generator's start per slice\n`,
   );
 
   // The ceiling: the same requests as /me, to a server that does nothing but answer. It runs for the
@@ -444,11 +449,14 @@ async function main(): Promise<number> {
   const ceilingRps = ceilingAll.rps;
   const ceilingRange = [Math.min(...runs.map((r) => r.ceiling.rps)), Math.max(...runs.map((r) => r.ceiling.rps))] as const;
   const ceilingDrift = (ceilingRange[1] - ceilingRange[0]) / ceilingRps;
-  // How far a ratio may be off: twice the standard error of its pairs' own ratios.
+  // How far a ratio may be off: twice the standard error of a ratio of two sums, over the pairs
+  // (each slice's req/s a, the ceiling's beside it c: r = Σa / Σc, its error from the a - r·c).
   const noise = (r: Run) => {
-    const n = r.sliceRatios.length;
-    const mean = r.sliceRatios.reduce((a, b) => a + b, 0) / n;
-    return n < 2 ? NaN : 2 * Math.sqrt(r.sliceRatios.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1) / n);
+    const [a, c] = [r.slicesRps, r.ceilingSlicesRps];
+    const n = a.length;
+    const ratio = a.reduce((x, y) => x + y, 0) / c.reduce((x, y) => x + y, 0);
+    const meanC = c.reduce((x, y) => x + y, 0) / n;
+    return n < 2 ? NaN : (2 * Math.sqrt(a.reduce((sum, ai, i) => sum + (ai - ratio * c[i]!) ** 2, 0) / (n * (n - 1)))) / meanC;
   };
   /** A ratio's goal, its noise beside it, and whether the target lies within that noise (a verdict the next run may turn). */
   const ratioGoal = (name: string, r: Run | null, target: number, floorRun?: Run): Goal => {
@@ -498,7 +506,7 @@ async function main(): Promise<number> {
   const out: string[] = [
     `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
-    `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SECONDS} s per run after ${WARMUP} s of warm-up (not counted), in slices of ${SLICE} s, each beside a slice against the ceiling`,
+    `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SLICES} slices of ${SLICE} s per run, each beside a slice against the ceiling, after ${WARMUP} s of warm-up (not counted)`,
     `server      bin/almoner serve${BENCH_WORKERS === '1' ? '' : ` with WORKERS=${BENCH_WORKERS} (memory and CPU: the primary's and every worker's, summed)`}; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
     ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
     ...[...new Map(backends.map((b) => [b.backend, b.describe]))].map(([backend, describe]) => `${backend.padEnd(11)} ${describe}`),
@@ -506,9 +514,9 @@ async function main(): Promise<number> {
     `floor       bench/floor.mjs on a fresh SQLite file (WAL, synchronous=FULL): the stack alone (Fastify, better-sqlite3, validator's isEmail), doing about the least the interface asks of /me and of a create: a reference, not a goal`,
     '',
     table([header, ...lines], (i) => i > 0),
-    `(ratio: a run's req/s over the ceiling's in the slices taken in turn with its own, ${SLICE} s each, ${Math.max(1, Math.round(SECONDS / SLICE))} of each; ` +
-      `±: twice the standard error of the pairs' own ratios, how far the ratio may be off. The ceiling answered ${fmt(ceilingRps)} req/s over the whole benchmark, ` +
-      `${fmt(ceilingRange[0])} to ${fmt(ceilingRange[1])} in one run's slices, ${fmt(ceilingDrift * 100)}% of that apart)`,
+    `(ratio: a run's req/s over the ceiling's in the slices taken in turn with its own, ${SLICE} s each, ${SLICES} of each; ` +
+      `±: twice the ratio's standard error over its pairs, how far it may be off. The ceiling answered ${fmt(ceilingRps)} req/s over the whole benchmark, ` +
+      `${fmt(ceilingRange[0])} to ${fmt(ceilingRange[1])} from one run to the next (each run's slices together), ${fmt(ceilingDrift * 100)}% of that apart)`,
     '(CPU: cores busy, 1.00 = one core all the time, of the server and of the load generator)',
     ...(loaderBound.length
       ? [`(the load generator kept a whole core busy in: ${loaderBound.join('; ')}: there the limit may be the load generator's, not the server's)`]
@@ -556,6 +564,8 @@ async function main(): Promise<number> {
     ceilingRps,
     ceilingDrift,
     durationSeconds: SECONDS,
+    sliceSeconds: SLICE,
+    slices: SLICES,
     warmupSeconds: WARMUP,
     server: { workers: Number(BENCH_WORKERS), logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
     // Without the latency distributions that merged the slices: p50 and p99 stay.
