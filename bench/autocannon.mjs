@@ -1,9 +1,9 @@
 // One autocannon load, in its own process so that the harness does nothing else meanwhile.
-// argv[2]: JSON {url, scenario: "me" | "create", connections, seconds, auth, marker, keyed}.
+// argv[2]: JSON {url, scenario: "me" | "create", connections, seconds, auth, marker, keyed, quantiles}.
 // Prints one JSON line: what load.ts turns into a LoadResult.
 import autocannon from 'autocannon';
 
-const { url, scenario, connections, seconds, auth, marker, keyed } = JSON.parse(process.argv[2]);
+const { url, scenario, connections, seconds, auth, marker, keyed, quantiles } = JSON.parse(process.argv[2]);
 
 const FIRST = ['Jane', 'John', 'Amira', 'Yusuf', 'Mei', 'Olu', 'Sven', 'Priya', 'Carlos', 'Fatima', 'Liam', 'Chen'];
 const LAST = ['Doe', 'Smith', 'Khan', 'Okafor', 'Nguyen', 'Garcia', 'Jensen', 'Patel', 'Rossi', 'Haddad'];
@@ -57,8 +57,6 @@ const request =
       }
     : { method: 'POST', path: '/api/v1/me', headers: base };
 
-// The percentiles load.ts merges slices by: 1 to 99, 99.1 to 99.9, 99.95, 99.99 and 100.
-const QUANTILES = [...Array.from({ length: 99 }, (_, i) => i + 1), ...Array.from({ length: 9 }, (_, i) => (991 + i) / 10), 99.95, 99.99, 100];
 const latencies = [];
 const statuses = {};
 const started = performance.now();
@@ -80,7 +78,7 @@ const instance = autocannon(
         p50: at(0.5),
         p99: at(0.99),
         mean: latencies.reduce((s, x) => s + x, 0) / latencies.length,
-        quantiles: QUANTILES.map((p) => at(p / 100)), // load.ts's list, so that slices can be merged
+        quantiles: quantiles.map((p) => at(p / 100)), // the latency at each percentile load.ts asked for, so that slices can be merged
       }) + '\n',
     );
   },

@@ -41,7 +41,7 @@ export interface LoadResult {
   quantilesMs: number[];
 }
 
-/** The percentiles each load tool reports (bench/wrk.lua and bench/autocannon.mjs list the same): 1 to 99, 99.1 to 99.9, 99.95, 99.99, 100. */
+/** The percentiles each load tool is asked to report its latency at (BENCH_QUANTILES for wrk.lua, the spec for autocannon.mjs): 1 to 99, 99.1 to 99.9, 99.95, 99.99, 100. */
 export const QUANTILES: readonly number[] = [
   ...Array.from({ length: 99 }, (_, i) => i + 1),
   ...Array.from({ length: 9 }, (_, i) => (991 + i) / 10),
@@ -123,7 +123,7 @@ const autocannonLoader = (): Loader => ({
   version: (JSON.parse(readFileSync(join(ROOT, 'node_modules', 'autocannon', 'package.json'), 'utf8')) as { version: string }).version,
   describe: 'in a node process of its own',
   async run(spec, onSpawn) {
-    const out = await runChild(process.execPath, [join(ROOT, 'bench', 'autocannon.mjs'), JSON.stringify(spec)], process.env, onSpawn);
+    const out = await runChild(process.execPath, [join(ROOT, 'bench', 'autocannon.mjs'), JSON.stringify({ ...spec, quantiles: QUANTILES })], process.env, onSpawn);
     const r = JSON.parse(out) as {
       seconds: number; responses: number; statuses: Record<string, number>; errors: number; sent: number | null;
       p50: number; p99: number; mean: number; quantiles: number[];
@@ -148,7 +148,7 @@ function wrkLoader(version: string): Loader {
       const path = spec.scenario === 'create' ? '/api/v1/donation/create' : '/api/v1/me';
       const args = ['-t', String(Math.min(threads, spec.connections)), '-c', String(spec.connections), '-d', `${spec.seconds}s`,
         '--timeout', '10s', '-s', join(ROOT, 'bench', 'wrk.lua'), spec.url + path];
-      const env = { ...process.env, BENCH_SCENARIO: spec.scenario, BENCH_AUTH: spec.auth, BENCH_MARKER: spec.marker, BENCH_KEYED: spec.keyed ? '1' : '0' };
+      const env = { ...process.env, BENCH_SCENARIO: spec.scenario, BENCH_AUTH: spec.auth, BENCH_MARKER: spec.marker, BENCH_KEYED: spec.keyed ? '1' : '0', BENCH_QUANTILES: QUANTILES.join(',') };
       const out = await runChild('wrk', args, env, onSpawn);
       const line = /^BENCH_RESULT (.*)$/m.exec(out)?.[1];
       if (!line) throw new Error(`wrk printed no result:\n${out}`);

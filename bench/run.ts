@@ -124,10 +124,9 @@ async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, '
   const warmup = WARMUP > 0 ? await loader.run({ ...spec, seconds: WARMUP, marker: markers.warmup }, () => {}) : null;
   const loads: LoadResult[] = [];
   const ceilingLoads: LoadResult[] = [];
-  const server = { cpuSeconds: 0, wallSeconds: 0 };
+  let serverCpuSeconds = 0;
   const generator = { cpuSeconds: 0, wallSeconds: 0 };
-  const rssMbEachSlice: number[] = [];
-  let rssPeakKb = 0;
+  const rssPeakKbEachSlice: number[] = [];
   const measureCeiling = async () => {
     ceilingLoads.push(await loader.run({ url: ceiling.url, scenario: 'me', connections: spec.connections, auth: ceiling.auth, seconds: SLICE, marker: 'C' }, () => {}));
   };
@@ -137,13 +136,11 @@ async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, '
     // Each slice's marker its own (`M-3-…`), so that no two requests of the run share one.
     loads.push(await loader.run({ ...spec, seconds: SLICE, marker: `${markers.measured}-${slice}` }, (pid) => monitor.watch((loaderPid = pid))));
     monitor.stop();
-    for (const [total, pid] of [[server, serverPid], [generator, loaderPid]] as const) {
-      const use = monitor.cpuUse(pid);
-      total.cpuSeconds += use.cpuSeconds;
-      total.wallSeconds += use.wallSeconds;
-    }
-    rssPeakKb = Math.max(rssPeakKb, monitor.peakRssKb);
-    rssMbEachSlice.push(Math.round(monitor.peakRssKb / MB));
+    serverCpuSeconds += monitor.cpuUse(serverPid).cpuSeconds;
+    const use = monitor.cpuUse(loaderPid);
+    generator.cpuSeconds += use.cpuSeconds;
+    generator.wallSeconds += use.wallSeconds;
+    rssPeakKbEachSlice.push(monitor.peakRssKb);
   };
   for (let slice = 0; slice < SLICES; slice++) {
     if (slice % 2 === 0) {
@@ -160,10 +157,10 @@ async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, '
     ceiling: mergeLoads(ceilingLoads),
     slicesRps: loads.map((l) => l.rps),
     ceilingSlicesRps: ceilingLoads.map((l) => l.rps),
-    rssPeakMb: rssPeakKb / MB,
-    rssMbEachSlice,
+    rssPeakMb: Math.max(...rssPeakKbEachSlice) / MB,
+    rssMbEachSlice: rssPeakKbEachSlice.map((kb) => Math.round(kb / MB)),
     // Over the load's own seconds: the monitor's window also holds the load generator's start.
-    serverCpu: server.cpuSeconds / loads.reduce((n, l) => n + l.seconds, 0),
+    serverCpu: serverCpuSeconds / loads.reduce((n, l) => n + l.seconds, 0),
     loaderCpu: generator.cpuSeconds / generator.wallSeconds,
   };
 }

@@ -119,9 +119,6 @@ function cpuTicks(pid: number): number {
 /** Peak of the server's VmRSS (sampled every 100 ms), and CPU use of it and of other watched pids. */
 export class Monitor {
   peakRssKb = 0;
-  /** VmRSS once a second, to tell a plateau from growth. */
-  readonly rssEachSecondKb: number[] = [];
-  private samples = 0;
   private readonly cpu = new Map<number, { t0: number; ticks0: number; t1: number; ticks1: number }>();
   private readonly timer: NodeJS.Timeout;
 
@@ -146,7 +143,6 @@ export class Monitor {
     try {
       const rss = procStatusKb(this.serverPid, 'VmRSS');
       this.peakRssKb = Math.max(this.peakRssKb, rss);
-      if (this.samples++ % 10 === 0) this.rssEachSecondKb.push(rss);
     } catch {
       // the server is gone; the run will fail on its own
     }

@@ -3,6 +3,7 @@
 --   BENCH_AUTH      the Authorization header value
 --   BENCH_MARKER    create only: prefix of the unique per-request marker
 --   BENCH_KEYED     create only: "1" for a fresh Idempotency-Key (the marker) on every request, else none
+--   BENCH_QUANTILES the percentiles done() reports the latency at, comma-separated (load.ts's QUANTILES)
 -- done() prints one line "BENCH_RESULT {json}" for load.ts.
 local scenario = os.getenv("BENCH_SCENARIO") or "me"
 wrk.method = "POST"
@@ -73,17 +74,15 @@ if scenario == "create" then
   end
 end
 
--- The latency at each of these percentiles (load.ts's QUANTILES, the same list), so that the
--- latencies of several short runs can be merged (bench/run.ts measures in slices).
-local QUANTILES = {}
-for p = 1, 99 do QUANTILES[#QUANTILES + 1] = p end
-for t = 991, 999 do QUANTILES[#QUANTILES + 1] = t / 10 end
-for _, p in ipairs({ 99.95, 99.99 }) do QUANTILES[#QUANTILES + 1] = p end
-
 function done(summary, latency, requests)
+  -- The latency at each of BENCH_QUANTILES' percentiles, so that the latencies of several short
+  -- runs can be merged (bench/run.ts measures in slices).
   local at = {}
-  for i, p in ipairs(QUANTILES) do at[i] = string.format("%d", latency:percentile(p)) end
-  at[#at + 1] = string.format("%d", latency.max) -- the 100th: wrk's percentile(100) answers 0
+  for p in string.gmatch(os.getenv("BENCH_QUANTILES") or "", "[^,]+") do
+    p = tonumber(p)
+    -- wrk's percentile(100) answers 0: the 100th is its maximum.
+    at[#at + 1] = string.format("%d", p >= 100 and latency.max or latency:percentile(p))
+  end
   local sent = nil
   if scenario == "create" then
     sent = 0
