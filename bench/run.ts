@@ -111,6 +111,10 @@ interface Ceiling extends Running {
   auth: string;
 }
 
+/** A load of `seconds` against the ceiling: the same requests as /me. */
+const loadCeiling = (loader: Loader, ceiling: Ceiling, seconds: number): Promise<LoadResult> =>
+  loader.run({ url: ceiling.url, scenario: 'me', connections: CONNECTIONS, auth: ceiling.auth, seconds, marker: 'C' }, () => {});
+
 /**
  * A warm-up (not counted), then the measured load in SLICES slices of SLICE seconds, each beside a
  * slice of the same length against the ceiling (about SECONDS of each in all), watching the server's memory and
@@ -128,7 +132,7 @@ async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, '
   const generator = { cpuSeconds: 0, wallSeconds: 0 };
   const rssPeakKbEachSlice: number[] = [];
   const measureCeiling = async () => {
-    ceilingLoads.push(await loader.run({ url: ceiling.url, scenario: 'me', connections: spec.connections, auth: ceiling.auth, seconds: SLICE, marker: 'C' }, () => {}));
+    ceilingLoads.push(await loadCeiling(loader, ceiling, SLICE));
   };
   const measureServer = async (slice: number) => {
     const monitor = new Monitor(serverPid);
@@ -413,7 +417,7 @@ async function main(): Promise<number> {
   // whole benchmark, and every run of Almoner's (and of the floor's) is measured in slices taken in
   // turn with slices against it (measure()).
   const ceiling: Ceiling = { ...(await startCeiling()), auth: 'Basic YmVuY2g6YmVuY2g=' };
-  if (WARMUP > 0) await loader.run({ url: ceiling.url, scenario: 'me', connections: CONNECTIONS, auth: ceiling.auth, seconds: WARMUP, marker: 'C' }, () => {});
+  if (WARMUP > 0) await loadCeiling(loader, ceiling, WARMUP);
   const floor = await benchFloor(loader, dir, ceiling);
   process.stderr.write(`bench: the floor done\n`);
 
