@@ -40,6 +40,21 @@ test('flushSync writes out the lines of the current turn before it returns', () 
   rmSync(dir, { recursive: true });
 });
 
+test('lines of every size, past the 4 KiB of a write and the 64 KiB buffer, multi-byte or not, arrive whole and in order', () => {
+  const dir = tempDir();
+  const path = join(dir, 'out.log');
+  const fd = openSync(path, 'w');
+  const out = logOutput(fd);
+  // From a few bytes to 120 KB (40,000 snowmen, 3 bytes each), around every boundary the writer keeps.
+  const sizes = [1, 4000, 4095, 4096, 4097, 9000, 21_000, 21_846, 40_000, 3, 65_536, 10];
+  const sent = sizes.flatMap((size, i) => [`{"i":${i},"a":"${'a'.repeat(size)}"}\n`, `{"i":${i},"s":"${'\u2603'.repeat(size)}"}\n`]);
+  for (const line of sent) out.write(line);
+  out.flushSync();
+  assert.equal(readFileSync(path, 'utf8'), sent.join(''));
+  closeSync(fd);
+  rmSync(dir, { recursive: true });
+});
+
 test('two processes writing to one pipe at once, with a slow reader, never split a line', async () => {
   const LINES = 20_000;
   const writer = new URL('./support/log-writer.ts', import.meta.url).pathname;
