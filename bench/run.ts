@@ -8,14 +8,17 @@
 // same three loads against the floor (bench/floor.mjs: the stack alone, doing about the least the
 // interface asks), so that a goal the stack itself cannot reach shows as such, and one it can too.
 // The ceiling runs throughout: each run is measured in slices (BENCH_SLICE, 1 s), each beside a
-// slice of the same length against the ceiling, as this machine's speed moves within seconds.
+// slice of the same length against the ceiling, as this machine's speed moves within seconds. Its
+// latency is measured apart, in one continuous load before the slices (BENCH_LATENCY, 5 s): each
+// slice begins with all its connections opening at once, and those first requests' waits made
+// the slices' p99 three to five times that of a continuous load on the same server.
 // It reports throughput as a ratio to the ceiling measured beside it, latency, non-2xx answers,
 // the server's memory, its start-up time, and whether the database holds exactly what was
 // acknowledged; then prints a table and writes bench/results/latest.json (latest-workers-N.json
 // with BENCH_WORKERS=N).
 //
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION (10 s per run, rounded to an even number of slices), BENCH_WARMUP (2 s, not
-// counted), BENCH_SLICE (1 s), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
+// counted), BENCH_LATENCY (5 s; 0 reads the latency off the slices), BENCH_SLICE (1 s), BENCH_TOOL (wrk when on the PATH, else autocannon), BENCH_WRK_THREADS (1),
 // BENCH_LOG_LEVELS (info,warn: the server's LOG_LEVELs, each on a fresh database), BENCH_WORKERS
 // (1: the server's WORKERS; with more, its memory and CPU are those of all its processes summed).
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -39,14 +42,18 @@ const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 64, 1);
 const SECONDS = intSetting('BENCH_DURATION', 10, 1);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0);
 const SLICE = intSetting('BENCH_SLICE', 1, 1);
+const LATENCY = intSetting('BENCH_LATENCY', 5, 0);
 /** Slices per run: an even number, so that the pairs' order (ceiling first, then second) balances out. */
 const SLICES = Math.max(2, 2 * Math.round(SECONDS / SLICE / 2));
 const MB = 1024; // kB per MB, as /proc reports kB
 const START_SAMPLES = 3;
 
 interface Measured {
+  /** The slices, as one load: the run's throughput. */
   load: LoadResult;
   warmup: LoadResult | null;
+  /** The continuous load its latency is read from (BENCH_LATENCY s), or null to read it off the slices. */
+  latency: LoadResult | null;
   /** The ceiling's slices, taken in turn with this run's, as one load. */
   ceiling: LoadResult;
   /** Each slice's req/s, and that of the ceiling's slice beside it, in the order taken. */
@@ -111,12 +118,19 @@ interface Ceiling extends Running {
   auth: string;
 }
 
+/** Every measured request of a run: its latency load's and its slices'. */
+const measuredLoad = (m: Measured): LoadResult => (m.latency ? mergeLoads([m.latency, m.load]) : m.load);
+
+/** The load a run's p50 and p99 are read from. */
+const latencyLoad = (m: Measured): LoadResult => m.latency ?? m.load;
+
 /** A load of `seconds` against the ceiling: the same requests as /me. */
 const loadCeiling = (loader: Loader, ceiling: Ceiling, seconds: number): Promise<LoadResult> =>
   loader.run({ url: ceiling.url, scenario: 'me', connections: CONNECTIONS, auth: ceiling.auth, seconds, marker: 'C' }, () => {});
 
 /**
- * A warm-up (not counted), then the measured load in SLICES slices of SLICE seconds, each beside a
+ * A warm-up (not counted), a continuous load of LATENCY seconds for the latency (the first requests
+ * of a load, on connections all opening at once, wait longest), then the measured load in SLICES slices of SLICE seconds, each beside a
  * slice of the same length against the ceiling (about SECONDS of each in all), watching the server's memory and
  * both CPUs in its own slices. This machine's speed moves by half and back within a minute (its
  * ceiling answered 25,700 to 70,200 req/s in 40 one-second runs on 2026-11-27), so a ratio compares
@@ -126,6 +140,8 @@ const loadCeiling = (loader: Loader, ceiling: Ceiling, seconds: number): Promise
 async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, 'seconds' | 'marker'>, ceiling: Ceiling): Promise<Measured> {
   const markers = MARKERS[spec.keyed ? 'keyed' : 'create'];
   const warmup = WARMUP > 0 ? await loader.run({ ...spec, seconds: WARMUP, marker: markers.warmup }, () => {}) : null;
+  // Its marker one of the measured ones (`M-L-…`): its donations are checked with the slices'.
+  const latency = LATENCY > 0 ? await loader.run({ ...spec, seconds: LATENCY, marker: `${markers.measured}-L` }, () => {}) : null;
   const loads: LoadResult[] = [];
   const ceilingLoads: LoadResult[] = [];
   let serverCpuSeconds = 0;
@@ -158,6 +174,7 @@ async function measure(loader: Loader, serverPid: number, spec: Omit<LoadSpec, '
   return {
     load: mergeLoads(loads),
     warmup,
+    latency,
     ceiling: mergeLoads(ceilingLoads),
     slicesRps: loads.map((l) => l.rps),
     ceilingSlicesRps: ceilingLoads.map((l) => l.rps),
@@ -195,7 +212,7 @@ async function checkCreates(db: BenchDatabase, create: Measured, keyed: Measured
     const measuredCounts = await db.count(markers.measured);
     const warmupCounts = m.warmup ? await db.count(markers.warmup) : { rows: 0, distinct: 0, all: measuredCounts.all, keys: measuredCounts.keys };
     return {
-      check: { measured: checkPhase(m.load, measuredCounts), warmup: m.warmup ? checkPhase(m.warmup, warmupCounts) : null },
+      check: { measured: checkPhase(measuredLoad(m), measuredCounts), warmup: m.warmup ? checkPhase(m.warmup, warmupCounts) : null },
       rows: measuredCounts.rows + warmupCounts.rows,
       all: measuredCounts.all,
       keys: measuredCounts.keys,
@@ -244,7 +261,7 @@ async function benchBackend(db: BenchDatabase, describe: string, loader: Loader,
   // The server's own count of the 200s it finished writing lies between what the client read and
   // what is stored (a request whose client has gone is stored, but its answer is never finished).
   const serverLogged200 = log.responses['POST /api/v1/donation/create 200'] ?? null;
-  const acknowledged = [create, keyed].reduce((n, m) => n + m.load.ok + (m.warmup?.ok ?? 0), 0);
+  const acknowledged = [create, keyed].reduce((n, m) => n + measuredLoad(m).ok + (m.warmup?.ok ?? 0), 0);
   const loggedOk = serverLogged200 === null || (serverLogged200 >= acknowledged && serverLogged200 <= allRows);
   const run = (name: string, m: Measured): Run => ({ name: `${name}, ${db.backend}, ${logLevel}`, ratio: m.load.rps / m.ceiling.rps, ...m });
   return {
@@ -378,7 +395,7 @@ function describeCheck(c: PhaseCheck): string {
 function describeLogged(b: BackendResult): string {
   const logged = b.check.serverLogged200;
   if (logged === null) return 'no create lines in the log, not checked';
-  const acknowledged = [b.create, b.keyed].reduce((n, r) => n + r.load.ok + (r.warmup?.ok ?? 0), 0);
+  const acknowledged = [b.create, b.keyed].reduce((n, r) => n + measuredLoad(r).ok + (r.warmup?.ok ?? 0), 0);
   const stored = [b.check.create, b.check.keyed].reduce((n, c) => n + c.measured.stored + (c.warmup?.stored ?? 0), b.check.unmarkedRows);
   const ok = logged >= acknowledged && logged <= stored;
   return (
@@ -408,7 +425,7 @@ async function main(): Promise<number> {
   if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
   const startedAt = new Date();
   const blocks = (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length;
-  const total = WARMUP + (blocks * 3 + 3) * (WARMUP + 2 * SLICES * SLICE); // Almoner's runs and the floor's, each with the ceiling's slices
+  const total = WARMUP + (blocks * 3 + 3) * (WARMUP + LATENCY + 2 * SLICES * SLICE); // Almoner's runs and the floor's, each with the ceiling's slices
   process.stderr.write(
     `bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SLICES} slices of ${SLICE} s per run, each beside one of the ceiling's; about ${total + 10 * (blocks + 1)} s in all, and a load generator's start per slice\n`,
   );
@@ -483,14 +500,14 @@ async function main(): Promise<number> {
       ratioGoal(`keyed create (a fresh Idempotency-Key each), SQLite, ${l}: ratio to the ceiling`, sqliteResult.keyed, 0.35, floor.keyed),
       ratioGoal(`create, PostgreSQL, ${l}: ratio to the ceiling`, pgResult?.create ?? null, 0.15),
       // The floor's own p99 beside it: on a slow hour of the machine the stack alone misses it too.
-      { ...goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections, ${l}`, sqliteCreate.load.p99Ms, '<=', 10, ' ms'), note: `the floor ${fmt(floor.create.load.p99Ms, 1)} ms` },
+      { ...goal(`p99 latency of SQLite creates at ${CONNECTIONS} connections, ${l}`, latencyLoad(sqliteCreate).p99Ms, '<=', 10, ' ms'), note: `the floor ${fmt(latencyLoad(floor.create).p99Ms, 1)} ms` },
       goal(`server RSS under load, worst peak (VmHWM), ${l}`, Math.max(...at.map((b) => b.memoryMb.peak)), '<=', 150, ' MB'),
       goal(`process start to first answered request, median of ${START_SAMPLES}, worst backend, ${l}`, Math.max(...at.map((b) => b.startMs)), '<=', 500, ' ms'),
     ];
   });
   const failures = [
-    ...runs.filter((r) => r.load.non2xx > 0).map((r) => `${r.name}: ${fmt(r.load.non2xx)} non-2xx answers ${JSON.stringify(r.load.statuses ?? {})}`),
-    ...runs.filter((r) => r.load.errors > 0).map((r) => `${r.name}: ${fmt(r.load.errors)} connection errors or timeouts`),
+    ...runs.map((r) => ({ r, all: measuredLoad(r) })).filter(({ all }) => all.non2xx > 0).map(({ r, all }) => `${r.name}: ${fmt(all.non2xx)} non-2xx answers ${JSON.stringify(all.statuses ?? {})}`),
+    ...runs.map((r) => ({ r, all: measuredLoad(r) })).filter(({ all }) => all.errors > 0).map(({ r, all }) => `${r.name}: ${fmt(all.errors)} connection errors or timeouts`),
     ...runs.filter((r) => r.ceiling.non2xx + r.ceiling.errors > 0).map((r) => `the ceiling beside ${r.name}: ${fmt(r.ceiling.non2xx)} non-2xx answers, ${fmt(r.ceiling.errors)} errors`),
     ...backends.filter((b) => !b.check.ok).map((b) => `${b.backend} at ${b.logLevel}: the database does not hold exactly the acknowledged donations`),
     ...(floor.check.ok ? [] : ['the floor: its database does not hold exactly the acknowledged donations, so its figures mean nothing']),
@@ -500,14 +517,17 @@ async function main(): Promise<number> {
   // ---- The table
   const loaderBound = runs.filter((r) => r.loaderCpu >= 0.9).map((r) => r.name);
   const header = ['run', 'req/s', 'ceiling req/s', 'ratio', '±', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'RSS peak MB', 'server CPU', 'loader CPU'];
-  const lines = runs.map((r) => [
-    r.name, fmt(r.load.rps), fmt(r.ceiling.rps), fmt(r.ratio, 3), fmt(noise(r), 3), fmt(r.load.p50Ms, 2), fmt(r.load.p99Ms, 2),
-    r.load.non2xx ? `${fmt(r.load.non2xx)} FAIL` : '0', fmt(r.load.errors), fmt(r.rssPeakMb), fmt(r.serverCpu, 2), fmt(r.loaderCpu, 2),
-  ]);
+  const lines = runs.map((r) => {
+    const [all, latency] = [measuredLoad(r), latencyLoad(r)];
+    return [
+      r.name, fmt(r.load.rps), fmt(r.ceiling.rps), fmt(r.ratio, 3), fmt(noise(r), 3), fmt(latency.p50Ms, 2), fmt(latency.p99Ms, 2),
+      all.non2xx ? `${fmt(all.non2xx)} FAIL` : '0', fmt(all.errors), fmt(r.rssPeakMb), fmt(r.serverCpu, 2), fmt(r.loaderCpu, 2),
+    ];
+  });
   const out: string[] = [
     `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
-    `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SLICES} slices of ${SLICE} s per run, each beside a slice against the ceiling, after ${WARMUP} s of warm-up (not counted)`,
+    `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SLICES} slices of ${SLICE} s per run, each beside a slice against the ceiling, after ${WARMUP} s of warm-up (not counted)${LATENCY > 0 ? ` and ${LATENCY} s of one continuous load that p50 and p99 are read from` : ''}`,
     `server      bin/almoner serve${BENCH_WORKERS === '1' ? '' : ` with WORKERS=${BENCH_WORKERS} (memory and CPU: the primary's and every worker's, summed)`}; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
     ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
     ...[...new Map(backends.map((b) => [b.backend, b.describe]))].map(([backend, describe]) => `${backend.padEnd(11)} ${describe}`),
@@ -568,9 +588,13 @@ async function main(): Promise<number> {
     sliceSeconds: SLICE,
     slices: SLICES,
     warmupSeconds: WARMUP,
+    latencySeconds: LATENCY,
     server: { workers: Number(BENCH_WORKERS), logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
-    // Without the latency distributions that merged the slices: p50 and p99 stay.
-    runs: runs.map(({ warmup: _, load: { quantilesMs: _q, ...load }, ceiling: { quantilesMs: _c, ...ceilingLoad }, ...r }) => ({ ...r, load, ceiling: ceilingLoad })),
+    // Without the latency distributions (kept for merging): p50 and p99 stay.
+    runs: runs.map(({ warmup: _, load: { quantilesMs: _q, ...load }, latency, ceiling: { quantilesMs: _c, ...ceilingLoad }, ...r }) => {
+      const { quantilesMs: _l, ...latencyRun } = latency ?? { quantilesMs: [] };
+      return { ...r, load, latency: latency ? latencyRun : null, ceiling: ceilingLoad };
+    }),
     backends: backends.map(({ me: _me, create: _create, ...b }) => b),
     floor: { check: floor.check },
     goals,
