@@ -590,10 +590,13 @@ async function main(): Promise<number> {
     warmupSeconds: WARMUP,
     latencySeconds: LATENCY,
     server: { workers: Number(BENCH_WORKERS), logLevels: BENCH_LOG_LEVELS, createRateLimit: 0, sqliteSynchronous: sqliteSync, distOlderThanSrc: stale },
-    // Without the latency distributions (kept for merging): p50 and p99 stay.
-    runs: runs.map(({ warmup: _, load: { quantilesMs: _q, ...load }, latency, ceiling: { quantilesMs: _c, ...ceilingLoad }, ...r }) => {
+    // Without the latency distributions (kept for merging). `load` is the slices' (req/s, ratio);
+    // p50Ms and p99Ms are the table's (the latency load's), non2xx and errors over every measured request.
+    runs: runs.map((run) => {
+      const { warmup: _, load: { quantilesMs: _q, ...load }, latency, ceiling: { quantilesMs: _c, ...ceilingLoad }, ...r } = run;
       const { quantilesMs: _l, ...latencyRun } = latency ?? { quantilesMs: [] };
-      return { ...r, load, latency: latency ? latencyRun : null, ceiling: ceilingLoad };
+      const [all, latencyOf] = [measuredLoad(run), latencyLoad(run)];
+      return { ...r, p50Ms: latencyOf.p50Ms, p99Ms: latencyOf.p99Ms, non2xx: all.non2xx, errors: all.errors, load, latency: latency ? latencyRun : null, ceiling: ceilingLoad };
     }),
     backends: backends.map(({ me: _me, create: _create, ...b }) => b),
     floor: { check: floor.check },

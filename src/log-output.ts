@@ -11,7 +11,9 @@
 // each other's lines. A reader that falls behind slows this process down rather than letting lines
 // pile up in memory. Each line is encoded once, straight into a buffer kept for the purpose: joining
 // a turn's lines into one string and encoding that copied each line's characters three times
-// (docs/performance.md).
+// (docs/performance.md). Encoded alone, a line ending in half a surrogate pair and the next line
+// starting with the other half come out as two U+FFFD, not as the pair joined; pino's lines end in
+// a newline, so that never happens.
 import { writeSync } from 'node:fs';
 
 export interface LogOutput {
@@ -37,11 +39,11 @@ const BUFFER_BYTES = 64 * 1024;
  * could not keep lines whole: after a partial write it sends the rest later, when another process
  * may have written in between.
  */
-export function logOutput(fd = 1): LogOutput {
+export function logOutput(fd = 1, { write = writeSync }: { write?: (fd: number, bytes: Uint8Array, offset: number) => number } = {}): LogOutput {
   const writeAll = (bytes: Uint8Array) => {
     for (let at = 0; at < bytes.length; ) {
       try {
-        at += writeSync(fd, bytes, at);
+        at += write(fd, bytes, at);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1); // a non-blocking pipe that is full: wait a moment

@@ -2,11 +2,11 @@
 // flushed before exit; and two processes sharing one stdout never split each other's lines.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { logOutput } from '../src/log-output.js';
+import { ATOMIC_WRITE_BYTES, logOutput } from '../src/log-output.js';
 import { tempDir } from './support/backends.js';
 
 const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `{"n":${i},"tag":"${tag}","text":"caf\u00e9 \u2603"}\n`);
@@ -40,17 +40,43 @@ test('flushSync writes out the lines of the current turn before it returns', () 
   rmSync(dir, { recursive: true });
 });
 
-test('lines of every size, past the 4 KiB of a write and the 64 KiB buffer, multi-byte or not, arrive whole and in order', () => {
+test('lines of every size, past the 4 KiB of a write and the 64 KiB buffer, multi-byte or not, arrive whole, in order, in writes of whole lines of at most 4 KiB', () => {
   const dir = tempDir();
   const path = join(dir, 'out.log');
   const fd = openSync(path, 'w');
-  const out = logOutput(fd);
-  // From a few bytes to 120 KB (40,000 snowmen, 3 bytes each), around every boundary the writer keeps.
-  const sizes = [1, 4000, 4095, 4096, 4097, 9000, 21_000, 21_846, 40_000, 3, 65_536, 10];
-  const sent = sizes.flatMap((size, i) => [`{"i":${i},"a":"${'a'.repeat(size)}"}\n`, `{"i":${i},"s":"${'\u2603'.repeat(size)}"}\n`]);
+  const writes: Buffer[] = [];
+  const out = logOutput(fd, { write: (to, bytes, offset) => (writes.push(Buffer.from(bytes.subarray(offset))), writeSync(to, bytes, offset)) });
+  /** A line of exactly `bytes` bytes of ASCII. */
+  const ascii = (bytes: number, i: number) => {
+    const line = `{"i":${i},"a":""}\n`;
+    return line.replace('""', `"${'a'.repeat(bytes - line.length)}"`);
+  };
+  /** A line of exactly `units` UTF-16 units, nearly all snowmen (3 bytes each in UTF-8). */
+  const snowmen = (units: number, i: number) => {
+    const line = `{"i":${i},"s":""}\n`;
+    return line.replace('""', `"${'\u2603'.repeat(units - line.length)}"`);
+  };
+  const sent = [
+    ascii(20, 0), ascii(4096, 1), ascii(4097, 2), ascii(4095, 3), ascii(100, 4), ascii(2048, 5), ascii(2048, 6), ascii(2048, 7), ascii(2049, 8),
+    snowmen(21_845, 9), snowmen(21_846, 10), snowmen(100, 11), ascii(65_536, 12), snowmen(40_000, 13), ascii(30, 14),
+    ...Array.from({ length: 40 }, (_, i) => (i % 2 ? ascii(200 + i, 15 + i) : snowmen(300 + i, 15 + i))),
+  ];
   for (const line of sent) out.write(line);
   out.flushSync();
   assert.equal(readFileSync(path, 'utf8'), sent.join(''));
+  // Each write is whole lines (it ends where a line ends, and begins where one begins), and at most
+  // 4 KiB unless it is one line alone.
+  const ends = new Set<number>();
+  let at = 0;
+  for (const line of sent) ends.add((at += Buffer.byteLength(line)));
+  let written = 0;
+  for (const w of writes) {
+    assert.ok(ends.has(written + w.length), `a write of ${w.length} bytes ends inside a line`);
+    const lines = w.toString('utf8').split('\n').length - 1;
+    assert.ok(w.length <= ATOMIC_WRITE_BYTES || lines === 1, `a write of ${w.length} bytes holds ${lines} lines`);
+    written += w.length;
+  }
+  assert.ok(writes.some((w) => w.length === ATOMIC_WRITE_BYTES && w.toString('utf8').split('\n').length - 1 > 1), 'two lines of 4 KiB together were written together');
   closeSync(fd);
   rmSync(dir, { recursive: true });
 });
