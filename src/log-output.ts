@@ -15,6 +15,7 @@
 // starting with the other half come out as two U+FFFD, not as the pair joined; pino's lines end in
 // a newline, so that never happens.
 import { writeSync } from 'node:fs';
+import { eachTurn } from './turn.js';
 
 export interface LogOutput {
   write(line: string): void;
@@ -51,7 +52,7 @@ export function logOutput(fd = 1, { write = writeSync }: { write?: (fd: number, 
     }
   };
   const buffer = Buffer.allocUnsafe(BUFFER_BYTES);
-  const turn = eachTurn((lines) => {
+  const turn = eachTurn<string>((lines) => {
     let start = 0; // the first byte encoded and not yet written
     let end = 0; // the end of the bytes encoded so far
     for (const line of lines) {
@@ -73,28 +74,5 @@ export function logOutput(fd = 1, { write = writeSync }: { write?: (fd: number, 
     }
     if (end > start) writeAll(buffer.subarray(start, end));
   });
-  return { write: turn.write, flushSync: turn.flush };
-}
-
-/** Gathers the lines of one event-loop turn and hands them to `hand` together, at the turn's end or at flush(). */
-function eachTurn(hand: (lines: string[]) => void): { write(line: string): void; flush(): void } {
-  let lines: string[] = [];
-  let scheduled = false;
-  const flush = () => {
-    scheduled = false;
-    if (lines.length === 0) return;
-    const turn = lines;
-    lines = [];
-    hand(turn);
-  };
-  return {
-    write(line) {
-      lines.push(line);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    },
-    flush,
-  };
+  return { write: turn.add, flushSync: turn.flush };
 }
