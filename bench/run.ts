@@ -7,8 +7,9 @@
 // valid donations, without an Idempotency-Key and then each with a fresh one. Before Almoner, the
 // same three loads against the floor (bench/floor.mjs: the stack alone, doing about the least the
 // interface asks), so that a goal the stack itself cannot reach shows as such, and one it can too.
-// The ceiling runs throughout: each run is measured in slices (BENCH_SLICE, 1 s), each beside a
-// slice of the same length against the ceiling, as this machine's speed moves within seconds. Its
+// Each run is measured in slices (BENCH_SLICE, 1 s), each beside a slice of the same length against
+// the ceiling, as this machine's speed moves within seconds; a fresh ceiling for the floor and for
+// each backend. Its
 // latency is measured apart, in one continuous load before the slices (BENCH_LATENCY, 5 s): each
 // slice begins with all its connections opening at once, and those first requests' waits made
 // the slices' p99 three to five times that of a continuous load on the same server.
@@ -425,27 +426,36 @@ async function main(): Promise<number> {
   if (stale) process.stderr.write('bench: WARNING: src/ has changed since dist/ was built; run `npm run build` to measure the current code\n');
   const startedAt = new Date();
   const blocks = (pgUrl ? 2 : 1) * BENCH_LOG_LEVELS.length;
-  const total = WARMUP + (blocks * 3 + 3) * (WARMUP + LATENCY + 2 * SLICES * SLICE); // Almoner's runs and the floor's, each with the ceiling's slices
+  const total = (blocks + 1) * WARMUP + (blocks * 3 + 3) * (WARMUP + LATENCY + 2 * SLICES * SLICE); // a ceiling warmed up for each block; Almoner's runs and the floor's, each with the ceiling's slices
   process.stderr.write(
     `bench: ${loader.tool} (${loader.describe}), ${CONNECTIONS} connections, ${SLICES} slices of ${SLICE} s per run, each beside one of the ceiling's; about ${total + 10 * (blocks + 1)} s in all, and a load generator's start per slice\n`,
   );
 
-  // The ceiling: the same requests as /me, to a server that does nothing but answer. It runs for the
-  // whole benchmark, and every run of Almoner's (and of the floor's) is measured in slices taken in
-  // turn with slices against it (measure()).
-  const ceiling: Ceiling = { ...(await startCeiling()), auth: 'Basic YmVuY2g6YmVuY2g=' };
-  if (WARMUP > 0) await loadCeiling(loader, ceiling, WARMUP);
-  const floor = await benchFloor(loader, dir, ceiling);
+  // The ceiling: the same requests as /me, to a server that does nothing but answer. Every run of
+  // Almoner's (and of the floor's) is measured in slices taken in turn with slices against it
+  // (measure()). A fresh one, warmed up, for the floor and for each backend: one node process can
+  // lose a third of its speed partway through a benchmark while the others keep theirs
+  // (docs/performance.md), and then every ratio after it reads high.
+  let ceiling: Ceiling | undefined;
+  const freshCeiling = async (): Promise<Ceiling> => {
+    if (ceiling) await stop(ceiling.child);
+    ceiling = { ...(await startCeiling()), auth: 'Basic YmVuY2g6YmVuY2g=' };
+    if (WARMUP > 0) await loadCeiling(loader, ceiling, WARMUP);
+    return ceiling;
+  };
+  const floor = await benchFloor(loader, dir, await freshCeiling());
   process.stderr.write(`bench: the floor done\n`);
 
   // Each backend at each log level, on a database of its own.
   const sqliteDescribe = `fresh file in ${os.tmpdir()} (${filesystemOf(os.tmpdir())}), WAL, synchronous=${sqliteSync} (as dist/ sets it)`;
-  const plan: Array<() => Promise<BackendResult>> = BENCH_LOG_LEVELS.map((level) => () => benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level, ceiling));
+  const plan: Array<(ceiling: Ceiling) => Promise<BackendResult>> = BENCH_LOG_LEVELS.map(
+    (level) => (ceiling) => benchBackend(sqliteDatabase(dir, `almoner-${level}`), sqliteDescribe, loader, dir, level, ceiling),
+  );
   if (pgUrl) {
     const where = new URL(pgUrl);
     let describe: string | undefined; // the same server for every level: asked once
     for (const level of BENCH_LOG_LEVELS) {
-      plan.push(async () => {
+      plan.push(async (ceiling) => {
         const db = await postgresDatabase(pgUrl);
         describe ??= `server ${await postgresVersion(db)} at ${where.hostname}:${where.port || 5432}, fresh database, DATABASE_POOL_MAX=${process.env.DATABASE_POOL_MAX ?? '10 (default)'}`;
         return benchBackend(db, describe, loader, dir, level, ceiling);
@@ -454,11 +464,11 @@ async function main(): Promise<number> {
   }
   const backends: BackendResult[] = [];
   for (const bench of plan) {
-    const b = await bench();
+    const b = await bench(await freshCeiling());
     backends.push(b);
     process.stderr.write(`bench: ${b.backend} at ${b.logLevel} done\n`);
   }
-  await stop(ceiling.child);
+  await stop(ceiling!.child);
 
   // ---- Verdicts
   const runs: Run[] = [floor.me, floor.create, floor.keyed, ...backends.flatMap((b) => [b.me, b.create, b.keyed])];
