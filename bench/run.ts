@@ -9,10 +9,9 @@
 // interface asks), so that a goal the stack itself cannot reach shows as such, and one it can too.
 // Each run is measured in slices (BENCH_SLICE, 1 s), each beside a slice of the same length against
 // the ceiling, as this machine's speed moves within seconds; a fresh ceiling for the floor and for
-// each backend. Its
-// latency is measured apart, in one continuous load before the slices (BENCH_LATENCY, 5 s): each
-// slice begins with all its connections opening at once, and those first requests' waits made
-// the slices' p99 three to five times that of a continuous load on the same server.
+// each backend. A run's latency is measured apart, in one continuous load before its slices
+// (BENCH_LATENCY, 5 s): each slice begins with all its connections opening at once, and those first
+// requests' waits made the slices' p99 three to five times that of a continuous load on the same server.
 // It reports throughput as a ratio to the ceiling measured beside it, latency, non-2xx answers,
 // the server's memory, its start-up time, and whether the database holds exactly what was
 // acknowledged; then prints a table and writes bench/results/latest.json (latest-workers-N.json
@@ -131,9 +130,9 @@ const loadCeiling = (loader: Loader, ceiling: Ceiling, seconds: number): Promise
 
 /**
  * A warm-up (not counted), a continuous load of LATENCY seconds for the latency (the first requests
- * of a load, on connections all opening at once, wait longest), then the measured load in SLICES slices of SLICE seconds, each beside a
- * slice of the same length against the ceiling (about SECONDS of each in all), watching the server's memory and
- * both CPUs in its own slices. This machine's speed moves by half and back within a minute (its
+ * of a load, on connections all opening at once, wait longest), then the measured load in SLICES
+ * slices of SLICE seconds, each beside a slice of the same length against the ceiling (about
+ * SECONDS of each in all), watching the server's memory and both CPUs in its own slices. This machine's speed moves by half and back within a minute (its
  * ceiling answered 25,700 to 70,200 req/s in 40 one-second runs on 2026-11-27), so a ratio compares
  * only moments close together; the ceiling goes first in every other pair, so that a machine
  * speeding up or slowing down through the run weighs on both alike.
@@ -436,14 +435,13 @@ async function main(): Promise<number> {
   // (measure()). A fresh one, warmed up, for the floor and for each backend: one node process can
   // lose a third of its speed partway through a benchmark while the others keep theirs
   // (docs/performance.md), and then every ratio after it reads high.
-  let ceiling: Ceiling | undefined;
-  const freshCeiling = async (): Promise<Ceiling> => {
-    if (ceiling) await stop(ceiling.child);
-    ceiling = { ...(await startCeiling()), auth: 'Basic YmVuY2g6YmVuY2g=' };
-    if (WARMUP > 0) await loadCeiling(loader, ceiling, WARMUP);
-    return ceiling;
+  const warmCeiling = async (): Promise<Ceiling> => {
+    const fresh: Ceiling = { ...(await startCeiling()), auth: 'Basic YmVuY2g6YmVuY2g=' };
+    if (WARMUP > 0) await loadCeiling(loader, fresh, WARMUP);
+    return fresh;
   };
-  const floor = await benchFloor(loader, dir, await freshCeiling());
+  let ceiling = await warmCeiling();
+  const floor = await benchFloor(loader, dir, ceiling);
   process.stderr.write(`bench: the floor done\n`);
 
   // Each backend at each log level, on a database of its own.
@@ -464,11 +462,13 @@ async function main(): Promise<number> {
   }
   const backends: BackendResult[] = [];
   for (const bench of plan) {
-    const b = await bench(await freshCeiling());
+    await stop(ceiling.child);
+    ceiling = await warmCeiling();
+    const b = await bench(ceiling);
     backends.push(b);
     process.stderr.write(`bench: ${b.backend} at ${b.logLevel} done\n`);
   }
-  await stop(ceiling!.child);
+  await stop(ceiling.child);
 
   // ---- Verdicts
   const runs: Run[] = [floor.me, floor.create, floor.keyed, ...backends.flatMap((b) => [b.me, b.create, b.keyed])];
@@ -515,9 +515,10 @@ async function main(): Promise<number> {
       goal(`process start to first answered request, median of ${START_SAMPLES}, worst backend, ${l}`, Math.max(...at.map((b) => b.startMs)), '<=', 500, ' ms'),
     ];
   });
+  const measuredRuns = runs.map((r) => ({ r, all: measuredLoad(r) }));
   const failures = [
-    ...runs.map((r) => ({ r, all: measuredLoad(r) })).filter(({ all }) => all.non2xx > 0).map(({ r, all }) => `${r.name}: ${fmt(all.non2xx)} non-2xx answers ${JSON.stringify(all.statuses ?? {})}`),
-    ...runs.map((r) => ({ r, all: measuredLoad(r) })).filter(({ all }) => all.errors > 0).map(({ r, all }) => `${r.name}: ${fmt(all.errors)} connection errors or timeouts`),
+    ...measuredRuns.filter(({ all }) => all.non2xx > 0).map(({ r, all }) => `${r.name}: ${fmt(all.non2xx)} non-2xx answers ${JSON.stringify(all.statuses ?? {})}`),
+    ...measuredRuns.filter(({ all }) => all.errors > 0).map(({ r, all }) => `${r.name}: ${fmt(all.errors)} connection errors or timeouts`),
     ...runs.filter((r) => r.ceiling.non2xx + r.ceiling.errors > 0).map((r) => `the ceiling beside ${r.name}: ${fmt(r.ceiling.non2xx)} non-2xx answers, ${fmt(r.ceiling.errors)} errors`),
     ...backends.filter((b) => !b.check.ok).map((b) => `${b.backend} at ${b.logLevel}: the database does not hold exactly the acknowledged donations`),
     ...(floor.check.ok ? [] : ['the floor: its database does not hold exactly the acknowledged donations, so its figures mean nothing']),

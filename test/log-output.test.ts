@@ -69,14 +69,14 @@ test('lines of every size, past the 4 KiB of a write and the 64 KiB buffer, mult
   const ends = new Set<number>();
   let at = 0;
   for (const line of sent) ends.add((at += Buffer.byteLength(line)));
+  const linesIn = (w: Buffer) => w.toString('utf8').split('\n').length - 1;
   let written = 0;
   for (const w of writes) {
     assert.ok(ends.has(written + w.length), `a write of ${w.length} bytes ends inside a line`);
-    const lines = w.toString('utf8').split('\n').length - 1;
-    assert.ok(w.length <= ATOMIC_WRITE_BYTES || lines === 1, `a write of ${w.length} bytes holds ${lines} lines`);
+    assert.ok(w.length <= ATOMIC_WRITE_BYTES || linesIn(w) === 1, `a write of ${w.length} bytes holds ${linesIn(w)} lines`);
     written += w.length;
   }
-  assert.ok(writes.some((w) => w.length === ATOMIC_WRITE_BYTES && w.toString('utf8').split('\n').length - 1 > 1), 'two lines of 4 KiB together were written together');
+  assert.ok(writes.some((w) => w.length === ATOMIC_WRITE_BYTES && linesIn(w) > 1), 'two lines of 4 KiB together were written together');
   closeSync(fd);
   rmSync(dir, { recursive: true });
 });
