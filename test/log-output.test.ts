@@ -6,7 +6,7 @@ import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { ATOMIC_WRITE_BYTES, logOutput } from '../src/log-output.js';
+import { ATOMIC_WRITE_BYTES, FLUSH_AFTER_BYTES, logOutput } from '../src/log-output.js';
 import { tempDir } from './support/backends.js';
 
 const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `{"n":${i},"tag":"${tag}","text":"caf\u00e9 \u2603"}\n`);
@@ -79,6 +79,60 @@ test('lines of every size, past the 4 KiB of a write and the 64 KiB buffer, mult
   assert.ok(writes.some((w) => w.length === ATOMIC_WRITE_BYTES && linesIn(w) > 1), 'two lines of 4 KiB together were written together');
   closeSync(fd);
   rmSync(dir, { recursive: true });
+});
+
+test('a log file is written out behind the writes, every FLUSH_AFTER_BYTES, one fdatasync at a time; what is not a file never', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'out.log');
+  const fd = openSync(path, 'w');
+  const flushes: (() => void)[] = [];
+  const out = logOutput(fd, { flushBehind: (to, done) => (assert.equal(to, fd), flushes.push(done)) });
+  const line = `${'x'.repeat(1023)}\n`; // 1 KiB
+  let sentKib = 0;
+  const turn = async (kib: number) => {
+    sentKib += kib;
+    for (let i = 0; i < kib; i++) out.write(line);
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  await turn(FLUSH_AFTER_BYTES / 1024 - 1);
+  assert.equal(flushes.length, 0, 'not before FLUSH_AFTER_BYTES');
+  await turn(1);
+  assert.equal(flushes.length, 1, 'at FLUSH_AFTER_BYTES');
+  await turn(3 * FLUSH_AFTER_BYTES / 1024);
+  assert.equal(flushes.length, 1, 'not while one is under way');
+  flushes[0]!();
+  await turn(1);
+  assert.equal(flushes.length, 2, 'the bytes written while it was under way count towards the next');
+  flushes[1]!();
+  await turn(FLUSH_AFTER_BYTES / 1024 - 2);
+  assert.equal(flushes.length, 2);
+  closeSync(fd);
+  assert.equal(readFileSync(path).length, sentKib * 1024, 'every line written');
+
+  // The real fdatasync, on a file: lines past several FLUSH_AFTER_BYTES all arrive.
+  const fd2 = openSync(path, 'w');
+  const real = logOutput(fd2);
+  const sent = lines(3 * FLUSH_AFTER_BYTES / 40, 'flushed');
+  for (let i = 0; i < sent.length; i++) {
+    real.write(sent[i]!);
+    if (i % 1000 === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
+  real.flushSync();
+  await sleep(50); // the last fdatasync
+  closeSync(fd2);
+  assert.equal(readFileSync(path, 'utf8'), sent.join(''));
+  rmSync(dir, { recursive: true });
+
+  // Not a regular file (/dev/null here; a pipe, journald's socket or a terminal alike): nothing to write out.
+  const nul = openSync('/dev/null', 'w');
+  let called = 0;
+  const discarded = logOutput(nul, { flushBehind: () => called++ });
+  await (async () => {
+    for (let i = 0; i < 2 * FLUSH_AFTER_BYTES / 1024; i++) discarded.write(line);
+    await new Promise((resolve) => setImmediate(resolve));
+  })();
+  assert.equal(called, 0);
+  closeSync(nul);
 });
 
 test('two processes writing to one pipe at once, with a slow reader, never split a line', async () => {
