@@ -19,7 +19,7 @@
 // (an fdatasync on libuv's thread pool, one at a time), as PostgreSQL's *_flush_after settings do
 // for its own files. Left alone, Linux keeps a file's written pages in memory for up to 30 s
 // (vm.dirty_expire_centisecs) and then writes them out at once: a busy server's log at info was
-// 250 MB by then, and the database's commits on the same ext4 waited behind it (a p99 of SQLite's
+// 250 MB by then, and the database's commits on the same disk waited behind it (a p99 of SQLite's
 // creates of 34.6 to 77.8 ms in the loads that met it, 6.6 to 8.6 ms with this, docs/performance.md).
 // A file written by another process (journald's, dockerd's) is beyond reach: the README's advice.
 import { fdatasync, fstatSync, writeSync } from 'node:fs';
