@@ -16,12 +16,14 @@
 // a newline, so that never happens.
 //
 // When stdout is a regular file, the kernel is asked to write the log out every FLUSH_AFTER_BYTES
-// (an fdatasync on libuv's thread pool, one at a time), as PostgreSQL's *_flush_after settings do
-// for its own files. Left alone, Linux keeps a file's written pages in memory for up to 30 s
-// (vm.dirty_expire_centisecs) and then writes them out at once: a busy server's log at info was
-// 250 MB by then, and the database's commits on the same disk waited behind it (a p99 of SQLite's
-// creates of 34.6 to 77.8 ms in the loads that met it, 6.6 to 8.6 ms with this, docs/performance.md).
-// A file written by another process (journald's, dockerd's) is beyond reach: the README's advice.
+// (an fdatasync on libuv's thread pool, one at a time in each process), much as PostgreSQL's
+// *_flush_after settings have it start writeback of its files (with sync_file_range, which Node
+// does not offer; fdatasync also waits for the data, on the pool, not here). Left alone, Linux
+// keeps a file's written pages in memory for up to 30 s (vm.dirty_expire_centisecs) and then
+// writes them out at once: a busy server's log at info was 250 MB by then, and the database's
+// commits on the same disk waited behind it (a p99 of SQLite's creates of 34.6 to 77.8 ms in the
+// loads that met it, 6.6 to 8.6 ms with this, docs/performance.md). A file written by another
+// process (journald's, dockerd's) is beyond reach: deploy/60-almoner-writeback.conf is for those.
 import { fdatasync, fstatSync, writeSync } from 'node:fs';
 import { eachTurn } from './turn.js';
 
@@ -64,7 +66,7 @@ export function logOutput(fd = 1, { write = writeSync, flushBehind = (to, done) 
   let unflushed = 0; // bytes written to the file since the last fdatasync began
   let flushing = false;
   const writeAll = (bytes: Uint8Array) => {
-    unflushed += bytes.length;
+    if (isFile) unflushed += bytes.length;
     for (let at = 0; at < bytes.length; ) {
       try {
         at += write(fd, bytes, at);
@@ -96,10 +98,12 @@ export function logOutput(fd = 1, { write = writeSync, flushBehind = (to, done) 
       end += length;
     }
     if (end > start) writeAll(buffer.subarray(start, end));
-    if (isFile && unflushed >= FLUSH_AFTER_BYTES && !flushing) {
+    if (unflushed >= FLUSH_AFTER_BYTES && !flushing) {
       flushing = true;
       unflushed = 0;
-      flushBehind(fd, () => (flushing = false)); // an error (EIO) is the next write's to report
+      // An error (EIO) is let go: Linux tells a writeback error to one fsync only, and the log is not
+      // the service's record (the database's own fsyncs report a failing disk, as a 503).
+      flushBehind(fd, () => (flushing = false));
     }
   });
   return { write: turn.add, flushSync: turn.flush };

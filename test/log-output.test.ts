@@ -2,7 +2,7 @@
 // flushed before exit; and two processes sharing one stdout never split each other's lines.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
@@ -109,21 +109,32 @@ test('a log file is written out behind the writes, every FLUSH_AFTER_BYTES, one 
   closeSync(fd);
   assert.equal(readFileSync(path).length, sentKib * 1024, 'every line written');
 
-  // The real fdatasync, on a file: lines past several FLUSH_AFTER_BYTES all arrive.
+  // The real fdatasync, on a file: called, and without an error; the lines past several FLUSH_AFTER_BYTES all arrive.
   const fd2 = openSync(path, 'w');
-  const real = logOutput(fd2);
+  const synced: (Error | null)[] = [];
+  let firstSynced = () => {};
+  const real = logOutput(fd2, {
+    flushBehind: (to, done) =>
+      fdatasync(to, (err) => {
+        synced.push(err);
+        done();
+        if (synced.length === 1) firstSynced();
+      }),
+  });
+  const oneSync = new Promise<void>((resolve) => (firstSynced = resolve));
   const sent = lines(3 * FLUSH_AFTER_BYTES / 40, 'flushed');
   for (let i = 0; i < sent.length; i++) {
     real.write(sent[i]!);
     if (i % 1000 === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   real.flushSync();
-  await sleep(50); // the last fdatasync
+  await oneSync; // begun at the end of the turn that passed FLUSH_AFTER_BYTES
+  assert.equal(synced[0], null);
   closeSync(fd2);
   assert.equal(readFileSync(path, 'utf8'), sent.join(''));
   rmSync(dir, { recursive: true });
 
-  // Not a regular file (/dev/null here; a pipe, journald's socket or a terminal alike): nothing to write out.
+  // Not a regular file (/dev/null here; a pipe, journald's socket and a terminal are not files either): nothing to write out.
   const nul = openSync('/dev/null', 'w');
   let called = 0;
   const discarded = logOutput(nul, { flushBehind: () => called++ });

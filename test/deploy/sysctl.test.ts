@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-test('deploy/60-almoner-writeback.conf sets only real sysctl entries, to whole numbers', () => {
+const noProcSys = existsSync('/proc/sys/vm') ? false : 'no /proc/sys/vm here (not Linux, or a sandbox without it): nothing to check the names against';
+
+test('deploy/60-almoner-writeback.conf sets only real sysctl entries, to whole numbers', { skip: noProcSys }, () => {
   const text = readFileSync(new URL('../../deploy/60-almoner-writeback.conf', import.meta.url), 'utf8');
   const settings = new Map<string, string>();
   for (const line of text.split('\n')) {
