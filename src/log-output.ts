@@ -61,7 +61,7 @@ export interface LogOutputOptions {
  * may have written in between. A regular file is written out behind the writes, every
  * FLUSH_AFTER_BYTES.
  */
-export function logOutput(fd = 1, { write = writeSync, flushBehind = (to, done) => fdatasync(to, done) }: LogOutputOptions = {}): LogOutput {
+export function logOutput(fd = 1, { write = writeSync, flushBehind = fdatasync }: LogOutputOptions = {}): LogOutput {
   const isFile = fstatSync(fd).isFile();
   let unflushed = 0; // bytes written to the file since the last fdatasync began
   let flushing = false;

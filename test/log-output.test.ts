@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { closeSync, fdatasync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as turnEnd, setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { ATOMIC_WRITE_BYTES, FLUSH_AFTER_BYTES, logOutput } from '../src/log-output.js';
 import { tempDir } from './support/backends.js';
@@ -19,7 +19,7 @@ test('lines written over many turns all arrive, in order', async () => {
   const sent = lines(5000, 'async');
   for (let i = 0; i < sent.length; i++) {
     out.write(sent[i]!);
-    if (i % 97 === 0) await new Promise((resolve) => setImmediate(resolve)); // some turns with one line, some with many
+    if (i % 97 === 0) await turnEnd(); // some turns with one line, some with many
   }
   for (let waited = 0; readFileSync(path, 'utf8').length < sent.join('').length && waited < 5000; waited += 10) await sleep(10);
   assert.equal(readFileSync(path, 'utf8'), sent.join(''));
@@ -92,7 +92,7 @@ test('a log file is written out behind the writes, every FLUSH_AFTER_BYTES, one 
   const turn = async (kib: number) => {
     sentKib += kib;
     for (let i = 0; i < kib; i++) out.write(line);
-    await new Promise((resolve) => setImmediate(resolve));
+    await turnEnd();
   };
   await turn(FLUSH_AFTER_BYTES / 1024 - 1);
   assert.equal(flushes.length, 0, 'not before FLUSH_AFTER_BYTES');
@@ -125,7 +125,7 @@ test('a log file is written out behind the writes, every FLUSH_AFTER_BYTES, one 
   const sent = lines(3 * FLUSH_AFTER_BYTES / 40, 'flushed');
   for (let i = 0; i < sent.length; i++) {
     real.write(sent[i]!);
-    if (i % 1000 === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (i % 1000 === 0) await turnEnd();
   }
   real.flushSync();
   await oneSync; // begun at the end of the turn that passed FLUSH_AFTER_BYTES
@@ -138,10 +138,8 @@ test('a log file is written out behind the writes, every FLUSH_AFTER_BYTES, one 
   const nul = openSync('/dev/null', 'w');
   let called = 0;
   const discarded = logOutput(nul, { flushBehind: () => called++ });
-  await (async () => {
-    for (let i = 0; i < 2 * FLUSH_AFTER_BYTES / 1024; i++) discarded.write(line);
-    await new Promise((resolve) => setImmediate(resolve));
-  })();
+  for (let i = 0; i < 2 * FLUSH_AFTER_BYTES / 1024; i++) discarded.write(line);
+  await turnEnd();
   assert.equal(called, 0);
   closeSync(nul);
 });
