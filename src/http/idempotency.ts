@@ -41,11 +41,21 @@ export function fingerprint(d: NewDonation): string {
 }
 
 /**
+ * The keys Almoner 0.1 hashed, in its order: a fact of that release, not of the field table, so it
+ * is stated here and never follows the table (a field added since must not change what a key
+ * stored by 0.1 is compared with).
+ */
+const FORMER_KEYS = [
+  'donor_first_name', 'donor_last_name', 'donor_email', 'donor_phone', 'donor_address', 'donor_city', 'donor_postcode', 'donor_ip',
+  'gift_aid', 'amount', 'amount_minor', 'payment_method', 'payment_confirmation_number', 'donation_type', 'donation_date', 'zakat_donation',
+];
+
+/**
  * The fingerprint Almoner 0.1 stored, nulls included: a key it stored still replays after the
  * upgrade. Keys live 24 hours, so this can go in the release after next.
  */
 export function formerFingerprint(d: NewDonation): string {
-  return sha256(JSON.stringify(d));
+  return sha256(JSON.stringify(d, FORMER_KEYS)); // an array replacer keeps those keys, in its order
 }
 
 const sha256 = (text: string) => hash('sha256', text, 'hex'); // the one-shot form: no Hash object per key

@@ -126,8 +126,10 @@ describe('the OpenAPI document', () => {
   });
 
   test("the example request is the interface's own, and the example response is what the server makes of it", () => {
+    // The document's example is the field table's; every field of the tests' own example is in it,
+    // the same (a field added later may bring an example the tests' does not have).
     const example = op('/donation/create').requestBody.content['application/json'].example;
-    assert.deepEqual(example, exampleDonation());
+    for (const [name, value] of Object.entries(exampleDonation())) assert.equal(example[name], value, name);
     const response = op('/donation/create').responses['200'].content['application/json'].example;
     assert.equal(response.data.donation_date, '2021-02-25T00:00:00.000000Z');
     assert.equal(response.data.zakat_donation, true);
