@@ -128,7 +128,7 @@ export async function startTestApp(backend: Backend = SQLITE, options: Omit<AppO
 // are stated here, apart from the field table (src/donations/fields.ts), and nowhere else in the
 // tests. A change to the table that changes the interface (a new field) fails the tests until it is
 // made here too, on purpose: RECORD_KEYS gains the field, and EXAMPLE_RECORD its value (null, for an
-// optional field the example does not send). Nothing else in the tests names the fields one by one.
+// optional field the example does not send). No other test needs an edit for a new field.
 
 /** The 16 keys of the API's donation record, in the API's order. */
 export const RECORD_KEYS = [
