@@ -1,4 +1,6 @@
-// buildApp assembles the HTTP service from its parts, in the order a request meets them.
+// buildApp assembles the HTTP service from its parts: the hooks every request meets, in the order it
+// meets them, then the body's parsers and the routes, which bring their own hooks (authentication,
+// the create limit) that run first, as the request arrives.
 // No I/O happens here: the store arrives open, and listening is the caller's business.
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -113,12 +115,10 @@ export async function buildApp({
   const noRoute = registerErrorHandling(app);
 
   // The hooks every request meets, in order. Callbacks, not async functions: a promise per hook per
-  // request is a cost every request pays. (Then, per route: authentication, the create limit; with no
-  // route, the not-found handler's own hook answers 404 or 405 before the body is read.)
+  // request is a cost every request pays. (Before them, as the request arrives, its route's own
+  // onRequest hooks: authentication, and on a create the create limit, which awaits the throttle as
+  // it may ask Redis; with no route, the not-found handler's hook answers 404 or 405 before the body is read.)
   app.addHook('preParsing', boundBody); // the body's 1 MiB limit
-  // The names in lower case, as Fastify keeps them and sends them: it lowercases a name on every
-  // call, and one with capitals is a new string each time (with /me's handler not async, 2.9% of a
-  // /me: docs/performance.md).
   // The answers of one event-loop turn go out together at its end, one after another: a client on
   // this machine (nginx, a load generator) is then woken once for them all rather than once an
   // answer, which on a VM's vCPUs cost more than the answer itself (docs/performance.md). An
@@ -126,6 +126,9 @@ export async function buildApp({
   const sendAtTurnEnd = eachTurn<() => void>((sends) => {
     for (const send of sends) send();
   });
+  // The headers' names in lower case, as Fastify keeps them and sends them: it lowercases a name on
+  // every call, and one with capitals is a new string each time (with /me's handler not async, 2.9%
+  // of a /me: docs/performance.md).
   app.addHook('onSend', (request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
     reply.header('x-request-id', request.id);

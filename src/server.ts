@@ -10,14 +10,11 @@ import { logOutput } from './log-output.js';
 import { openRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
 import { isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
+import { PERSONAL_FIELDS } from './donations/erasure.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
 // Top-level paths only: wildcard paths make pino walk every log line.
-const REDACT = [
-  'authorization',
-  'password',
-  ...['first_name', 'last_name', 'email', 'phone', 'address', 'city', 'postcode', 'ip'].map((f) => `donor_${f}`),
-];
+const REDACT = ['authorization', 'password', ...PERSONAL_FIELDS.map((f) => f.name)];
 
 function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer } {
   try {

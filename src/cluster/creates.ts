@@ -12,7 +12,7 @@
 // is stuck; were it gone, the worker would be gone too) the worker gives up a moment later with
 // CommitOutcomeUnknownError, a 503: its creates may or may not have been stored.
 import cluster from 'node:cluster';
-import { formerFingerprint } from '../http/idempotency.js';
+import { formerFingerprints } from '../http/idempotency.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget, DatabaseDeadlineError } from '../store/budget.js';
 import { CommitOutcomeUnknownError, WriteFailures, type BatchObserver } from '../store/group-commit.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
@@ -52,7 +52,7 @@ export function writeCreatesForWorkers(store: Store): void {
 function record(store: Store, { charityId, donation, key, ms }: WireCreate) {
   const budget = new DatabaseBudget(ms);
   if (!key) return store.recordDonation(charityId, donation, { budget });
-  return store.recordKeyedDonation(charityId, donation, { ...key, formerFingerprint: () => formerFingerprint(donation) }, budget);
+  return store.recordKeyedDonation(charityId, donation, { ...key, formerFingerprints: () => formerFingerprints(donation) }, budget);
 }
 
 interface Waiting {

@@ -53,7 +53,7 @@ export interface CreatesRequest {
 export interface WireCreate {
   charityId: number;
   donation: NewDonation;
-  key?: Omit<IdempotencyKey, 'formerFingerprint'>;
+  key?: Omit<IdempotencyKey, 'formerFingerprints'>;
   ms: number;
 }
 

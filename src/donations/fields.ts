@@ -1,4 +1,5 @@
-// The donation's fields as data: the only place a field is named. Everything else is derived from
+// The donation's fields as data: the one place a field is named (besides facts of past releases:
+// the keys Almoner 0.1 fingerprinted, http/idempotency.ts). Everything else is derived from
 // this table: the request's and the record's types and JSON Schemas (schema.ts, and so the OpenAPI
 // document), validation and its messages (validate.ts), the record's JSON (donation.ts), the stored
 // row and its column types (store/schema.ts, store/rows.ts) and the idempotency fingerprint (the

@@ -113,7 +113,7 @@ const DECIMAL = /^(-?)([0-9]+)(?:\.([0-9]+))?$/;
  * Amounts are checked and converted as text, never through a float: a string is echoed
  * exactly as sent, a JSON number as its shortest decimal string.
  */
-export function checkAmount(f: FieldSpec, v: unknown): Check {
+function checkAmount(f: FieldSpec, v: unknown): Check {
   if (isAbsent(v) || v === '') return { errors: [msg.required(f)] };
   let text: string;
   if (typeof v === 'number') {
@@ -176,6 +176,18 @@ const CHECKS: Record<FieldSpec['kind'], (f: FieldSpec, v: unknown) => Check> = {
 };
 
 const newDonation = objectsWithKeys(DONATION_KEYS);
+
+/**
+ * What validation makes of each optional field that is not sent (null; false for a flag or an
+ * optional yes/no): the idempotency fingerprint leaves such values out, so a field added to the
+ * table later, whatever its kind, does not change the fingerprint of a body that does not send it.
+ */
+export const VALUE_WHEN_ABSENT: ReadonlyMap<string, unknown> = new Map(
+  DONATION_FIELDS.flatMap((f) => {
+    const absent = CHECKS[f.kind](f, undefined);
+    return absent.errors ? [] : [[f.name, absent.value]];
+  }),
+);
 
 /**
  * Validates a request body (already known to be a plain object); unknown fields are ignored. The

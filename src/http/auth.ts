@@ -23,7 +23,7 @@ export const WWW_AUTHENTICATE = 'Basic realm="Almoner", charset="UTF-8"';
 export const SCRIPT_WWW_AUTHENTICATE = 'XBasic realm="Almoner"';
 
 /** Splits an `Authorization` header into Basic credentials; the scheme name is case-insensitive (RFC 7617). */
-export function parseBasicAuthorization(header: string | undefined): { username: string; password: string } | null {
+function parseBasicAuthorization(header: string | undefined): { username: string; password: string } | null {
   if (!header) return null;
   const m = /^\s*basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
   if (!m) return null;

@@ -89,7 +89,7 @@ const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f
  * blank optional date, flag or payment method dropped, and a JSON text sent as a form (curl's -d
  * without a Content-Type: one key beginning with `{`) refused with the fix, not read as fields.
  */
-export function parseForm(text: string): Record<string, unknown> {
+function parseForm(text: string): Record<string, unknown> {
   const body = parseQueryString(text) as Record<string, unknown>;
   const keys = Object.keys(body);
   if (keys.length === 1 && keys[0]!.trimStart().startsWith('{')) {

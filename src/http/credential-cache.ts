@@ -1,7 +1,7 @@
 // Successful credential look-ups are reused for up to CREDENTIAL_TTL_MS instead of reading the
 // database on every request. Anything that would fail is checked against the database first, so
 // a new password or an enable works at once, while a disable, or an old password after a rotate,
-// stops working within that time on every instance (the interface promises 5 seconds).
+// stops working within that time on every instance (the README promises 5 seconds).
 //
 // The Authorization headers that matched a remembered credential are remembered beside it, so that
 // the same header again is found by one look-up instead of being decoded and its password hashed

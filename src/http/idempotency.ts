@@ -3,6 +3,7 @@
 import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { NewDonation } from '../donations/donation.js';
+import { VALUE_WHEN_ABSENT } from '../donations/validate.js';
 import { HttpError } from './errors.js';
 
 export const IDEMPOTENCY = {
@@ -25,17 +26,17 @@ export function idempotencyKeyOf(headers: IncomingHttpHeaders): string | undefin
 
 /**
  * What "the same body" means: the same donation once validated. Fields Almoner ignores do not
- * count, nor do fields without a value (null), so a field added to the table later leaves the
- * fingerprint of a body that does not send it unchanged; `10` and `"10"` are the same amount only if
- * they come back the same.
+ * count, nor do fields holding what validation makes of them when they are not sent (null; false
+ * for a flag), so a field added to the table later, of any kind, leaves the fingerprint of a body
+ * that does not send it unchanged; `10` and `"10"` are the same amount only if they come back the same.
  */
 export function fingerprint(d: NewDonation): string {
-  // The donation without its nulls, then JSON.stringify's own path: with a replacer function it calls
-  // back for every field, 1.25 against 0.8 µs for the JSON of the benchmark's donation.
+  // The donation without those values, then JSON.stringify's own path: with a replacer function it
+  // calls back for every field, 1.25 against 0.8 µs for the JSON of the benchmark's donation.
   const valued: Record<string, unknown> = {};
   for (const name in d) {
     const value = d[name as keyof NewDonation];
-    if (value !== null) valued[name] = value;
+    if (value !== VALUE_WHEN_ABSENT.get(name)) valued[name] = value;
   }
   return sha256(JSON.stringify(valued));
 }
@@ -51,11 +52,18 @@ const FORMER_KEYS = [
 ];
 
 /**
- * The fingerprint Almoner 0.1 stored, nulls included: a key it stored still replays after the
- * upgrade. Keys live 24 hours, so this can go in the release after next.
+ * The fingerprints earlier versions stored for the same body, so that a key stored before an
+ * upgrade still replays after it: until 2026-11-27, nulls left out but an unsent flag's false
+ * counted; and Almoner 0.1's, nulls included, over its own keys. Keys live 24 hours, so these can
+ * go in the release after next.
  */
-export function formerFingerprint(d: NewDonation): string {
-  return sha256(JSON.stringify(d, FORMER_KEYS)); // an array replacer keeps those keys, in its order
+export function formerFingerprints(d: NewDonation): string[] {
+  const valued: Record<string, unknown> = {};
+  for (const name in d) {
+    const value = d[name as keyof NewDonation];
+    if (value !== null) valued[name] = value;
+  }
+  return [sha256(JSON.stringify(valued)), sha256(JSON.stringify(d, FORMER_KEYS))]; // an array replacer keeps those keys, in its order
 }
 
 const sha256 = (text: string) => hash('sha256', text, 'hex'); // the one-shot form: no Hash object per key

@@ -14,8 +14,8 @@ import { compiled, HotStatements, type Query, type Together, type Written, type 
 export interface IdempotencyKey {
   key: string;
   fingerprint: string;
-  /** An older form of the same fingerprint, that keys stored by an earlier version may hold: made only if a stored key differs. */
-  formerFingerprint?: () => string;
+  /** Older forms of the same fingerprint, that keys stored by earlier versions may hold: made only if a stored key differs. */
+  formerFingerprints?: () => readonly string[];
   ttlMicros: number;
 }
 
@@ -90,7 +90,7 @@ export class DonationWrites implements CommitJournal {
    * KEYS_FOUND_MS: replays coming in, as after an outage), first tries look up too, so that batches
    * do not fail one after another.
    */
-  *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprint, ttlMicros }: IdempotencyKey, retry: boolean): WriteProgram<KeyedOutcome> {
+  *insertKeyedDonation(charityId: number, d: NewDonation, { key, fingerprint, formerFingerprints, ttlMicros }: IdempotencyKey, retry: boolean): WriteProgram<KeyedOutcome> {
     const now = nowMicros();
     const keyRow = { charity_id: charityId, key, fingerprint, created_at: formatMicros(now), expires_at: formatMicros(now + ttlMicros) };
     if (!retry && this.clock() - this.keyFoundAt > KEYS_FOUND_MS) {
@@ -104,7 +104,7 @@ export class DonationWrites implements CommitJournal {
     )) as { fingerprint: string; donation_id: number; expires_at: string }[];
     if (known) this.keyFoundAt = this.clock();
     if (known && known.expires_at >= formatMicros(now)) {
-      if (known.fingerprint !== fingerprint && known.fingerprint !== formerFingerprint?.()) return { outcome: 'mismatch' };
+      if (known.fingerprint !== fingerprint && !formerFingerprints?.().includes(known.fingerprint)) return { outcome: 'mismatch' };
       const id = Number(known.donation_id);
       const [row] = (yield this.hot.statement('donation by id', [id], () => this.db.selectFrom('donations').selectAll().where('id', '=', id))) as Selectable<DonationsTable>[];
       return { outcome: 'replay', donation: toStoredDonation(row!) };
@@ -248,10 +248,10 @@ interface DonationData {
 /** The row that marks a batch as committed (group-commit.ts). */
 const commitToken = (token: string): Insertable<Database['commit_tokens']> => ({ token, committed_at: nowIso() });
 
-/** A charity's idempotency key, as one string (ids may come back from PostgreSQL as numbers or strings). */
+/** A charity's idempotency key, as one string. */
 const pairOf = (charityId: unknown, key: unknown): string => `${Number(charityId)}\n${String(key)}`;
 
-/** PostgreSQL: for this long after a key looked up was found stored, keyed creates look their keys up on their first try too. */
+/** For this long after a key looked up was found stored, keyed creates look their keys up on their first try too (both backends). */
 export const KEYS_FOUND_MS = 1000;
 
 /** How long ids taken ahead are kept unused: past it they are dropped, so id order stays within about this of recording order across instances. */

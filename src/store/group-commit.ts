@@ -35,8 +35,8 @@ import { isBusy, isDatabaseUnavailable, isRefused } from './unavailable.js';
 
 /**
  * A write, made afresh for each try (see statements.ts). `retry`: a try of this write has failed
- * before. On PostgreSQL a keyed create's first try takes its key to be new, and a retry looks it up
- * first (donation-writes.ts).
+ * before. A keyed create's first try takes its key to be new, and a retry looks it up first
+ * (donation-writes.ts).
  */
 type Write = (retry: boolean) => WriteProgram<unknown>;
 

@@ -1,5 +1,6 @@
 // A donation as a row and back, by the field table: yes/no and flags are 0 or 1 in the database
-// and booleans everywhere else; ids and minor units may come back from PostgreSQL as int8 strings.
+// and booleans everywhere else. Ids and minor units are numbers from both drivers (open.ts has
+// PostgreSQL's int8 parsed as one).
 import type { Insertable, Selectable } from 'kysely';
 import { DONATION_FIELDS, DONATION_KEYS, minorUnitsOf, objectsWithKeys, type NewDonation, type StoredDonation } from '../donations/fields.js';
 import type { DonationsTable } from './schema.js';

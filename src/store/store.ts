@@ -1,6 +1,7 @@
-// The Store: everything Almoner keeps, behind one interface, written once over Kysely. The dialect
-// is chosen in open.ts; a create's writes are stated in donation-writes.ts and batched by
-// group-commit.ts, and the schema is brought up to date by migrate.ts.
+// The Store: everything Almoner keeps, behind one interface, its queries written once over Kysely
+// for both dialects (chosen in open.ts). A create's writes are stated in donation-writes.ts, as
+// prepared statements on the hot path (statements.ts), and batched by group-commit.ts; the schema
+// is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely, Updateable } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';

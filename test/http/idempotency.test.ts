@@ -3,14 +3,15 @@ import { after, before, describe, test } from 'node:test';
 import { AlmonerError, ConflictError, type CreatedDonation, type DonationInput, ValidationError } from '../../src/client/index.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import type { NewDonation } from '../../src/donations/donation.js';
-import { fingerprint, formerFingerprint } from '../../src/http/idempotency.js';
+import { DONATION_FIELDS } from '../../src/donations/fields.js';
+import { fingerprint, formerFingerprints } from '../../src/http/idempotency.js';
 import { exampleDonation, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
 
 const MINIMAL = { donor_email: 'a@example.org', gift_aid: 'no', amount: 10, donation_type: 'renewal' };
 
-test('the fingerprint leaves out fields without a value, so a field added later does not change it for bodies without that field', () => {
+test('the fingerprint leaves out what an unsent field becomes, so a field added later, of any kind, does not change it for bodies without that field', () => {
   // A stored key holds its body's fingerprint: a change to the keys, their order or a value's form
   // would turn every stored key's retry into a 422. Change these only with a way for stored keys to match.
   const validated = (body: Record<string, unknown>) => {
@@ -19,14 +20,28 @@ test('the fingerprint leaves out fields without a value, so a field added later 
     return result.donation;
   };
   assert.equal(fingerprint(validated(exampleDonation())), '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
-  assert.equal(fingerprint(validated(MINIMAL)), '6ee38abae4323e5d0624694b144c8cfc3a1ea3f0693f332c43dbf119121cf623');
-  assert.equal(fingerprint(validated({ ...MINIMAL, some_later_field: null, donor_city: null })), fingerprint(validated(MINIMAL)));
-  // What Almoner 0.1 stored for the same bodies (nulls included).
-  assert.equal(formerFingerprint(validated(exampleDonation())), '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
-  assert.equal(formerFingerprint(validated(MINIMAL)), '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b');
-  // ... and a field added since, null or not, is not in it: 0.1 never hashed one.
+  assert.equal(fingerprint(validated(MINIMAL)), 'e82da6ae9ad59ce1d9594c964bea2d87b05d739285ff0eeb0e1d0666af8c9656');
+  assert.equal(fingerprint(validated({ ...MINIMAL, some_later_field: null, donor_city: null, zakat_donation: 'no' })), fingerprint(validated(MINIMAL)));
+  // Each optional field, whatever its kind, as if the table did not have it yet: the donation
+  // without its key at all hashes as the one where it was not sent.
+  for (const f of DONATION_FIELDS.filter((f) => !f.required)) {
+    const before = { ...validated(MINIMAL) } as Record<string, unknown>;
+    delete before[f.name];
+    assert.equal(fingerprint(before as NewDonation), fingerprint(validated(MINIMAL)), f.name);
+  }
+  // What earlier versions stored for the same bodies: until 2026-11-27, nulls left out (an unsent
+  // flag's false counted); Almoner 0.1's, nulls included.
+  assert.deepEqual(formerFingerprints(validated(exampleDonation())), [
+    '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986',
+    '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986',
+  ]);
+  assert.deepEqual(formerFingerprints(validated(MINIMAL)), [
+    '6ee38abae4323e5d0624694b144c8cfc3a1ea3f0693f332c43dbf119121cf623',
+    '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b',
+  ]);
+  // ... and a field added since, null or not, is not in 0.1's: 0.1 never hashed one.
   const later = { ...validated(MINIMAL), some_later_field: null, another: 'x' } as NewDonation;
-  assert.equal(formerFingerprint(later), '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b');
+  assert.equal(formerFingerprints(later)[1], '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b');
 });
 
 for (const backend of BACKENDS) {
@@ -103,18 +118,22 @@ for (const backend of BACKENDS) {
       assert.equal(await count(), before);
     });
 
-    test('a key stored by Almoner 0.1 (its fingerprint kept nulls) still replays for the same body, and still refuses another', async () => {
-      const key = uniqueKey();
-      const body = { ...MINIMAL, donor_email: 'former@example.org' };
-      const stored = await t.store.recordKeyedDonation(t.charity.id, validated(body), { key, fingerprint: formerFingerprint(validated(body)), ttlMicros: 60_000_000 });
-      assert.equal(stored.outcome, 'created');
-      const before = await count();
-      const again = await create(body, key);
-      assert.equal(again.replayed, true);
-      assert.equal(again.record.id, stored.outcome === 'created' && stored.donation.id);
-      await rejection(create({ ...body, amount: '11' }, key), ValidationError);
-      assert.equal(await count(), before);
-    });
+    for (const [i, version] of ['before 2026-11-27 (an unsent flag counted)', 'by Almoner 0.1 (nulls counted)'].entries()) {
+      test(`a key stored ${version} still replays for the same body, and still refuses another`, async () => {
+        const key = uniqueKey();
+        const body = { ...MINIMAL, donor_email: `former-${i}@example.org` };
+        const former = formerFingerprints(validated(body))[i]!;
+        assert.notEqual(former, fingerprint(validated(body)));
+        const stored = await t.store.recordKeyedDonation(t.charity.id, validated(body), { key, fingerprint: former, ttlMicros: 60_000_000 });
+        assert.equal(stored.outcome, 'created');
+        const before = await count();
+        const again = await create(body, key);
+        assert.equal(again.replayed, true);
+        assert.equal(again.record.id, stored.outcome === 'created' && stored.donation.id);
+        await rejection(create({ ...body, amount: '11' }, key), ValidationError);
+        assert.equal(await count(), before);
+      });
+    }
 
     test('keys belong to a charity: another charity may use the same key', async () => {
       const other = await t.signUp('Other Idem', 'other-idem@example.org');

@@ -4,7 +4,7 @@ import { toDonationRecord, type DonationRecord } from '../../donations/donation.
 import { CREATE_RESPONSE_SCHEMA, VALIDATION_ERROR_SCHEMA } from '../../donations/schema.js';
 import { validateDonation } from '../../donations/validate.js';
 import { KeyTakenError, type Store } from '../../store/store.js';
-import { fingerprint, formerFingerprint, IDEMPOTENCY, idempotencyKeyOf, inFlight } from '../idempotency.js';
+import { fingerprint, formerFingerprints, IDEMPOTENCY, idempotencyKeyOf, inFlight } from '../idempotency.js';
 
 interface Options {
   authenticate: onRequestHookHandler;
@@ -40,7 +40,7 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
     if (keysInFlight.has(slot)) throw inFlight();
     keysInFlight.add(slot);
     try {
-      const keyed = { key, fingerprint: fingerprint(result.donation), formerFingerprint: () => formerFingerprint(result.donation), ttlMicros: IDEMPOTENCY.ttlMicros };
+      const keyed = { key, fingerprint: fingerprint(result.donation), formerFingerprints: () => formerFingerprints(result.donation), ttlMicros: IDEMPOTENCY.ttlMicros };
       const outcome = await store.recordKeyedDonation(charityId, result.donation, keyed, request.database);
       switch (outcome.outcome) {
         case 'replay':
