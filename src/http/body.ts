@@ -86,7 +86,7 @@ const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f
 
 /**
  * A form post as PHP and HTML send it: parsed by fast-querystring (as @fastify/formbody does), a
- * blank optional date, flag or payment method dropped, and a JSON text sent as a form (curl's -d
+ * blank value of a field the table marks blankInFormIsAbsent dropped, and a JSON text sent as a form (curl's -d
  * without a Content-Type: one key beginning with `{`) refused with the fix, not read as fields.
  */
 function parseForm(text: string): Record<string, unknown> {

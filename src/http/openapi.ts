@@ -2,6 +2,7 @@
 // read by the /docs page. It is assembled from the schema objects the server itself uses
 // (donations/schema.ts, from the field table) and the server's own limits and messages, so it
 // cannot describe a different API from the one that answers.
+import { DONATION_FIELDS } from '../donations/fields.js';
 import { validateDonation } from '../donations/validate.js';
 import { toDonationRecord } from '../donations/donation.js';
 import {
@@ -18,6 +19,12 @@ import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
 import { codeSamples } from './code-samples.js';
 import { BODY_LIMIT } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
+
+/** The fields a form may leave blank for absent (the table's `blankInFormIsAbsent`), in words: "`a`, `b` or `c`". */
+const BLANK_IN_FORM_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f)
+  .map((f) => `\`${f.name}\``)
+  .join(', ')
+  .replace(/, ([^,]*)$/, ' or $1');
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
@@ -139,7 +146,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           requestBody: {
             required: true,
             description:
-              'The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too, where a blank `donation_date`, `zakat_donation` or `payment_method` is the same as leaving it out.',
+              `The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too, where a blank ${BLANK_IN_FORM_IS_ABSENT} is the same as leaving it out.`,
             content: {
               'application/json': { schema: ref('schemas', 'DonationInput'), example: EXAMPLE_DONATION_INPUT },
               // The same example: every value in it is a string, as a form's are (tools that send examples would send empty fields without one).
