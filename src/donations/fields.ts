@@ -81,6 +81,9 @@ type DonationField = (typeof DONATION_FIELDS)[number];
 /** A `flag` field's words for true and false, taken in any case (and JSON's true/false, 1/0): as PHP, HTML checkboxes and Laravel's `boolean` rule send them. */
 export const FLAG_WORDS = { true: ['yes', 'true', '1', 'on'], false: ['no', 'false', '0'] } as const;
 
+/** A `flag` field's words as a type, in lower case (the server takes them in any case). */
+type FlagWord = (typeof FLAG_WORDS)[keyof typeof FLAG_WORDS][number];
+
 /** The yes/no choices of a `yes_no` field. */
 export const YES_NO = ['yes', 'no'] as const;
 
@@ -99,7 +102,7 @@ interface KindTypes<F> {
   yes_no: { input: (typeof YES_NO)[number]; value: boolean; stored: boolean; column: number; record: (typeof YES_NO)[number] };
   amount: { input: string | number; value: string; stored: string; column: string; record: string };
   date: { input: string | null; value: string | null; stored: string; column: string; record: string };
-  flag: { input: (typeof YES_NO)[number] | boolean | null; value: boolean; stored: boolean; column: number; record: boolean };
+  flag: { input: FlagWord | boolean | 0 | 1 | null; value: boolean; stored: boolean; column: number; record: boolean };
 }
 
 type Of<F extends DonationField, P extends keyof KindTypes<F>['text']> = KindTypes<F>[F['kind']][P];

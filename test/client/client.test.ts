@@ -106,6 +106,14 @@ for (const backend of BACKENDS) {
       assert.match(record.donation_date, TIMESTAMP);
     });
 
+    test("createDonation takes a flag as the server does, typed: a checkbox's on, 0, false in words", async () => {
+      // No cast: DonationInput's flag is what the server takes (a form's words, in lower case, 0, 1, booleans).
+      for (const [zakat_donation, expected] of [['on', true], [0, false], ['false', false], ['1', true]] as const) {
+        const { record } = await client.createDonation({ donor_email: 'flag@example.org', gift_aid: 'no', amount: '5', donation_type: 'one-time', zakat_donation });
+        assert.equal(record.zakat_donation, expected, String(zakat_donation));
+      }
+    });
+
     test('idempotencyKey: a retry replays the first answer (replayed: true, same id), nothing new stored', async () => {
       const key = uniqueKey();
       const first = await client.createDonation(EXAMPLE_DONATION, { idempotencyKey: key });
