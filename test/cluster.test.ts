@@ -13,6 +13,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { signUpCharity } from '../src/charities/signup.js';
 import { CreatesByPrimary, fromWire, toWire, writeCreatesForWorkers } from '../src/cluster/creates.js';
 import type { CreatesAnswer } from '../src/cluster/ipc.js';
+import { RESTARTS } from '../src/cluster/primary.js';
 import { DatabaseDeadlineError } from '../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../src/store/group-commit.js';
 import { KeyTakenError } from '../src/store/store.js';
@@ -410,6 +411,28 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
       assert.equal(inMemory.code, 2, inMemory.stderr);
       assert.match(inMemory.stderr, /WORKERS above 1 needs a database every worker opens alike/);
     } finally {
+      await database.drop();
+    }
+  });
+
+  test(`workers exiting more than ${RESTARTS.max} times in ${RESTARTS.windowMs / 1000} s: the primary stops the rest and exits 1, for systemd to restart it`, async () => {
+    const database = await SQLITE.createDatabase();
+    const server = await start(database, { LOG_LEVEL: 'info' });
+    try {
+      for (let killed = 1; killed <= RESTARTS.max + 1; killed++) {
+        const live = workerPids(server).filter(alive);
+        process.kill(live[0]!, 'SIGKILL');
+        if (killed <= RESTARTS.max) {
+          await until(`a replacement for kill ${killed}`, 10_000, () => workerPids(server).length === 2 + killed, () => server.stdout.slice(-2000));
+        }
+      }
+      const { code } = await Promise.race([server.exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the primary did not exit')), 15_000).unref())]);
+      assert.equal(code, 1, server.stderr);
+      const fatal = logEntries(server).find((e) => e.level === 60);
+      assert.match(String(fatal?.msg), new RegExp(`the ${RESTARTS.max + 1}th in ${RESTARTS.windowMs / 1000} s: stopping`));
+      for (const pid of workerPids(server)) assert.equal(alive(pid), false, `worker ${pid} still running`);
+    } finally {
+      server.kill();
       await database.drop();
     }
   });

@@ -42,7 +42,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const workers = new Map<number, Worker>();
   const exits: number[] = [];
   let stopping = false;
-  /** The exit status: a worker that fails to stop cleanly, or to start, makes it 1 (or the worker's own). */
+  /** The exit status: a worker that fails to stop cleanly, or to start, or workers exiting too often, make it 1 (or the worker's own). */
   let status = 0;
 
   const listening = new WeakSet<Worker>();
@@ -72,6 +72,7 @@ export async function runPrimary(config: Config): Promise<void> {
         while (exits[0]! <= now - RESTARTS.windowMs) exits.shift();
         if (exits.length > RESTARTS.max) {
           log.fatal({ worker: index, code, signal }, `a worker exited, the ${exits.length}th in ${RESTARTS.windowMs / 1000} s: stopping`);
+          status = 1; // a failure, whatever the rest's exits: systemd's Restart=on-failure takes over
           return stop();
         }
         log.error({ worker: index, code, signal }, 'a worker exited; starting another in its place');
