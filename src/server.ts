@@ -96,7 +96,7 @@ export async function serve(config: Config): Promise<void> {
       redis?.disconnect();
       exit(0);
     } catch (err) {
-      app.log.error({ err }, 'shutdown failed');
+      app.log.error({ err: loggable(err) }, 'shutdown failed');
       exit(1);
     }
   };

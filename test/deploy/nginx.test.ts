@@ -168,6 +168,17 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     assert.deepEqual({ status: ready.status, body: json(ready) }, { status: 200, body: { status: 'ready' } });
   });
 
+  test("/metrics is hidden from the world, with a trailing slash or not (Almoner's JSON 404), and served to Prometheus on Almoner's own port", async () => {
+    for (const path of ['/metrics', '/metrics/', '/metrics?x=1']) {
+      const hidden = await viaNginx(path, { method: 'GET' });
+      assert.deepEqual({ status: hidden.status, body: json(hidden) }, { status: 404, body: { message: 'Not Found' } }, path);
+      assert.doesNotMatch(hidden.text, /almoner_/, path);
+    }
+    const direct = await fetch(`${main.almoner.url}/metrics/`);
+    assert.equal(direct.status, 200); // what nginx hides is there: the test would pass for nothing otherwise
+    assert.match(await direct.text(), /almoner_/);
+  });
+
   test('plain HTTP is redirected to HTTPS with 308, which keeps the POST', async () => {
     const res = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}/api/v1/me`, { method: 'POST', redirect: 'manual' });
     assert.equal(res.status, 308);
