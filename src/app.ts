@@ -8,7 +8,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyRequest } fro
 import type { Store } from './store/store.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth, type FailureDelay } from './http/auth.js';
-import { cachedCredentials } from './http/credential-cache.js';
+import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
 import { answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
@@ -163,6 +163,12 @@ export async function buildApp({
       // Per route, not per prefix, so an unknown path under /api/v1 is a plain 404 without credentials.
       const onFailure = metrics ? () => metrics.authenticationFailures.inc() : undefined;
       const credentials = cachedCredentials((username, budget) => store.findCredential(username, budget), { clock });
+      // An idle server too lets go of a header (a password) at most half a second past its time.
+      const forgetting = setInterval(() => credentials.forget(), CREDENTIAL_TTL_MS / 4).unref();
+      api.addHook('onClose', (_instance, done) => {
+        clearInterval(forgetting);
+        done();
+      });
       const authenticate = basicAuth(credentials, throttle, { onFailure, failureDelay });
       await api.register(meRoutes, { authenticate });
       const recorded = metrics && ((r: DonationRecord) => metrics.donationRecorded(r.gift_aid, r.donation_type));

@@ -26,7 +26,17 @@ export const CREDENTIAL_TTL_MS = 2000;
 const REFRESH_WHEN_LEFT = 0.25;
 const MAX_ENTRIES = 10_000;
 
-export function cachedCredentials(lookup: CredentialLookup, { ttlMs = CREDENTIAL_TTL_MS, clock = monotonicClock }: { ttlMs?: number; clock?: Clock } = {}): Credentials {
+export interface CachedCredentials extends Credentials {
+  /**
+   * Drops what has run out: credentials past their time, and headers past their two generations.
+   * Otherwise that happens only as requests come, and an idle server would hold a header, which
+   * holds a password, until the next one: the server calls this every quarter of CREDENTIAL_TTL_MS. Returns
+   * how many credentials and headers are still held.
+   */
+  forget(): number;
+}
+
+export function cachedCredentials(lookup: CredentialLookup, { ttlMs = CREDENTIAL_TTL_MS, clock = monotonicClock }: { ttlMs?: number; clock?: Clock } = {}): CachedCredentials {
   /** What the read begun at `since` found, remembered until `since + ttlMs`; `undefined` marks a username it did not find. */
   const entries = new Map<string, { found: CharityCredential | undefined; since: number; until: number }>();
   /** Usernames being read again in the background: one read each at a time. */
@@ -93,6 +103,15 @@ export function cachedCredentials(lookup: CredentialLookup, { ttlMs = CREDENTIAL
       age();
       if (matches.size >= MAX_ENTRIES) matches.clear(); // only headers that matched get here, but bound them all the same
       matches.set(authorization, { username, found });
+    },
+    forget() {
+      age();
+      const now = clock();
+      // Counted from the read's start, so a marker of a username not found is kept as long as a
+      // credential found by a read begun before it could still be in time: that read, answering
+      // late, then finds it and stands aside, or finds none and writes an entry already run out.
+      for (const [username, entry] of entries) if (entry.since + ttlMs <= now) entries.delete(username);
+      return entries.size + matches.size + olderMatches.size;
     },
   };
 }

@@ -162,6 +162,17 @@ test('a header that matched stands for its credential only while that credential
   assert.equal(credentials.matchedBy(header), undefined);
 });
 
+test('forget() drops, with no request coming, a header past twice the time and a credential past its own', async () => {
+  const { clock, credentials } = setUp();
+  const header = 'Basic aG9wZTpzZWNyZXQ=';
+  credentials.matched(header, 'hope', (await credentials.fresh('hope'))!);
+  assert.equal(credentials.forget(), 2, 'the credential and its header');
+  clock.now += TTL;
+  assert.equal(credentials.forget(), 1, 'its time up, the credential goes; the header stays a generation more');
+  clock.now += TTL;
+  assert.equal(credentials.forget(), 0, 'twice the time: the header (a password) is gone too');
+});
+
 test('a header that matched is forgotten within twice the time a credential is remembered', async () => {
   const { clock, credentials } = setUp();
   const header = 'Basic aG9wZTpzZWNyZXQ=';
