@@ -61,6 +61,17 @@ describe('connection limits', () => {
     assert.match(text, /^(HTTP\/1\.1 408 |$)/);
   });
 
+  test('an idle keep-alive connection is closed after keepAliveMs (72 s in production), its answer given first', async () => {
+    const keepAliveMs = 600;
+    const port = await listening({ ...SHORT, keepAliveMs });
+    const conn = open(port);
+    const began = Date.now();
+    conn.socket.write(`POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Length: 0\r\n\r\n`);
+    const text = await closedWithin(conn, 5000, 'an idle keep-alive connection');
+    assert.match(text, /^HTTP\/1\.1 200 /);
+    assert.ok(Date.now() - began >= keepAliveMs - 50, `closed after ${Date.now() - began} ms, before keepAliveMs`);
+  });
+
   test('one address holds at most its limit of connections: the next gets a 429 and is closed; others are not affected', async () => {
     const port = await listening({ ...SHORT, perAddress: 5 });
     const held = Array.from({ length: 5 }, () => open(port));
