@@ -121,6 +121,15 @@ describe('HTTPS', () => {
     await until('the server says it kept the certificate', 5000, () => /TLS certificate not reloaded/.test(server.stdout));
     assert.equal((await servedCertificate()).subject.CN, 'renewed.localhost');
     assert.deepEqual(await get(`${server.url}/health`, { ca: renewed.cert }), { status: 200, body: '{"status":"ok"}' });
+
+    // A certificate and a key that do not match (a renewal half copied): kept, too.
+    const other = await certificate('other.localhost');
+    writeFileSync(tls.TLS_CERT_FILE, other.cert);
     writeFileSync(tls.TLS_KEY_FILE, renewed.private);
+    const refusals = () => server.stdout.match(/TLS certificate not reloaded/g)?.length ?? 0;
+    server.signal('SIGHUP');
+    await until('the server says it kept the certificate again', 5000, () => refusals() === 2);
+    assert.equal((await servedCertificate()).subject.CN, 'renewed.localhost');
+    writeFileSync(tls.TLS_CERT_FILE, renewed.cert);
   });
 });
