@@ -42,28 +42,29 @@ export function fingerprint(d: NewDonation): string {
 }
 
 /**
- * The keys Almoner 0.1 hashed, in its order: a fact of that release, not of the field table, so it
- * is stated here and never follows the table (a field added since must not change what a key
- * stored by 0.1 is compared with).
+ * The keys the fingerprints of earlier versions hashed, in their order (Almoner 0.1's, and the
+ * rule until 2026-11-27; no field was added between the two): a fact of those releases, not of the
+ * field table, so it is stated here and never follows the table. A field added since must not
+ * change what a key stored by them is compared with, even one whose unsent value is not null.
  */
 const FORMER_KEYS = [
   'donor_first_name', 'donor_last_name', 'donor_email', 'donor_phone', 'donor_address', 'donor_city', 'donor_postcode', 'donor_ip',
   'gift_aid', 'amount', 'amount_minor', 'payment_method', 'payment_confirmation_number', 'donation_type', 'donation_date', 'zakat_donation',
-];
+] as const;
 
 /**
  * The fingerprints earlier versions stored for the same body, so that a key stored before an
  * upgrade still replays after it: until 2026-11-27, nulls left out but an unsent flag's false
- * counted; and Almoner 0.1's, nulls included, over its own keys. Keys live 24 hours, so these can
- * go in the release after next.
+ * counted; and Almoner 0.1's, nulls included. Both over FORMER_KEYS only. Keys live 24 hours, so
+ * these can go in the release after next.
  */
 export function formerFingerprints(d: NewDonation): string[] {
   const valued: Record<string, unknown> = {};
-  for (const name in d) {
-    const value = d[name as keyof NewDonation];
+  for (const name of FORMER_KEYS) {
+    const value = d[name];
     if (value !== null) valued[name] = value;
   }
-  return [sha256(JSON.stringify(valued)), sha256(JSON.stringify(d, FORMER_KEYS))]; // an array replacer keeps those keys, in its order
+  return [sha256(JSON.stringify(valued)), sha256(JSON.stringify(d, [...FORMER_KEYS]))]; // an array replacer keeps those keys, in its order
 }
 
 const sha256 = (text: string) => hash('sha256', text, 'hex'); // the one-shot form: no Hash object per key

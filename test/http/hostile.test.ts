@@ -33,6 +33,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { parse as parseQueryString } from 'fast-querystring';
 import { parseDatabaseUrl } from '../../src/config.js';
+import { DONATION_FIELDS } from '../../src/donations/fields.js';
 import { basic, exampleDonation, NO_FAILURE_DELAY, RECORD_KEYS, startTestApp, TIMESTAMP, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 
@@ -482,9 +483,11 @@ for (const backend of BACKENDS) describe(`hostile input [${backend.name}]`, () =
     const row = await probe.row(data.id as number);
     assert.ok(row, `record ${String(data.id)} is not in the database`);
     const stored: Record<string, unknown> = { id: Number(row.id) };
-    for (const f of FIELDS) stored[f] = row[f];
-    stored.gift_aid = Number(row.gift_aid) === 1 ? 'yes' : 'no';
-    stored.zakat_donation = Number(row.zakat_donation) === 1;
+    for (const f of DONATION_FIELDS) {
+      // A yes/no field and a flag are 1 or 0 in the row, "yes"/"no" and a boolean in the record.
+      const value = row[f.name];
+      stored[f.name] = f.kind === 'yes_no' ? (Number(value) === 1 ? 'yes' : 'no') : f.kind === 'flag' ? Number(value) === 1 : value;
+    }
     assert.deepEqual(stored, data, 'the stored row differs from the response');
     assert.equal(Number(row.charity_id), (sent.charity ?? t.charity).id, 'the record belongs to the charity that sent it');
     assert.equal(Number(row.amount_minor), Math.round(Number(data.amount) * 100), 'amount_minor is the amount in pence');

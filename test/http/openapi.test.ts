@@ -110,7 +110,7 @@ describe('the OpenAPI document', () => {
     const json = checker.compile(document.components.schemas.DonationInput);
     const blanked = (names: string[]) => ({ ...exampleDonation(), ...Object.fromEntries(names.map((n) => [n, ''])) });
     const mayBeBlank = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
-    assert.deepEqual(mayBeBlank, ['payment_method', 'donation_date', 'zakat_donation']);
+    for (const name of ['payment_method', 'donation_date', 'zakat_donation']) assert.ok((mayBeBlank as readonly string[]).includes(name), name); // the interface's; a later field may add itself
     assert.ok(form(blanked(mayBeBlank)), checker.errorsOf(form));
     assert.ok(!json(blanked(['donation_date'])) && !json(blanked(['zakat_donation'])));
     assert.ok(form({ ...exampleDonation(), zakat_donation: '1' }) && form({ ...exampleDonation(), zakat_donation: 'on' }));
