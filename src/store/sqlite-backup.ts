@@ -114,35 +114,56 @@ export async function inUse(path: string): Promise<boolean> {
   }
 }
 
+/** The files SQLite keeps beside a database, which it would read with whatever database it finds there. */
+const SIDE_FILES = ['-wal', '-shm', '-journal'];
+
 /**
  * Puts the checked backup `from` in place of the database at `target`, which nothing may have open.
- * An existing database is kept beside it, renamed (with its WAL, if any), never deleted; the copy
- * is written beside the target, fsynced and renamed into place, so the target is the old database
- * or the whole backup, never a part of one.
+ * The copy is written beside the target and fsynced first; only then is an existing database moved
+ * aside, renamed with its side files, never deleted, and the copy renamed into place: the target is
+ * the old database or the whole backup, never a part of one, and a copy that fails leaves the old
+ * one where it was. Side files left without their database (a WAL, which SQLite would replay onto
+ * the backup) are refused.
  */
 export async function restoreSqlite(from: string, target: string, { replace }: { replace: boolean }): Promise<{ summary: CopySummary; keptAs?: string }> {
   const summary = await checkCopy(from);
-  let keptAs: string | undefined;
-  if (existsSync(target)) {
+  const exists = existsSync(target);
+  if (exists) {
     if (!replace) throw new CopyRefused(`there is a database at ${target} already: add --replace to put the backup in its place (the old one is kept beside it, renamed)`);
     if (await inUse(target)) throw new CopyRefused(`the database at ${target} is in use (a server or another command has it open): stop it, then restore`);
-    keptAs = `${target}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-    for (const suffix of ['-wal', '-shm']) if (existsSync(target + suffix)) renameSync(target + suffix, keptAs + suffix);
-    renameSync(target, keptAs);
+  } else {
+    const stale = SIDE_FILES.map((suffix) => target + suffix).filter((path) => existsSync(path));
+    if (stale.length > 0) {
+      throw new CopyRefused(
+        `${stale.join(' and ')} ${stale.length === 1 ? 'is' : 'are'} beside ${target} without the database ${stale.length === 1 ? 'it belongs' : 'they belong'} to: SQLite would apply ${stale.length === 1 ? 'it' : 'them'} to the backup. Move ${stale.length === 1 ? 'it' : 'them'} away, then restore`,
+      );
+    }
   }
-  await putInPlace(target, async (partial) => copyFileSync(from, partial));
+  let keptAs: string | undefined;
+  await putInPlace(
+    target,
+    async (partial) => copyFileSync(from, partial),
+    () => {
+      if (!exists) return;
+      keptAs = `${target}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      for (const suffix of SIDE_FILES) if (existsSync(target + suffix)) renameSync(target + suffix, keptAs + suffix);
+      renameSync(target, keptAs);
+    },
+  );
   return { summary, keptAs };
 }
 
 /**
- * Writes `target` by way of a file beside it: `write` fills that file, which is then fsynced and
- * renamed into place, so `target` is whole or untouched; on a failure the file beside it is removed.
+ * Writes `target` by way of a file beside it: `write` fills that file, which is then fsynced,
+ * `beforeRename` makes room, and it is renamed into place, so `target` is whole or untouched; on a
+ * failure before that rename the file beside it is removed.
  */
-async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>): Promise<T> {
+async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>, beforeRename: () => void = () => {}): Promise<T> {
   const partial = `${target}.partial-${process.pid}`;
   try {
     const result = await write(partial);
     syncFile(partial);
+    beforeRename();
     renameSync(partial, target);
     syncFile(dirname(target));
     return result;

@@ -140,6 +140,19 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     assert.equal(noFolder.code, 2);
     assert.match(noFolder.stderr, /does not exist/);
 
+    // A backup restored over the very database it is: the copy is made before the old one moves aside.
+    const ontoItself = await almoner(url, ['restore', join(dir, 'almoner.db'), '--replace']);
+    assert.equal(ontoItself.code, 0, ontoItself.stderr);
+    assert.equal((await almoner(url, ['charity', 'list'])).code, 0, 'a database is still there, and opens');
+
+    // A WAL left without its database would be replayed onto the backup: refused, nothing made.
+    const emptied = join(tempDir(), 'almoner.db');
+    writeFileSync(`${emptied}-wal`, 'left from a database that is gone');
+    const stale = await almoner(`sqlite:${emptied}`, ['restore', backupFile]);
+    assert.equal(stale.code, 2, stale.stderr);
+    assert.match(stale.stderr, /-wal is beside .* without the database it belongs to/);
+    assert.equal(existsSync(emptied), false);
+
     const damaged = join(dir, 'damaged.db');
     writeFileSync(damaged, 'SQLite format 3\0 but not really');
     const bad = await almoner(`sqlite:${join(tempDir(), 'x.db')}`, ['restore', damaged]);
