@@ -19,6 +19,7 @@ export function donationsWithCharity(db: Kysely<Database>, filter: DonationFilte
   if (filter.charity !== undefined) q = q.where('charities.username', '=', filter.charity);
   if (filter.from !== undefined) q = q.where('donations.donation_date', '>=', filter.from);
   if (filter.to !== undefined) q = q.where('donations.donation_date', '<=', filter.to);
-  if (filter.donorEmail !== undefined) q = q.where(sql<string>`lower(donations.donor_email)`, '=', filter.donorEmail.toLowerCase());
+  // Both sides lowered by the database, so that they are folded alike whatever its rules.
+  if (filter.donorEmail !== undefined) q = q.where(sql<string>`lower(donations.donor_email)`, '=', sql<string>`lower(${filter.donorEmail})`);
   return q;
 }

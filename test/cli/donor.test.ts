@@ -40,6 +40,7 @@ for (const backend of BACKENDS) {
         await record(a.id, 'someone.else@example.org', '2.00');
         await record(b.id, 'sam.donor@example.org', '3.00');
         await record(b.id, 'SAM.DONOR@EXAMPLE.ORG', '4.00');
+        await record(a.id, 'ZOË.ÅSE@example.org', '5.00'); // capitals beyond A to Z: SQLite's own lower() does not fold them
       } finally {
         await store.close();
       }
@@ -80,6 +81,12 @@ for (const backend of BACKENDS) {
       assert.match(exports[0]!.target, /^donor [0-9a-f]{16}$/);
       assert.equal(exports[0]!.target, exports[1]!.target, 'the same donor, in any case, has the same reference');
       assert.ok(!audit.stdout.toLowerCase().includes('sam.donor'), 'the trail holds no address');
+    });
+
+    test('an address with letters beyond A to Z is found as typed and in any case', async () => {
+      for (const typed of ['ZOË.ÅSE@example.org', 'zoë.åse@example.org', 'Zoë.Åse@EXAMPLE.org']) {
+        assert.deepEqual((await exportFor(['--email', typed])).donations.map((d) => d.amount), ['5.00'], typed);
+      }
     });
   });
 }
