@@ -23,7 +23,16 @@ type PersonalField = Personal['name'];
 export function giftAidKeptUntil(day: string): string {
   const [year, month, date] = day.split('-').map(Number) as [number, number, number];
   const taxYearEnds = month < 4 || (month === 4 && date <= 5) ? year : year + 1;
-  return `${taxYearEnds + GIFT_AID_RETENTION_YEARS}-04-05`;
+  return isoDay(taxYearEnds + GIFT_AID_RETENTION_YEARS, '04-05');
+}
+
+/**
+ * A day as YYYY-MM-DD, so that days compare as strings: the year in four digits (a donation dated
+ * in the year 215 is kept until 0221, not "221", which sorts after every later year), and past the
+ * year 9999, which no date can hold, the last day there is.
+ */
+export function isoDay(year: number, monthDay: string): string {
+  return year > 9999 ? '9999-12-31' : `${String(year).padStart(4, '0')}-${monthDay}`;
 }
 
 /** What erasing a donation's personal data changes, and what it keeps and until when. */

@@ -2,7 +2,7 @@
 // never deleted: values are replaced (donations/erasure.ts says which and with what), so totals,
 // exports, Gift Aid claims and idempotent replays still add up and agree with one another.
 import type { Kysely, Transaction, Updateable } from 'kysely';
-import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, type Erasure } from '../donations/erasure.js';
+import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, isoDay, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit, donorReference } from './audit.js';
@@ -88,5 +88,5 @@ function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: stri
 
 /** The last day a donation's personal data may be kept. */
 function endOfRetention(d: DonationErasure, retentionYears: number): string {
-  return d.giftAid ? giftAidKeptUntil(d.day) : `${Number(d.day.slice(0, 4)) + retentionYears}${d.day.slice(4)}`;
+  return d.giftAid ? giftAidKeptUntil(d.day) : isoDay(Number(d.day.slice(0, 4)) + retentionYears, d.day.slice(5));
 }

@@ -38,6 +38,10 @@ test('a gift-aided donation is kept until 5 April six tax years on', () => {
   assert.equal(giftAidKeptUntil('2026-01-02'), '2032-04-05');
   assert.equal(giftAidKeptUntil('2026-04-05'), '2032-04-05');
   assert.equal(giftAidKeptUntil('2026-04-06'), '2033-04-05');
+  // Days compare as strings: a year in four digits, and none past 9999.
+  assert.equal(giftAidKeptUntil('0215-03-15'), '0221-04-05');
+  assert.ok(giftAidKeptUntil('0215-03-15') < '2026-11-27');
+  assert.equal(giftAidKeptUntil('9996-06-01'), '9999-12-31');
 });
 
 for (const backend of BACKENDS) {
