@@ -62,13 +62,23 @@ export function scheduleSpreadsheet(opts: SpreadsheetOptions): Uint8Array {
   const file = (text: string, level: 0 | 6 = 6): [Uint8Array, ZipOptions] => [strToU8(text), { level, mtime }];
   // OpenDocument: the mimetype entry first and stored uncompressed, so a reader can tell the file's
   // type from its first bytes; fflate keeps the entries in this order and adds no extra fields.
-  return zipSync({
+  const entries = {
     mimetype: file(ODS_MIME_TYPE, 0),
     'content.xml': file(contentXml(opts)),
     'styles.xml': file(STYLES_XML),
     'meta.xml': file(metaXml(opts)),
     'META-INF/manifest.xml': file(MANIFEST_XML),
-  });
+  };
+  // A zip entry's time has no time zone, and fflate writes it as the machine's local time: written
+  // in UTC, the same claim's files are the same bytes on any machine and under any TZ (giftaid files).
+  const zone = process.env.TZ;
+  process.env.TZ = 'UTC';
+  try {
+    return zipSync(entries);
+  } finally {
+    if (zone === undefined) delete process.env.TZ;
+    else process.env.TZ = zone;
+  }
 }
 
 // --- content.xml ---

@@ -44,6 +44,22 @@ describe('the schedule spreadsheet', () => {
     assert.match(f.rows(3)[2]![1]!, /^About <this> & "that"$/);
   });
 
+  test('the same rows make the same bytes under any time zone (a zip entry time is local time)', () => {
+    const zone = process.env.TZ;
+    const under = (tz: string) => {
+      process.env.TZ = tz;
+      return Buffer.from(scheduleSpreadsheet(options([row()])));
+    };
+    try {
+      const utc = under('UTC');
+      for (const tz of ['Europe/London', 'America/New_York', 'Asia/Kolkata']) assert.ok(under(tz).equals(utc), tz);
+      assert.equal(process.env.TZ, 'Asia/Kolkata', "the caller's TZ is left as it was");
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
   test('a character XML cannot hold is refused, not written', () => {
     assert.throws(() => scheduleSpreadsheet(options([row({ lastName: 'Doe\u0001' })])), /U\+0001 cannot be written in XML/);
   });
