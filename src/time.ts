@@ -32,14 +32,19 @@ export type Clock = () => number;
 /** The real clock; tests pass one they move forward instead of waiting. */
 export const monotonicClock: Clock = () => performance.now();
 
+/** A calendar day as YYYY-MM-DD, the year in four digits, so that days compare as strings. */
+export function dayIso(year: number, month: number, day: number): string {
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}`;
+}
+
 /** A calendar day as the start of that day in UTC, in the stored format. */
 export function startOfDayIso(year: number, month: number, day: number): string {
-  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T00:00:00.000000Z`;
+  return `${dayIso(year, month, day)}T00:00:00.000000Z`;
 }
 
 /** The last instant of a calendar day, in the stored format; pairs with startOfDayIso for inclusive ranges. */
 export function endOfDayIso(year: number, month: number, day: number): string {
-  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T23:59:59.999999Z`;
+  return `${dayIso(year, month, day)}T23:59:59.999999Z`;
 }
 
 export function isRealDate(year: number, month: number, day: number): boolean {

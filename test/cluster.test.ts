@@ -426,7 +426,7 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
           await until(`a replacement for kill ${killed}`, 10_000, () => workerPids(server).length === 2 + killed, () => server.stdout.slice(-2000));
         }
       }
-      const { code } = await Promise.race([server.exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the primary did not exit')), 15_000).unref())]);
+      const { code } = await server.exit(15_000, 'of the last kill');
       assert.equal(code, 1, server.stderr);
       const fatal = logEntries(server).find((e) => e.level === 60);
       assert.match(String(fatal?.msg), new RegExp(`the ${RESTARTS.max + 1}th in ${RESTARTS.windowMs / 1000} s: stopping`));

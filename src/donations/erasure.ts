@@ -5,6 +5,7 @@
 // Which fields are personal, and what erasing each does, is the field table's (fields.ts).
 import { donationDay, houseNameOrNumber } from '../giftaid/schedule.js';
 import { DONATION_FIELDS, type StoredDonation } from './fields.js';
+import { dayIso } from '../time.js';
 
 export const GIFT_AID_RETENTION_YEARS = 6;
 
@@ -23,16 +24,16 @@ type PersonalField = Personal['name'];
 export function giftAidKeptUntil(day: string): string {
   const [year, month, date] = day.split('-').map(Number) as [number, number, number];
   const taxYearEnds = month < 4 || (month === 4 && date <= 5) ? year : year + 1;
-  return isoDay(taxYearEnds + GIFT_AID_RETENTION_YEARS, '04-05');
+  return yearsLater(GIFT_AID_RETENTION_YEARS, taxYearEnds, 4, 5);
 }
 
 /**
- * A day as YYYY-MM-DD, so that days compare as strings: the year in four digits (a donation dated
- * in the year 215 is kept until 0221, not "221", which sorts after every later year), and past the
- * year 9999, which no date can hold, the last day there is.
+ * The day `years` after year-month-day, as YYYY-MM-DD (a donation dated in the year 215 is kept
+ * until 0221, not "221", which sorts after every later year), and past 9999, which no date can
+ * hold, the last day there is.
  */
-export function isoDay(year: number, monthDay: string): string {
-  return year > 9999 ? '9999-12-31' : `${String(year).padStart(4, '0')}-${monthDay}`;
+export function yearsLater(years: number, year: number, month: number, day: number): string {
+  return year + years > 9999 ? '9999-12-31' : dayIso(year + years, month, day);
 }
 
 /** What erasing a donation's personal data changes, and what it keeps and until when. */

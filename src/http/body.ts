@@ -82,7 +82,7 @@ export function boundBody(request: FastifyRequest, _reply: FastifyReply, payload
 }
 
 /** The donation fields whose blank value in a form post is no value (see FieldSpec.blankInFormIsAbsent). */
-const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
+export const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
 
 /**
  * A form post as PHP and HTML send it: parsed by fast-querystring (as @fastify/formbody does), a

@@ -2,7 +2,6 @@
 // read by the /docs page. It is assembled from the schema objects the server itself uses
 // (donations/schema.ts, from the field table) and the server's own limits and messages, so it
 // cannot describe a different API from the one that answers.
-import { DONATION_FIELDS } from '../donations/fields.js';
 import { validateDonation } from '../donations/validate.js';
 import { toDonationRecord } from '../donations/donation.js';
 import {
@@ -17,12 +16,11 @@ import {
 } from '../donations/schema.js';
 import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
 import { codeSamples } from './code-samples.js';
-import { BODY_LIMIT } from './body.js';
+import { BLANK_IS_ABSENT, BODY_LIMIT } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
 
-/** The fields a form may leave blank for absent (the table's `blankInFormIsAbsent`), in words: "`a`, `b` or `c`". */
-const BLANK_IN_FORM_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f)
-  .map((f) => `\`${f.name}\``)
+/** The fields a form may leave blank for absent (body.ts), in words: "`a`, `b` or `c`". */
+const BLANK_IN_FORM_IS_ABSENT = BLANK_IS_ABSENT.map((name) => `\`${name}\``)
   .join(', ')
   .replace(/, ([^,]*)$/, ' or $1');
 

@@ -2,7 +2,7 @@
 // never deleted: values are replaced (donations/erasure.ts says which and with what), so totals,
 // exports, Gift Aid claims and idempotent replays still add up and agree with one another.
 import type { Kysely, Transaction, Updateable } from 'kysely';
-import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, isoDay, type Erasure } from '../donations/erasure.js';
+import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit, donorReference } from './audit.js';
@@ -88,5 +88,7 @@ function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: stri
 
 /** The last day a donation's personal data may be kept. */
 function endOfRetention(d: DonationErasure, retentionYears: number): string {
-  return d.giftAid ? giftAidKeptUntil(d.day) : isoDay(Number(d.day.slice(0, 4)) + retentionYears, d.day.slice(5));
+  if (d.giftAid) return giftAidKeptUntil(d.day);
+  const [year, month, day] = d.day.split('-').map(Number) as [number, number, number];
+  return yearsLater(retentionYears, year, month, day);
 }

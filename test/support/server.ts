@@ -49,11 +49,16 @@ export class ServerProcess {
   }
 
   /** Sends the signal and waits (at most `ms`) for the process to exit. */
-  async stop(signal: NodeJS.Signals, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  stop(signal: NodeJS.Signals, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     this.signal(signal);
+    return this.exit(ms, `of ${signal}`);
+  }
+
+  /** Waits (at most `ms`) for the process to exit; `after` says after what, in the failure. */
+  async exit(ms: number, after = 'of the wait'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the server did not exit within ${ms / 1000} s of ${signal}`)), ms);
+      timer = setTimeout(() => reject(new Error(`the server did not exit within ${ms / 1000} s ${after}`)), ms);
     });
     try {
       return await Promise.race([this.exited, timeout]);
