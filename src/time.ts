@@ -73,3 +73,27 @@ export function ukDay(at: Date): string {
   ukDayFormat ??= new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London', year: 'numeric', month: '2-digit', day: '2-digit' });
   return ukDayFormat.format(at);
 }
+
+/**
+ * The first instant of a UK calendar day (YYYY-MM-DD), in the stored format: midnight in London,
+ * which in British Summer Time is 23:00 UTC the day before. A donation sent with a date is stored
+ * at midnight UTC of it, which is always inside its UK day; one sent without is on the UK day it
+ * was recorded (giftaid/schedule.ts's donationDay), so a range of UK days needs these bounds.
+ */
+export function ukStartOfDayIso(day: string): string {
+  const before = new Date(Date.parse(`${day}T00:00:00Z`) - DAY_MS).toISOString().slice(0, 10);
+  return summerTimeAtEndOf(before) ? `${before}T23:00:00.000000Z` : `${day}T00:00:00.000000Z`;
+}
+
+/** The last instant of a UK calendar day (YYYY-MM-DD), in the stored format; pairs with ukStartOfDayIso. */
+export function ukEndOfDayIso(day: string): string {
+  return summerTimeAtEndOf(day) ? `${day}T22:59:59.999999Z` : `${day}T23:59:59.999999Z`;
+}
+
+const DAY_MS = 86_400_000;
+
+/** Whether London is an hour ahead of UTC at 23:00 UTC on `day`: then its next day has begun there. */
+function summerTimeAtEndOf(day: string): boolean {
+  const eleven = Date.parse(`${day}T23:00:00Z`);
+  return ukDay(new Date(eleven)) === new Date(eleven + 3_600_000).toISOString().slice(0, 10);
+}

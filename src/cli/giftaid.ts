@@ -27,10 +27,10 @@ import {
 } from '../giftaid/schedule.js';
 import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { Store } from '../store/store.js';
-import { ukDay } from '../time.js';
+import { ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { RFC_4180 } from './csv.js';
 import { print, printJson, withStore } from './io.js';
-import { fromArgument, toArgument, unknownCharity, UsageError } from './usage.js';
+import { dayArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
@@ -47,12 +47,12 @@ export function giftaidCommand(): Command {
     )
     .requiredOption('--charity <username>', 'the charity claiming')
     .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
-    .option('--to <YYYY-MM-DD>', 'donations dated on or before this day (default: today in the UK)', toArgument)
+    .option('--to <YYYY-MM-DD>', 'donations dated on or before this UK day (default: today in the UK)', dayArgument)
     .option('--json', 'print {"claim","files","needs_attention","donations","total"}')
     .action(async (opts: { charity: string; out: string; to?: string; json?: boolean }) => {
       const today = ukDay(new Date()); // the claim is made in the UK
-      const upTo = opts.to ?? `${today}T23:59:59.999999Z`;
-      if (upTo.slice(0, 10) > today) {
+      const upTo = opts.to ?? today;
+      if (upTo > today) {
         throw new UsageError(`--to must not be later than today (${today}): HMRC refuses donations dated in the future.`);
       }
       const dir = await outputFolder(opts.out);
@@ -91,7 +91,7 @@ export function giftaidCommand(): Command {
           print(`Claim ${claim.id} for ${charity.name} (${opts.charity}) prepared: ${count(claim.donation_count, 'donation')} dated up to ${dayMonthYear(claim.up_to)}, ${pounds(claim.total_minor)} in all.`);
           print(`  ${files.length === 1 ? 'Its schedule' : `Its ${files.length} schedules (one HMRC upload each)`}: ${files.map(shown).join(', ')}`);
         } else {
-          print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo.slice(0, 10))} is both claimable and in no live claim. No claim was made.`);
+          print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo)} is both claimable and in no live claim. No claim was made.`);
         }
         printLeftOut(assessed, needsAttention, today);
         if (claim) {
@@ -179,8 +179,8 @@ export function giftaidCommand(): Command {
         'would write (preview-1.ods, …, marked as previews), and the donations that cannot be claimed as they stand in needs-attention.csv',
     )
     .requiredOption('--charity <username>', 'the charity')
-    .requiredOption('--from <YYYY-MM-DD>', 'donations dated on or after this day', fromArgument)
-    .requiredOption('--to <YYYY-MM-DD>', 'donations dated on or before this day', toArgument)
+    .requiredOption('--from <YYYY-MM-DD>', 'donations dated on or after this UK day', dayArgument)
+    .requiredOption('--to <YYYY-MM-DD>', 'donations dated on or before this UK day', dayArgument)
     .option('--out <dir>', 'the folder to write the files to, created if missing', '.')
     .option('--json', 'print {"files","needs_attention","donations","total"}')
     .action(async (opts: { charity: string; from: string; to: string; out: string; json?: boolean }) => {
@@ -209,7 +209,7 @@ export function giftaidCommand(): Command {
         const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, ATTENTION_FILE_NAME) : null;
         if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(assessed.claimableMinor) });
 
-        print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from.slice(0, 10)} to ${opts.to.slice(0, 10)} (claim date ${today}); nothing was claimed:`);
+        print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from} to ${opts.to} (claim date ${today}); nothing was claimed:`);
         if (files.length === 0) print('  No donations can be claimed: no schedule file was written.');
         else print(`  ${count(assessed.rows.length, 'donation')} to claim, ${pounds(assessed.claimableMinor)} in all: ${files.join(', ')}`);
         printLeftOut(assessed, needsAttention, today);
@@ -224,15 +224,19 @@ interface Assessed extends Schedule {
   claimedBefore: number;
 }
 
-/** The charity's Gift Aid donations in the range that are in no live claim, decided by the rules. */
-async function assessUnclaimed(store: Store, charityId: number, range: { from?: string; to: string }, today: string): Promise<Assessed> {
+/**
+ * The charity's Gift Aid donations in no live claim whose UK day (the day the schedule shows) is in
+ * the range of days (YYYY-MM-DD, both inclusive), decided by the rules.
+ */
+async function assessUnclaimed(store: Store, charityId: number, days: { from?: string; to: string }, today: string): Promise<Assessed> {
+  const range = { from: days.from === undefined ? undefined : ukStartOfDayIso(days.from), to: ukEndOfDayIso(days.to) };
   const donations: GiftAidDonation[] = [];
   for await (const d of store.claims.unclaimed(charityId, range)) donations.push(d);
   return { ...buildSchedule(donations, today), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }
 
 /**
- * Records a claim of every claimable donation up to `upTo` that is in no live claim, if there is
+ * Records a claim of every claimable donation up to the UK day `upTo` that is in no live claim, if there is
  * one. When another claim takes some of them at the same moment, the database refuses this one and
  * it looks again at what is left; each refusal means another claim was recorded, so this ends.
  */
@@ -241,7 +245,7 @@ async function prepareClaim(store: Store, charityId: number, upTo: string, today
     const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today);
     if (assessed.rows.length === 0) return { assessed };
     try {
-      return { claim: await store.claims.prepare({ charityId, upTo: upTo.slice(0, 10), claimDate: today, rows: assessed.rows }), assessed };
+      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows }), assessed };
     } catch (err) {
       if (!(err instanceof ClaimConflictError) || attempt === 10) throw err;
     }

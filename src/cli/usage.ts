@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { isEmail } from '../donations/validate.js';
-import { endOfDayIso, isRealDate, startOfDayIso } from '../time.js';
+import { dayIso, endOfDayIso, isRealDate, startOfDayIso } from '../time.js';
 
 /** A mistake in what the operator asked for: exit status 2. */
 export class UsageError extends Error {}
@@ -23,21 +23,27 @@ export function nameArgument(value: string): string {
 
 type Day = { year: number; month: number; day: number };
 
-function dayArgument(value: string): Day {
+function parseDay(value: string): Day {
   const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/.exec(value);
   const day = m && { year: Number(m[1]), month: Number(m[2]), day: Number(m[3]) };
   if (!day || !isRealDate(day.year, day.month, day.day)) throw new InvalidArgumentError('must be a date as YYYY-MM-DD.');
   return day;
 }
 
-/** --from: the start of that day, in the stored timestamp format. */
+/** A day, as YYYY-MM-DD: for a command that decides itself where the day starts and ends (Gift Aid's are UK days). */
+export function dayArgument(value: string): string {
+  const d = parseDay(value);
+  return dayIso(d.year, d.month, d.day);
+}
+
+/** --from: the start of that day in UTC, in the stored timestamp format. */
 export function fromArgument(value: string): string {
-  const d = dayArgument(value);
+  const d = parseDay(value);
   return startOfDayIso(d.year, d.month, d.day);
 }
 
-/** --to: the end of that day, so the bound is inclusive. */
+/** --to: the end of that day in UTC, so the bound is inclusive. */
 export function toArgument(value: string): string {
-  const d = dayArgument(value);
+  const d = parseDay(value);
   return endOfDayIso(d.year, d.month, d.day);
 }

@@ -6,14 +6,12 @@ import assert from 'node:assert/strict';
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import BetterSqlite3 from 'better-sqlite3';
-import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
-import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
 /** `audit --json` prints the store's records, one per line. */
@@ -23,26 +21,6 @@ async function trail(url: string, args: string[] = []): Promise<Entry[]> {
   const run = await almoner(url, ['audit', '--json', ...args]);
   assert.equal(run.code, 0, run.stderr);
   return run.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Entry);
-}
-
-/** Runs one statement on the database directly, as someone at a SQL prompt would. */
-async function rawSql(database: TestDatabase, statement: string): Promise<void> {
-  if (database.location.dialect === 'sqlite') {
-    const db = new BetterSqlite3(database.location.path);
-    try {
-      db.exec(statement);
-    } finally {
-      db.close();
-    }
-    return;
-  }
-  const client = new pg.Client({ connectionString: database.url });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
 }
 
 for (const backend of BACKENDS) {
@@ -112,8 +90,8 @@ for (const backend of BACKENDS) {
 
     test('the database refuses to change or delete an entry', async () => {
       await signUpCharityVia(database);
-      await assert.rejects(rawSql(database, "update audit_log set action = 'nothing'"), /never changed or deleted/);
-      await assert.rejects(rawSql(database, 'delete from audit_log'), /never changed or deleted/);
+      await assert.rejects(rawSql(database.url, "update audit_log set action = 'nothing'"), /never changed or deleted/);
+      await assert.rejects(rawSql(database.url, 'delete from audit_log'), /never changed or deleted/);
       assert.ok((await trail(database.url)).length > 0);
     });
   });

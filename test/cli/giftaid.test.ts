@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { DonationInput } from '../../src/client/index.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { exampleDonation, startTestApp, tempDir, type TestCharity, type TestContext } from '../support/app.js';
-import { BACKENDS } from '../support/backends.js';
+import { BACKENDS, rawSql } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js';
 import { parseCsv } from '../support/csv.js';
 import { cellsAsShown, noLibreOffice } from '../support/libreoffice.js';
@@ -380,6 +380,19 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => r.lastName), ['Early']);
         const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--out', join(dir, 'dated'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => r.lastName), ['Late']);
+      });
+
+      test('--from and --to are UK days, as the schedule dates donations: one recorded at 00:30 on a British summer night falls on its UK day', async () => {
+        const night = await ctx.signUp('Night Charity', 'night@charity.example');
+        await donate('dated', night, exampleDonation({ donor_last_name: 'Dated', donation_date: '30-06-2025' }));
+        const late = await donate('lateNight', night, exampleDonation({ donor_last_name: 'Night', donation_date: null }));
+        await rawSql(ctx.databaseUrl, `update donations set donation_date = '2025-06-30T23:30:00.000001Z' where id = ${late}`); // recorded at 00:30 BST on 1 July
+        const preview = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', night.username, '--from', '2025-07-01', '--to', '2025-07-01', '--out', join(dir, 'night-preview'), '--json']));
+        assert.deepEqual(giftAidRows(await readOds(preview.files[0]!)).map((r) => [r.lastName, r.date]), [['Night', '01/07/25']]);
+        const first = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', night.username, '--to', '2025-06-30', '--out', join(dir, 'night'), '--json']));
+        assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => [r.lastName, r.date]), [['Dated', '30/06/25']], 'a claim up to 30 June takes no donation of 1 July');
+        const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', night.username, '--to', '2025-07-01', '--out', join(dir, 'night'), '--json']));
+        assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => [r.lastName, r.date]), [['Night', '01/07/25']]);
       });
 
       test('bad arguments exit 2 with a message, and create nothing', async () => {

@@ -8,6 +8,7 @@ import {
   attentionCells,
   buildSchedule,
   claimCutoff,
+  donationDay,
   formatPounds,
   hmrcDate,
   hmrcFirstName,
@@ -24,6 +25,7 @@ import {
   type GiftAidDonation,
   type ScheduleRow,
 } from '../../src/giftaid/schedule.js';
+import { formatMicros, ukEndOfDayIso, ukStartOfDayIso } from '../../src/time.js';
 
 /** The claim date of every test unless said otherwise. */
 const TODAY = '2025-06-15';
@@ -219,6 +221,31 @@ describe('dates', () => {
     assert.equal(claimed(donation({ donation_date: '2025-06-14T00:00:00.000000Z' })).donationDay, '2025-06-14', 'a given date is that day');
     assert.equal(hmrcDate('2021-12-31'), '31/12/21');
     assert.equal(hmrcDate('2024-03-05'), '05/03/24');
+  });
+
+  test("a range of UK days holds exactly the donations whose schedule day is in it, over both clock changes, dated or not", () => {
+    const days = ['2025-01-14', '2025-03-29', '2025-03-30', '2025-03-31', '2025-06-14', '2025-06-15', '2025-10-25', '2025-10-26', '2025-10-27', '2025-12-31', '2026-01-01'];
+    // Every quarter of an hour from the day before the first to the day after the last, undated (recorded then, to the microsecond) and dated.
+    const instants: string[] = [];
+    for (const day of days) {
+      const midnight = Date.parse(`${day}T00:00:00Z`);
+      for (let ms = midnight - 86_400_000; ms <= midnight + 2 * 86_400_000; ms += 900_000) instants.push(formatMicros(ms * 1000), formatMicros(ms * 1000 + 1), formatMicros(ms * 1000 - 1));
+      instants.push(`${day}T00:00:00.000000Z`);
+    }
+    for (const [i, from] of days.entries()) {
+      for (const to of days.slice(i)) {
+        const [start, end] = [ukStartOfDayIso(from), ukEndOfDayIso(to)];
+        for (const at of instants) {
+          const inDays = from <= donationDay(at) && donationDay(at) <= to;
+          assert.equal(start <= at && at <= end, inDays, `${at} (UK day ${donationDay(at)}) against ${from} to ${to}: ${start} to ${end}`);
+        }
+      }
+    }
+    assert.equal(ukStartOfDayIso('2025-06-15'), '2025-06-14T23:00:00.000000Z', 'a summer day starts at 23:00 UTC the day before');
+    assert.equal(ukEndOfDayIso('2025-06-15'), '2025-06-15T22:59:59.999999Z');
+    assert.equal(ukStartOfDayIso('2025-01-14'), '2025-01-14T00:00:00.000000Z', 'a winter day is the UTC day');
+    assert.equal(ukEndOfDayIso('2025-01-14'), '2025-01-14T23:59:59.999999Z');
+    assert.deepEqual([ukStartOfDayIso('0001-01-01'), ukEndOfDayIso('9999-12-31')], ['0001-01-01T00:00:00.000000Z', '9999-12-31T23:59:59.999999Z'], 'the first and last days there are');
   });
 
   test('four years back: the same date four years before the claim date is still in time, the day before is not', () => {

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { parseDatabaseUrl, type DatabaseLocation } from '../../src/config.js';
 
@@ -58,6 +59,21 @@ export async function queryPostgres<R extends pg.QueryResultRow>(url: string, te
   } finally {
     await client.end();
   }
+}
+
+/** Runs one statement on the database at `url` directly, as someone at a SQL prompt would. */
+export async function rawSql(url: string, statement: string): Promise<void> {
+  const location = parseDatabaseUrl(url);
+  if (location.dialect === 'sqlite') {
+    const db = new BetterSqlite3(location.path);
+    try {
+      db.exec(statement);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  await queryPostgres(url, statement);
 }
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
