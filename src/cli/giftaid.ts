@@ -61,6 +61,14 @@ export function giftaidCommand(): Command {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
         const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today);
+        if (!claim) {
+          // No claim, so no entry from the ledger; the donations left out are still written out (names, addresses).
+          await store.audit({
+            action: 'giftaid claim',
+            target: opts.charity,
+            summary: { charity_id: charity.id, up_to: upTo, donations: 0, total_minor: 0, needs_attention: assessed.needsAttention.length },
+          });
+        }
 
         const attentionName = claim ? claimAttentionName(claim.id) : ATTENTION_FILE_NAME;
         let files: string[] = [];
@@ -165,6 +173,8 @@ export function giftaidCommand(): Command {
         if (!claim) throw new UsageError(`no claim has the id ${id}.`);
         const charity = await findCharity(store, claim.charity);
         await makeFolder(dir, opts.out);
+        // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
+        await store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count } });
         const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name))).map((name) => join(opts.out, name));
         if (opts.json) return printJson({ claim: id, files });
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
@@ -191,6 +201,11 @@ export function giftaidCommand(): Command {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out);
         const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today);
+        await store.audit({
+          action: 'giftaid schedule',
+          target: opts.charity,
+          summary: { from: opts.from, to: opts.to, donations: assessed.rows.length, needs_attention: assessed.needsAttention.length },
+        });
         const parts = chunk(assessed.rows, MAX_ROWS_PER_SCHEDULE);
         const spreadsheets = parts.map((rows, i) => ({
           name: previewFileName(i + 1),
@@ -245,7 +260,7 @@ async function prepareClaim(store: Store, charityId: number, upTo: string, today
     const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today);
     if (assessed.rows.length === 0) return { assessed };
     try {
-      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows }), assessed };
+      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length }), assessed };
     } catch (err) {
       if (!(err instanceof ClaimConflictError) || attempt === 10) throw err;
     }

@@ -23,6 +23,8 @@ export type AuditAction =
   | 'donor erase'
   | 'retention apply'
   | 'giftaid claim'
+  | 'giftaid files'
+  | 'giftaid schedule'
   | 'giftaid mark'
   | 'backup'
   | 'restore';

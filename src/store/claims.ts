@@ -22,6 +22,8 @@ export interface NewClaim {
   claimDate: string;
   /** The claim's donations, in the order of its files; at least one. */
   rows: readonly ScheduleRow[];
+  /** How many Gift Aid donations were left out for the charity's attention (written to its needs-attention file), for the audit trail. */
+  needsAttention: number;
 }
 
 /** A donation of the new claim was put in another live claim meanwhile; nothing was recorded. */
@@ -116,7 +118,13 @@ export class ClaimLedger {
         await appendAudit(trx, {
           action: 'giftaid claim',
           target: `claim ${id}`,
-          summary: { charity_id: claim.charityId, up_to: claim.upTo, donations: claim.rows.length, total_minor: claim.rows.reduce((sum, r) => sum + r.amountMinor, 0) },
+          summary: {
+            charity_id: claim.charityId,
+            up_to: claim.upTo,
+            donations: claim.rows.length,
+            total_minor: claim.rows.reduce((sum, r) => sum + r.amountMinor, 0),
+            needs_attention: claim.needsAttention,
+          },
         });
         for (let start = 0; start < claim.rows.length; start += INSERT_CHUNK) {
           await trx

@@ -53,12 +53,21 @@ for (const backend of BACKENDS) {
         assert.ok(v.ok);
         const donation = await store.recordDonation(id, v.donation);
         const row = { donationId: donation.id, firstName: 'Jane', lastName: 'Doe', houseNameOrNumber: '12', postcode: 'SW1A 1AA', donationDay: '2026-01-02', amountMinor: 2500 };
-        const claim = await store.claims.prepare({ charityId: id, upTo: '2026-11-01', claimDate: '2026-11-24', rows: [row] });
+        const claim = await store.claims.prepare({ charityId: id, upTo: '2026-11-01', claimDate: '2026-11-24', rows: [row], needsAttention: 0 });
         await store.claims.mark(claim.id, 'submitted');
         await store.claims.mark(claim.id, 'submitted'); // no change, no entry
+        // One that needs attention (no postcode): the files below write it out, names and address.
+        const unfit = validateDonation(exampleDonation({ gift_aid: 'yes', donor_postcode: null, donation_date: '02-01-2026' }));
+        assert.ok(unfit.ok);
+        await store.recordDonation(id, unfit.donation);
       } finally {
         await store.close();
       }
+      // The commands that write donors' names and addresses to files, whether or not they claim.
+      const out = tempDir();
+      assert.equal((await almoner(database.url, ['giftaid', 'files', '1', '--out', join(out, 'files')])).code, 0);
+      assert.equal((await almoner(database.url, ['giftaid', 'schedule', '--charity', username, '--from', '2026-01-01', '--to', '2026-11-01', '--out', join(out, 'preview')])).code, 0);
+      assert.equal((await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--to', '2026-11-01', '--out', join(out, 'claim')])).code, 0); // claims nothing
 
       const entries = await trail(database.url);
       assert.deepEqual(
@@ -71,6 +80,9 @@ for (const backend of BACKENDS) {
           `donations export ${username}`,
           'giftaid claim claim 1',
           'giftaid mark claim 1',
+          'giftaid files claim 1',
+          `giftaid schedule ${username}`,
+          `giftaid claim ${username}`,
         ],
       );
       const me = userInfo().username;
@@ -80,7 +92,11 @@ for (const backend of BACKENDS) {
         assert.match(e.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
       }
       assert.deepEqual(entries[4]!.summary, { format: 'jsonl', from: '2026-01-01T00:00:00.000000Z', to: null });
+      assert.deepEqual(entries[5]!.summary, { charity_id: id, up_to: '2026-11-01', donations: 1, total_minor: 2500, needs_attention: 0 });
       assert.deepEqual(entries[6]!.summary, { status: 'submitted' });
+      assert.deepEqual(entries[7]!.summary, { status: 'submitted', donations: 1 });
+      assert.deepEqual(entries[8]!.summary, { from: '2026-01-01', to: '2026-11-01', donations: 0, needs_attention: 1 });
+      assert.deepEqual(entries[9]!.summary, { charity_id: id, up_to: '2026-11-01', donations: 0, total_minor: 0, needs_attention: 1 });
       const text = (await almoner(database.url, ['audit'])).stdout + JSON.stringify(entries);
       for (const secret of [password, newPassword, 'Jane', 'SW1A 1AA', 'jane.doe@example.com']) {
         assert.ok(!text.includes(secret), `the audit trail shows ${secret}`);

@@ -65,7 +65,7 @@ for (const backend of BACKENDS) {
         oldNoGiftAid: (await record(store, charityId, { ...SAM, donor_email: 'alex@example.org', gift_aid: 'no', amount: '3.00', donation_date: '15-03-2015' })).id,
       };
       const row = (donationId: number, day: string) => ({ donationId, firstName: 'Sam', lastName: 'Smith', houseNameOrNumber: '12', postcode: 'SW1A 1AA', donationDay: day, amountMinor: 100 });
-      claimId = (await store.claims.prepare({ charityId, upTo: '2026-11-01', claimDate: '2026-11-24', rows: [row(ids.recentGiftAid, '2026-01-02'), row(ids.oldGiftAid, '2015-03-15')] })).id;
+      claimId = (await store.claims.prepare({ charityId, upTo: '2026-11-01', claimDate: '2026-11-24', rows: [row(ids.recentGiftAid, '2026-01-02'), row(ids.oldGiftAid, '2015-03-15')], needsAttention: 0 })).id;
     });
     after(async () => {
       await store?.close();
