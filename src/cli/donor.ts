@@ -53,7 +53,7 @@ export function describeErasures(found: DonationErasure[], dryRun: boolean): str
   const lines = found.map(({ id, charity, day, giftAid, erasure }) => {
     const erased = erasure.erased.length ? `${dryRun ? 'would erase' : 'erased'} ${erasure.erased.map(label).join(', ')}` : 'nothing left to erase';
     const kept = erasure.keptUntil
-      ? `; kept ${erasure.kept.map((n) => (n === 'donor_address' ? 'house name or number' : label(n))).join(', ')} until ${erasure.keptUntil}: HMRC requires Gift Aid records for six years after the tax year of the donation`
+      ? `; kept ${erasure.kept.map((n) => (n === 'donor_address' ? 'house name or number' : label(n))).join(', ')} until ${erasure.keptUntil}: HMRC requires Gift Aid records for six years after the end of the accounting period or tax year of the donation`
       : '';
     return `donation ${id} (${charity}, ${day}, ${giftAid ? 'Gift Aid' : 'no Gift Aid'}): ${erased}${kept}`;
   });

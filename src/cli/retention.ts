@@ -9,7 +9,7 @@ export function retentionCommand(): Command {
   const retention = new Command('retention').description("donors' personal data kept no longer than it must be");
   retention
     .command('apply')
-    .description('erase the personal data of gift-aided donations six years after their tax year, and of others after RETENTION_YEARS (6)')
+    .description('erase the personal data of gift-aided donations seven years after their day, and of others RETENTION_YEARS (6) after it')
     .option('--dry-run', 'say what would be erased, and change nothing')
     .action(async (opts: { dryRun?: boolean }) => {
       const retentionYears = retentionYearsFromEnv();

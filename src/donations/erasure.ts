@@ -1,13 +1,15 @@
 // Erasing a donor's personal data (UK GDPR Article 17), and how long a gift-aided donation's must
 // first be kept (Article 17(3)(b): a legal obligation). HMRC requires Gift Aid records for six
-// years after the end of the charity's accounting period; Almoner does not know each charity's
-// period, so it counts six years from the end of the UK tax year (5 April) of the donation's day.
+// years after the end of the accounting period that holds the donation (a charitable company), or
+// of the tax year (a charitable trust). Almoner does not know each charity's period; one of up to
+// 12 months ends within a year of the donation's day, and so does the tax year, so it keeps them
+// seven years from that day.
 // Which fields are personal, and what erasing each does, is the field table's (fields.ts).
 import { donationDay, houseNameOrNumber } from '../giftaid/schedule.js';
 import { DONATION_FIELDS, type StoredDonation } from './fields.js';
 import { dayIso } from '../time.js';
 
-export const GIFT_AID_RETENTION_YEARS = 6;
+export const GIFT_AID_RETENTION_YEARS = 7;
 
 /** What an erased value becomes where the field may not be empty (the donor's e-mail address): an address that can never be delivered to (RFC 2606). */
 export const ERASED_EMAIL = 'erased@erased.invalid';
@@ -20,20 +22,22 @@ export const PERSONAL_FIELDS = DONATION_FIELDS.filter((f): f is Personal => 'era
 
 type PersonalField = Personal['name'];
 
-/** The last day (YYYY-MM-DD) a gift-aided donation on `day` must be kept: 5 April, six tax years on. */
+/** The last day (YYYY-MM-DD) a gift-aided donation on `day` must be kept: the same day seven years on. */
 export function giftAidKeptUntil(day: string): string {
-  const [year, month, date] = day.split('-').map(Number) as [number, number, number];
-  const taxYearEnds = month < 4 || (month === 4 && date <= 5) ? year : year + 1;
-  return yearsLater(GIFT_AID_RETENTION_YEARS, taxYearEnds, 4, 5);
+  return yearsLater(GIFT_AID_RETENTION_YEARS, day);
 }
 
 /**
- * The day `years` after year-month-day, as YYYY-MM-DD (a donation dated in the year 215 is kept
- * until 0221, not "221", which sorts after every later year), and past 9999, which no date can
- * hold, the last day there is.
+ * The day (YYYY-MM-DD) `years` after `day`: 29 February in a year without one is 1 March; the
+ * year in four digits (a donation dated in the year 215 is kept until 0222, not "222", which sorts
+ * after every later year); past 9999, which no date can hold, the last day there is.
  */
-export function yearsLater(years: number, year: number, month: number, day: number): string {
-  return year + years > 9999 ? '9999-12-31' : dayIso(year + years, month, day);
+export function yearsLater(years: number, day: string): string {
+  const [year, month, date] = day.split('-').map(Number) as [number, number, number];
+  if (year + years > 9999) return '9999-12-31';
+  const later = new Date(0);
+  later.setUTCFullYear(year + years, month - 1, date);
+  return dayIso(later.getUTCFullYear(), later.getUTCMonth() + 1, later.getUTCDate());
 }
 
 /** What erasing a donation's personal data changes, and what it keeps and until when. */

@@ -46,7 +46,7 @@ export class DonorData {
 
   /**
    * Erases, on `today`, the personal data whose retention period has ended: a gift-aided
-   * donation's six years after the end of its tax year (giftAidKeptUntil), any other donation's
+   * donation's seven years after its day (giftAidKeptUntil), any other donation's
    * `retentionYears` after its day; with its audit entry, in one transaction.
    */
   async applyRetention({ today, retentionYears, dryRun }: { today: string; retentionYears: number; dryRun: boolean }): Promise<DonationErasure[]> {
@@ -88,7 +88,5 @@ function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: stri
 
 /** The last day a donation's personal data may be kept. */
 function endOfRetention(d: DonationErasure, retentionYears: number): string {
-  if (d.giftAid) return giftAidKeptUntil(d.day);
-  const [year, month, day] = d.day.split('-').map(Number) as [number, number, number];
-  return yearsLater(retentionYears, year, month, day);
+  return d.giftAid ? giftAidKeptUntil(d.day) : yearsLater(retentionYears, d.day);
 }

@@ -34,13 +34,17 @@ async function record(store: Store, charityId: number, body: Record<string, unkn
   return store.recordDonation(charityId, v.donation);
 }
 
-test('a gift-aided donation is kept until 5 April six tax years on', () => {
-  assert.equal(giftAidKeptUntil('2026-01-02'), '2032-04-05');
-  assert.equal(giftAidKeptUntil('2026-04-05'), '2032-04-05');
-  assert.equal(giftAidKeptUntil('2026-04-06'), '2033-04-05');
+test('a gift-aided donation is kept until the same day seven years on: past six years after any accounting period of up to 12 months that holds it', () => {
+  assert.equal(giftAidKeptUntil('2026-01-02'), '2033-01-02');
+  // On 5 April, the last day of a tax year: a period of 6 April 2025 to 5 April 2026 holds it, and HMRC's six years after it end on 5 April 2032.
+  assert.equal(giftAidKeptUntil('2025-04-05'), '2032-04-05');
+  // A period of 1 January to 31 December holds 2 January 2026 and ends on 31 December 2026: six years on is 31 December 2032, which 5 April 2032 (the old rule) missed.
+  assert.ok(giftAidKeptUntil('2026-01-02') >= '2032-12-31');
+  assert.equal(giftAidKeptUntil('2024-02-29'), '2031-03-01', 'no 29 February in 2031: the day after 28 February');
   // Days compare as strings: a year in four digits, and none past 9999.
-  assert.equal(giftAidKeptUntil('0215-03-15'), '0221-04-05');
+  assert.equal(giftAidKeptUntil('0215-03-15'), '0222-03-15');
   assert.ok(giftAidKeptUntil('0215-03-15') < '2026-11-27');
+  assert.equal(giftAidKeptUntil('9992-06-01'), '9999-06-01');
   assert.equal(giftAidKeptUntil('9996-06-01'), '9999-12-31');
 });
 
@@ -99,7 +103,7 @@ for (const backend of BACKENDS) {
     test('erase: the e-mail, phone, IP, city and the address past the house go at once; Gift Aid keeps names, house and postcode for its period; nothing else is kept', async () => {
       const run = await almoner(database.url, ['donor', 'erase', '--email', 'SAM@example.org']);
       assert.equal(run.code, 0, run.stderr);
-      assert.match(run.stdout, new RegExp(`donation ${ids.recentGiftAid} .*kept donor first name, donor last name, house name or number, donor postcode until 2032-04-05: HMRC`));
+      assert.match(run.stdout, new RegExp(`donation ${ids.recentGiftAid} .*kept donor first name, donor last name, house name or number, donor postcode until 2033-01-02: HMRC`));
       const recent = await find(ids.recentGiftAid);
       assert.deepEqual(
         [recent.donor_first_name, recent.donor_last_name, recent.donor_email, recent.donor_phone, recent.donor_address, recent.donor_city, recent.donor_postcode, recent.donor_ip],
@@ -130,12 +134,12 @@ for (const backend of BACKENDS) {
     });
 
     test('retention: kept Gift Aid data goes after its period, other donations after RETENTION_YEARS; a dry run changes nothing', async () => {
-      assert.deepEqual((await store.donors.applyRetention({ today: '2032-04-05', retentionYears: 6, dryRun: false })).map((d) => d.id), [ids.otherDonor, ids.oldNoGiftAid]);
+      assert.deepEqual((await store.donors.applyRetention({ today: '2033-01-02', retentionYears: 6, dryRun: false })).map((d) => d.id), [ids.otherDonor, ids.oldNoGiftAid]);
       assert.equal((await find(ids.recentGiftAid)).donor_first_name, 'Sam', 'kept on the last day of its period');
-      const dry = await store.donors.applyRetention({ today: '2032-04-06', retentionYears: 6, dryRun: true });
+      const dry = await store.donors.applyRetention({ today: '2033-01-03', retentionYears: 6, dryRun: true });
       assert.deepEqual(dry.map((d) => d.id), [ids.recentGiftAid]);
       assert.equal((await find(ids.recentGiftAid)).donor_first_name, 'Sam', 'a dry run changes nothing');
-      await store.donors.applyRetention({ today: '2032-04-06', retentionYears: 6, dryRun: false });
+      await store.donors.applyRetention({ today: '2033-01-03', retentionYears: 6, dryRun: false });
       const recent = await find(ids.recentGiftAid);
       assert.deepEqual([recent.donor_first_name, recent.donor_last_name, recent.donor_address, recent.donor_postcode], [null, null, null, null]);
       assert.deepEqual(await store.donors.applyRetention({ today: '2040-01-01', retentionYears: 6, dryRun: false }), [], 'nothing is erased twice');

@@ -1,5 +1,6 @@
 // Migrations on a database that has data: 0005 keeps every idempotency key that has its donation
-// (it still replays) and frees the keys a dead request left claimed without one.
+// (it still replays) and frees the keys a dead request left claimed without one; 0010 moves the
+// day until which an erased donation keeps its Gift Aid data to the seven-year rule.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
@@ -82,6 +83,70 @@ for (const backend of BACKENDS) {
         assert.equal(Number(columns.rows[0]!.n), 0);
       } finally {
         await store.close();
+      }
+    });
+
+    test('0010: Gift Aid data kept after an erasure is kept seven years from the donation\'s day, no longer until 5 April six tax years on', async () => {
+      const database = await backend.createDatabase();
+      try {
+        const old = await migratedTo(database, '0009_donations_by_charity');
+        const now = '2026-11-23T12:00:00.000000Z';
+        const ids: Record<string, number> = {};
+        try {
+          const { id: charityId } = await old
+            .insertInto('charities')
+            .values({ name: 'Old', email: 'old@example.org', username: 'old-charity', password_hash: 'x', active: 1, created_at: now, updated_at: now })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          // Rows as 0009's table had them, each kept until the old rule's day, and one fully erased.
+          const rows: Array<[string, string, string | null]> = [
+            ['dated', '2026-01-02T00:00:00.000000Z', '2032-04-05'],
+            ['lastOfTaxYear', '2025-04-05T00:00:00.000000Z', '2031-04-05'],
+            ['summerNight', '2025-06-30T23:30:00.000001Z', '2032-04-05'], // recorded without a date at 00:30 BST on 1 July
+            ['erased', '2026-01-02T00:00:00.000000Z', null],
+          ];
+          for (const [name, day, until] of rows) {
+            const { id } = await old
+              .insertInto('donations')
+              .values({
+                charity_id: charityId,
+                donor_email: 'erased@erased.invalid',
+                gift_aid: 1,
+                amount: '25.00',
+                amount_minor: 2500,
+                donation_type: 'one-time',
+                zakat_donation: 0,
+                donation_date: day,
+                recorded_at: now,
+                erased_at: now,
+                erase_after: until,
+              })
+              .returning('id')
+              .executeTakeFirstOrThrow();
+            ids[name] = Number(id);
+          }
+        } finally {
+          await old.destroy();
+        }
+
+        const store = await openStore(database.location); // applies 0010
+        try {
+          const db = (store as unknown as { db: Kysely<any> }).db;
+          const after = await db.selectFrom('donations').select(['id', 'erase_after']).orderBy('id').execute();
+          assert.deepEqual(
+            after.map((r) => [Number(r.id), r.erase_after]),
+            [
+              [ids.dated, '2033-01-02'],
+              [ids.lastOfTaxYear, '2032-04-05'],
+              [ids.summerNight, '2032-07-01'],
+              [ids.erased, null],
+            ],
+          );
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await database.drop();
       }
     });
   });

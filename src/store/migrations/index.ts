@@ -12,6 +12,7 @@ import { donationIdsByDefault } from './0006_donation_ids_by_default.js';
 import { auditLog } from './0007_audit_log.js';
 import { erasure } from './0008_erasure.js';
 import { donationsByCharity } from './0009_donations_by_charity.js';
+import { giftAidKeptSevenYears } from './0010_giftaid_kept_seven_years.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -24,5 +25,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0007_audit_log': auditLog(dialect),
     '0008_erasure': erasure(),
     '0009_donations_by_charity': donationsByCharity(),
+    '0010_giftaid_kept_seven_years': giftAidKeptSevenYears(),
   };
 }
