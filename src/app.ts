@@ -153,7 +153,7 @@ export async function buildApp({
     if (serveMetrics) await app.register((instance) => metrics.route(instance));
   }
 
-  await registerBodyParsing(app);
+  registerBodyParsing(app);
   await app.register(noRoute); // after the hooks above, so its answers meet them too
 
   await app.register(healthRoutes, { store });

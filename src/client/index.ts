@@ -76,7 +76,8 @@ export interface CreatedDonation {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's limit: a larger delay would fire at once
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+/** As the server's (http/idempotency.ts): no space at either end, which HTTP would drop. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 export class AlmonerClient {
   /** The API's root the client calls, e.g. `http://127.0.0.1:3000/api/v1`. */
@@ -122,7 +123,7 @@ export class AlmonerClient {
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
     if (idempotencyKey !== undefined) {
       if (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-        throw new TypeError('createDonation: idempotencyKey must be 1 to 255 printable ASCII characters.');
+        throw new TypeError('createDonation: idempotencyKey must be 1 to 255 printable ASCII characters, with no space at either end.');
       }
       headers['Idempotency-Key'] = idempotencyKey;
     }

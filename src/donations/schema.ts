@@ -55,8 +55,8 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
     case 'yes_no':
       return { ...base, type: 'string', enum: YES_NO };
     case 'amount':
-      // anyOf, not oneOf: a form's "20" is a string that a validating proxy (Prism) may also read as
-      // a number, and then it would match both branches and fail oneOf.
+      // anyOf, not oneOf: a string such as "20" that a validating proxy (Prism) may also read as a
+      // number would match both branches and fail oneOf.
       return {
         ...base,
         anyOf: [
@@ -108,12 +108,27 @@ function blankInForm(property: Record<string, unknown>): Record<string, unknown>
 }
 
 /**
+ * A field's input property as a form sends it: text, its only branches (a form has no numbers,
+ * booleans or null). A form-filling tool then sends what was typed: with a number branch, Swagger
+ * UI's form sent an amount of 10.50 as 10.5, which the record then echoed.
+ */
+function asText(property: Record<string, unknown>): Record<string, unknown> {
+  const { description, examples, anyOf, type, ...rules } = property as { anyOf?: Array<Record<string, unknown>>; type?: unknown } & Record<string, unknown>;
+  if (anyOf !== undefined) {
+    const texts = anyOf.filter((branch) => branch['type'] === 'string');
+    return texts.length === 1 ? { description, examples, ...texts[0] } : { description, examples, anyOf: texts };
+  }
+  return { description, examples, ...rules, type: 'string' };
+}
+
+/**
  * A create request sent as a form (application/x-www-form-urlencoded): as DONATION_INPUT_SCHEMA,
- * but the fields a form may leave blank (an empty date, flag or payment method) also take "".
+ * but every value text, and the fields a form may leave blank (an empty date, flag or payment
+ * method) also take "".
  */
 export const DONATION_FORM_SCHEMA = {
   ...DONATION_INPUT_SCHEMA,
-  properties: Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, 'blankInFormIsAbsent' in f ? blankInForm(inputProperty(f)) : inputProperty(f)])),
+  properties: Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, 'blankInFormIsAbsent' in f ? blankInForm(asText(inputProperty(f))) : asText(inputProperty(f))])),
 } as const;
 
 /** The interface's example request: each field's example. */

@@ -1,7 +1,6 @@
-// Request bodies: JSON (UTF-8) or application/x-www-form-urlencoded, at most 1 MiB.
+// Request bodies: JSON or application/x-www-form-urlencoded, both UTF-8, at most 1 MiB.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
-import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import { parse as parseQueryString } from 'fast-querystring';
 import sjson from 'secure-json-parse';
@@ -84,12 +83,29 @@ export function boundBody(request: FastifyRequest, _reply: FastifyReply, payload
 /** The donation fields whose blank value in a form post is no value (see FieldSpec.blankInFormIsAbsent). */
 export const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
 
+/** A run of percent-escapes: the bytes of one or more characters, which must be UTF-8. */
+const ESCAPED_BYTES = /(?:%[0-9A-Fa-f]{2})+/g;
+/** A `%` that escapes nothing: the parser would keep its whole value undecoded. */
+const BARE_PERCENT = /%(?![0-9A-Fa-f]{2})/;
+
 /**
- * A form post as PHP and HTML send it: parsed by fast-querystring (as @fastify/formbody does), a
- * blank value of a field the table marks blankInFormIsAbsent dropped, and a JSON text sent as a form (curl's -d
- * without a Content-Type: one key beginning with `{`) refused with the fix, not read as fields.
+ * A form post as PHP and HTML send it: UTF-8 bytes whose percent-escapes are UTF-8 too (a form on
+ * a Latin-1 page sends é as %E9: a 400, not "%E9" or U+FFFD stored in a donor's name), parsed by
+ * fast-querystring, a blank value of a field the table marks blankInFormIsAbsent dropped, and a
+ * JSON text sent as a form (curl's -d without a Content-Type: one key beginning with `{`) refused
+ * with the fix, not read as fields. A `%` not followed by two hex digits is a 400 too: the parser
+ * would keep that whole value as sent, escapes and all (`%zz%C3%A9`, not `%zzé`).
  */
 function parseForm(text: string): Record<string, unknown> {
+  const bare = BARE_PERCENT.exec(text);
+  if (bare) throw new HttpError(400, `The form body is not valid: "${text.slice(bare.index, bare.index + 3)}" is not a percent-escape (a form sends % as %25).`);
+  for (const [run] of text.matchAll(ESCAPED_BYTES)) {
+    try {
+      STRICT_UTF8.decode(Buffer.from(run.replaceAll('%', ''), 'hex'));
+    } catch {
+      throw new HttpError(400, `The form body is not valid UTF-8: ${run.length > 30 ? `${run.slice(0, 30)}…` : run} is not the percent-encoding of UTF-8 text.`);
+    }
+  }
   const body = parseQueryString(text) as Record<string, unknown>;
   const keys = Object.keys(body);
   if (keys.length === 1 && keys[0]!.trimStart().startsWith('{')) {
@@ -99,22 +115,35 @@ function parseForm(text: string): Record<string, unknown> {
   return body;
 }
 
-/** The JSON and form parsers (the body's limit is boundBody's). */
-export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
+/** The body as text: UTF-8 by its Content-Type's charset (or none) and by its bytes, strictly, else the HttpError. */
+function utf8Text(request: FastifyRequest, bytes: Buffer, kind: 'JSON' | 'form'): string | HttpError {
+  const charset = charsetOf(request.headers['content-type']);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return new HttpError(415, `Unsupported charset: ${kind} bodies must be UTF-8.`);
+  try {
+    // Strict: invalid bytes are an error, not U+FFFD stored in place of what was meant.
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return new HttpError(400, 'The request body is not valid UTF-8.');
+  }
+}
+
+/** The JSON and form parsers (the body's limit is boundBody's; both within the app-wide bodyLimit, DRAIN_LIMIT). */
+export function registerBodyParsing(app: FastifyInstance): void {
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
 
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
-    const charset = charsetOf(request.headers['content-type']);
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      return done(new HttpError(415, 'Unsupported charset: JSON bodies must be UTF-8.'), undefined);
-    }
-    let text: string;
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, bytes, done) => {
+    const text = utf8Text(request, bytes as Buffer, 'form');
+    if (text instanceof HttpError) return done(text, undefined);
     try {
-      // Strict: invalid bytes are an error, not U+FFFD stored in place of what was meant.
-      text = STRICT_UTF8.decode(bytes as Buffer);
-    } catch {
-      return done(new HttpError(400, 'The request body is not valid UTF-8.'), undefined);
+      done(null, parseForm(text));
+    } catch (err) {
+      done(err as Error, undefined);
     }
+  });
+
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
+    const text = utf8Text(request, bytes as Buffer, 'JSON');
+    if (text instanceof HttpError) return done(text, undefined);
     const source = text.trim();
     if (source === '') return done(null, {}); // an empty JSON body is an empty object, as in Laravel
     let body: unknown;
@@ -128,6 +157,4 @@ export async function registerBodyParsing(app: FastifyInstance): Promise<void> {
     }
     done(null, body);
   });
-
-  await app.register(formbody, { parser: parseForm }); // within the app-wide bodyLimit (DRAIN_LIMIT), like the JSON parser
 }

@@ -11,8 +11,11 @@ export const IDEMPOTENCY = {
   ttlMicros: 24 * 3600 * 1_000_000,
 };
 
-/** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */
-export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
+/**
+ * What an Idempotency-Key may be: 1 to 255 printable ASCII characters, the first and last not a
+ * space (HTTP drops a header value's spaces at either end, so ' x ' would arrive as 'x', and ' ' as nothing).
+ */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 /** The request's Idempotency-Key, undefined without one; a malformed key is a 400. */
 export function idempotencyKeyOf(headers: IncomingHttpHeaders): string | undefined {

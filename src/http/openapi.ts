@@ -59,7 +59,8 @@ credentials (from \`bin/almoner charity create\`) and \`Accept: application/json
 errors are \`{ "message": ... }\`, and a 422 adds \`errors\`, one list of messages per failing field.
 Every answer carries an \`X-Request-Id\`: yours if you sent one of 1 to 200 printable ASCII characters
 without spaces, else a generated UUID; quote it when asking for help. (A request too malformed for the
-HTTP parser gets a 400, 408 or 431 with the same JSON body but no request id.)`;
+HTTP parser gets a 400, 408 or 431, and a connection over the server's limit per address a 429, with
+the same JSON body but no request id: each is sent before there is a request to name.)`;
 
 /** Who serves the document: what makes it absolute, and whom to write to. */
 export interface DocumentSite {
@@ -90,10 +91,12 @@ export function buildOpenApiDocument(version: string, { origin, contactEmail }: 
       { url: `${origin ?? ''}/api/v1`, description: 'This server' },
       {
         url: '{scheme}://{host}/api/v1',
-        description: 'Another Almoner server',
+        // The variables' help is in the server's description: @apidevtools/swagger-parser 13.0.0's
+        // schema of OpenAPI 3.1 refuses a variable's description (its own typo of the keyword).
+        description: "Another Almoner server: `host` is its host name, with `:port` when not the scheme's own.",
         variables: {
           scheme: { enum: ['https', 'http'], default: 'https' },
-          host: { default: 'almoner.example.org', description: 'Its host name, with `:port` when not the scheme\'s own.' },
+          host: { default: 'almoner.example.org' },
         },
       },
     ],
@@ -136,7 +139,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
               in: 'header',
               required: false,
               description:
-                'Any 1 to 255 printable ASCII characters, unique per donation: a fresh UUID for each new donation, the same one when retrying it. (The docs page sends a fresh UUID in place of this example.)',
+                'Any 1 to 255 printable ASCII characters, no space at either end (HTTP would drop it), unique per donation: a fresh UUID for each new donation, the same one when retrying it. (The docs page sends a fresh UUID in place of this example.)',
               schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
               example: IDEMPOTENCY_KEY_EXAMPLE,
             },
@@ -199,7 +202,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
       },
       responses: {
         BadRequest: errorResponse(
-          'The request could not be read: the body is not valid JSON, not UTF-8, not a JSON object, or shorter or longer than its Content-Length; or the Idempotency-Key header is not 1 to 255 printable ASCII characters.',
+          'The request could not be read: the body is not valid JSON, not UTF-8, not a JSON object, or shorter or longer than its Content-Length; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters.',
           'The request body is not valid JSON.',
         ),
         Unauthorized: errorResponse('The credentials are missing or invalid.', 'Unauthorized', {
@@ -216,13 +219,19 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
         ),
         PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT / 1024 / 1024} MiB.`, 'The request body must not be larger than 1 MiB.'),
         UnsupportedMediaType: errorResponse(
-          'The body is neither application/json (UTF-8) nor application/x-www-form-urlencoded.',
+          'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8, or is JSON sent as a form.',
           'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
         ),
         TooManyRequests: errorResponse(
-          'Too many failed authentication attempts from this address, or too many donations recorded too quickly by this charity.',
+          'Too many failed authentication attempts from this address, too many donations recorded too quickly by this charity, or too many open connections from this address (sent as the connection opens, which is then closed).',
           'Too many donations recorded too quickly. Try again in 1 second.',
-          { 'Retry-After': ref('headers', 'Retry-After') },
+          {
+            'Retry-After': ref('headers', 'Retry-After'),
+            'X-Request-Id': {
+              description: 'Identifies the request in the logs; absent on the 429 for too many open connections, sent before any request was read.',
+              schema: { type: 'string' },
+            },
+          },
         ),
         InternalServerError: errorResponse('An unexpected fault; nothing about it is shown. Quote the X-Request-Id.', 'Internal Server Error'),
         Unavailable: errorResponse(

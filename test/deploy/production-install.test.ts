@@ -84,7 +84,7 @@ function run(file: string, args: string[], options: { cwd: string; env: NodeJS.P
   });
 }
 
-/** The package a bare specifier names: `validator/lib/isIP.js` → `validator`, `@fastify/formbody` → itself. */
+/** The package a bare specifier names: `validator/lib/isIP.js` → `validator`, `@fastify/proxy-addr` → itself. */
 function packageName(specifier: string): string {
   const parts = specifier.split('/');
   return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;

@@ -197,6 +197,18 @@ describe('GET /docs', () => {
       await screenshot('createDonation', 'docs-create-donation.png');
     });
 
+    test('"Create Donation" as a form sends each value as typed: an amount of 10.50 is recorded and echoed as "10.50"', async () => {
+      const op = operation('createDonation');
+      await op.locator('.opblock-section-request-body select.content-type').selectOption('application/x-www-form-urlencoded');
+      const amount = op.locator('tr[data-property-name="amount"] input');
+      await amount.fill('10.50');
+      const [request] = await Promise.all([page.waitForRequest((r) => r.url().endsWith('/api/v1/donation/create')), execute('createDonation', '/donation/create')]);
+      assert.equal(new URLSearchParams(request.postData() ?? '').get('amount'), '10.50');
+      assert.match(await shownBody('createDonation'), /"amount": "10.50"/);
+      assert.equal((await t.donations()).at(-1)?.amount, '10.50');
+      await op.locator('.opblock-section-request-body select.content-type').selectOption('application/json');
+    });
+
     test('shows each operation\'s code samples, one tab per language, each the file under examples/', async () => {
       for (const id of ['testConnection', 'createDonation'] as const) {
         const op = operation(id);

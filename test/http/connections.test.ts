@@ -81,6 +81,7 @@ describe('connection limits', () => {
     assert.match(text, /^HTTP\/1\.1 429 Too Many Requests\r\n/);
     assert.match(text, /\r\nRetry-After: 1\r\n/);
     assert.match(text, /"message":"Too many open connections from this address\./);
+    assert.doesNotMatch(text, /X-Request-Id/i, 'sent before any request was read: no request id, as the OpenAPI document says');
     // One let go: room for another, which is served.
     held[0]!.socket.destroy();
     await held[0]!.closed;

@@ -1,5 +1,5 @@
-// The OpenAPI document as integrators' tools read it, served by a live server: openapi-typescript
-// generates types that compile what the API takes and refuse what it does not; Redocly's and
+// The OpenAPI document as integrators' tools read it, served by a live server: swagger-parser
+// validates it; openapi-typescript generates types that compile what the API takes and refuse what it does not; Redocly's and
 // Spectral's default rulesets find nothing to warn about; Prism's validation proxy, in front of the
 // server, forwards valid JSON and form posts (PHP's habits included) and stops invalid ones, and
 // finds every answer the server gives as the document says. The tools' versions are pinned in
@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import SwaggerParser from '@apidevtools/swagger-parser';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { exampleDonation, startTestApp, tempDir, type TestContext } from '../support/app.js';
@@ -80,6 +81,7 @@ type DonationInput = components['schemas']['DonationInput'];
 type DonationForm = components['schemas']['DonationForm'];
 type Donation = components['schemas']['Donation'];
 const example: DonationInput = ${JSON.stringify(exampleDonation())};
+const formExample: DonationForm = ${JSON.stringify(exampleDonation())};
 `;
     // Each case in a file of its own: the valid one must compile, each invalid one must fail for its own reason.
     const cases: Record<string, { code: string; error?: RegExp }> = {
@@ -88,7 +90,7 @@ const example: DonationInput = ${JSON.stringify(exampleDonation())};
 const amounts: DonationInput['amount'][] = ['25.00', 25, 0.01];
 const zakat: DonationInput['zakat_donation'][] = ['yes', 'No', true, 1, 0, null];
 const required: DonationInput = { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_email: 'jane@example.com', gift_aid: 'no', amount: 5, donation_type: 'recurring' };
-const blank: DonationForm = { ...example, donation_date: '', zakat_donation: '', payment_method: '' };
+const blank: DonationForm = { ...formExample, donation_date: '', zakat_donation: '', payment_method: '' };
 const record = {} as Donation;
 const id: number = record.id;
 const flag: boolean = record.zakat_donation;
@@ -104,6 +106,9 @@ export { ips, amounts, zakat, required, blank, id, flag, ip };`,
       },
       // (A string flag's words are a pattern, which no TypeScript type states: 'maybe' compiles, and the server refuses it.)
       zakatTwo: { code: `export const bad: DonationInput = { ...example, zakat_donation: 2 };`, error: /zakat_donation|2/ },
+      // A form sends text only: Swagger UI and generated clients then send what was typed.
+      formAmountNumber: { code: `export const bad: DonationForm = { ...formExample, amount: 25 };`, error: /amount|number/ },
+      formFlagBoolean: { code: `export const bad: DonationForm = { ...formExample, zakat_donation: true };`, error: /zakat_donation|boolean/ },
       recordFlagIsBoolean: { code: `export const bad: Donation['zakat_donation'] = 'yes';`, error: /not assignable to type 'boolean'/ },
     };
     const files = Object.fromEntries(Object.keys(cases).map((name) => [name, join(dir, `${name}.ts`)]));
@@ -128,6 +133,10 @@ export { ips, amounts, zakat, required, blank, id, flag, ip };`,
       assert.ok(errors.length > 0, `${name} must not type-check`);
       assert.match(errors.join('\n'), error, name);
     }
+  });
+
+  test('@apidevtools/swagger-parser, the validator most tools build on, finds it valid', async () => {
+    await SwaggerParser.validate(structuredClone(document));
   });
 
   test("Redocly's recommended ruleset: no error, no warning", async () => {

@@ -119,6 +119,39 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.equal(res.statusCode, 200);
     });
 
+    test('a form in another charset: 415; a form whose bytes or escapes are not UTF-8 (a Latin-1 page sends é as %E9): 400 naming it, nothing stored', async () => {
+      const before = (await t.donations()).length;
+      const { donor_first_name: _first, donor_last_name: _last, ...rest } = exampleDonation() as Record<string, string>;
+      const form = (first: string) => `${new URLSearchParams(rest).toString()}&donor_first_name=${first}`;
+      const latin1 = await post('/api/v1/donation/create', form('Ren%E9e'), { 'content-type': 'application/x-www-form-urlencoded; charset=ISO-8859-1' });
+      assert.equal(latin1.statusCode, 415);
+      assert.deepEqual(latin1.json(), { message: 'Unsupported charset: form bodies must be UTF-8.' });
+      for (const escape of ['%E9', '%C3', '%C0%AF', '%ED%A0%80', '%FF%FE']) {
+        const res = await post('/api/v1/donation/create', form(`Ren${escape}e`), { 'content-type': 'application/x-www-form-urlencoded' });
+        assert.equal(res.statusCode, 400, escape);
+        assert.deepEqual(res.json(), { message: `The form body is not valid UTF-8: ${escape} is not the percent-encoding of UTF-8 text.` });
+      }
+      const raw = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/donation/create',
+        headers: { authorization: t.charity.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: Buffer.concat([Buffer.from(form('Ren')), Buffer.from([0xe9]), Buffer.from('e')]),
+      });
+      assert.equal(raw.statusCode, 400);
+      assert.deepEqual(raw.json(), { message: 'The request body is not valid UTF-8.' });
+      assert.equal((await t.donations()).length, before);
+      // A % that escapes nothing: the value would otherwise be kept as sent, escapes and all.
+      for (const [value, shown] of [['%zz%C3%A9', '%zz'], ['100%', '%'], ['5%2', '%2']] as const) {
+        const res = await post('/api/v1/donation/create', form(value), { 'content-type': 'application/x-www-form-urlencoded' });
+        assert.equal(res.statusCode, 400, value);
+        assert.deepEqual(res.json(), { message: `The form body is not valid: "${shown}" is not a percent-escape (a form sends % as %25).` });
+      }
+      assert.equal((await t.donations()).length, before);
+      const ok = await post('/api/v1/donation/create', `${form('Ren%C3%A9e')}&donor_last_name=100%25%20D%C3%B6e`, { 'content-type': 'application/x-www-form-urlencoded' });
+      assert.equal(ok.statusCode, 200, ok.body);
+      assert.deepEqual([ok.json().data.donor_first_name, ok.json().data.donor_last_name], ['Renée', '100% Döe']);
+    });
+
     for (const contentType of ['text/plain', 'multipart/form-data; boundary=x', 'application/xml', 'application/octet-stream']) {
       test(`${contentType}: 415 with a message`, async () => {
         const res = await post('/api/v1/donation/create', 'donor_email=a@example.com', { 'content-type': contentType });

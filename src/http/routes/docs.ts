@@ -108,6 +108,21 @@ window.ui = SwaggerUIBundle({
       if (globalThis.crypto && crypto.randomUUID) request.headers['Idempotency-Key'] = crypto.randomUUID();
       else delete request.headers['Idempotency-Key'];
     }
+    // A form's values as typed: Swagger UI reads each through JSON.parse first, so an amount of 10.50
+    // would go as 10.5 (and 25.00 as 25), and the record echo that.
+    if ((request.headers['Content-Type'] || '').toLowerCase().startsWith('application/x-www-form-urlencoded') && typeof request.body === 'string') {
+      const path = url.pathname.slice('/api/v1'.length);
+      const typed = window.ui.oas3Selectors.requestBodyValue(path, request.method.toLowerCase());
+      if (typed && typeof typed.toJS === 'function') {
+        const values = typed.toJS();
+        const form = new URLSearchParams(request.body);
+        for (const key of new Set(form.keys())) {
+          const value = values[key] !== null && typeof values[key] === 'object' ? values[key].value : values[key];
+          if (typeof value === 'string') form.set(key, value);
+        }
+        request.body = form.toString();
+      }
+    }
     return request;
   },
 });
