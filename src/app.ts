@@ -95,7 +95,8 @@ export async function buildApp({
     return503OnClosing: false, // see preClose below
   };
   // Fastify types an HTTPS instance apart; the routes and hooks here are the same for both.
-  const app = (https ? Fastify({ ...options, https: { ...serverTimeouts, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
+  // A TLS handshake has the headers' deadline too (Node's own is 120 s).
+  const app = (https ? Fastify({ ...options, https: { ...serverTimeouts, handshakeTimeout: limits.headersMs, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
   limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and

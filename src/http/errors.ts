@@ -80,9 +80,12 @@ export function registerErrorHandling(app: FastifyInstance) {
 /**
  * Requests Node's HTTP parser rejects before Fastify sees them (bad bytes in a header, a header
  * block over 16 KiB, a request that took too long) get the same JSON shape and headers as the rest.
+ * A TLS connection whose handshake failed or timed out is closed at once: an answer in plain HTTP
+ * could never be sent on it, and the connection would stay open for good, waiting to send it.
  */
-export function answerUnparsableRequest(err: Error & { code?: string }, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+export function answerUnparsableRequest(err: Error & { code?: string; library?: string }, socket: Socket): void {
+  const tlsFailed = err.code?.startsWith('ERR_TLS_') || err.code?.startsWith('ERR_SSL_') || err.library !== undefined;
+  if (err.code === 'ECONNRESET' || !socket.writable || tlsFailed) {
     socket.destroy();
     return;
   }

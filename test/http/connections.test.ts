@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { connect as connectTls } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
+import selfsigned from 'selfsigned';
 import { buildApp } from '../../src/app.js';
 import { SQLITE } from '../support/backends.js';
 import { startTestApp, type TestContext } from '../support/app.js';
@@ -37,8 +39,8 @@ describe('connection limits', () => {
     await t.close();
   });
 
-  async function listening(options: Parameters<typeof buildApp>[0]['connections'], trustProxy: string | boolean = false): Promise<number> {
-    const app = await buildApp({ store: t.store, connections: options, trustProxy });
+  async function listening(options: Parameters<typeof buildApp>[0]['connections'], trustProxy: string | boolean = false, https?: { cert: Buffer; key: Buffer }): Promise<number> {
+    const app = await buildApp({ store: t.store, connections: options, trustProxy, https });
     apps.push(app);
     await app.listen({ port: 0, host: '127.0.0.1' });
     return (app.server.address() as AddressInfo).port;
@@ -59,6 +61,27 @@ describe('connection limits', () => {
     conn.socket.write('POST /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n');
     const text = await closedWithin(conn, 3000, 'stalled headers');
     assert.match(text, /^(HTTP\/1\.1 408 |$)/);
+  });
+
+  test('HTTPS: a handshake never begun, or stalled halfway, is closed at the headers deadline (it stayed open for good); a completed one is served', async () => {
+    const pems = await selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], { keySize: 2048 });
+    const port = await listening(SHORT, false, { cert: Buffer.from(pems.cert), key: Buffer.from(pems.private) });
+    const silent = open(port);
+    const halfHello = open(port);
+    halfHello.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])); // the start of a ClientHello, then nothing
+    try {
+      assert.equal(await closedWithin(silent, 3000, 'a connection that never began its handshake'), '');
+      assert.equal(await closedWithin(halfHello, 3000, 'a handshake stalled halfway'), '');
+    } finally {
+      for (const c of [silent, halfHello]) c.socket.destroy(); // else the app's close would wait for them
+    }
+    const secure = connectTls({ port, host: '127.0.0.1', ca: pems.cert, checkServerIdentity: () => undefined });
+    let text = '';
+    secure.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    await new Promise((resolve, reject) => secure.once('secureConnect', resolve).once('error', reject));
+    secure.write(`POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nConnection: close\r\n\r\n`);
+    await new Promise((resolve) => secure.once('close', resolve));
+    assert.match(text, /^HTTP\/1\.1 200 /);
   });
 
   test('an idle keep-alive connection is closed after keepAliveMs (72 s in production), its answer given first', async () => {
