@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import cluster from 'node:cluster';
 import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
@@ -25,14 +25,14 @@ import { almoner, until } from './support/cli.js';
 import { ServerProcess } from './support/server.js';
 
 /** One request on a connection of its own, so that requests are spread over the workers. */
-function send(url: string, path: string, init: { method?: string; authorization?: string; body?: unknown; key?: string } = {}) {
+function send(url: string, path: string, init: { method?: string; authorization?: string; body?: unknown; key?: string; agent?: Agent } = {}) {
   return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
     const body = init.body === undefined ? undefined : JSON.stringify(init.body);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (init.authorization) headers.authorization = init.authorization;
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (init.key) headers['idempotency-key'] = init.key;
-    const req = request(`${url}${path}`, { method: init.method ?? 'POST', headers, agent: false }, (res) => {
+    const req = request(`${url}${path}`, { method: init.method ?? 'POST', headers, agent: init.agent ?? false }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (s: string) => (text += s));
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
@@ -316,6 +316,29 @@ describe('WORKERS=2: limits and the metrics port [sqlite]', () => {
     assert.equal(metrics.status, 200);
     assert.equal(counter(metrics.body, 'almoner_http_requests_total', ['route="/api/v1/me"', 'status="401"']), 10);
     assert.equal((await send(server.url, '/metrics', { method: 'GET' })).status, 404);
+  });
+
+  test('a primary that does not answer (stopped): the limits fall back to each worker\'s own counts, so no 500; a create on SQLite is a 503', { timeout: 60_000 }, async () => {
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Stalled', '--email', 'stalled@example.org', '--json']);
+    const stalled = JSON.parse(created.stdout) as { username: string; password: string };
+    // A connection a worker already holds: the primary hands new ones out, and stopped, it hands out none.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const on = (authorization: string, path = '/api/v1/me', body?: unknown) => send(server.url, path, { authorization, body, agent });
+    assert.equal((await on(basic(stalled.username, stalled.password))).status, 200);
+    process.kill(server.pid, 'SIGSTOP');
+    try {
+      // Each limiter waits for the primary for its grace (2 s), then counts here: a 500 before.
+      const wrong = await on(basic(stalled.username, 'wrong'));
+      assert.equal(wrong.status, 401, wrong.body);
+      const right = await on(basic(stalled.username, stalled.password));
+      assert.equal(right.status, 200, right.body);
+      const create = await on(basic(stalled.username, stalled.password), '/api/v1/donation/create', exampleDonation());
+      assert.equal(create.status, 503, create.body); // the primary writes SQLite's creates: not acknowledged
+    } finally {
+      process.kill(server.pid, 'SIGCONT');
+      agent.destroy();
+    }
+    assert.equal((await send(server.url, '/api/v1/me', { authorization: basic(stalled.username, stalled.password) })).status, 200);
   });
 });
 

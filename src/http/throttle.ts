@@ -3,8 +3,8 @@
 // charity out. A failure is counted as it is judged, and one past the limit is answered 429 like
 // any guess after it, so guesses in flight together learn nothing past the limit. Creates are
 // counted per charity. Counters live in memory (per instance), or under WORKERS in the primary
-// process (shared by its workers), or in Redis (shared by every instance) with an in-memory
-// fallback should Redis stop answering.
+// process (shared by its workers), or in Redis (shared by every instance); with an in-memory
+// fallback should the primary or Redis stop answering.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -64,16 +64,38 @@ export interface ThrottleOptions {
 /** The prefix of the throttle's Redis keys and channel. */
 const keyPrefixOf = (opts: ThrottleOptions): string => opts.keyPrefix ?? 'almoner';
 
-function limiter(opts: ThrottleOptions, name: string, points: number, duration: number): RateLimiterAbstract {
+/** What the throttle asks of its counters (and, with Redis, of their keys). */
+type Counter = Pick<RateLimiterAbstract, 'get' | 'consume' | 'getKey' | 'parseKey'>;
+
+function limiter(opts: ThrottleOptions, name: string, points: number, duration: number): Counter {
   const keyPrefix = `${keyPrefixOf(opts)}:${name}`;
+  const memory = new RateLimiterMemory({ keyPrefix, points, duration });
   if (opts.cluster && !opts.redis) {
     const { RateLimiterCluster }: typeof Limiters = require('rate-limiter-flexible/lib/RateLimiterCluster.js');
-    return new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_GRACE_MS });
+    return withInsurance(new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_GRACE_MS }), memory);
   }
-  const memory = new RateLimiterMemory({ keyPrefix, points, duration });
   if (!opts.redis) return memory;
   const RateLimiterRedis: typeof Limiters.RateLimiterRedis = require('rate-limiter-flexible/lib/RateLimiterRedis.js');
   return new RateLimiterRedis({ storeClient: opts.redis, keyPrefix, points, duration, insuranceLimiter: memory });
+}
+
+/**
+ * Under WORKERS: the primary's counters, and this worker's own while the primary does not answer
+ * within PRIMARY_GRACE_MS (a disk stall holds it up on SQLite, where it commits every create), as
+ * Redis has its in-memory insurance. Without it the limiter's timeout was a 500 to every create
+ * and to every authentication from an address with a failure.
+ */
+function withInsurance(shared: Counter, own: Counter): Counter {
+  const ownIfUnanswered = <T>(err: unknown, ask: () => Promise<T>): Promise<T> => {
+    if (err instanceof RateLimiterRes) throw err; // an answer: over the limit
+    return ask();
+  };
+  return {
+    get: (key) => shared.get(key).catch((err: unknown) => ownIfUnanswered(err, () => own.get(key))),
+    consume: (key) => shared.consume(key).catch((err: unknown) => ownIfUnanswered(err, () => own.consume(key))),
+    getKey: (key) => shared.getKey(key),
+    parseKey: (key) => shared.parseKey(key),
+  };
 }
 
 /** Seconds until the limiter lets `key` through again, rounded up to a whole second. */
@@ -85,9 +107,9 @@ function secondsLeft(res: RateLimiterRes): number {
 const MAX_REMEMBERED_FAILURES = 100_000;
 
 export class Throttle {
-  private readonly byAddress: RateLimiterAbstract;
-  private readonly byAddressAndUsername: RateLimiterAbstract;
-  private readonly creates: RateLimiterAbstract | undefined;
+  private readonly byAddress: Counter;
+  private readonly byAddressAndUsername: Counter;
+  private readonly creates: Counter | undefined;
   /** The shared counters, if other processes count failures too. */
   private readonly redis: Redis | undefined;
   /** With Redis: where each instance announces its failures. */
@@ -216,7 +238,7 @@ export class Throttle {
 const windowEnd = (): number => Date.now() + AUTH_FAILURES.windowSeconds * 1000;
 
 /** Takes a point: 0 when it was there, else the seconds until one is (consume() rejects past the limit). */
-async function take(limiter: RateLimiterAbstract, key: string): Promise<number> {
+async function take(limiter: Counter, key: string): Promise<number> {
   try {
     await limiter.consume(key);
     return 0;
@@ -245,7 +267,7 @@ export const WATCH_PING_MS = 1000;
  */
 function watchFailures(
   redis: Redis,
-  counted: readonly { limiter: RateLimiterAbstract; addressOf: (key: string) => string }[],
+  counted: readonly { limiter: Counter; addressOf: (key: string) => string }[],
   channel: string,
   heard: (address: string) => void,
   pingEveryMs = WATCH_PING_MS,
