@@ -10,7 +10,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
-import { answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
+import { answerConnect, answerFrameworkError, answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { Clock } from './time.js';
@@ -92,12 +92,14 @@ export async function buildApp({
     },
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: answerUnparsableRequest,
+    frameworkErrors: answerFrameworkError,
     return503OnClosing: false, // see preClose below
   };
   // Fastify types an HTTPS instance apart; the routes and hooks here are the same for both.
   // A TLS handshake has the headers' deadline too (Node's own is 120 s).
   const app = (https ? Fastify({ ...options, https: { ...serverTimeouts, handshakeTimeout: limits.headersMs, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
   limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
+  app.server.on('connect', answerConnect);
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
   // close() does not wait for them. A request already on an open connection is served, not refused.

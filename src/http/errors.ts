@@ -78,6 +78,21 @@ export function registerErrorHandling(app: FastifyInstance) {
 }
 
 /**
+ * What Fastify refuses before routing (a path whose percent-escapes do not decode, `/me%zz`): the
+ * same JSON shape and headers as every other answer, where Fastify's own has its code and no headers.
+ */
+export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // Such an answer meets none of the app's hooks: its headers are set here (the access line is not written).
+  void reply.header('x-request-id', request.id).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
+  if (err.code === 'FST_ERR_BAD_URL') {
+    void reply.code(400).send({ message: 'The request path is not valid: each % in it must begin a percent-escape of UTF-8 (send % as %25).' });
+    return;
+  }
+  const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+  void reply.code(status).send({ message: STATUS_CODES[status] ?? 'Error' });
+}
+
+/**
  * Requests Node's HTTP parser rejects before Fastify sees them (bad bytes in a header, a header
  * block over 16 KiB, a request that took too long) get the same JSON shape and headers as the rest.
  * A TLS connection whose handshake failed or timed out is closed at once: an answer in plain HTTP
@@ -95,6 +110,17 @@ export function answerUnparsableRequest(err: Error & { code?: string; library?: 
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'The request took too long to arrive.']
         : [400, 'The request is not valid HTTP.'];
+  answerRaw(socket, status, message);
+}
+
+/** CONNECT, a proxy's method, which Node hands to no route (the connection was closed unanswered). */
+export function answerConnect(_request: unknown, socket: Socket): void {
+  socket.on('error', () => {});
+  answerRaw(socket, 400, 'The CONNECT method is not supported: this server is not a proxy.');
+}
+
+/** An answer written straight to the socket, in the app's JSON shape and headers, and the connection closed. */
+function answerRaw(socket: Socket, status: number, message: string): void {
   const body = JSON.stringify({ message });
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +

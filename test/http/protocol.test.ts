@@ -303,6 +303,7 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
         await t.app.inject({ method: 'POST', url: '/api/v1/me' }),
         await t.app.inject({ method: 'GET', url: '/nope' }),
         await post('/api/v1/donation/create', '{}', { 'content-type': 'application/json' }),
+        await t.app.inject({ method: 'POST', url: '/api/v1/me%zz' }), // refused before routing: Fastify's own shape and no headers, before
       ];
       for (const res of responses) {
         assert.match(String(res.headers['content-type']), /^application\/json; charset=utf-8$/);
@@ -311,6 +312,8 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
         assert.ok(res.headers['x-request-id']);
       }
       assert.equal(responses[0]!.headers['x-request-id'], 'req-abc-123');
+      assert.equal(responses[4]!.statusCode, 400);
+      assert.deepEqual(responses[4]!.json(), { message: 'The request path is not valid: each % in it must begin a percent-escape of UTF-8 (send % as %25).' });
     });
 
     test('an X-Request-Id that is not 1 to 200 printable characters is replaced by a generated one', async () => {
@@ -318,6 +321,13 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
         const res = await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization, 'x-request-id': given } });
         assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, JSON.stringify(given));
       }
+    });
+
+    test('CONNECT, a proxy\'s method, gets our JSON error shape (the connection was closed unanswered)', async () => {
+      const res = await rawRequest(port, 'CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443', null);
+      assert.equal(res.status, 400, res.error);
+      assert.match(res.text, /\r\n\r\n\{"message":"The CONNECT method is not supported: this server is not a proxy\."\}$/);
+      assert.match(res.text, /\r\nX-Content-Type-Options: nosniff\r\n/);
     });
 
     test('a request Node cannot parse (bad bytes in a header) gets our JSON error shape', async () => {
