@@ -16,7 +16,7 @@ import type { Metrics } from './http/metrics.js';
 import type { Clock } from './time.js';
 import type { DonationRecord } from './donations/donation.js';
 import { donationRoutes } from './http/routes/donations.js';
-import { CONNECTION_LIMITS, limitConnectionsPerAddress, type ConnectionLimits } from './http/connections.js';
+import { CONNECTION_LIMITS, limitConnectionsPerAddress, trackConnections, type ConnectionLimits } from './http/connections.js';
 import { docsRoutes } from './http/routes/docs.js';
 import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
@@ -102,10 +102,17 @@ export async function buildApp({
   app.server.on('connect', answerConnect);
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
-  // close() does not wait for them. A request already on an open connection is served, not refused.
+  // close() does not wait for them. A request already on an open connection is served, not refused;
+  // each connection is closed as soon as it has none in flight.
+  const connectionsOpen = trackConnections(app.server, https !== undefined);
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    const reaper = setInterval(() => {
+      app.server.closeIdleConnections();
+      connectionsOpen.closeUnanswered();
+    }, 50).unref();
+    app.server.once('close', () => clearInterval(reaper)); // once every connection has ended
   });
   // Declared, so every request has the same shape in V8's eyes whether or not it authenticated.
   app.decorateRequest('charity', null as unknown as FastifyRequest['charity']);

@@ -85,11 +85,8 @@ export async function serve(config: Config): Promise<void> {
       exit(1);
     }, 10_000);
     deadline.unref();
-    // While draining, close each connection as soon as it has nothing in flight.
-    const reaper = setInterval(() => app.server.closeIdleConnections(), 50);
     try {
-      await app.close(); // stops accepting, waits for requests in flight
-      clearInterval(reaper);
+      await app.close(); // stops accepting, waits for requests in flight, closes each connection once it has none (app.ts)
       await metricsApp?.close();
       await store.close();
       throttle.close();

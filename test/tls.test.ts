@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { connect as netConnect } from 'node:net';
 import { connect, type PeerCertificate } from 'node:tls';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -131,5 +132,19 @@ describe('HTTPS', () => {
     await until('the server says it kept the certificate again', 5000, () => refusals() === 2);
     assert.equal((await servedCertificate()).subject.CN, 'renewed.localhost');
     writeFileSync(tls.TLS_CERT_FILE, renewed.cert);
+  });
+
+  // Last: it stops the server.
+  test('a connection still in its TLS handshake, or idle after it, does not hold SIGTERM up: exit 0 at once', async () => {
+    const { port } = new URL(server.url);
+    const inHandshake = netConnect(Number(port), '127.0.0.1');
+    const idle = connect({ port: Number(port), host: '127.0.0.1', rejectUnauthorized: false }); // the certificate is not what this is about
+    for (const s of [inHandshake, idle]) s.on('error', () => {});
+    await new Promise((resolve) => idle.once('secureConnect', resolve));
+    const started = Date.now();
+    const exit = await server.stop('SIGTERM', 11_000);
+    assert.deepEqual(exit, { code: 0, signal: null }, server.stdout.slice(-500));
+    assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms to stop`);
+    for (const s of [inHandshake, idle]) s.destroy();
   });
 });

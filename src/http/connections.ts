@@ -1,7 +1,7 @@
 // Limits on connections, so that slow or idle clients cannot exhaust the server: how long a request
 // may take to arrive, how long an idle connection is kept, and how many connections one client
 // address may hold open at once.
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
 import { DEFAULT_CONNECTIONS_PER_ADDRESS } from '../config.js';
@@ -53,6 +53,44 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
       else open.delete(address);
     });
   });
+}
+
+/** The latest response on a connection (responses go out in order: when it is finished, all are). */
+const LATEST_RESPONSE = Symbol('latestResponse');
+type Connection = Socket & { [LATEST_RESPONSE]?: ServerResponse; _parent?: Socket };
+
+/**
+ * The server's open connections, so that a shutdown can close at once those with no request in
+ * flight: Node's closeIdleConnections leaves open one that has sent nothing, or part of a
+ * request's headers, or over TLS not finished its handshake, and close() stops the deadline checks
+ * that would end it; the shutdown's own 10 s then ran out first, and it exited 1.
+ */
+export function trackConnections(server: Server, tls: boolean): { closeUnanswered(): void } {
+  const open = new Set<Connection>();
+  /** Over TLS: the TCP connections under them, some still in their handshake. */
+  const underlying = new Set<Socket>();
+  const track = (set: Set<Socket>) => (socket: Socket) => {
+    set.add(socket);
+    socket.once('close', () => set.delete(socket));
+  };
+  server.on(tls ? 'secureConnection' : 'connection', track(open));
+  if (tls) server.on('connection', track(underlying));
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    (req.socket as Connection)[LATEST_RESPONSE] = res;
+  });
+  return {
+    closeUnanswered() {
+      if (tls) {
+        // A TLS connection's TCP connection is its _parent (Node's own name): without it, nothing is known to be idle there.
+        const handshaken = new Set([...open].map((s) => s._parent));
+        if (!handshaken.has(undefined)) for (const socket of underlying) if (!handshaken.has(socket)) socket.destroy();
+      }
+      for (const socket of open) {
+        const latest = socket[LATEST_RESPONSE];
+        if (latest === undefined || latest.writableFinished) socket.destroy();
+      }
+    },
+  };
 }
 
 const REFUSAL = JSON.stringify({ message: 'Too many open connections from this address. Close some, or try again shortly.' });

@@ -32,6 +32,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { basic } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
@@ -326,6 +327,27 @@ for (const backend of BACKENDS) {
       for (const { email, outcome } of outcomes) assert.ok(isOk(outcome), `${email}: ${JSON.stringify(outcome)}`);
       assertDatabaseClosed();
       await assertStoredExactlyTheAcknowledged(outcomes);
+    });
+
+    test('connections with no request in flight (one that sent nothing, one halfway through its headers) do not hold SIGTERM up: exit 0 at once', async () => {
+      const live = await start();
+      const { port } = new URL(live.url);
+      const silent = connect(Number(port), '127.0.0.1');
+      const halfway = connect(Number(port), '127.0.0.1');
+      const closed = [silent, halfway].map((s) => {
+        s.on('error', () => {});
+        return new Promise<void>((resolve) => s.once('close', () => resolve()));
+      });
+      halfway.write(`POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\n`);
+      await new Promise((r) => setTimeout(r, 200));
+      const signalledAt = Date.now();
+      live.signal('SIGTERM');
+      const exit = await waitExit(live, 11_000);
+      if (exit) server = undefined;
+      assertCleanExit(live, exit, signalledAt); // before: "shutdown took longer than 10 s", exit 1
+      assert.ok(exit!.at - signalledAt < 5_000, `took ${exit!.at - signalledAt} ms to stop`);
+      await Promise.all(closed);
+      assertDatabaseClosed();
     });
 
     test('an idle server exits 0 on SIGTERM, and a restart on the same database serves again', async () => {
