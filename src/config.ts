@@ -1,6 +1,7 @@
 // Every environment variable Almoner reads, parsed and checked in one place.
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
+import proxyAddr from '@fastify/proxy-addr';
 import { isEmail } from './donations/validate.js';
 
 export type DatabaseLocation =
@@ -62,9 +63,22 @@ export function describeDatabase(location: DatabaseLocation): string {
   return location.dialect === 'sqlite' ? `sqlite:${location.path === ':memory:' ? ':memory:' : resolve(location.path)}` : redactUrl(location.url);
 }
 
-/** For messages: a connection string without its password. */
+/** Query parameters of a connection string that hold a secret (node-postgres reads them). */
+const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
+
+/**
+ * For messages: a connection string without its password, wherever it is written: after the
+ * user (up to the last @, as drivers read it: `p@ss` is one password) or as a query parameter.
+ */
 function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    for (const name of SECRET_PARAMETERS) if (parsed.searchParams.has(name)) parsed.searchParams.set(name, '***');
+    return parsed.href;
+  } catch {
+    return url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@').replace(/([?&](?:ssl)?password=)[^&]*/gi, '$1***');
+  }
 }
 
 function parsePort(raw: string | undefined): number {
@@ -120,7 +134,14 @@ function parseRedisUrl(raw: string | undefined): string | undefined {
 function parseTrustProxy(raw: string | undefined): boolean | string {
   if (raw === undefined || raw === '' || raw === 'false') return false;
   if (raw === 'true') return true;
-  if (/^[0-9a-fA-F.:/, ]+$/.test(raw) && /[.:]/.test(raw)) return raw;
+  if (/^[0-9a-fA-F.:/, ]+$/.test(raw) && /[.:]/.test(raw)) {
+    try {
+      proxyAddr.compile(raw.split(',').map((s) => s.trim())); // as the server reads it: 10.0.0.0/33 or "a b" is refused here, not at start
+      return raw;
+    } catch {
+      // refused below, with what a good value looks like
+    }
+  }
   throw new ConfigError(`TRUST_PROXY must be true, false, or the proxies' addresses/CIDR ranges separated by commas (got ${JSON.stringify(raw)}).`);
 }
 

@@ -132,6 +132,10 @@ export async function serve(config: Config): Promise<void> {
     await store.close();
     throttle.close();
     redis?.disconnect();
+    // A HOST that names no address of this machine is a setting to fix (exit 2: systemd does not
+    // restart it), not a moment's trouble like a port in use (exit 1).
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTFOUND' || code === 'EADDRNOTAVAIL') throw new ConfigError(`HOST ${JSON.stringify(config.host)} is not an address of this machine (${code}).`);
     throw err;
   }
   if (!first) return;

@@ -211,6 +211,10 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           ['LOG_LEVEL', 'loud'],
           ['DOCS', 'maybe'],
           ['API_CONTACT_EMAIL', 'not an address'],
+          ['TRUST_PROXY', '10.0.0.0/33'], // was taken, then serve stopped with exit 1 (systemd restarts that)
+          ['TRUST_PROXY', '10.0.0.1 127.0.0.1'],
+          ['HOST', 'not.a.host'], // no address of this machine: exit 1 before
+          ['HOST', '192.0.2.55'],
         ] as const) {
           test(`${name}=${value}: exit 2 with a message naming ${name}`, async () => {
             const r = await run(['serve'], { [name]: value });

@@ -67,5 +67,9 @@ export function restoreCommand(): Command {
       );
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
+      print(
+        "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
+          'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
+      );
     });
 }

@@ -67,9 +67,9 @@ export function charityCommand(): Command {
       .description(active ? 'let a disabled charity authenticate again' : 'stop a charity from authenticating (its data stays)')
       .argument('<username>')
       .action(async (username: string) => {
-        const found = await withStore((store) => store.setActive(username, active));
-        if (!found) throw unknownCharity(username);
-        print(`${active ? 'Enabled' : 'Disabled'} ${username}.`);
+        const outcome = await withStore((store) => store.setActive(username, active));
+        if (outcome === 'unknown') throw unknownCharity(username);
+        print(outcome === 'already' ? `${username} was already ${active ? 'enabled' : 'disabled'}: nothing changed.` : `${active ? 'Enabled' : 'Disabled'} ${username}.`);
       });
   }
 

@@ -171,14 +171,23 @@ export class Store {
     return this.changeCharity(username, { password_hash }, { action: 'charity rotate', target: username });
   }
 
-  /** Enabled or disabled, audited; false when there is no such charity. */
-  async setActive(username: string, active: boolean): Promise<boolean> {
-    return this.changeCharity(username, { active: active ? 1 : 0 }, { action: active ? 'charity enable' : 'charity disable', target: username });
+  /**
+   * Enabled or disabled, audited when it changed: 'already' when the charity was so (no change, so
+   * no audit entry), 'unknown' when there is no such charity.
+   */
+  async setActive(username: string, active: boolean): Promise<'changed' | 'already' | 'unknown'> {
+    const to = active ? 1 : 0;
+    const changed = await this.changeCharity(username, { active: to }, { action: active ? 'charity enable' : 'charity disable', target: username }, to);
+    if (changed) return 'changed';
+    return (await this.findCredential(username)) ? 'already' : 'unknown';
   }
 
-  private async changeCharity(username: string, change: Updateable<Database['charities']>, audit: AuditEntry): Promise<boolean> {
+  /** Changes the charity's row and audits it, in one transaction; false when no row changed (no such charity, or `active` already `unlessActive`). */
+  private async changeCharity(username: string, change: Updateable<Database['charities']>, audit: AuditEntry, unlessActive?: 0 | 1): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const r = await trx.updateTable('charities').set({ ...change, updated_at: nowIso() }).where('username', '=', username).executeTakeFirst();
+      let q = trx.updateTable('charities').set({ ...change, updated_at: nowIso() }).where('username', '=', username);
+      if (unlessActive !== undefined) q = q.where('active', '<>', unlessActive);
+      const r = await q.executeTakeFirst();
       if (r.numUpdatedRows === 0n) return false;
       await appendAudit(trx, audit);
       return true;

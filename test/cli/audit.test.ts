@@ -42,7 +42,11 @@ for (const backend of BACKENDS) {
       const rotated = await almoner(database.url, ['charity', 'rotate', username, '--json']);
       const newPassword = (JSON.parse(rotated.stdout) as { password: string }).password;
       assert.equal((await almoner(database.url, ['charity', 'disable', username])).code, 0);
+      const again = await almoner(database.url, ['charity', 'disable', username]); // no change, no entry
+      assert.equal(again.code, 0);
+      assert.equal(again.stdout, `${username} was already disabled: nothing changed.\n`);
       assert.equal((await almoner(database.url, ['charity', 'enable', username])).code, 0);
+      assert.match((await almoner(database.url, ['charity', 'enable', username])).stdout, /was already enabled: nothing changed/); // no entry
       assert.equal((await almoner(database.url, ['charity', 'rotate', 'no-such-charity'])).code, 2); // no change, no entry
       assert.equal((await almoner(database.url, ['donations', 'export', '--charity', username, '--format', 'jsonl', '--from', '2026-01-01'])).code, 0);
 

@@ -134,6 +134,7 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     assert.equal(replaced.code, 0, replaced.stderr);
     const kept = /kept as (.+)\n/.exec(replaced.stdout)?.[1];
     assert.ok(kept && existsSync(kept), `the replaced database is kept: ${replaced.stdout}`);
+    assert.match(replaced.stdout, /passwords and their disabled or enabled state are as they were at the backup: rotate or disable again/);
     assert.equal((await almoner(url, ['charity', 'list'])).code, 0, 'the restored database opens');
 
     const noFolder = await almoner(`sqlite:${join(dir, 'no-such-folder', 'almoner.db')}`, ['restore', backupFile]);

@@ -89,6 +89,15 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
         const password = new URL(database.url).password;
         if (password) assert.ok(!line.includes(password), line);
         assert.equal(JSON.parse(run.stdout).length, 1, 'stdout holds only the listing');
+        if (backend.name !== 'postgres') return;
+        // A password with an @ in it, and one given as a parameter: node-postgres reads both (the test server trusts any).
+        const [scheme, rest] = database.url.split('://') as [string, string];
+        const [user, hostAndPath] = rest.split('@') as [string, string];
+        for (const url of [`${scheme}://${user}:p@ssw0rdTAIL@${hostAndPath}`, `${database.url}?password=s3cretpw&sslmode=disable`]) {
+          const withPassword = await almoner(url, ['charity', 'list', '--json']);
+          assert.equal(withPassword.code, 0, withPassword.stderr);
+          for (const secret of ['ssw0rdTAIL', 's3cretpw']) assert.ok(!withPassword.stderr.includes(secret), withPassword.stderr); // printed before
+        }
       });
 
       test('a reader that goes away ends a command quietly: no stack trace, exit 0', async () => {
