@@ -59,13 +59,18 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
 const LATEST_RESPONSE = Symbol('latestResponse');
 type Connection = Socket & { [LATEST_RESPONSE]?: ServerResponse; _parent?: Socket };
 
+/** How long a connection with no request in flight may go without sending a byte while the server shuts down. */
+export const QUIET_BEFORE_CLOSE_MS = 1000;
+
 /**
- * The server's open connections, so that a shutdown can close at once those with no request in
- * flight: Node's closeIdleConnections leaves open one that has sent nothing, or part of a
- * request's headers, or over TLS not finished its handshake, and close() stops the deadline checks
- * that would end it; the shutdown's own 10 s then ran out first, and it exited 1.
+ * The server's open connections, so that a shutdown can close those with no request in flight
+ * once they have sent nothing for QUIET_BEFORE_CLOSE_MS: Node's closeIdleConnections leaves open
+ * one that has sent nothing, or part of a request's headers, or over TLS not finished its
+ * handshake, and close() stops the deadline checks that would end it; the shutdown's own 10 s then
+ * ran out first, and it exited 1. A request whose headers are still arriving is given that second
+ * (each byte starts it again), so it is served, not cut off.
  */
-export function trackConnections(server: Server, tls: boolean): { closeUnanswered(): void } {
+export function trackConnections(server: Server, tls: boolean): { closeUnanswered(now?: number): void } {
   const open = new Set<Connection>();
   /** Over TLS: the TCP connections under them, some still in their handshake. */
   const underlying = new Set<Socket>();
@@ -78,16 +83,26 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     (req.socket as Connection)[LATEST_RESPONSE] = res;
   });
+  /** Each connection's bytes read when last looked at, and since when it has read no more. */
+  const progress = new WeakMap<Socket, { bytesRead: number; since: number }>();
+  const quiet = (socket: Socket, now: number): boolean => {
+    const seen = progress.get(socket);
+    if (seen === undefined || seen.bytesRead !== socket.bytesRead) {
+      progress.set(socket, { bytesRead: socket.bytesRead, since: now });
+      return false;
+    }
+    return now - seen.since >= QUIET_BEFORE_CLOSE_MS;
+  };
   return {
-    closeUnanswered() {
+    closeUnanswered(now = performance.now()) {
       if (tls) {
         // A TLS connection's TCP connection is its _parent (Node's own name): without it, nothing is known to be idle there.
         const handshaken = new Set([...open].map((s) => s._parent));
-        if (!handshaken.has(undefined)) for (const socket of underlying) if (!handshaken.has(socket)) socket.destroy();
+        if (!handshaken.has(undefined)) for (const socket of underlying) if (!handshaken.has(socket) && quiet(socket, now)) socket.destroy();
       }
       for (const socket of open) {
         const latest = socket[LATEST_RESPONSE];
-        if (latest === undefined || latest.writableFinished) socket.destroy();
+        if ((latest === undefined || latest.writableFinished) && quiet(socket, now)) socket.destroy();
       }
     },
   };

@@ -119,7 +119,11 @@ export function answerConnect(_request: unknown, socket: Socket): void {
   answerRaw(socket, 400, 'The CONNECT method is not supported: this server is not a proxy.');
 }
 
-/** An answer written straight to the socket, in the app's JSON shape and headers, and the connection closed. */
+/**
+ * An answer written straight to the socket, in the app's JSON shape and headers, and the connection
+ * closed once it is sent: ended only, a CONNECT's socket (which Node no longer watches) stayed
+ * half-open for as long as the client kept its side, holding one of its address's slots.
+ */
 function answerRaw(socket: Socket, status: number, message: string): void {
   const body = JSON.stringify({ message });
   socket.end(
@@ -128,5 +132,6 @@ function answerRaw(socket: Socket, status: number, message: string): void {
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
       body,
+    () => socket.destroy(),
   );
 }

@@ -113,6 +113,25 @@ describe('connection limits', () => {
     for (const c of held) c.socket.destroy();
   });
 
+  test('a CONNECT is answered and its connection closed, even by a client that keeps its side open: its slot is free again', async () => {
+    const port = await listening({ ...SHORT, perAddress: 1 });
+    const proxyCall = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    proxyCall.on('error', () => {});
+    let text = '';
+    proxyCall.on('data', (d) => (text += d.toString('latin1')));
+    proxyCall.write('CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n');
+    await new Promise((resolve) => proxyCall.once('end', resolve)); // the answer, and the server's side closed
+    assert.match(text, /^HTTP\/1\.1 400 /);
+    try {
+      // Half-open, it held the address's one slot for good: a 429 here.
+      await new Promise((r) => setTimeout(r, 100));
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/me`, { method: 'POST', headers: { authorization: t.charity.authorization } });
+      assert.equal(res.status, 200);
+    } finally {
+      proxyCall.destroy();
+    }
+  });
+
   test('connections from a trusted proxy are not counted', async () => {
     const port = await listening({ ...SHORT, perAddress: 2 }, '127.0.0.1');
     const held = Array.from({ length: 6 }, () => open(port));

@@ -350,6 +350,29 @@ for (const backend of BACKENDS) {
       assertDatabaseClosed();
     });
 
+    test('a request whose headers arrive in two parts around SIGTERM is served, on a keep-alive connection that had one answered', async () => {
+      const live = await start();
+      const { port } = new URL(live.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('error', () => {});
+      let text = '';
+      socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      const request = `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\n\r\n`;
+      socket.write(request);
+      await until('the first answer', 5_000, () => /^HTTP\/1\.1 200 /.test(text));
+      socket.write(request.slice(0, 30)); // the next request's first part
+      await new Promise((r) => setTimeout(r, 50));
+      const signalledAt = Date.now();
+      live.signal('SIGTERM');
+      await new Promise((r) => setTimeout(r, 150));
+      socket.write(request.slice(30)); // and the rest
+      const exit = await waitExit(live, 11_000);
+      if (exit) server = undefined;
+      assertCleanExit(live, exit, signalledAt);
+      assert.equal(text.match(/HTTP\/1\.1 200 /g)?.length, 2, `both answered:\n${text}`);
+      socket.destroy();
+    });
+
     test('an idle server exits 0 on SIGTERM, and a restart on the same database serves again', async () => {
       const idle = await start();
       assert.equal((await probe(idle.url, authorization)).kind, 'answered');
