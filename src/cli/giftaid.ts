@@ -174,8 +174,8 @@ export function giftaidCommand(): Command {
         const charity = await findCharity(store, claim.charity);
         await makeFolder(dir, opts.out);
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
-        await store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count } });
-        const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name))).map((name) => join(opts.out, name));
+        const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count } });
+        const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { beforeWriting: audit })).map((name) => join(opts.out, name));
         if (opts.json) return printJson({ claim: id, files });
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
         if (claim.status === 'rejected') print('  This claim was rejected: its donations may be in a newer claim. Do not send these files to HMRC.');
@@ -201,11 +201,12 @@ export function giftaidCommand(): Command {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out);
         const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today);
-        await store.audit({
-          action: 'giftaid schedule',
-          target: opts.charity,
-          summary: { from: opts.from, to: opts.to, donations: assessed.rows.length, needs_attention: assessed.needsAttention.length },
-        });
+        const audit = () =>
+          store.audit({
+            action: 'giftaid schedule',
+            target: opts.charity,
+            summary: { from: opts.from, to: opts.to, donations: assessed.rows.length, needs_attention: assessed.needsAttention.length },
+          });
         const parts = chunk(assessed.rows, MAX_ROWS_PER_SCHEDULE);
         const spreadsheets = parts.map((rows, i) => ({
           name: previewFileName(i + 1),
@@ -219,7 +220,7 @@ export function giftaidCommand(): Command {
             ],
           }),
         }));
-        const files = (await writeNewFiles(dir, spreadsheets, /^preview-\d+\.ods$/)).map((name) => join(opts.out, name));
+        const files = (await writeNewFiles(dir, spreadsheets, { family: /^preview-\d+\.ods$/, beforeWriting: audit })).map((name) => join(opts.out, name));
         await writeAttention(dir, ATTENTION_FILE_NAME, assessed.needsAttention);
         const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, ATTENTION_FILE_NAME) : null;
         if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(assessed.claimableMinor) });
@@ -332,7 +333,11 @@ async function exists(path: string): Promise<boolean> {
  * if any of these names, or any name `family` matches, is taken already, nothing is written.
  * Returns the names written.
  */
-async function writeNewFiles(dir: string, files: ReadonlyArray<{ name: string; bytes: Uint8Array }>, family?: RegExp): Promise<string[]> {
+async function writeNewFiles(
+  dir: string,
+  files: ReadonlyArray<{ name: string; bytes: Uint8Array }>,
+  { family, beforeWriting }: { family?: RegExp; beforeWriting?: () => Promise<void> } = {},
+): Promise<string[]> {
   const names = new Set(files.map((f) => f.name));
   const taken = (await readdir(dir)).filter((name) => names.has(name) || family?.test(name)).sort();
   if (taken.length > 0) {
@@ -340,6 +345,7 @@ async function writeNewFiles(dir: string, files: ReadonlyArray<{ name: string; b
       `${dir} already holds ${taken.join(', ')}: move or delete ${taken.length === 1 ? 'it' : 'them'} first, or choose another --out folder, so that no old schedule is sent with the new.`,
     );
   }
+  await beforeWriting?.(); // the audit entry: after the refusal above, which takes nothing out, and before any file
   const partial = (name: string) => join(dir, `.${name}.partial`);
   try {
     for (const f of files) await writeFile(partial(f.name), f.bytes, { flag: 'wx' });

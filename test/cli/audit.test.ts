@@ -70,6 +70,7 @@ for (const backend of BACKENDS) {
       // The commands that write donors' names and addresses to files, whether or not they claim.
       const out = tempDir();
       assert.equal((await almoner(database.url, ['giftaid', 'files', '1', '--out', join(out, 'files')])).code, 0);
+      assert.equal((await almoner(database.url, ['giftaid', 'files', '1', '--out', join(out, 'files')])).code, 2); // the files are there: refused, nothing taken out, no entry
       assert.equal((await almoner(database.url, ['giftaid', 'schedule', '--charity', username, '--from', '2026-01-01', '--to', '2026-11-01', '--out', join(out, 'preview')])).code, 0);
       assert.equal((await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--to', '2026-11-01', '--out', join(out, 'claim')])).code, 0); // claims nothing
 
