@@ -10,7 +10,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
-import { answerConnect, answerFrameworkError, answerUnparsableRequest, registerErrorHandling } from './http/errors.js';
+import { answerConnect, answerFrameworkError, answerUnparsableRequest, registerErrorHandling, setAnswerHeaders } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { Clock } from './time.js';
@@ -136,14 +136,11 @@ export async function buildApp({
   const sendAtTurnEnd = eachTurn<() => void>((sends) => {
     for (const send of sends) send();
   });
-  // The headers' names in lower case, as Fastify keeps them and sends them: it lowercases a name on
-  // every call, and one with capitals is a new string each time (with /me's handler not async, 2.9%
-  // of a /me: docs/performance.md).
+  // Every answer's headers (setAnswerHeaders: names in lower case, which saved 2.9% of a /me with its
+  // handler not async, docs/performance.md).
   app.addHook('onSend', (request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    reply.header('x-request-id', request.id);
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store'); // the docs page's assets may be kept
-    reply.header('x-content-type-options', 'nosniff');
+    setAnswerHeaders(reply, request.id);
     sendAtTurnEnd.add(() => done(null, payload));
   });
   // Below info (or with no logger), nothing is built for a line never written.

@@ -5,6 +5,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
 import { DEFAULT_CONNECTIONS_PER_ADDRESS } from '../config.js';
+import { rawAnswer } from './errors.js';
 
 export interface ConnectionLimits {
   /** All of a request's headers must arrive within this (Node's headersTimeout). */
@@ -108,7 +109,4 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
   };
 }
 
-const REFUSAL = JSON.stringify({ message: 'Too many open connections from this address. Close some, or try again shortly.' });
-const TOO_MANY_CONNECTIONS =
-  'HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\n' +
-  `Content-Length: ${Buffer.byteLength(REFUSAL)}\r\nRetry-After: 1\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${REFUSAL}`;
+const TOO_MANY_CONNECTIONS = rawAnswer(429, 'Too many open connections from this address. Close some, or try again shortly.', 'Retry-After: 1\r\n');

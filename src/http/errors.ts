@@ -78,12 +78,22 @@ export function registerErrorHandling(app: FastifyInstance) {
 }
 
 /**
+ * The headers every answer carries (app.ts's onSend sets them), names in lower case as Fastify keeps
+ * them: a name with capitals is a new string on every call. The docs page's assets set their own
+ * Cache-Control. Answers written straight to a socket carry the same (rawAnswer).
+ */
+export function setAnswerHeaders(reply: FastifyReply, requestId: string): void {
+  reply.header('x-request-id', requestId);
+  if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+  reply.header('x-content-type-options', 'nosniff');
+}
+
+/**
  * What Fastify refuses before routing (a path whose percent-escapes do not decode, `/me%zz`): the
  * same JSON shape and headers as every other answer, where Fastify's own has its code and no headers.
  */
 export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  // Such an answer meets none of the app's hooks: its headers are set here (the access line is not written).
-  void reply.header('x-request-id', request.id).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
+  setAnswerHeaders(reply, request.id); // such an answer meets none of the app's hooks (the access line is not written)
   if (err.code === 'FST_ERR_BAD_URL') {
     void reply.code(400).send({ message: 'The request path is not valid: each % in it must begin a percent-escape of UTF-8 (send % as %25).' });
     return;
@@ -125,13 +135,17 @@ export function answerConnect(_request: unknown, socket: Socket): void {
  * half-open for as long as the client kept its side, holding one of its address's slots.
  */
 function answerRaw(socket: Socket, status: number, message: string): void {
+  socket.end(rawAnswer(status, message), () => socket.destroy());
+}
+
+/** An answer as it goes on the wire, for a socket no request is read from: the app's JSON shape and headers (but a request id), and `extraHeaders` (`Name: value\r\n` each). */
+export function rawAnswer(status: number, message: string, extraHeaders = ''): string {
   const body = JSON.stringify({ message });
-  socket.end(
+  return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
-      body,
-    () => socket.destroy(),
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}` +
+    'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
+    body
   );
 }

@@ -100,6 +100,7 @@ export class ClaimLedger {
   async prepare(claim: NewClaim): Promise<Claim> {
     if (claim.rows.length === 0) throw new RangeError('a claim needs at least one donation');
     const preparedAt = nowIso();
+    const totalMinor = claim.rows.reduce((sum, r) => sum + r.amountMinor, 0);
     try {
       const id = await this.db.transaction().execute(async (trx) => {
         const { id } = await trx
@@ -110,7 +111,7 @@ export class ClaimLedger {
             up_to: claim.upTo,
             claim_date: claim.claimDate,
             donation_count: claim.rows.length,
-            total_minor: claim.rows.reduce((sum, r) => sum + r.amountMinor, 0),
+            total_minor: totalMinor,
             prepared_at: preparedAt,
           })
           .returning('id')
@@ -122,7 +123,7 @@ export class ClaimLedger {
             charity_id: claim.charityId,
             up_to: claim.upTo,
             donations: claim.rows.length,
-            total_minor: claim.rows.reduce((sum, r) => sum + r.amountMinor, 0),
+            total_minor: totalMinor,
             needs_attention: claim.needsAttention,
           },
         });
