@@ -88,6 +88,12 @@ function reusingStatements(db: BetterSqlite3.Database): BetterSqlite3.Database {
     // SQLite ends a transaction itself on some errors (a full disk, I/O): Kysely's ROLLBACK then
     // fails with "no transaction is active" and would hide the real cause. Nothing left to undo.
     if (source === 'rollback' && !db.inTransaction) return prepare('select 1');
+    // Kysely begins a transaction deferred: it reads first and takes the write lock at its first
+    // write, and if another connection (the server) committed in between, that write fails at once
+    // with SQLITE_BUSY_SNAPSHOT, never waiting out busy_timeout: a donor's erasure or a retention
+    // run beside a busy server failed one time in three. Every transaction Almoner opens through
+    // Kysely writes, so each takes the lock as it begins, waiting for it there.
+    if (source === 'begin') source = 'begin immediate';
     const cached = statements.get(source);
     if (cached && !cached.busy) return cached;
     const fresh = prepare(source);
