@@ -1,7 +1,8 @@
 // A donor's personal data, erased on request and at the end of its retention period. Rows are
 // never deleted: values are replaced (donations/erasure.ts says which and with what), so totals,
 // exports, Gift Aid claims and idempotent replays still add up and agree with one another.
-import type { Kysely, Transaction, Updateable } from 'kysely';
+import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
+import type { DatabaseLocation } from '../config.js';
 import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
@@ -24,7 +25,10 @@ export interface DonationErasure {
 const ERASED_IN_CLAIM = '[erased]';
 
 export class DonorData {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DatabaseLocation['dialect'],
+  ) {}
 
   /**
    * Erases the personal data of every donation recorded with `email` (in any case), of one charity
@@ -32,7 +36,7 @@ export class DonorData {
    * `dryRun`: says what it would do and changes nothing.
    */
   async erase({ email, charity, today, dryRun }: { email: string; charity?: string; today: string; dryRun: boolean }): Promise<DonationErasure[]> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       const rows = await donationsWithCharity(trx, { donorEmail: email, charity }).orderBy('donations.id').execute();
       const found = rows.map((row) => toErasure(row, today));
       if (!dryRun) {
@@ -41,7 +45,7 @@ export class DonorData {
         await appendAudit(trx, { action: 'donor erase', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept } });
       }
       return found;
-    });
+    }));
   }
 
   /**
@@ -50,7 +54,7 @@ export class DonorData {
    * `retentionYears` after its day; with its audit entry, in one transaction.
    */
   async applyRetention({ today, retentionYears, dryRun }: { today: string; retentionYears: number; dryRun: boolean }): Promise<DonationErasure[]> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       // Nothing younger than the shorter of the two periods can be due: the query reads only the older rows.
       const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, GIFT_AID_RETENTION_YEARS)}${today.slice(4)}T00:00:00.000000Z`;
       const rows = await donationsWithCharity(trx)
@@ -64,7 +68,21 @@ export class DonorData {
         await appendAudit(trx, { action: 'retention apply', target: `before ${today}`, summary: { retention_years: retentionYears, donations: due.length } });
       }
       return due;
-    });
+    }));
+  }
+
+  /**
+   * Runs an erasure, then on SQLite moves what it wrote from the WAL into the database and empties
+   * the WAL, whose earlier frames still held the rows as they were before it (secure_delete, set in
+   * open.ts, zeroes what the erasure freed in the database itself). A server reading at that moment
+   * can keep the WAL from being emptied; its own next writes then overwrite those frames. On
+   * PostgreSQL the rows' old versions stay in the table's files until VACUUM reuses their space
+   * (the README says what that means for backups).
+   */
+  private async leavingNoTrace(dryRun: boolean, erase: () => Promise<DonationErasure[]>): Promise<DonationErasure[]> {
+    const erased = await erase();
+    if (!dryRun && erased.length > 0 && this.dialect === 'sqlite') await sql`pragma wal_checkpoint(truncate)`.execute(this.db);
+    return erased;
   }
 
   private async apply(trx: Transaction<Database>, erasures: DonationErasure[]): Promise<void> {

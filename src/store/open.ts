@@ -68,6 +68,10 @@ async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSq
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
+  // What a donor's erasure or a retention run replaces is overwritten with zeros where SQLite frees
+  // it, not left in the file's free space, where a backup copied page by page (and anyone reading
+  // the file's bytes) found erased names and addresses. Only deletions and changes pay for it.
+  db.pragma('secure_delete = ON');
   // The CLI and the server share the file; wait for a writer instead of failing at once.
   db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   // SQLite's own lower() folds A to Z only, and a donor's e-mail address may hold any letter

@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { migrations } from './migrations/index.js';
@@ -20,41 +20,46 @@ export interface CopySummary {
 /** Not done, and nothing changed: the operator asked for something that cannot be done as asked. */
 export class CopyRefused extends Error {}
 
-/** SQLite's backup API copies this many pages in one step: all of them, from one read snapshot. */
-const ALL_PAGES = 0x7fffffff;
-
 async function driver(): Promise<typeof BetterSqlite3> {
   return (await import('better-sqlite3')).default;
 }
 
 /**
- * Copies the database at `source` to `out` with SQLite's online backup API. The copy is read from
- * one snapshot in a single step: in WAL mode a reader never blocks the writer, so a server using
- * the database keeps answering and committing, and the copy holds exactly what was committed when
- * it began (copied a bit at a time, it would start over each time the server wrote). It is written
- * beside `out`, fsynced and checked, then renamed into place: `out` is a whole, checked copy or
- * nothing.
+ * Copies the database at `source` to `out`. The copy is read from one snapshot: in WAL mode a
+ * reader never blocks the writer, so a server using the database keeps answering and committing,
+ * and the copy holds exactly what was committed when it began. It is written beside `out`, fsynced
+ * and checked, then renamed into place: `out` is a whole, checked copy or nothing.
  */
 export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
-  const Database = await driver();
   return putInPlace(out, async (partial) => {
-    const db = new Database(source, { fileMustExist: true });
-    try {
-      db.pragma('busy_timeout = 5000');
-      await db.backup(partial, { progress: () => ALL_PAGES });
-    } finally {
-      db.close();
-    }
-    // One self-contained file: the copy took the source's WAL mode, which would give it -wal and -shm
-    // files of its own whenever it is opened. The server sets WAL again when it opens a restored copy.
-    const copy = new Database(partial);
-    try {
-      copy.pragma('journal_mode = DELETE');
-    } finally {
-      copy.close();
-    }
+    await copyRows(source, partial);
     return checkCopy(partial);
   });
+}
+
+/**
+ * Writes what the database at `source` holds (with its WAL, if it has one) to a new file at `to`,
+ * from one read snapshot, with VACUUM INTO: the rows, not the pages. A copy of the pages (SQLite's
+ * backup API, or the file's bytes) also carries their free space, where SQLite leaves what a
+ * change or deletion replaced: a backup taken after a donor's erasure held the erased name, e-mail
+ * and address, and kept them as long as the backup was kept. The copy is one self-contained file
+ * (rollback journal, not WAL); the server sets WAL again when it opens a restored copy.
+ */
+async function copyRows(source: string, to: string): Promise<void> {
+  const Database = await driver();
+  const db = new Database(source, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    db.prepare('vacuum into ?').run(to);
+  } finally {
+    db.close();
+  }
+  const copy = new Database(to);
+  try {
+    copy.pragma('journal_mode = DELETE');
+  } finally {
+    copy.close();
+  }
 }
 
 /**
@@ -142,7 +147,9 @@ export async function restoreSqlite(from: string, target: string, { replace }: {
   let keptAs: string | undefined;
   await putInPlace(
     target,
-    async (partial) => copyFileSync(from, partial),
+    // The rows, as a backup is taken: a backup file with a WAL beside it (copied from a live
+    // database) is restored with what that WAL holds, as checkCopy counted it, not without it.
+    async (partial) => copyRows(from, partial),
     () => {
       if (!exists) return;
       keptAs = `${target}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;

@@ -66,7 +66,7 @@ export class Store {
   ) {
     this.creates = localCreates(db, dialect, { concurrency: writeConcurrency, sqlite }, clock);
     this.claims = new ClaimLedger(db);
-    this.donors = new DonorData(db);
+    this.donors = new DonorData(db, dialect);
   }
 
   /** Reports each group-commit batch's size and commit time (to metrics). */
