@@ -19,8 +19,8 @@ test('the fingerprint leaves out what an unsent field becomes, so a field added 
     assert.ok(result.ok);
     return result.donation;
   };
-  assert.equal(fingerprint(validated(exampleDonation())), '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
-  assert.equal(fingerprint(validated(MINIMAL)), 'e82da6ae9ad59ce1d9594c964bea2d87b05d739285ff0eeb0e1d0666af8c9656');
+  assert.equal(fingerprint(validated(exampleDonation())), 'v2:64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986');
+  assert.equal(fingerprint(validated(MINIMAL)), 'v2:e82da6ae9ad59ce1d9594c964bea2d87b05d739285ff0eeb0e1d0666af8c9656');
   assert.equal(fingerprint(validated({ ...MINIMAL, some_later_field: null, donor_city: null, zakat_donation: 'no' })), fingerprint(validated(MINIMAL)));
   // Each optional field, whatever its kind, as if the table did not have it yet: the donation
   // without its key at all hashes as the one where it was not sent.
@@ -29,19 +29,32 @@ test('the fingerprint leaves out what an unsent field becomes, so a field added 
     delete before[f.name];
     assert.equal(fingerprint(before as NewDonation), fingerprint(validated(MINIMAL)), f.name);
   }
-  // What earlier versions stored for the same bodies: until 2026-11-27, nulls left out (an unsent
-  // flag's false counted); Almoner 0.1's, nulls included.
+  // What earlier versions stored for the same bodies: this rule's, unmarked, until 2026-11-28;
+  // until 2026-11-27, nulls left out (an unsent flag's false counted); Almoner 0.1's, nulls included.
   assert.deepEqual(formerFingerprints(validated(exampleDonation())), [
+    '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986',
     '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986',
     '64e5b10fa85b7fe27469fcb1c3488c65e23972d8f39fed77af5408560ca74986',
   ]);
   assert.deepEqual(formerFingerprints(validated(MINIMAL)), [
+    'e82da6ae9ad59ce1d9594c964bea2d87b05d739285ff0eeb0e1d0666af8c9656',
     '6ee38abae4323e5d0624694b144c8cfc3a1ea3f0693f332c43dbf119121cf623',
     '7749bf9a5659649514d45d726a7b240ec67fead4fc84d450f850ee143ed8dc0b',
   ]);
-  // ... and a field added since, null, false or any value, is in neither: they never hashed one.
+  // ... and a field added since, null, false or any value, is in none of the last two: they never hashed one.
   const later = { ...validated(MINIMAL), some_later_field: null, a_later_flag: false, another: 'x' } as NewDonation;
-  assert.deepEqual(formerFingerprints(later), formerFingerprints(validated(MINIMAL)));
+  assert.deepEqual(formerFingerprints(later).slice(1), formerFingerprints(validated(MINIMAL)).slice(1));
+});
+
+test("a field added later: a key this version stored for a body without it never matches a body with it, though an earlier version's fingerprint of that body would", () => {
+  // The example donation has every flag true, so 2026-11-27's fingerprint over FORMER_KEYS of the
+  // body with a new field is this rule's fingerprint of the body without it. A key stored by this
+  // version is marked as this rule's, and only compared with this rule's fingerprint.
+  const without = validateDonation(exampleDonation({ zakat_donation: 'yes' }));
+  assert.ok(without.ok);
+  const withTitle = { ...without.donation, donor_title: 'Dr' } as NewDonation; // as if the table had a field donor_title
+  assert.notEqual(fingerprint(withTitle), fingerprint(without.donation));
+  assert.ok(!formerFingerprints(withTitle).includes(fingerprint(without.donation)), 'a retry with the new field would replay the donation stored without it');
 });
 
 for (const backend of BACKENDS) {
@@ -118,7 +131,7 @@ for (const backend of BACKENDS) {
       assert.equal(await count(), before);
     });
 
-    for (const [i, version] of ['before 2026-11-27 (an unsent flag counted)', 'by Almoner 0.1 (nulls counted)'].entries()) {
+    for (const [i, version] of ['before 2026-11-28 (unmarked)', 'before 2026-11-27 (an unsent flag counted)', 'by Almoner 0.1 (nulls counted)'].entries()) {
       test(`a key stored ${version} still replays for the same body, and still refuses another`, async () => {
         const key = uniqueKey();
         const body = { ...MINIMAL, donor_email: `former-${i}@example.org` };
