@@ -113,6 +113,8 @@ for (const backend of BACKENDS) {
       await signUpCharityVia(database);
       await assert.rejects(rawSql(database.url, "update audit_log set action = 'nothing'"), /never changed or deleted/);
       await assert.rejects(rawSql(database.url, 'delete from audit_log'), /never changed or deleted/);
+      // PostgreSQL's TRUNCATE empties a table without a row trigger seeing it (SQLite has none).
+      if (backend.name === 'postgres') await assert.rejects(rawSql(database.url, 'truncate audit_log'), /never changed or deleted/);
       assert.ok((await trail(database.url)).length > 0);
     });
   });

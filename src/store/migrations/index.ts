@@ -13,6 +13,7 @@ import { auditLog } from './0007_audit_log.js';
 import { erasure } from './0008_erasure.js';
 import { donationsByCharity } from './0009_donations_by_charity.js';
 import { giftAidKeptSevenYears } from './0010_giftaid_kept_seven_years.js';
+import { auditLogNotTruncated } from './0011_audit_log_not_truncated.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -26,5 +27,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0008_erasure': erasure(),
     '0009_donations_by_charity': donationsByCharity(),
     '0010_giftaid_kept_seven_years': giftAidKeptSevenYears(),
+    '0011_audit_log_not_truncated': auditLogNotTruncated(dialect),
   };
 }
