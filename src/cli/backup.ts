@@ -3,7 +3,10 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
-import { backUpSqlite, CopyRefused, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
+import { ukDay } from '../time.js';
+import type { Store } from '../store/store.js';
+import { backUpSqlite, CopyRefused, erasuresSince, restoreSqlite, type CopySummary, type ErasuresSince } from '../store/sqlite-backup.js';
+import { donorReference } from '../store/audit.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -60,16 +63,49 @@ export function restoreCommand(): Command {
       if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
       if (!existsSync(dirname(resolve(location.path)))) throw new UsageError(`the folder ${dirname(resolve(location.path))} does not exist`);
       const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, resolve(location.path), { replace }));
+      // Read before the restore's own entry: the restored trail's last entry is then the backup's.
+      const erased = keptAs ? await erasuresSince(keptAs, resolve(location.path)) : undefined;
       // Opened as the server would open it (a backup from an earlier version is migrated now), and
       // the restore is the first entry of the restored database's trail after the backup's own.
-      await withStoreAt(location, (store) =>
-        store.audit({ action: 'restore', target: resolve(location.path), summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } }),
-      );
+      const again = await withStoreAt(location, async (store) => {
+        await store.audit({ action: 'restore', target: resolve(location.path), summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } });
+        return erased && eraseAgain(store, erased);
+      });
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
+      if (again) print(again);
+      if (!keptAs) {
+        print(
+          "Donors' erasures made since the backup are not in it: erase those donors again (bin/almoner donor erase), " +
+            'as the trail of the database the backup came from lists them (by reference), before the server takes requests.',
+        );
+      }
       print(
         "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
           'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
       );
     });
+}
+
+/**
+ * Erases again what the replaced database erased after the backup (erasuresSince): each donor's
+ * erasure, by the e-mail addresses whose reference it names, and the last retention run. Each is
+ * audited as it was the first time. Says what it did, or nothing when there was nothing to do.
+ */
+async function eraseAgain(store: Store, { donors, retentionYears }: ErasuresSince): Promise<string | undefined> {
+  if (donors.length === 0 && retentionYears === undefined) return undefined;
+  const today = ukDay(new Date());
+  let donations = 0;
+  const emails = await store.donors.emailsOf(new Set(donors.map((d) => d.reference)));
+  for (const { reference, charity } of donors) {
+    for (const email of emails.filter((e) => donorReference(e) === reference)) {
+      donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false })).length;
+    }
+  }
+  const retained = retentionYears === undefined ? [] : await store.donors.applyRetention({ today, retentionYears, dryRun: false });
+  return (
+    `erased again what the replaced database erased after the backup: ${donors.length} donor erasure${donors.length === 1 ? '' : 's'} ` +
+    `(${donations} donation${donations === 1 ? '' : 's'})` +
+    (retentionYears === undefined ? '' : `, and retention with ${retentionYears} years (${retained.length} donation${retained.length === 1 ? '' : 's'})`)
+  );
 }

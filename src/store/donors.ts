@@ -72,6 +72,16 @@ export class DonorData {
   }
 
   /**
+   * The e-mail addresses, as stored, of the donors with these references (audit.ts's
+   * donorReference): how a donor's erasure is found again from the audit trail, which names them by
+   * reference only.
+   */
+  async emailsOf(references: ReadonlySet<string>): Promise<string[]> {
+    const rows = await this.db.selectFrom('donations').select('donor_email').distinct().execute();
+    return rows.map((r) => r.donor_email).filter((email) => references.has(donorReference(email)));
+  }
+
+  /**
    * Runs an erasure, then on SQLite moves what it wrote from the WAL into the database and empties
    * the WAL, whose earlier frames still held the rows as they were before it (secure_delete, set in
    * open.ts, zeroes what the erasure freed in the database itself). A server reading at that moment

@@ -50,6 +50,9 @@ async function copyRows(source: string, to: string): Promise<void> {
   const db = new Database(source, { readonly: true, fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
+    // Also for the copy: building it, SQLite moves rows between pages, and would leave copies of
+    // them in the space they leave, where an erasure after a restore could not reach them.
+    db.pragma('secure_delete = ON');
     db.prepare('vacuum into ?').run(to);
   } finally {
     db.close();
@@ -116,6 +119,45 @@ export async function inUse(path: string): Promise<boolean> {
     throw err;
   } finally {
     db.close();
+  }
+}
+
+/** Donors' erasures and retention runs a replaced database recorded after its backup was taken. */
+export interface ErasuresSince {
+  /** Each `donor erase`: the donor's reference (audit.ts's donorReference) and the charity it was limited to, if any. */
+  donors: { reference: string; charity: string | null }[];
+  /** The retention period of the last `retention apply`, if one ran. */
+  retentionYears: number | undefined;
+}
+
+/**
+ * What the database at `replaced` erased after the last entry of `restored`'s trail (the backup's):
+ * put back, the backup would bring those donors' data back with it, so the restore erases it
+ * again (cli/backup.ts). Entries are compared by time: the two trails are one history up to the backup.
+ */
+export async function erasuresSince(replaced: string, restored: string): Promise<ErasuresSince> {
+  const Database = await driver();
+  // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
+  const open = (path: string) => new Database(path, { fileMustExist: true });
+  const hasTrail = (db: BetterSqlite3.Database) => db.prepare("select 1 from sqlite_master where type = 'table' and name = 'audit_log'").get() !== undefined;
+  const backup = open(restored);
+  let last: string;
+  try {
+    last = hasTrail(backup) ? ((backup.prepare('select max(at) as at from audit_log').get() as { at: string | null }).at ?? '') : '';
+  } finally {
+    backup.close();
+  }
+  const old = open(replaced);
+  try {
+    if (!hasTrail(old)) return { donors: [], retentionYears: undefined };
+    const entries = old
+      .prepare("select action, target, summary from audit_log where at > ? and action in ('donor erase', 'retention apply') order by at, id")
+      .all(last) as { action: string; target: string; summary: string }[];
+    const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (JSON.parse(e.summary) as { charity?: string | null }).charity ?? null }));
+    const retention = entries.filter((e) => e.action === 'retention apply').at(-1);
+    return { donors, retentionYears: retention && Number((JSON.parse(retention.summary) as { retention_years?: unknown }).retention_years) };
+  } finally {
+    old.close();
   }
 }
 

@@ -115,4 +115,27 @@ describe('erased data leaves no trace in the file or a backup [sqlite]', () => {
       check.close();
     }
   });
+
+  test("restore --replace erases again what the replaced database erased after the backup; a restore elsewhere says to", async () => {
+    const backup = join(dir, 'before-erasure.db');
+    assert.equal((await almoner(url, ['backup', '--out', backup])).code, 0);
+    const erased = await almoner(url, ['donor', 'erase', '--email', 'MAILKEPT@example.org']); // in another case than stored
+    assert.equal(erased.code, 0, erased.stderr);
+
+    const restored = await almoner(url, ['restore', backup, '--replace']);
+    assert.equal(restored.code, 0, restored.stderr);
+    assert.match(restored.stdout, /erased again what the replaced database erased after the backup: 1 donor erasure \(1 donation\)/);
+    const exported = await almoner(url, ['donor', 'export', '--email', 'mailkept@example.org']);
+    assert.equal(exported.code, 0, exported.stderr);
+    assert.deepEqual((JSON.parse(exported.stdout) as { donations: unknown[] }).donations, [], 'the donor erased after the backup is erased again');
+    assert.deepEqual(tracesOf('Kept', [path]), [], 'in the database');
+    assert.deepEqual(tracesOf('Kept', [`${path}-wal`]), [], 'in its WAL');
+    const trail = await almoner(url, ['audit', '--json']);
+    const actions = trail.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { action: string }).action);
+    assert.deepEqual(actions.slice(-3), ['restore', 'donor erase', 'donor export'], 'the erasure made again is audited, after the restore');
+
+    const elsewhere = await almoner(`sqlite:${join(tempDir(), 'fresh.db')}`, ['restore', backup]);
+    assert.equal(elsewhere.code, 0, elsewhere.stderr);
+    assert.match(elsewhere.stdout, /erase those donors again/);
+  });
 });
