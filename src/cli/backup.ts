@@ -44,9 +44,14 @@ export function backupCommand(): Command {
       if (existsSync(file)) throw new UsageError(`${file} exists already: give the backup a new name`);
       if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
       const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file));
-      // In the database backed up, after the copy: the copy is of what was there before.
-      await withStoreAt(location, (store) => store.audit({ action: 'backup', target: file, summary: counts(summary) }));
       print(`backup written to ${file}: ${describe(summary)}`);
+      // In the database backed up, after the copy: the copy is of what was there before. A backup
+      // taken by a user who may read the database but not write it is still a backup: said, not failed.
+      try {
+        await withStoreAt(location, (store) => store.audit({ action: 'backup', target: file, summary: counts(summary) }));
+      } catch (err) {
+        process.stderr.write(`almoner: warning: the backup is written, but its entry in the audit trail could not be: ${(err as Error).message}\n`);
+      }
     });
 }
 

@@ -115,7 +115,14 @@ export async function inUse(path: string): Promise<boolean> {
     db.exec('BEGIN EXCLUSIVE; COMMIT');
     return false;
   } catch (err) {
-    if ((err as { code?: string }).code?.startsWith('SQLITE_BUSY')) return true;
+    const code = (err as { code?: string }).code;
+    if (code?.startsWith('SQLITE_BUSY')) return true;
+    if (code === 'SQLITE_NOTADB' || code?.startsWith('SQLITE_CORRUPT')) {
+      throw new CopyRefused(
+        `the database at ${path} is damaged (${(err as Error).message}), so SQLite cannot say whether a server or another command has it open: ` +
+          `stop the server, move the file aside (with any -wal and -shm files beside it), then restore into its place`,
+      );
+    }
     throw err;
   } finally {
     db.close();

@@ -159,6 +159,11 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     const bad = await almoner(`sqlite:${join(tempDir(), 'x.db')}`, ['restore', damaged]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /not a SQLite database|damaged|cannot be opened/);
+
+    // A damaged database is what a restore is for: replacing it is refused with what to do, naming it (it was exit 1, "file is not a database").
+    const overDamaged = await almoner(`sqlite:${damaged}`, ['restore', backupFile, '--replace']);
+    assert.equal(overDamaged.code, 2, overDamaged.stderr);
+    assert.match(overDamaged.stderr, new RegExp(`the database at ${damaged} is damaged .* move the file aside`));
   });
 });
 
