@@ -1,5 +1,6 @@
 // The server process: config -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -16,12 +17,26 @@ import { PERSONAL_FIELDS } from './donations/erasure.js';
 // Top-level paths only: wildcard paths make pino walk every log line.
 const REDACT = ['authorization', 'password', ...PERSONAL_FIELDS.map((f) => f.name)];
 
+/**
+ * The TLS certificate and key, checked to be a certificate and its own key: a pair that is not (a
+ * key that does not match, the two files swapped) is a setting to fix, exit 2, not OpenSSL's bare
+ * error and exit 1, which systemd would restart every two seconds.
+ */
 function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer } {
+  let pair: { cert: Buffer; key: Buffer };
   try {
-    return { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) };
+    pair = { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) };
   } catch (err) {
     throw new ConfigError(`cannot read the TLS certificate or key: ${err instanceof Error ? err.message : String(err)}`);
   }
+  try {
+    createSecureContext(pair);
+  } catch (err) {
+    throw new ConfigError(
+      `TLS_CERT_FILE (${tls.certFile}) and TLS_KEY_FILE (${tls.keyFile}) are not a PEM certificate and its private key: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+  return pair;
 }
 
 /**
@@ -51,7 +66,11 @@ export async function serve(config: Config): Promise<void> {
     logs.flushSync();
     process.exit(code);
   };
-  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
+  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS }).catch((err: unknown) => {
+    // Which database, as every other command says: under systemd this line is all the journal shows.
+    const message = `cannot open the database ${describeDatabase(config.database)}: ${err instanceof Error ? err.message : String(err)}`;
+    throw err instanceof ConfigError ? new ConfigError(message) : new Error(message, { cause: err });
+  });
   // Under WORKERS on SQLite, one writer for all: the primary writes every worker's creates (cluster/creates.ts).
   const primaryWrites = worker !== undefined && config.database.dialect === 'sqlite';
   if (primaryWrites) store.writeCreatesThrough(new (await import('./cluster/creates.js')).CreatesByPrimary());

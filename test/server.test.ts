@@ -1,11 +1,13 @@
 // bin/almoner serve: the real server process, as an operator starts it, on a fresh database of
 // each backend.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { basic, exampleDonation } from './support/app.js';
-import { BACKENDS, type TestDatabase } from './support/backends.js';
+import { BACKENDS, tempDir, type TestDatabase } from './support/backends.js';
 import { almoner, assertBuilt, until, type Run } from './support/cli.js';
 import { ServerProcess } from './support/server.js';
 
@@ -223,6 +225,14 @@ describe('bin/almoner serve', { concurrency: true }, () => {
             assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
           });
         }
+
+        test('a database it cannot open: the message names it (it gave only the driver\'s words, "file is not a database")', async () => {
+          const junk = join(tempDir(), 'junk.db');
+          writeFileSync(junk, 'not a database, though its name says so'.repeat(200));
+          const r = await almoner(`sqlite:${junk}`, ['serve'], { PORT: '0' });
+          assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
+          assert.ok(r.stderr.includes(`cannot open the database sqlite:${junk}: file is not a database`), r.stderr);
+        });
 
         test('METRICS_PORT equal to PORT: exit 2 with a message naming METRICS_PORT', async () => {
           const r = await run(['serve'], { PORT: '3990', METRICS_PORT: '3990' });

@@ -82,6 +82,17 @@ describe('HTTPS', () => {
     assert.match(missing.stderr, /cannot read the TLS certificate or key/);
   });
 
+  test("a key that is not the certificate's, or the two files swapped, stops serve with exit status 2 naming both (it was OpenSSL's bare error and exit 1)", async () => {
+    const other = await certificate('localhost');
+    const otherKey = join(tempDir(), 'other-key.pem');
+    writeFileSync(otherKey, other.private);
+    for (const pair of [{ ...tls, TLS_KEY_FILE: otherKey }, { TLS_CERT_FILE: tls.TLS_KEY_FILE, TLS_KEY_FILE: tls.TLS_CERT_FILE }]) {
+      const run = await almoner(database.url, ['serve'], { ...pair, PORT: '0' });
+      assert.equal(run.code, 2, run.stderr);
+      assert.ok(run.stderr.includes(`TLS_CERT_FILE (${pair.TLS_CERT_FILE}) and TLS_KEY_FILE (${pair.TLS_KEY_FILE}) are not a PEM certificate and its private key`), run.stderr);
+    }
+  });
+
   /** The certificate a new TLS connection to the server is shown. */
   const servedCertificate = () =>
     new Promise<PeerCertificate>((resolve, reject) => {
