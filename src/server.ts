@@ -8,7 +8,7 @@ import { ConfigError, describeDatabase, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './loggable.js';
 import { logOutput } from './log-output.js';
-import { openRedis, Throttle } from './http/throttle.js';
+import { openRedis, reportRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
 import { isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 import { PERSONAL_FIELDS } from './donations/erasure.js';
@@ -92,6 +92,7 @@ export async function serve(config: Config): Promise<void> {
     https,
     connections: { perAddress: config.connectionsPerAddress },
   });
+  if (redis) reportRedis(redis, app.log);
 
   let metricsApp: FastifyInstance | undefined;
   let stopping = false;

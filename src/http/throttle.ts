@@ -44,8 +44,27 @@ export const REDIS_COMMAND_TIMEOUT_MS = 50;
 export async function openRedis(url: string, { commandTimeoutMs = REDIS_COMMAND_TIMEOUT_MS }: { commandTimeoutMs?: number } = {}): Promise<Redis> {
   const { Redis } = await import('ioredis');
   const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs });
-  redis.on('error', () => {}); // reconnects by itself; meanwhile the in-memory fallback counts
+  redis.on('error', () => {}); // reconnects by itself; meanwhile the in-memory fallback counts (reportRedis says so)
   return redis;
+}
+
+/**
+ * Says in `log` when the connection to Redis fails (at start or later), once until it is back, and
+ * when it is back: meanwhile each instance counts the limits on its own, which without a word a
+ * mistyped REDIS_URL would leave so for good. The error's message names the address, never a password.
+ */
+export function reportRedis(redis: Redis, log: { warn(fields: object, message: string): void; info(message: string): void }): void {
+  let failing = false;
+  redis.on('error', (err: Error) => {
+    if (failing) return;
+    failing = true;
+    log.warn({ err: err.message }, 'Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does');
+  });
+  redis.on('ready', () => {
+    if (!failing) return;
+    failing = false;
+    log.info('Redis (REDIS_URL) answers again: the rate limits are shared again');
+  });
 }
 
 export interface ThrottleOptions {

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { type CreatedDonation, type DonationInput, RateLimitError } from '../../src/client/index.js';
 import { FAILURE_DELAY } from '../../src/http/auth.js';
-import { AUTH_FAILURES, openRedis, Throttle } from '../../src/http/throttle.js';
+import { AUTH_FAILURES, openRedis, reportRedis, Throttle } from '../../src/http/throttle.js';
 import { basic, exampleDonation, NO_FAILURE_DELAY, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { clientFor } from '../support/client.js';
@@ -330,6 +330,27 @@ for (const backend of BACKENDS) {
     });
 
     describe('shared through Redis', { skip: TEST_REDIS_URL ? false : 'TEST_REDIS_URL is not set' }, () => {
+      test('a Redis that cannot be reached is said in the log once, and so is its return (it was never said: a mistyped REDIS_URL left each instance counting alone, without a word)', async () => {
+        const target = new URL(TEST_REDIS_URL!);
+        const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
+        const port = await proxy.listen();
+        proxy.cut('reset'); // refused from the start, as at a wrong address
+        const said: string[] = [];
+        const redis = await openRedis(`redis://127.0.0.1:${port}`);
+        reportRedis(redis, { warn: (_fields, message) => said.push(`warn: ${message}`), info: (message) => said.push(`info: ${message}`) });
+        try {
+          await until('the warning', 10_000, async () => said.length > 0);
+          await new Promise((resolve) => setTimeout(resolve, 300)); // further attempts fail too, and say nothing more
+          assert.deepEqual(said, ['warn: Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does']);
+          proxy.restore();
+          await until('the return', 10_000, async () => said.length > 1);
+          assert.equal(said[1], 'info: Redis (REDIS_URL) answers again: the rate limits are shared again');
+        } finally {
+          redis.disconnect();
+          await proxy.close();
+        }
+      });
+
       test('a Redis that stops answering costs a request a moment, not a hang; the in-memory limiter counts meanwhile, and Redis again once it answers', async () => {
         const target = new URL(TEST_REDIS_URL!);
         const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
