@@ -162,7 +162,10 @@ function isOn(env: NodeJS.ProcessEnv, name: string): boolean {
 }
 
 function parseMetrics(env: NodeJS.ProcessEnv): Config['metrics'] {
-  if (!isOn(env, 'METRICS')) return { enabled: false };
+  if (!isOn(env, 'METRICS')) {
+    if (env.METRICS_PORT) throw new ConfigError(`METRICS_PORT is set, but METRICS is off: no metrics would be served on ${JSON.stringify(env.METRICS_PORT)}. Unset one of them.`);
+    return { enabled: false };
+  }
   const raw = env.METRICS_PORT;
   if (raw === undefined || raw === '') return { enabled: true, port: undefined };
   const port = Number(raw);
@@ -200,6 +203,8 @@ function parseWorkers(raw: string | undefined): number {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const database = databaseFromEnv(env);
   const workers = parseWorkers(env.WORKERS);
+  // Not the server's, but in the same environment as the daily `retention apply`: a bad value stops the service at its start, not only that run.
+  retentionYearsFromEnv(env);
   if (workers > 1 && database.dialect === 'sqlite' && database.path === ':memory:') {
     throw new ConfigError('WORKERS above 1 needs a database every worker opens alike, a SQLite file or PostgreSQL: with sqlite::memory: each would have its own.');
   }

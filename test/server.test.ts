@@ -217,6 +217,7 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           ['TRUST_PROXY', '10.0.0.1 127.0.0.1'],
           ['HOST', 'not.a.host'], // no address of this machine: exit 1 before
           ['HOST', '192.0.2.55'],
+          ['RETENTION_YEARS', '0'], // serve does not use it, but the daily retention apply does: it was found only then
         ] as const) {
           test(`${name}=${value}: exit 2 with a message naming ${name}`, async () => {
             const r = await run(['serve'], { [name]: value });
@@ -232,6 +233,12 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           const r = await almoner(`sqlite:${junk}`, ['serve'], { PORT: '0' });
           assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
           assert.ok(r.stderr.includes(`cannot open the database sqlite:${junk}: file is not a database`), r.stderr);
+        });
+
+        test('METRICS_PORT with METRICS=off: exit 2 naming both (the port was quietly never opened)', async () => {
+          const r = await run(['serve'], { METRICS: 'off', METRICS_PORT: '3991' });
+          assert.equal(r.code, 2, `exit ${r.code}\nstderr: ${r.stderr}`);
+          assert.match(r.stderr, /METRICS_PORT is set, but METRICS is off/);
         });
 
         test('METRICS_PORT equal to PORT: exit 2 with a message naming METRICS_PORT', async () => {
