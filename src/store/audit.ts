@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../time.js';
+import { foldEmail } from './donation-query.js';
 import type { Database } from './schema.js';
 
 /** What was done, to what, in a few facts: never a password, never a donor's personal data. */
@@ -40,11 +41,11 @@ export interface AuditRecord {
 }
 
 /**
- * How the trail names a donor without their personal data: a SHA-256 of the e-mail address in
- * lower case, cut short. Whoever has the address can find its entries; the trail alone cannot say whose they are.
+ * How the trail names a donor without their personal data: a SHA-256 of the e-mail address folded
+ * (foldEmail: composed, in lower case), cut short. Whoever has the address can find its entries; the trail alone cannot say whose they are.
  */
 export function donorReference(email: string): string {
-  return `donor ${createHash('sha256').update(email.toLowerCase()).digest('hex').slice(0, 16)}`;
+  return `donor ${createHash('sha256').update(foldEmail(email)).digest('hex').slice(0, 16)}`;
 }
 
 /** Who is acting: the operating-system user (by uid where the system has no name for it) and the host. */

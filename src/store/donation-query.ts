@@ -9,17 +9,40 @@ export interface DonationFilter {
   /** Inclusive bounds on donation_date, in the stored timestamp format. */
   from?: string;
   to?: string;
-  /** Only this donor's donations: the e-mail address, in any case. */
+  /** Only this donor's donations: the e-mail address as foldEmail folds it (in any case, in any Unicode form). */
   donorEmail?: string;
 }
 
-/** The query, unordered and unrun: within `db` (a transaction, say). */
-export function donationsWithCharity(db: Kysely<Database>, filter: DonationFilter = {}) {
+/**
+ * An e-mail address as a person means it: Unicode's composed form (NFC: an "ë" typed as one
+ * character or as "e" and a combining mark is the same), then lower case as JavaScript folds it.
+ * The same on both databases: SQL's lower() follows PostgreSQL's locale (a C locale folds A to Z
+ * only) and folds some letters unlike JavaScript, and neither composes.
+ */
+export const foldEmail = (email: string): string => email.normalize('NFC').toLowerCase();
+
+/**
+ * The query, unordered and unrun: within `db` (a transaction, say). A donor's donations are looked
+ * up first (donorDonations), as their addresses are folded here, not by the database.
+ */
+export async function donationsWithCharity(db: Kysely<Database>, filter: DonationFilter = {}) {
   let q = db.selectFrom('donations').innerJoin('charities', 'charities.id', 'donations.charity_id').selectAll('donations').select('charities.username as charity');
   if (filter.charity !== undefined) q = q.where('charities.username', '=', filter.charity);
   if (filter.from !== undefined) q = q.where('donations.donation_date', '>=', filter.from);
   if (filter.to !== undefined) q = q.where('donations.donation_date', '<=', filter.to);
-  // Both sides lowered by the database, so that they are folded alike whatever its rules.
-  if (filter.donorEmail !== undefined) q = q.where(sql<string>`lower(donations.donor_email)`, '=', sql<string>`lower(${filter.donorEmail})`);
+  if (filter.donorEmail !== undefined) {
+    const ids = await donorDonations(db, filter.donorEmail);
+    q = ids.length > 0 ? q.where('donations.id', 'in', ids) : q.where(sql<boolean>`1 = 0`);
+  }
   return q;
+}
+
+/** The ids of the donations recorded with this address, folded alike (foldEmail): every address is read, as donors' requests are rare. */
+async function donorDonations(db: Kysely<Database>, email: string): Promise<number[]> {
+  const wanted = foldEmail(email);
+  const ids: number[] = [];
+  for await (const row of db.selectFrom('donations').select(['id', 'donor_email']).stream(1000)) {
+    if (foldEmail(row.donor_email) === wanted) ids.push(Number(row.id));
+  }
+  return ids;
 }

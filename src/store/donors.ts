@@ -37,7 +37,7 @@ export class DonorData {
    */
   async erase({ email, charity, today, dryRun }: { email: string; charity?: string; today: string; dryRun: boolean }): Promise<DonationErasure[]> {
     return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
-      const rows = await donationsWithCharity(trx, { donorEmail: email, charity }).orderBy('donations.id').execute();
+      const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity })).orderBy('donations.id').execute();
       const found = rows.map((row) => toErasure(row, today));
       if (!dryRun) {
         await this.apply(trx, found);
@@ -57,7 +57,7 @@ export class DonorData {
     return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       // Nothing younger than the shorter of the two periods can be due: the query reads only the older rows.
       const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, GIFT_AID_RETENTION_YEARS)}${today.slice(4)}T00:00:00.000000Z`;
-      const rows = await donationsWithCharity(trx)
+      const rows = await (await donationsWithCharity(trx))
         .where((eb) => eb.or([eb('donations.erased_at', 'is', null), eb('donations.erase_after', 'is not', null)]))
         .where((eb) => eb.or([eb('donations.erase_after', '<', today), eb('donations.donation_date', '<', since)]))
         .orderBy('donations.id')

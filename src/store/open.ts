@@ -74,10 +74,6 @@ async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSq
   db.pragma('secure_delete = ON');
   // The CLI and the server share the file; wait for a writer instead of failing at once.
   db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  // SQLite's own lower() folds A to Z only, and a donor's e-mail address may hold any letter
-  // (validator takes UTF-8 addresses): a donor's export or erasure finds their address in any case,
-  // as PostgreSQL's lower() does in a UTF-8 locale. No index uses lower(), so nothing stored depends on it.
-  db.function('lower', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
   return reusingStatements(db);
 }
 

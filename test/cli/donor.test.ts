@@ -41,6 +41,8 @@ for (const backend of BACKENDS) {
         await record(b.id, 'sam.donor@example.org', '3.00');
         await record(b.id, 'SAM.DONOR@EXAMPLE.ORG', '4.00');
         await record(a.id, 'ZOË.ÅSE@example.org', '5.00'); // capitals beyond A to Z: SQLite's own lower() does not fold them
+        await record(a.id, 'noe\u0308l@example.org', '6.00'); // "noël" with a combining diaeresis (NFD), as some systems send it
+        await record(b.id, 'İPEK@example.org', '7.00'); // JavaScript and PostgreSQL's lower() fold the dotted capital I differently
       } finally {
         await store.close();
       }
@@ -87,6 +89,14 @@ for (const backend of BACKENDS) {
       for (const typed of ['ZOË.ÅSE@example.org', 'zoë.åse@example.org', 'Zoë.Åse@EXAMPLE.org']) {
         assert.deepEqual((await exportFor(['--email', typed])).donations.map((d) => d.amount), ['5.00'], typed);
       }
+    });
+
+    test('an address is found in either Unicode form, and folded alike on both databases (a composed "ë" missed one sent decomposed, and PostgreSQL folded as its locale does)', async () => {
+      for (const typed of ['no\u00ebl@example.org', 'noe\u0308l@example.org', 'NO\u00cbL@example.org']) {
+        assert.deepEqual((await exportFor(['--email', typed])).donations.map((d) => d.amount), ['6.00'], JSON.stringify(typed));
+      }
+      assert.deepEqual((await exportFor(['--email', 'İPEK@example.org'])).donations.map((d) => d.amount), ['7.00']);
+      assert.deepEqual((await exportFor(['--email', 'i̇pek@example.org'])).donations.map((d) => d.amount), ['7.00'], 'as JavaScript folds İ');
     });
   });
 }
