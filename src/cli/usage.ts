@@ -26,7 +26,8 @@ type Day = { year: number; month: number; day: number };
 function parseDay(value: string): Day {
   const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/.exec(value);
   const day = m && { year: Number(m[1]), month: Number(m[2]), day: Number(m[3]) };
-  if (!day || !isRealDate(day.year, day.month, day.day)) throw new InvalidArgumentError('must be a date as YYYY-MM-DD.');
+  if (!day) throw new InvalidArgumentError('must be a date as YYYY-MM-DD.');
+  if (!isRealDate(day.year, day.month, day.day)) throw new InvalidArgumentError(`is not a day of the calendar (${value}).`);
   return day;
 }
 
