@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { migrations } from './migrations/index.js';
@@ -71,6 +71,7 @@ async function copyRows(source: string, to: string): Promise<void> {
  */
 export async function checkCopy(path: string): Promise<CopySummary> {
   const Database = await driver();
+  const walBeside = existsSync(`${path}-wal`); // before opening it, which makes one
   let db: BetterSqlite3.Database;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
@@ -86,7 +87,22 @@ export async function checkCopy(path: string): Promise<CopySummary> {
     }
     if (integrity !== 'ok') throw new CopyRefused(`${path} is damaged: SQLite's integrity check says ${String(integrity)}`);
     const hasSchema = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'").get();
-    if (!hasSchema) throw new CopyRefused(`${path} is a SQLite database, but not Almoner's (it has no migrations table)`);
+    if (!hasSchema) {
+      // Bytes 18 and 19 of the header are 2 in WAL mode: a live database's file copied without its WAL, which held everything since its last checkpoint.
+      const header = Buffer.alloc(2);
+      const fd = openSync(path, 'r');
+      try {
+        readSync(fd, header, 0, 2, 18);
+      } finally {
+        closeSync(fd);
+      }
+      const walLeftBehind = header[0] === 2 && header[1] === 2 && !walBeside;
+      throw new CopyRefused(
+        walLeftBehind
+          ? `${path} is a SQLite database in WAL mode without its WAL beside it, and holds no Almoner schema: a copy of a live database made with cp, say, leaves behind what was still in the WAL. Take backups with bin/almoner backup`
+          : `${path} is a SQLite database, but not Almoner's (it has no migrations table)`,
+      );
+    }
     const applied = (db.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map((r) => r.name);
     const known = Object.keys(migrations('sqlite'));
     const unknown = applied.filter((name) => !known.includes(name));

@@ -4,10 +4,11 @@
 // commands every test here fails (commander: unknown command); with a copy made page by page while
 // the server writes (a plain file copy), the integrity check or the row checks fail.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
+import { openStore } from '../../src/store/open.js';
 import { basic } from '../support/app.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
@@ -165,6 +166,21 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     assert.equal(overDamaged.code, 2, overDamaged.stderr);
     assert.match(overDamaged.stderr, new RegExp(`the database at ${damaged} is damaged .* move the file aside`));
   });
+});
+
+test('restore of a live database copied without its WAL says so, and how to take a backup (it said "not Almoner\'s")', async () => {
+  assertBuilt();
+  const dir = tempDir();
+  const live = join(dir, 'live.db');
+  const store = await openStore(parseDatabaseUrl(`sqlite:${live}`)); // open: its schema is still in the WAL
+  try {
+    copyFileSync(live, join(dir, 'copy.db'));
+  } finally {
+    await store.close();
+  }
+  const run = await almoner(`sqlite:${join(tempDir(), 'target.db')}`, ['restore', join(dir, 'copy.db')]);
+  assert.equal(run.code, 2, run.stderr);
+  assert.match(run.stderr, /in WAL mode without its WAL beside it.*Take backups with bin\/almoner backup/);
 });
 
 for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
