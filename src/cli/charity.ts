@@ -1,9 +1,10 @@
 // bin/almoner charity ...: sign charities up and manage their credentials.
+import { fstatSync, statSync } from 'node:fs';
 import { Command } from 'commander';
 import { generatePassword, hashPassword } from '../charities/credentials.js';
 import { signUpCharity } from '../charities/signup.js';
 import { print, printAtOnce, printJson, withStore } from './io.js';
-import { emailArgument, nameArgument, unknownCharity } from './usage.js';
+import { emailArgument, nameArgument, unknownCharity, UsageError } from './usage.js';
 
 export function charityCommand(): Command {
   const charity = new Command('charity').description('sign charities up and manage their credentials');
@@ -15,6 +16,7 @@ export function charityCommand(): Command {
     .requiredOption('--email <email>', "the charity's contact e-mail address", emailArgument)
     .option('--json', 'print {"id","name","email","username","password"}')
     .action(async (opts: { name: string; email: string; json?: boolean }) => {
+      refuseOutputToNowhere('create');
       const { charity: created, password } = await withStore((store) => signUpCharity(store, opts), { mayCreate: true });
       printSecret(
         created.username,
@@ -50,6 +52,7 @@ export function charityCommand(): Command {
     .argument('<username>')
     .option('--json', 'print {"username","password"}')
     .action(async (username: string, opts: { json?: boolean }) => {
+      refuseOutputToNowhere('rotate');
       const password = generatePassword();
       const found = await withStore((store) => store.setPasswordHash(username, hashPassword(password)));
       if (!found) throw unknownCharity(username);
@@ -74,6 +77,18 @@ export function charityCommand(): Command {
   }
 
   return charity;
+}
+
+/**
+ * Standard output closed (`>&-`: Node puts /dev/null in its place) or sent to /dev/null: a new
+ * password written there is never seen, and the charity would be left with one nobody knows. Refused
+ * before anything changes (exit 2).
+ */
+function refuseOutputToNowhere(command: 'create' | 'rotate'): void {
+  const out = fstatSync(1);
+  if (out.isCharacterDevice() && out.rdev === statSync('/dev/null').rdev) {
+    throw new UsageError(`standard output is closed or /dev/null, so the new password would never be seen: run charity ${command} with its output going somewhere you can read it`);
+  }
 }
 
 /**

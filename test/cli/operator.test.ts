@@ -14,12 +14,13 @@ import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js
 const PROJECT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Runs bin/almoner with its standard output closed before it writes anything, as `| true` does. */
-function withClosedOutput(databaseUrl: string, args: string[]): Promise<Run> {
+function withClosedOutput(databaseUrl: string, args: string[], { toNowhere = false } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(BIN, args, { env: childEnv(databaseUrl), stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.destroy();
+    // toNowhere: standard output is /dev/null from the start (as `>/dev/null` or `>&-`, which Node makes /dev/null); else a pipe closed at once.
+    const child = spawn(BIN, args, { env: childEnv(databaseUrl), stdio: ['ignore', toNowhere ? 'ignore' : 'pipe', 'pipe'] });
+    child.stdout?.destroy();
     let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout: '', stderr }));
   });
@@ -118,6 +119,19 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
         assert.ok(listed.some((c) => c.username === m[1]), 'the charity was created');
         const rotated = await almoner(database.url, ['charity', 'rotate', m[1]!, '--json']);
         assert.equal(rotated.code, 0, rotated.stderr);
+      });
+
+      test('charity create or rotate with standard output closed or /dev/null: refused before anything changes, exit 2 (it made a charity whose password nobody saw, and exit 0)', async () => {
+        const before = (await almoner(database.url, ['charity', 'list', '--json'])).stdout;
+        const trail = (await almoner(database.url, ['audit', '--json'])).stdout;
+        const [some] = JSON.parse(before) as Array<{ username: string }>;
+        for (const args of [['charity', 'create', '--name', 'Nowhere', '--email', 'nowhere@example.org'], ['charity', 'rotate', some!.username]]) {
+          const run = await withClosedOutput(database.url, args, { toNowhere: true });
+          assert.equal(run.code, 2, `${args[1]}: ${run.stderr}`);
+          assert.match(run.stderr, /standard output is closed or \/dev\/null, so the new password would never be seen/);
+        }
+        assert.equal((await almoner(database.url, ['charity', 'list', '--json'])).stdout, before, 'no charity made');
+        assert.equal((await almoner(database.url, ['audit', '--json'])).stdout, trail, 'no charity made, no password changed');
       });
     });
   }
