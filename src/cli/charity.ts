@@ -96,9 +96,10 @@ function refuseOutputToNowhere(command: 'create' | 'rotate'): void {
  * reader went away): the password is lost, so the operator is told how to make another.
  */
 function printSecret(username: string, lines: string[]): void {
-  printAtOnce(lines, () => {
+  printAtOnce(lines, (err) => {
+    const why = err.code === 'EPIPE' ? 'the output was closed before the password could be written' : `the password could not be written (${err.code ?? err.message})`;
     process.stderr.write(
-      `almoner: the output was closed before the password could be written; ${username} has a password nobody has seen. ` +
+      `almoner: ${why}; ${username} has a password nobody has seen. ` +
         `Set a new one with: bin/almoner charity rotate ${username}\n`,
     );
     process.exitCode = 1;

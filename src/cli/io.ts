@@ -57,6 +57,6 @@ export function printJson(value: unknown): void {
  * Writes `lines` in one write, so a reader gets all of them or none; `lost` is called if they
  * could not be written, at once, before the command ends for want of a reader (main.ts).
  */
-export function printAtOnce(lines: string[], lost: () => void): void {
-  process.stdout.write(`${lines.join('\n')}\n`, (err) => err && lost());
+export function printAtOnce(lines: string[], lost: (err: NodeJS.ErrnoException) => void): void {
+  process.stdout.write(`${lines.join('\n')}\n`, (err) => err && lost(err));
 }
