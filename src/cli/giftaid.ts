@@ -78,7 +78,7 @@ export function giftaidCommand(): Command {
         } catch (err) {
           if (!claim) throw err;
           throw new Error(
-            `claim ${claim.id} was prepared and recorded, but its files could not all be written (${err instanceof Error ? err.message : String(err)}). ` +
+            `claim ${claim.id} was prepared and recorded, but its files could not all be written: ${(err instanceof Error ? err.message : String(err)).replace(/\.$/, '')}. ` +
               `Write them with: bin/almoner giftaid files ${claim.id} --out DIR`,
           );
         }
