@@ -69,7 +69,16 @@ export function restoreCommand(): Command {
       if (!existsSync(dirname(resolve(location.path)))) throw new UsageError(`the folder ${dirname(resolve(location.path))} does not exist`);
       const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, resolve(location.path), { replace }));
       // Read before the restore's own entry: the restored trail's last entry is then the backup's.
-      const erased = keptAs ? await erasuresSince(keptAs, resolve(location.path)) : undefined;
+      // A replaced database too damaged to read its trail from does not undo the restore: it is said.
+      let erased: ErasuresSince | undefined;
+      let unread: string | undefined;
+      if (keptAs) {
+        try {
+          erased = await erasuresSince(keptAs, resolve(location.path));
+        } catch (err) {
+          unread = err instanceof Error ? err.message : String(err);
+        }
+      }
       // Opened as the server would open it (a backup from an earlier version is migrated now), and
       // the restore is the first entry of the restored database's trail after the backup's own.
       const again = await withStoreAt(location, async (store) => {
@@ -79,7 +88,8 @@ export function restoreCommand(): Command {
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
       if (again) print(again);
-      if (!keptAs) {
+      if (!keptAs || unread !== undefined) {
+        if (unread !== undefined) process.stderr.write(`almoner: warning: the replaced database's audit trail could not be read (${unread}).\n`);
         print(
           "Donors' erasures made since the backup are not in it: erase those donors again (bin/almoner donor erase), " +
             'as the trail of the database the backup came from lists them (by reference), before the server takes requests.',
