@@ -6,7 +6,6 @@ import { Command } from 'commander';
 import { ukDay } from '../time.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, erasuresSince, restoreSqlite, type CopySummary, type ErasuresSince } from '../store/sqlite-backup.js';
-import { donorReference } from '../store/audit.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -113,9 +112,8 @@ async function eraseAgain(store: Store, { donors, retentionYears }: ErasuresSinc
   let donations = 0;
   const emails = await store.donors.emailsOf(new Set(donors.map((d) => d.reference)));
   for (const { reference, charity } of donors) {
-    for (const email of emails.filter((e) => donorReference(e) === reference)) {
-      donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false })).length;
-    }
+    const email = emails.get(reference);
+    if (email !== undefined) donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false })).length;
   }
   const retained = retentionYears === undefined ? [] : await store.donors.applyRetention({ today, retentionYears, dryRun: false });
   return (

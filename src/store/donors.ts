@@ -72,13 +72,17 @@ export class DonorData {
   }
 
   /**
-   * The e-mail addresses, as stored, of the donors with these references (audit.ts's
+   * An e-mail address, as stored, of each donor with one of these references (audit.ts's
    * donorReference): how a donor's erasure is found again from the audit trail, which names them by
-   * reference only.
+   * reference only. One address a donor is enough: erase() finds every form of it.
    */
-  async emailsOf(references: ReadonlySet<string>): Promise<string[]> {
-    const rows = await this.db.selectFrom('donations').select('donor_email').distinct().execute();
-    return rows.map((r) => r.donor_email).filter((email) => references.has(donorReference(email)));
+  async emailsOf(references: ReadonlySet<string>): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    for (const { donor_email } of await this.db.selectFrom('donations').select('donor_email').distinct().execute()) {
+      const reference = donorReference(donor_email);
+      if (references.has(reference) && !found.has(reference)) found.set(reference, donor_email);
+    }
+    return found;
   }
 
   /**

@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { closeSync, existsSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { migrations } from './migrations/index.js';
@@ -23,6 +23,9 @@ export class CopyRefused extends Error {}
 async function driver(): Promise<typeof BetterSqlite3> {
   return (await import('better-sqlite3')).default;
 }
+
+const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
+  db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
 
 /**
  * Copies the database at `source` to `out`. The copy is read from one snapshot: in WAL mode a
@@ -86,17 +89,9 @@ export async function checkCopy(path: string): Promise<CopySummary> {
       throw new CopyRefused(`${path} is not a SQLite database, or is damaged: ${(err as Error).message}`);
     }
     if (integrity !== 'ok') throw new CopyRefused(`${path} is damaged: SQLite's integrity check says ${String(integrity)}`);
-    const hasSchema = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'").get();
-    if (!hasSchema) {
-      // Bytes 18 and 19 of the header are 2 in WAL mode: a live database's file copied without its WAL, which held everything since its last checkpoint.
-      const header = Buffer.alloc(2);
-      const fd = openSync(path, 'r');
-      try {
-        readSync(fd, header, 0, 2, 18);
-      } finally {
-        closeSync(fd);
-      }
-      const walLeftBehind = header[0] === 2 && header[1] === 2 && !walBeside;
+    if (!hasTable(db, 'kysely_migration')) {
+      // A live database's file in WAL mode copied without its WAL, which held everything since its last checkpoint.
+      const walLeftBehind = db.pragma('journal_mode', { simple: true }) === 'wal' && !walBeside;
       throw new CopyRefused(
         walLeftBehind
           ? `${path} is a SQLite database in WAL mode without its WAL beside it, and holds no Almoner schema: a copy of a live database made with cp, say, leaves behind what was still in the WAL. Take backups with bin/almoner backup`
@@ -162,17 +157,16 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   const Database = await driver();
   // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
   const open = (path: string) => new Database(path, { fileMustExist: true });
-  const hasTrail = (db: BetterSqlite3.Database) => db.prepare("select 1 from sqlite_master where type = 'table' and name = 'audit_log'").get() !== undefined;
   const backup = open(restored);
   let last: string;
   try {
-    last = hasTrail(backup) ? ((backup.prepare('select max(at) as at from audit_log').get() as { at: string | null }).at ?? '') : '';
+    last = hasTable(backup, 'audit_log') ? ((backup.prepare('select max(at) as at from audit_log').get() as { at: string | null }).at ?? '') : '';
   } finally {
     backup.close();
   }
   const old = open(replaced);
   try {
-    if (!hasTrail(old)) return { donors: [], retentionYears: undefined };
+    if (!hasTable(old, 'audit_log')) return { donors: [], retentionYears: undefined };
     const entries = old
       .prepare("select action, target, summary from audit_log where at > ? and action in ('donor erase', 'retention apply') order by at, id")
       .all(last) as { action: string; target: string; summary: string }[];
