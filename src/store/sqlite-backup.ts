@@ -24,6 +24,28 @@ async function driver(): Promise<typeof BetterSqlite3> {
   return (await import('better-sqlite3')).default;
 }
 
+/**
+ * Opens the database at `path` to read only, for `use`. A read-only connection to a database in
+ * WAL mode makes the -wal and -shm files it needs and, unable to checkpoint, leaves them when it
+ * closes: beside a backup file that had none (a copy of a live database, or one restored before),
+ * those it made are removed again once it has closed, if the WAL is still empty (nothing was
+ * written through another connection meanwhile). Checking or restoring a backup leaves its folder
+ * as it was.
+ */
+async function readingOnly<T>(path: string, use: (db: BetterSqlite3.Database) => T): Promise<T> {
+  const Database = await driver();
+  const made = ['-wal', '-shm'].filter((suffix) => !existsSync(path + suffix));
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return use(db);
+  } finally {
+    db.close();
+    if (made.includes('-wal') && existsSync(`${path}-wal`) && statSync(`${path}-wal`).size === 0) {
+      for (const suffix of made) rmSync(path + suffix, { force: true });
+    }
+  }
+}
+
 const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
   db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
 
@@ -49,18 +71,14 @@ export async function backUpSqlite(source: string, out: string): Promise<CopySum
  * (rollback journal, not WAL); the server sets WAL again when it opens a restored copy.
  */
 async function copyRows(source: string, to: string): Promise<void> {
-  const Database = await driver();
-  const db = new Database(source, { readonly: true, fileMustExist: true });
-  try {
+  await readingOnly(source, (db) => {
     db.pragma('busy_timeout = 5000');
     // Also for the copy: building it, SQLite moves rows between pages, and would leave copies of
     // them in the space they leave, where an erasure after a restore could not reach them.
     db.pragma('secure_delete = ON');
     db.prepare('vacuum into ?').run(to);
-  } finally {
-    db.close();
-  }
-  const copy = new Database(to);
+  });
+  const copy = new (await driver())(to);
   try {
     copy.pragma('journal_mode = DELETE');
   } finally {
@@ -73,15 +91,10 @@ async function copyRows(source: string, to: string): Promise<void> {
  * the schema's migrations (none newer than this version knows), and what it holds.
  */
 export async function checkCopy(path: string): Promise<CopySummary> {
-  const Database = await driver();
   const walBeside = existsSync(`${path}-wal`); // before opening it, which makes one
-  let db: BetterSqlite3.Database;
-  try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
-  } catch (err) {
-    throw new CopyRefused(`${path} cannot be opened as a SQLite database: ${(err as Error).message}`);
-  }
-  try {
+  let opened = false;
+  const check = (db: BetterSqlite3.Database): CopySummary => {
+    opened = true;
     let integrity: unknown;
     try {
       integrity = db.pragma('integrity_check', { simple: true });
@@ -111,8 +124,12 @@ export async function checkCopy(path: string): Promise<CopySummary> {
       giftaidClaims: count('giftaid_claims'),
       schema: applied.at(-1) ?? '(none)',
     };
-  } finally {
-    db.close();
+  };
+  try {
+    return await readingOnly(path, check);
+  } catch (err) {
+    if (opened) throw err;
+    throw new CopyRefused(`${path} cannot be opened as a SQLite database: ${(err as Error).message}`);
   }
 }
 

@@ -183,6 +183,18 @@ test('restore of a live database copied without its WAL says so, and how to take
   assert.match(run.stderr, /in WAL mode without its WAL beside it.*Take backups with bin\/almoner backup/);
 });
 
+test('restore from a database file in WAL mode leaves nothing beside it (a read-only look left its -wal and -shm there)', async () => {
+  assertBuilt();
+  const dir = tempDir();
+  const source = join(dir, 'source.db');
+  const store = await openStore(parseDatabaseUrl(`sqlite:${source}`));
+  await store.close(); // closed: its WAL is checkpointed and gone, and the file stays in WAL mode
+  assert.deepEqual(readdirSync(dir), ['source.db']);
+  const run = await almoner(`sqlite:${join(tempDir(), 'target.db')}`, ['restore', source]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.deepEqual(readdirSync(dir), ['source.db']);
+});
+
 for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
   describe(`bin/almoner backup and restore [${backend.name}]`, () => {
     test("on PostgreSQL both say to use PostgreSQL's own tools, and change nothing", async () => {
