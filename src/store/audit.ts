@@ -35,7 +35,7 @@ export interface AuditRecord {
   at: string;
   action: string;
   target: string;
-  osUser: string;
+  os_user: string;
   host: string;
   summary: Record<string, unknown>;
 }
@@ -72,5 +72,5 @@ export async function readAudit(db: Kysely<Database>, since?: string): Promise<A
   let q = db.selectFrom('audit_log').selectAll();
   if (since !== undefined) q = q.where('at', '>=', since);
   const rows = await q.orderBy('id').execute();
-  return rows.map((r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, osUser: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }));
+  return rows.map((r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }));
 }

@@ -92,7 +92,7 @@ for (const backend of BACKENDS) {
       );
       const me = userInfo().username;
       for (const e of entries) {
-        assert.equal(e.osUser, me);
+        assert.equal(e.os_user, me);
         assert.equal(e.host, hostname());
         assert.match(e.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
       }
