@@ -131,6 +131,7 @@ describe('HTTPS', () => {
     writeFileSync(tls.TLS_KEY_FILE, 'not a key');
     server.signal('SIGHUP');
     await until('the server says it kept the certificate', 5000, () => /TLS certificate not reloaded/.test(server.stdout));
+    assert.match(server.stdout, /"type":"ConfigError".*TLS certificate not reloaded/); // it said "type":"Object" before 2026-11-28
     assert.equal((await servedCertificate()).subject.CN, 'renewed.localhost');
     assert.deepEqual(await get(`${server.url}/health`, { ca: renewed.cert }), { status: 200, body: '{"status":"ok"}' });
 

@@ -92,6 +92,8 @@ describe('SQLite: another process holds the write lock', () => {
       await sql`pragma query_only = 0`.execute(db);
     }
     assert.ok(server.lines.some((l) => /"database unavailable"/.test(l) && /SQLITE_READONLY/.test(l)), server.lines.join('\n'));
+    // The error's own class, not pino's "Object" for the shape loggable() gives it (before 2026-11-28).
+    assert.ok(server.lines.some((l) => /"database unavailable"/.test(l) && /"type":"SqliteError"/.test(l)), server.lines.join('\n'));
     assert.equal((await server.create()).statusCode, 200);
     assert.equal((await server.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200);
   });
