@@ -1,9 +1,10 @@
 // bin/almoner backup and restore: a checked copy of the SQLite database, taken while the server
 // runs, and put back while it does not. On PostgreSQL, its own tools do this (the README shows how).
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
+import { osUser } from '../store/audit.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, erasuresSince, restoreSqlite, type CopySummary, type ErasuresSince } from '../store/sqlite-backup.js';
 import { print, theDatabase, withStoreAt } from './io.js';
@@ -20,6 +21,15 @@ const counts = (s: CopySummary) => ({ charities: s.charities, donations: s.donat
 const describe = (s: CopySummary) =>
   `${(s.bytes / 1048576).toFixed(1)} MB, integrity ok, schema ${s.schema}: ${s.charities} charities, ${s.donations} donations, ` +
   `${s.idempotencyKeys} idempotency keys, ${s.giftaidClaims} Gift Aid claims`;
+
+const writable = (folder: string) => {
+  try {
+    accessSync(folder, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** A refusal from the store is the operator's to fix: exit 2. */
 async function refusalsAreUsage<T>(work: () => Promise<T>): Promise<T> {
@@ -42,6 +52,7 @@ export function backupCommand(): Command {
       const file = resolve(out);
       if (existsSync(file)) throw new UsageError(`${file} exists already: give the backup a new name`);
       if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
+      if (!writable(dirname(file))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(file)}`);
       const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file));
       print(`backup written to ${file}: ${describe(summary)}`);
       // In the database backed up, after the copy: the copy is of what was there before. A backup

@@ -1,6 +1,7 @@
 // What every subcommand shares: the store DATABASE_URL names, said out loud, and plain output.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { databaseFromEnv, describeDatabase, type DatabaseLocation } from '../config.js';
+import { osUser } from '../store/audit.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { unknownCharity, UsageError } from './usage.js';
@@ -12,6 +13,14 @@ import { unknownCharity, UsageError } from './usage.js';
 export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
   const location = databaseFromEnv();
   process.stderr.write(`almoner: database ${describeDatabase(location)}\n`);
+  if (location.dialect === 'sqlite' && location.path !== ':memory:') {
+    // A folder this user may not enter hides the file: not "there is no database" (said before 2026-11-28).
+    try {
+      statSync(location.path, { throwIfNoEntry: false });
+    } catch (err) {
+      throw new UsageError(`this user (${osUser()}) cannot reach the database at ${describeDatabase(location)}: ${(err as Error).message}. Run the command as the user the server runs as`);
+    }
+  }
   if (location.dialect === 'sqlite' && !mayCreate && location.path !== ':memory:' && !existsSync(location.path)) {
     throw new UsageError(
       `there is no database at ${describeDatabase(location)}. Set DATABASE_URL to the server's database ` +

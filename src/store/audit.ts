@@ -48,15 +48,18 @@ export function donorReference(email: string): string {
   return `donor ${createHash('sha256').update(foldEmail(email)).digest('hex').slice(0, 16)}`;
 }
 
-/** Who is acting: the operating-system user (by uid where the system has no name for it) and the host. */
-function actor(): { os_user: string; host: string } {
-  let user: string;
+/** The operating-system user running this process (by uid where the system has no name for it). */
+export function osUser(): string {
   try {
-    user = userInfo().username;
+    return userInfo().username;
   } catch {
-    user = `uid ${process.getuid?.() ?? '?'}`;
+    return `uid ${process.getuid?.() ?? '?'}`;
   }
-  return { os_user: user, host: hostname() };
+}
+
+/** Who is acting: the operating-system user and the host. */
+function actor(): { os_user: string; host: string } {
+  return { os_user: osUser(), host: hostname() };
 }
 
 /** Appends `entry`, within `db` (pass the transaction of the change it records). */

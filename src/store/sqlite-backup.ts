@@ -2,7 +2,7 @@
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { migrations } from './migrations/index.js';
 
@@ -57,7 +57,7 @@ const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
  */
 export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
   return putInPlace(out, async (partial) => {
-    await copyRows(source, partial);
+    await copyRows(source, partial, out);
     return checkCopy(partial);
   });
 }
@@ -70,13 +70,28 @@ export async function backUpSqlite(source: string, out: string): Promise<CopySum
  * and address, and kept them as long as the backup was kept. The copy is one self-contained file
  * (rollback journal, not WAL); the server sets WAL again when it opens a restored copy.
  */
-async function copyRows(source: string, to: string): Promise<void> {
-  await readingOnly(source, (db) => {
-    db.pragma('busy_timeout = 5000');
+async function copyRows(source: string, to: string, destination: string): Promise<void> {
+  let read = false;
+  await readingOnly(source, (opened) => {
+    opened.pragma('busy_timeout = 5000');
     // Also for the copy: building it, SQLite moves rows between pages, and would leave copies of
     // them in the space they leave, where an erasure after a restore could not reach them.
-    db.pragma('secure_delete = ON');
-    db.prepare('vacuum into ?').run(to);
+    opened.pragma('secure_delete = ON');
+    opened.prepare('select count(*) from sqlite_master').get();
+    read = true;
+    try {
+      opened.prepare('vacuum into ?').run(to);
+    } catch (err) {
+      // SQLite names neither file, or only the one beside the destination ("unable to open database: x.db.partial-123").
+      throw new Error(`cannot write ${destination} (first as ${basename(to)} beside it): ${(err as Error).message}`);
+    }
+  }).catch((err: unknown) => {
+    if (read) throw err;
+    const hint =
+      (err as { code?: string }).code === 'SQLITE_READONLY_DIRECTORY'
+        ? ` (to read a database in WAL mode SQLite makes its -shm file beside it, and this user may not write in ${dirname(source)}: run the command as the user the server runs as)`
+        : '';
+    throw new Error(`cannot read the database at ${source}: ${(err as Error).message}${hint}`);
   });
   const copy = new (await driver())(to);
   try {
@@ -225,7 +240,7 @@ export async function restoreSqlite(from: string, target: string, { replace }: {
     target,
     // The rows, as a backup is taken: a backup file with a WAL beside it (copied from a live
     // database) is restored with what that WAL holds, as checkCopy counted it, not without it.
-    async (partial) => copyRows(from, partial),
+    async (partial) => copyRows(from, partial, target),
     () => {
       if (!exists) return;
       keptAs = `${target}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;

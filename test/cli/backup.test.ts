@@ -4,7 +4,7 @@
 // commands every test here fails (commander: unknown command); with a copy made page by page while
 // the server writes (a plain file copy), the integrity check or the row checks fail.
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -115,6 +115,34 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     assert.match(missing.stderr, /there is no database/);
     assert.ok(!existsSync(join(dir, 'nothing-here.db')), 'backup created no database');
     assert.deepEqual(readdirSync(dir).filter((f) => f.includes('partial')), []);
+    // A folder where no file can be made: the message names the backup (it named only its partial file).
+    const proc = await almoner(url, ['backup', '--out', '/proc/almoner-backup.db']);
+    assert.equal(proc.code, 1, proc.stderr);
+    assert.match(proc.stderr, /cannot write \/proc\/almoner-backup\.db \(first as almoner-backup\.db\.partial-\d+ beside it\): unable to open database/);
+  });
+
+  test('as a user who may not write the folder: the backup folder is refused, naming it (exit 2); a database it cannot read is named', { skip: process.getuid?.() !== 0 && 'needs root, to run the command as nobody' }, async () => {
+    const nobody = { uid: 65534, gid: 65534 };
+    // A database nobody may read, in a folder it may enter but not write.
+    const shared = tempDir();
+    chmodSync(shared, 0o755);
+    const sharedUrl = `sqlite:${join(shared, 'almoner.db')}`;
+    assert.equal((await almoner(sharedUrl, ['charity', 'create', '--name', 'Shared', '--email', 's@example.org', '--json'])).code, 0);
+    const locked = tempDir(); // 0700, root's
+    const refused = await almoner(sharedUrl, ['backup', '--out', join(locked, 'b.db')], {}, nobody);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, new RegExp(`may not write in the folder ${locked}`));
+    const open = tempDir();
+    chmodSync(open, 0o1777);
+    // The database's folder is root's, 0700: the file is out of reach, not missing (it said "there is no database").
+    const hidden = await almoner(url, ['backup', '--out', join(open, 'b.db')], {}, nobody);
+    assert.equal(hidden.code, 2, hidden.stderr);
+    assert.match(hidden.stderr, new RegExp(`this user \\(nobody\\) cannot reach the database at sqlite:${dir}/almoner.db: EACCES`));
+    // SQLite cannot make the -shm it needs to read a database in WAL mode: said, naming the database (it said "attempt to write a readonly database").
+    const unreadable = await almoner(sharedUrl, ['backup', '--out', join(open, 'b.db')], {}, nobody);
+    assert.equal(unreadable.code, 1, unreadable.stderr);
+    assert.match(unreadable.stderr, new RegExp(`cannot read the database at ${shared}/almoner.db: .*this user may not write in ${shared}`));
+    assert.deepEqual(readdirSync(open), []);
   });
 
   test('restore refuses while a server has the database open, needs --replace over a database, keeps the old one, and refuses a damaged file', async () => {

@@ -38,15 +38,20 @@ export function childEnv(databaseUrl: string, extra: Record<string, string | und
 }
 
 /** Runs bin/almoner with DATABASE_URL (and any extra environment); never rejects on a non-zero exit. */
-export function almoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}): Promise<Run> {
-  return startAlmoner(databaseUrl, args, extra).done;
+export function almoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}, as?: { uid: number; gid: number }): Promise<Run> {
+  return startAlmoner(databaseUrl, args, extra, as).done;
 }
 
-/** The same, with the process's pid while it runs. */
-export function startAlmoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}): { pid: number; done: Promise<Run> } {
+/** The same, with the process's pid while it runs. `as`: another user's ids to run it as (the test must be root). */
+export function startAlmoner(
+  databaseUrl: string,
+  args: string[],
+  extra: Record<string, string | undefined> = {},
+  as?: { uid: number; gid: number },
+): { pid: number; done: Promise<Run> } {
   let pid = 0;
   const done = new Promise<Run>((resolve, reject) => {
-    const child = execFile(BIN, args, { env: childEnv(databaseUrl, extra), timeout: 20_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const child = execFile(BIN, args, { env: childEnv(databaseUrl, extra), timeout: 20_000, maxBuffer: 16 * 1024 * 1024, ...as }, (err, stdout, stderr) => {
       if (err && typeof err.code !== 'number') return reject(err); // could not run at all, or timed out
       resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
     });
