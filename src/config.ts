@@ -35,6 +35,10 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** A port another program holds: a moment's trouble (exit 1, which systemd restarts), said alike by one process and under WORKERS. */
+export const portTaken = (setting: 'PORT' | 'METRICS_PORT', port: number, host: string) =>
+  `${setting} ${port} on ${host} is in use by another program (EADDRINUSE): stop it, or set ${setting} to a free port`;
+
 /** The default database: data/almoner.db in Almoner's own folder, wherever the command is run from (found by the package's name: this code runs from a bundle). */
 export const DEFAULT_DATABASE_URL = `sqlite:${join(dirname(createRequire(import.meta.url).resolve('almoner/package.json')), 'data', 'almoner.db')}`;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

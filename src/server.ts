@@ -4,7 +4,7 @@ import { createSecureContext } from 'node:tls';
 import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ConfigError, describeDatabase, type Config } from './config.js';
+import { ConfigError, describeDatabase, portTaken, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './loggable.js';
 import { logOutput } from './log-output.js';
@@ -156,6 +156,12 @@ export async function serve(config: Config): Promise<void> {
     // restart it), not a moment's trouble like a port in use (exit 1).
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTFOUND' || code === 'EADDRNOTAVAIL') throw new ConfigError(`HOST ${JSON.stringify(config.host)} is not an address of this machine (${code}).`);
+    if (code === 'EADDRINUSE') {
+      // Said the same way alone and under WORKERS (whose workers' bind failure read "bind EADDRINUSE 127.0.0.1:8080").
+      const taken = (err as { port?: number }).port;
+      const setting = taken !== undefined && taken === metricsPort ? 'METRICS_PORT' : 'PORT';
+      throw new Error(portTaken(setting, taken ?? (setting === 'PORT' ? config.port : metricsPort!), config.host));
+    }
     throw err;
   }
   if (!first) return;

@@ -468,7 +468,12 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
       const port = (taken.address() as { port: number }).port;
       const run = await almoner(database.url, ['serve'], { WORKERS: '2', PORT: String(port) });
       assert.equal(run.code, 1, run.stderr);
-      assert.match(run.stderr, /EADDRINUSE|already in use/);
+      // As one process says it (a worker's read "bind EADDRINUSE 127.0.0.1:8080" before 2026-11-28).
+      assert.match(run.stderr, new RegExp(`almoner: PORT ${port} on 127\\.0\\.0\\.1 is in use by another program \\(EADDRINUSE\\): stop it, or set PORT to a free port`));
+      // And a taken METRICS_PORT, before any worker starts (it was only a log line, after the first worker said where it listened).
+      const metricsTaken = await almoner(database.url, ['serve'], { WORKERS: '2', PORT: '0', METRICS_PORT: String(port) });
+      assert.equal(metricsTaken.code, 1, metricsTaken.stderr);
+      assert.equal(metricsTaken.stderr, `almoner: METRICS_PORT ${port} on 127.0.0.1 is in use by another program (EADDRINUSE): stop it, or set METRICS_PORT to a free port\n`);
     } finally {
       taken.close();
       await database.drop();

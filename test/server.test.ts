@@ -256,9 +256,10 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           const free = (spare.address() as AddressInfo).port;
           await new Promise((resolve) => spare.close(resolve));
           try {
-            const r = await run(['serve'], { PORT: String((holder.address() as AddressInfo).port), ...extra(free) });
+            const held = (holder.address() as AddressInfo).port;
+            const r = await run(['serve'], { PORT: String(held), ...extra(free) });
             assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
-            assert.match(r.stderr, /EADDRINUSE/);
+            assert.match(r.stderr, new RegExp(`PORT ${held} on 127\\.0\\.0\\.1 is in use by another program \\(EADDRINUSE\\): stop it, or set PORT to a free port`));
           } finally {
             await new Promise((resolve) => holder.close(resolve));
           }
@@ -266,6 +267,19 @@ describe('bin/almoner serve', { concurrency: true }, () => {
 
         test('a PORT another program holds, with METRICS_PORT set: exit 1 with the reason, not a server half up', () =>
           servesOnAHeldPort((free) => ({ METRICS_PORT: String(free) })));
+
+        test('a METRICS_PORT another program holds: exit 1 naming METRICS_PORT', async () => {
+          const holder = createServer();
+          await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+          try {
+            const held = (holder.address() as AddressInfo).port;
+            const r = await run(['serve'], { PORT: '0', METRICS_PORT: String(held) });
+            assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
+            assert.match(r.stderr, new RegExp(`METRICS_PORT ${held} on 127\\.0\\.0\\.1 is in use by another program \\(EADDRINUSE\\): stop it, or set METRICS_PORT to a free port`));
+          } finally {
+            await new Promise((resolve) => holder.close(resolve));
+          }
+        });
 
         test('a PORT another program holds, with a REDIS_URL where nothing answers: exit 1, not a process kept alive by Redis', () =>
           servesOnAHeldPort((free) => ({ REDIS_URL: `redis://127.0.0.1:${free}` })));

@@ -13,7 +13,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
 import type * as Limiters from 'rate-limiter-flexible';
-import type { Config } from '../config.js';
+import { portTaken, type Config } from '../config.js';
 import { logOutput } from '../log-output.js';
 import type { Store } from '../store/store.js';
 import { isMessage, toWorker, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc.js';
@@ -112,6 +112,18 @@ export async function runPrimary(config: Config): Promise<void> {
   });
   const metrics = config.metrics.enabled ? shareMetrics() : undefined;
 
+  // Before any worker: a taken port says so before the workers say where they listen.
+  if (metrics && config.metrics.enabled && config.metrics.port !== undefined) {
+    try {
+      await serveMetrics(metrics, config.host, config.metrics.port);
+    } catch (err) {
+      const message = (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? portTaken('METRICS_PORT', config.metrics.port, config.host) : (err as Error).message;
+      log.fatal(`the metrics port did not open (${message}): stopping`);
+      process.stderr.write(`almoner: ${message}\n`);
+      return exit(1);
+    }
+  }
+
   // The first alone: it applies any pending migration, and a bad setting or a taken port stops
   // everything here, with the worker's own message on stderr and its exit status.
   try {
@@ -119,16 +131,6 @@ export async function runPrimary(config: Config): Promise<void> {
   } catch {
     return exit(status);
   }
-  if (metrics && config.metrics.enabled && config.metrics.port !== undefined) {
-    try {
-      await serveMetrics(metrics, config.host, config.metrics.port);
-    } catch (err) {
-      log.fatal(`the metrics port did not open (${(err as Error).message}): stopping`);
-      status = 1;
-      return stop();
-    }
-  }
-
   if (stopping) return;
   try {
     await Promise.all(Array.from({ length: config.workers - 1 }, (_, i) => start(i + 1)));
