@@ -17,6 +17,8 @@ export interface Config {
   createRateLimit: number;
   /** Rate-limit counters shared by every instance; undefined keeps them per process. */
   redisUrl: string | undefined;
+  /** What this deployment's Redis keys and channel begin with: deployments sharing one Redis must each have their own. */
+  redisPrefix: string;
   /** Fastify's trustProxy: whom to believe about the client's address (X-Forwarded-For). */
   trustProxy: boolean | string;
   /** Serve HTTPS with this certificate and key (PEM files). */
@@ -131,6 +133,13 @@ function parseRedisUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** REDIS_PREFIX: letters, digits and `_ . -`; `almoner` by default. */
+function parseRedisPrefix(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'almoner';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(raw)) throw new ConfigError(`REDIS_PREFIX must be 1 to 64 letters, digits, '_', '.' or '-' (got ${JSON.stringify(raw)}).`);
+  return raw;
+}
+
 /**
  * TRUST_PROXY: false, true (believe X-Forwarded-For from anyone: only behind a proxy that
  * overwrites it), or the proxies' addresses and CIDR ranges, separated by commas.
@@ -219,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: parseLogLevel(env.LOG_LEVEL),
     createRateLimit: parseCreateRateLimit(env.CREATE_RATE_LIMIT),
     redisUrl: parseRedisUrl(env.REDIS_URL),
+    redisPrefix: parseRedisPrefix(env.REDIS_PREFIX),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     tls: parseTls(env),
     metrics: parseMetrics(env),

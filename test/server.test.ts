@@ -217,6 +217,7 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           ['TRUST_PROXY', '10.0.0.1 127.0.0.1'],
           ['HOST', 'not.a.host'], // no address of this machine: exit 1 before
           ['HOST', '192.0.2.55'],
+          ['REDIS_PREFIX', 'a b'],
           ['RETENTION_YEARS', '0'], // serve does not use it, but the daily retention apply does: it was found only then
         ] as const) {
           test(`${name}=${value}: exit 2 with a message naming ${name}`, async () => {

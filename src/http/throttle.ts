@@ -74,7 +74,7 @@ export interface ThrottleOptions {
   redis?: Redis;
   /** Under WORKERS (without Redis): the counters are kept by the primary process, for every worker (cluster/primary.ts). */
   cluster?: boolean;
-  /** Namespaces the Redis keys (tests use their own). */
+  /** Namespaces the Redis keys and channel: REDIS_PREFIX, `almoner` by default (tests use their own). */
   keyPrefix?: string;
   /** With Redis: how often the connection that listens for failures is checked; WATCH_PING_MS by default (tests shorten it). */
   watchPingMs?: number;
