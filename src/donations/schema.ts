@@ -9,9 +9,12 @@ import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, FLAG_WORDS, YE
 
 /**
  * An amount as text: plain decimal notation, at most 9 whole digits after any leading zeros and at
- * most 2 decimals, with a non-zero digit somewhere (the minimum, 0.01).
+ * most 2 decimals, with a non-zero digit somewhere (the minimum, 0.01): a whole part from 1 on, or
+ * 0 and a fraction from .01 on. No lookahead, which RE2 (Go's and Rust's regular expressions, and
+ * the OpenAPI tools built on them) cannot compile: until 2026-11-28 it was
+ * `^(?=[0-9.]*[1-9])0*[0-9]{1,9}(\.[0-9]{1,2})?$`, which takes the same strings.
  */
-const AMOUNT_PATTERN = '^(?=[0-9.]*[1-9])0*[0-9]{1,9}(\\.[0-9]{1,2})?$';
+const AMOUNT_PATTERN = '^0*([1-9][0-9]{0,8}(\\.[0-9]{1,2})?|0\\.(0[1-9]|[1-9][0-9]?))$';
 /** A flag's string values (validate.ts), in any case, spelled out for JSON Schema's regular expressions, which have no flags. */
 const FLAG_PATTERN = `^(${[...FLAG_WORDS.true, ...FLAG_WORDS.false].map((w) => [...w].map((c) => (c === c.toUpperCase() ? c : `[${c}${c.toUpperCase()}]`)).join('')).join('|')})$`;
 

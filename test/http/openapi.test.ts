@@ -44,6 +44,22 @@ describe('the OpenAPI document', () => {
     assert.throws(() => checker.compile({ type: 'strin' }), /schema is invalid/);
   });
 
+  test("every pattern is one RE2 compiles (Go's and Rust's regular expressions, and the tools on them): no lookaround, no backreference", () => {
+    const patterns: string[] = [];
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) return v.forEach(walk);
+      if (v === null || typeof v !== 'object') return;
+      for (const [k, child] of Object.entries(v)) {
+        if (k === 'pattern' && typeof child === 'string') patterns.push(child);
+        else walk(child);
+      }
+    };
+    walk(document);
+    assert.ok(patterns.length >= 4, `patterns found: ${patterns.length}`);
+    // The amount's had a lookahead until 2026-11-28; RE2 refused it ("invalid or unsupported Perl syntax: `(?=`").
+    for (const p of patterns) assert.doesNotMatch(p, /\(\?[=!]|\(\?<[=!]|\\[1-9]/, p);
+  });
+
   test('has exactly the two operations of the interface, under the /api/v1 server, behind Basic auth', () => {
     assert.deepEqual(document.servers[0], { url: '/api/v1', description: 'This server' }); // built without an origin
     assert.deepEqual(new URL(document.servers[1].url.replace('{scheme}', 'https').replace('{host}', 'h.example')).pathname, '/api/v1');
