@@ -54,6 +54,15 @@ const COMMON_RESPONSES = {
   '503': ref('responses', 'Unavailable'),
 };
 
+/** /me reads no body: only a Content-Type header that is no media type at all is refused. */
+const ME_RESPONSES = {
+  ...COMMON_RESPONSES,
+  '415': errorResponse(
+    'The Content-Type header is not a media type (such as `text plain`). A body of any valid type is ignored.',
+    'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
+  ),
+};
+
 const CALLING = `Every request carries \`Authorization: Basic base64(username:password)\` with the charity's
 credentials (from \`bin/almoner charity create\`) and \`Accept: application/json\`. Every answer is JSON:
 errors are \`{ "message": ... }\`, and a 422 adds \`errors\`, one list of messages per failing field.
@@ -107,7 +116,7 @@ export function buildOpenApiDocument(version: string, { origin, contactEmail }: 
         post: {
           operationId: 'testConnection',
           summary: 'Test Connection',
-          description: 'Checks the credentials and names the charity they belong to. Takes no body.',
+          description: 'Checks the credentials and names the charity they belong to. Takes no body: one sent anyway, of any type, is ignored (up to the 1 MiB limit).',
           tags: ['Charity'],
           'x-codeSamples': codeSamples('testConnection'),
           responses: {
@@ -120,7 +129,7 @@ export function buildOpenApiDocument(version: string, { origin, contactEmail }: 
                 data: { name: 'Helping Hands', email: 'info@helpinghands.example' },
               }),
             },
-            ...COMMON_RESPONSES,
+            ...ME_RESPONSES,
           },
         },
       },

@@ -171,9 +171,28 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     assert.deepEqual(await meAs({ username: c.username, password: 'pass:with:colons' }), { name: 'Colon', email: 'c@example.org' });
   });
 
-  test('a request body is ignored', async () => {
+  test('a request body is ignored, whatever it is: Laravel\'s client sends [] as JSON, fetch sends "" as text/plain (a 400 and a 415 before 2026-11-28)', async () => {
     // Raw: a Content-Type on /me, which the client never sends there.
     const res = await me(t.charity.authorization, { 'content-type': 'application/json' });
     assert.equal(res.statusCode, 200);
+    for (const [type, payload] of [
+      ['application/json', '[]'],
+      ['application/json', 'null'],
+      ['application/json', '{"not json'],
+      ['text/plain;charset=UTF-8', ''],
+      ['text/plain', 'hello'],
+      ['application/x-www-form-urlencoded', '%zz'],
+      ['application/octet-stream', '\u0000\u00ff'],
+    ]) {
+      const answer = await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { accept: 'application/json', authorization: t.charity.authorization, 'content-type': type! }, payload });
+      assert.equal(answer.statusCode, 200, `${type} ${JSON.stringify(payload)}: ${answer.body}`);
+      assert.equal(answer.json().message, 'Authenticated');
+    }
+    // Still bounded: the body's limit holds here as everywhere.
+    const huge = await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: t.charity.authorization, 'content-type': 'text/plain' }, payload: 'x'.repeat(2 * 1024 * 1024) });
+    assert.equal(huge.statusCode, 413, huge.body);
+    // And the create route's parsers are as strict as ever.
+    const created = await t.app.inject({ method: 'POST', url: '/api/v1/donation/create', headers: { authorization: t.charity.authorization, 'content-type': 'application/json' }, payload: '[]' });
+    assert.equal(created.statusCode, 400, created.body);
   });
 });
