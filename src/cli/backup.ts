@@ -1,20 +1,23 @@
 // bin/almoner backup and restore: a checked copy of the SQLite database, taken while the server
-// runs, and put back while it does not. On PostgreSQL, its own tools do this (the README shows how).
-import { accessSync, constants, existsSync } from 'node:fs';
+// runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
+// how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
+import { spawn } from 'node:child_process';
+import { accessSync, constants, existsSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
-import { osUser } from '../store/audit.js';
+import { describeDatabase, type DatabaseLocation } from '../config.js';
+import { erasuresAfter, osUser, type ErasuresSince } from '../store/audit.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, erasuresSince, restoreSqlite, type CopySummary, type ErasuresSince } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, erasuresSince, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
 const ON_POSTGRES =
-  "the database is PostgreSQL: back it up and restore it with PostgreSQL's own tools, for example\n" +
+  "the database is PostgreSQL: back it up with PostgreSQL's own tool, for example\n" +
   '  pg_dump --format=custom --file=almoner.dump "$DATABASE_URL"\n' +
-  '  pg_restore --clean --if-exists --no-owner --dbname="$DATABASE_URL" almoner.dump\n' +
-  "and, for point-in-time recovery, base backups with WAL archiving (see the README, \"Looking after the data\").";
+  'and restore that with bin/almoner restore almoner.dump --replace (it runs pg_restore, then erases again the donors erased since);\n' +
+  "for point-in-time recovery, base backups with WAL archiving (see the README, \"Looking after the data\").";
 
 const counts = (s: CopySummary) => ({ charities: s.charities, donations: s.donations, schema: s.schema });
 
@@ -67,12 +70,12 @@ export function backupCommand(): Command {
 
 export function restoreCommand(): Command {
   return new Command('restore')
-    .description('put a backup made by `backup` in place of the SQLite database (stop the server first)')
+    .description('put a backup in place of the database (stop the server first): one made by `backup` on SQLite, by pg_dump --format=custom on PostgreSQL')
     .argument('<file>', 'the backup')
-    .option('--replace', 'replace the database that is there (it is kept beside it, renamed, not deleted)')
+    .option('--replace', 'replace the database that is there (on SQLite it is kept beside it, renamed, not deleted; on PostgreSQL its audit trail is kept in a file beside the backup)')
     .action(async (from: string, { replace = false }: { replace?: boolean }) => {
       const location = theDatabase({ mayCreate: true });
-      if (location.dialect === 'postgres') throw new UsageError(ON_POSTGRES);
+      if (location.dialect === 'postgres') return restorePostgres(location, resolve(from), replace);
       if (location.path === ':memory:') throw new UsageError('a backup cannot be restored into an in-memory database');
       const file = resolve(from);
       if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
@@ -110,6 +113,79 @@ export function restoreCommand(): Command {
           'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
       );
     });
+}
+
+/** pg_restore, as the README once had the operator run it, and in one transaction: the database is the backup's, or as it was. */
+const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transaction', '--exit-on-error'];
+
+/**
+ * Restores a pg_dump archive into the PostgreSQL database, as `restore` does a SQLite backup. What
+ * pg_restore alone does not: it refuses while anything else has the database open; keeps the
+ * replaced database's audit trail in a file beside the backup (pg_restore --clean drops the table);
+ * and erases again every donor the replaced database erased after the backup, and applies its last
+ * retention run again, each audited (restored by hand with pg_restore, they came back without a
+ * word, and the trail that recorded their erasure was gone: until 2026-11-28 the README said to).
+ */
+async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
+  if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
+  if (!replace) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
+  const trail = await withStoreAt(location, async (store) => {
+    const others = await store.otherSessions();
+    if (others > 0) {
+      throw new UsageError(
+        `${others} other session${others === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${others === 1 ? 'it' : 'them'}, then restore`,
+      );
+    }
+    return store.auditTrail();
+  });
+  const keptAs = `${file}.replaced-trail-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
+  writeFileSync(keptAs, trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx' });
+  await pgRestore(location.url, file);
+  const again = await withStoreAt(location, async (store) => {
+    // The restored trail ends with the backup's last entry; what the replaced one recorded after it is lost with it, but for the file.
+    const last = (await store.auditTrail()).at(-1)?.at ?? '';
+    await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs, charities: await store.countCharities() } });
+    return eraseAgain(store, erasuresAfter(trail, last));
+  });
+  print(`restored ${file} to ${describeDatabase(location)}; the audit trail of what it replaced is kept as ${keptAs}`);
+  if (again) print(again);
+  print(
+    "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
+      'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
+  );
+}
+
+/** Runs pg_restore on `url`'s database; its password, if any, goes in its environment, not on its command line (where `ps` shows it). */
+async function pgRestore(url: string, file: string): Promise<void> {
+  const env = { ...process.env };
+  let target = url;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') env.PGPASSWORD = decodeURIComponent(parsed.password);
+    if (parsed.searchParams.has('password')) env.PGPASSWORD = parsed.searchParams.get('password')!;
+    parsed.password = '';
+    parsed.searchParams.delete('password');
+    target = parsed.href;
+  } catch {
+    // Not a URL node can read: passed as it is, for libpq to read.
+  }
+  const stderr: Buffer[] = [];
+  const code = await new Promise<number | null>((resolvePromise, reject) => {
+    const child = spawn('pg_restore', [...PG_RESTORE, `--dbname=${target}`, file], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr.on('data', (b: Buffer) => stderr.push(b));
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'ENOENT'
+          ? new UsageError("pg_restore is not installed here: install PostgreSQL's client tools, the server's version or later (on Debian: apt-get install postgresql-client)")
+          : err,
+      ),
+    );
+    child.once('close', resolvePromise);
+  });
+  if (code !== 0) {
+    const said = Buffer.concat(stderr).toString('utf8').trim().split('\n').slice(-5).join('\n');
+    throw new Error(`pg_restore failed (exit ${code}); nothing was changed, as it runs in one transaction:\n${said}`);
+  }
 }
 
 /**

@@ -77,3 +77,23 @@ export async function readAudit(db: Kysely<Database>, since?: string): Promise<A
   const rows = await q.orderBy('id').execute();
   return rows.map((r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }));
 }
+
+/** Donors' erasures and retention runs a replaced database recorded after its backup was taken. */
+export interface ErasuresSince {
+  /** Each `donor erase`: the donor's reference (donorReference) and the charity it was limited to, if any. */
+  donors: { reference: string; charity: string | null }[];
+  /** The retention period of the last `retention apply`, if one ran. */
+  retentionYears: number | undefined;
+}
+
+/**
+ * What a replaced database's trail erased after `last` (the restored trail's last entry, the
+ * backup's): put back, the backup brings those donors' data back with it, so a restore erases it
+ * again (cli/backup.ts). Entries are compared by time: the two trails are one history up to the backup.
+ */
+export function erasuresAfter(trail: Pick<AuditRecord, 'at' | 'action' | 'target' | 'summary'>[], last: string): ErasuresSince {
+  const entries = trail.filter((e) => e.at > last);
+  const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null }));
+  const retention = entries.filter((e) => e.action === 'retention apply').at(-1);
+  return { donors, retentionYears: retention && Number(retention.summary.retention_years) };
+}

@@ -4,6 +4,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
+import { erasuresAfter, type ErasuresSince } from './audit.js';
 import { migrations } from './migrations/index.js';
 
 /** What a checked copy holds. */
@@ -172,18 +173,9 @@ export async function inUse(path: string): Promise<boolean> {
   }
 }
 
-/** Donors' erasures and retention runs a replaced database recorded after its backup was taken. */
-export interface ErasuresSince {
-  /** Each `donor erase`: the donor's reference (audit.ts's donorReference) and the charity it was limited to, if any. */
-  donors: { reference: string; charity: string | null }[];
-  /** The retention period of the last `retention apply`, if one ran. */
-  retentionYears: number | undefined;
-}
-
 /**
  * What the database at `replaced` erased after the last entry of `restored`'s trail (the backup's):
- * put back, the backup would bring those donors' data back with it, so the restore erases it
- * again (cli/backup.ts). Entries are compared by time: the two trails are one history up to the backup.
+ * audit.ts's erasuresAfter, on the two files.
  */
 export async function erasuresSince(replaced: string, restored: string): Promise<ErasuresSince> {
   const Database = await driver();
@@ -200,11 +192,9 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   try {
     if (!hasTable(old, 'audit_log')) return { donors: [], retentionYears: undefined };
     const entries = old
-      .prepare("select action, target, summary from audit_log where at > ? and action in ('donor erase', 'retention apply') order by at, id")
-      .all(last) as { action: string; target: string; summary: string }[];
-    const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (JSON.parse(e.summary) as { charity?: string | null }).charity ?? null }));
-    const retention = entries.filter((e) => e.action === 'retention apply').at(-1);
-    return { donors, retentionYears: retention && Number((JSON.parse(retention.summary) as { retention_years?: unknown }).retention_years) };
+      .prepare("select at, action, target, summary from audit_log where at > ? and action in ('donor erase', 'retention apply') order by at, id")
+      .all(last) as { at: string; action: string; target: string; summary: string }[];
+    return erasuresAfter(entries.map((e) => ({ ...e, summary: JSON.parse(e.summary) as Record<string, unknown> })), last);
   } finally {
     old.close();
   }

@@ -4,13 +4,15 @@
 // commands every test here fails (commander: unknown command); with a copy made page by page while
 // the server writes (a plain file copy), the integrity check or the row checks fail.
 import assert from 'node:assert/strict';
-import { chmodSync, copyFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
-import { basic } from '../support/app.js';
-import { BACKENDS, tempDir } from '../support/backends.js';
+import pg from 'pg';
+import { basic, validDonation } from '../support/app.js';
+import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 import { assertCompleteRow, create, storedDonations, variedDonation, type ApiRecord, type Body } from '../support/load.js';
 import { ServerProcess } from '../support/server.js';
@@ -225,16 +227,66 @@ test('restore from a database file in WAL mode leaves nothing beside it (a read-
 
 for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
   describe(`bin/almoner backup and restore [${backend.name}]`, () => {
-    test("on PostgreSQL both say to use PostgreSQL's own tools, and change nothing", async () => {
+    test("on PostgreSQL backup says to use pg_dump, and changes nothing", async () => {
       const database = await backend.createDatabase();
       try {
-        for (const args of [['backup', '--out', join(tempDir(), 'x.dump')], ['restore', join(tempDir(), 'x.dump')]]) {
-          const run = await almoner(database.url, args);
-          assert.equal(run.code, 2, `${args[0]}: ${run.stderr}`);
-          assert.match(run.stderr, /pg_dump --format=custom/);
-          assert.match(run.stderr, /pg_restore/);
-        }
+        const run = await almoner(database.url, ['backup', '--out', join(tempDir(), 'x.dump')]);
+        assert.equal(run.code, 2, run.stderr);
+        assert.match(run.stderr, /pg_dump --format=custom/);
+        assert.match(run.stderr, /bin\/almoner restore almoner\.dump --replace/);
       } finally {
+        await database.drop();
+      }
+    });
+
+    test('restore of a pg_dump archive: refused without --replace and while a session has the database open; then the backup, with the donors erased since erased again and the replaced trail kept', async () => {
+      const database = await backend.createDatabase();
+      const holder = new pg.Client({ connectionString: database.url });
+      try {
+        const made = await almoner(database.url, ['charity', 'create', '--name', 'Restore PG', '--email', 'r@example.org', '--json']);
+        assert.equal(made.code, 0, made.stderr);
+        const { id } = JSON.parse(made.stdout) as { id: number };
+        const store = await openStore(parseDatabaseUrl(database.url));
+        try {
+          for (const email of ['kept@example.org', 'gone@example.org', 'gone@example.org']) await store.recordDonation(id, validDonation(email));
+        } finally {
+          await store.close();
+        }
+        const dump = join(tempDir(), 'almoner.dump');
+        execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
+        // After the backup: a donor is erased, and a donation made.
+        assert.equal((await almoner(database.url, ['donor', 'erase', '--email', 'Gone@Example.org'])).code, 0);
+        const later = await openStore(parseDatabaseUrl(database.url));
+        await later.recordDonation(id, validDonation('later@example.org'));
+        await later.close();
+
+        const bare = await almoner(database.url, ['restore', dump]);
+        assert.equal(bare.code, 2, bare.stderr);
+        assert.match(bare.stderr, /add --replace/);
+        await holder.connect();
+        const busy = await almoner(database.url, ['restore', dump, '--replace']);
+        assert.equal(busy.code, 2, busy.stderr);
+        assert.match(busy.stderr, /1 other session has the database open .*stop it, then restore/);
+        await holder.end();
+
+        const run = await almoner(database.url, ['restore', dump, '--replace']);
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /erased again what the replaced database erased after the backup: 1 donor erasure \(2 donations\)/);
+        const kept = /the audit trail of what it replaced is kept as (\S+\.jsonl)/.exec(run.stdout)?.[1];
+        assert.ok(kept && existsSync(kept), run.stdout);
+        assert.ok(readFileSync(kept, 'utf8').split('\n').some((l) => l.includes('"action":"donor erase"')), 'the replaced trail, with its erasure');
+
+        const rows = await queryPostgres<{ donor_email: string }>(database.url, 'select donor_email from donations order by id');
+        // The backup's three (the later one is gone with the replaced database), the erased donor's erased again.
+        assert.equal(rows.length, 3);
+        assert.equal(rows[0]!.donor_email, 'kept@example.org');
+        assert.ok(!rows.some((r) => r.donor_email.includes('gone')), JSON.stringify(rows));
+        const gone = await almoner(database.url, ['donor', 'export', '--email', 'gone@example.org']);
+        assert.deepEqual(JSON.parse(gone.stdout).donations, []);
+        const trail = (await almoner(database.url, ['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string });
+        assert.deepEqual(trail.slice(-3).map((e) => e.action), ['restore', 'donor erase', 'donor export']);
+      } finally {
+        await holder.end().catch(() => {});
         await database.drop();
       }
     });
