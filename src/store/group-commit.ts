@@ -80,6 +80,9 @@ export interface CommitJournal {
   committed(token: string): Promise<boolean>;
 }
 
+/** How many times a lost commit's token is asked about before its outcome is called unknown: more than a pool's connections. */
+const TOKEN_CHECKS = 12;
+
 /**
  * The commit was sent, its answer was lost, and the database could not be asked whether it went
  * through. The write was not acknowledged; it may or may not be stored, and it is not retried.
@@ -378,14 +381,21 @@ export class GroupCommit<DB> {
       // An error PostgreSQL answered (a key another instance stored, a deadlock) means the statement did not take effect.
       if (!batch.commitSent || isRefused(err)) throw new NotCommitted(err);
       if (everyoneTold(batch)) throw err; // nobody left to tell
-      let committed: boolean;
-      try {
-        committed = await this.journal.committed(token);
-      } catch {
-        throw new CommitOutcomeUnknownError(err);
+      // Asked again when the asking fails: the cut that lost the commit's answer often killed the
+      // pool's other connections too, and the pool hands those out until each has failed once
+      // (asked once, 43 stored creates were answered 503 in a review's run, 2026-11-28). Claiming
+      // the token twice is harmless. While someone waits for the answer, and TOKEN_CHECKS times at most.
+      for (let check = 1; ; check++) {
+        let committed: boolean;
+        try {
+          committed = await this.journal.committed(token);
+        } catch {
+          if (check >= TOKEN_CHECKS || everyoneTold(batch)) throw new CommitOutcomeUnknownError(err);
+          continue;
+        }
+        if (committed) return results;
+        throw new NotCommitted(err);
       }
-      if (committed) return results;
-      throw new NotCommitted(err);
     }
   }
 

@@ -17,7 +17,7 @@ import { Throttle } from '../../src/http/throttle.js';
 import { openStore } from '../../src/store/open.js';
 import { isDatabaseUnavailable } from '../../src/store/unavailable.js';
 import type { Store } from '../../src/store/store.js';
-import { basic, exampleDonation, recordKeyed } from '../support/app.js';
+import { basic, exampleDonation, recordKeyed, validDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { proxyFor, type TcpProxy } from '../support/proxy.js';
 
@@ -129,6 +129,31 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
     } finally {
       proxy.dropCommitAnswers(0);
       await fresh.close();
+    }
+  });
+
+  test("a lost commit's answer whose cut took the pool's other connections too: the token is asked again on a live one, and the creates get their 200s", async () => {
+    // The pool still hands out its idle connections that died in the same cut, until each has
+    // failed once. Asked once, the token's check met one and the stored creates got 503s.
+    const pooled = await openStore(parseDatabaseUrl(url, 4));
+    try {
+      const { charity } = await signUpCharity(pooled, { name: 'Whole Cut', email: 'wc@example.org' });
+      // Four connections open and idle in the pool first: four reads at once, each answer held back a moment.
+      proxy.slow(100);
+      await Promise.all([0, 1, 2, 3].map(() => pooled.auditTrail()));
+      proxy.slow(0);
+      proxy.dropCommitAnswers(1, { everyConnection: true });
+      const before = proxy.droppedCommitAnswers;
+      const outcomes = await Promise.allSettled([0, 1, 2, 3, 4, 5].map((i) => pooled.recordDonation(charity.id, validDonation(`whole-cut-${i}@example.org`))));
+      proxy.dropCommitAnswers(0);
+      assert.ok(proxy.droppedCommitAnswers > before, 'a commit answer was dropped');
+      const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
+      assert.deepEqual(failed, [], 'every create stored is answered as stored');
+      const stored = await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like 'whole-cut-%'`);
+      assert.equal(stored[0]!.n, 6);
+    } finally {
+      proxy.dropCommitAnswers(0);
+      await pooled.close();
     }
   });
 

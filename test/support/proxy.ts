@@ -24,6 +24,13 @@ export class TcpProxy {
   private readonly watched = new Map<string, { piece: Buffer; sent: number }>();
   /** Statements (a piece of their SQL) whose answers are held back, and for how long. */
   private slowed: { statement: Buffer; ms: number } | undefined;
+  /**
+   * With a commit's answer dropped, every other connection dies too, as when a firewall's or NAT's
+   * state is lost: the client learns it only when it next sends on one (which is then closed).
+   */
+  private dropEveryConnection = false;
+  /** Connections that died that way: the next thing their client sends closes them. */
+  private readonly stale = new Set<Socket>();
   /** How many answers to a batch's commit have been dropped. */
   droppedCommitAnswers = 0;
 
@@ -59,9 +66,10 @@ export class TcpProxy {
    * it was (0: off). A statement that failed (a key already stored) committed nothing: its answer is let through,
    * unless `failuresToo`, when its connection is dropped all the same.
    */
-  dropCommitAnswers(every: number, { failuresToo = false } = {}): void {
+  dropCommitAnswers(every: number, { failuresToo = false, everyConnection = false } = {}): void {
     this.dropEvery = every;
     this.dropFailures = failuresToo;
+    this.dropEveryConnection = everyConnection;
   }
 
   /**
@@ -125,6 +133,7 @@ export class TcpProxy {
     let slowNextAnswer = 0;
     let heldAnswer: Buffer[] | undefined;
     client.on('data', (chunk: Buffer) => {
+      if (this.stale.delete(client)) return void pair.forEach((s) => s.destroy());
       if (this.dropEvery > 0 && chunk.includes(COMMIT)) dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
       if (this.slowed && chunk.includes(this.slowed.statement)) slowNextAnswer = this.slowed.ms;
       for (const watch of this.watched.values()) if (chunk.includes(watch.piece)) watch.sent++;
@@ -154,6 +163,7 @@ export class TcpProxy {
       this.droppedCommitAnswers++;
       client.destroy();
       upstream.destroy();
+      if (this.dropEveryConnection) for (const [otherClient] of this.pairs) if (otherClient !== client) this.stale.add(otherClient);
     });
     // One side gone, the other goes too, as through a real proxy (else the far side's connection is left open).
     client.on('close', () => {
