@@ -56,9 +56,9 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
   });
 }
 
-/** The latest response on a connection (responses go out in order: when it is finished, all are). */
-const LATEST_RESPONSE = Symbol('latestResponse');
-type Connection = Socket & { [LATEST_RESPONSE]?: ServerResponse; _parent?: Socket };
+/** The latest request and response on a connection (responses go out in order: when it is finished, all are). */
+const LATEST = Symbol('latest');
+type Connection = Socket & { [LATEST]?: { req: IncomingMessage; res: ServerResponse }; _parent?: Socket };
 
 /** How long a connection with no request in flight may go without sending a byte while the server shuts down. */
 export const QUIET_BEFORE_CLOSE_MS = 1000;
@@ -69,7 +69,9 @@ export const QUIET_BEFORE_CLOSE_MS = 1000;
  * one that has sent nothing, or part of a request's headers, or over TLS not finished its
  * handshake, and close() stops the deadline checks that would end it; the shutdown's own 10 s then
  * ran out first, and it exited 1. A request whose headers are still arriving is given that second
- * (each byte starts it again), so it is served, not cut off.
+ * (each byte starts it again), so it is served, not cut off. So is one whose body is still arriving:
+ * one whose body stopped short held the shutdown up the same way (until 2026-11-28). A request
+ * whose body is all in (its handler at work) is never closed here.
  */
 export function trackConnections(server: Server, tls: boolean): { closeUnanswered(now?: number): void } {
   const open = new Set<Connection>();
@@ -82,7 +84,7 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
   server.on(tls ? 'secureConnection' : 'connection', track(open));
   if (tls) server.on('connection', track(underlying));
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    (req.socket as Connection)[LATEST_RESPONSE] = res;
+    (req.socket as Connection)[LATEST] = { req, res };
   });
   /** Each connection's bytes read when last looked at, and since when it has read no more. */
   const progress = new WeakMap<Socket, { bytesRead: number; since: number }>();
@@ -102,8 +104,9 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
         if (!handshaken.has(undefined)) for (const socket of underlying) if (!handshaken.has(socket) && quiet(socket, now)) socket.destroy();
       }
       for (const socket of open) {
-        const latest = socket[LATEST_RESPONSE];
-        if ((latest === undefined || latest.writableFinished) && quiet(socket, now)) socket.destroy();
+        const latest = socket[LATEST];
+        const inFlight = latest !== undefined && !latest.res.writableFinished && latest.req.complete; // answered yet, or its body still to come?
+        if (!inFlight && quiet(socket, now)) socket.destroy();
       }
     },
   };

@@ -329,12 +329,18 @@ for (const backend of BACKENDS) {
       await assertStoredExactlyTheAcknowledged(outcomes);
     });
 
-    test('connections with no request in flight (one that sent nothing, one halfway through its headers) do not hold SIGTERM up: exit 0 at once', async () => {
+    test('connections with no request in flight (one that sent nothing, one halfway through its headers, two whose bodies stopped short) do not hold SIGTERM up: exit 0 at once', async () => {
       const live = await start();
       const { port } = new URL(live.url);
       const silent = connect(Number(port), '127.0.0.1');
       const halfway = connect(Number(port), '127.0.0.1');
-      const closed = [silent, halfway].map((s) => {
+      // A body promised longer than sent, then nothing: to a route, and to no route. They held the shutdown for its 10 s, then exit 1 (a review, 2026-11-28).
+      const [stalled, stalledNowhere] = ['/api/v1/donation/create', '/api/v1/nope'].map((path) => {
+        const s = connect(Number(port), '127.0.0.1');
+        s.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"donor_email":`);
+        return s;
+      });
+      const closed = [silent, halfway, stalled!, stalledNowhere!].map((s) => {
         s.on('error', () => {});
         return new Promise<void>((resolve) => s.once('close', () => resolve()));
       });
