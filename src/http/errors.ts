@@ -30,6 +30,13 @@ const FASTIFY_MESSAGES: Record<string, string> = {
  */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // Node's error for a request whose client went before its body was all in: ECONNRESET, as a
+    // database's lost connection is, but nobody to answer and nothing wrong here. It was logged as
+    // "database unavailable" (until 2026-11-28), a false alarm for whoever alerts on that line.
+    if (err.code === 'ECONNRESET' && err.message === 'aborted' && request.raw.readableAborted) {
+      request.log.info('the client closed the connection before its request body was all sent');
+      return reply.code(400).send({ message: 'The connection was closed before the request body was all sent.' });
+    }
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: loggable(err) }, 'database unavailable');
       return reply

@@ -1,6 +1,7 @@
 // Each request's log lines carry its request id: the one line per request at info, and whatever
 // is written through request.log, which is made only when a line is written (http/request-log.ts).
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import pino from 'pino';
 import { accessLog, type AccessEntry } from '../../src/http/access-log.js';
@@ -39,6 +40,25 @@ describe('request log lines', () => {
       assert.ok(lines.some((l) => l.msg === 'request' && l.reqId === id && l.status === 503));
     } finally {
       await t.close(); // the store a second time: a no-op
+    }
+  });
+
+  test('a client that goes before its body is all sent is not "database unavailable" (it was, at warn: a false alarm)', async () => {
+    const { stream, lines } = capture();
+    const t = await startTestApp(undefined, { logger: { level: 'info', stream } });
+    try {
+      const url = new URL(await t.app.listen({ port: 0, host: '127.0.0.1' }));
+      const socket = connect(Number(url.port), '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(`POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"donor_email":`);
+      await new Promise((r) => setTimeout(r, 100));
+      socket.resetAndDestroy();
+      const deadline = Date.now() + 5000;
+      while (!lines.some((l) => l.msg === 'the client closed the connection before its request body was all sent') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(lines.some((l) => l.msg === 'the client closed the connection before its request body was all sent' && l.level === 30), JSON.stringify(lines));
+      assert.ok(!lines.some((l) => l.msg === 'database unavailable' || (l.level as number) >= 40), JSON.stringify(lines));
+    } finally {
+      await t.close();
     }
   });
 
