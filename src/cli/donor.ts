@@ -1,7 +1,8 @@
 // bin/almoner donor ...: a donor's requests under UK GDPR. `export` answers a subject access
 // request: every donation recorded with the donor's e-mail address, as JSON.
-import { Command } from 'commander';
-import { donorReference } from '../store/audit.js';
+import { Command, InvalidArgumentError } from 'commander';
+import { ERASED_EMAIL } from '../donations/erasure.js';
+import { donorReference, foldEmail } from '../store/donation-query.js';
 import { DONATION_FIELDS } from '../donations/fields.js';
 import type { DonationErasure } from '../store/donors.js';
 import { nowIso, ukDay } from '../time.js';
@@ -9,13 +10,25 @@ import { exportRow } from './donations.js';
 import { checkCharity, print, withStore } from './io.js';
 import { emailArgument } from './usage.js';
 
+/**
+ * A donor's own address. The placeholder erased donations carry is nobody's: asked for, it gave
+ * every erased donor's kept details as one donor's (until 2026-11-28).
+ */
+function donorEmail(value: string): string {
+  const email = emailArgument(value);
+  if (foldEmail(email) === ERASED_EMAIL) {
+    throw new InvalidArgumentError(`is ${ERASED_EMAIL}, what Almoner puts in place of an erased address, not a donor's: give the donor's own address (their erased donations still kept for Gift Aid are found by it)`);
+  }
+  return email;
+}
+
 export function donorCommand(): Command {
   const donor = new Command('donor').description("answer a donor's requests about their data (UK GDPR)");
 
   donor
     .command('export')
     .description("print every donation recorded with this e-mail address (in any case), as JSON: a subject access request's answer")
-    .requiredOption('--email <email>', "the donor's e-mail address", emailArgument)
+    .requiredOption('--email <email>', "the donor's e-mail address", donorEmail)
     .option('--charity <username>', "only this charity's donations")
     .action(async (opts: { email: string; charity?: string }) => {
       const document = await withStore(async (store) => {
@@ -32,7 +45,7 @@ export function donorCommand(): Command {
   donor
     .command('erase')
     .description("erase the donor's personal data (UK GDPR Article 17), keeping what Gift Aid requires until its retention period ends")
-    .requiredOption('--email <email>', "the donor's e-mail address", emailArgument)
+    .requiredOption('--email <email>', "the donor's e-mail address", donorEmail)
     .option('--charity <username>', "only this charity's donations")
     .option('--dry-run', 'say what would be erased and kept, and change nothing')
     .action(async (opts: { email: string; charity?: string; dryRun?: boolean }) => {

@@ -70,7 +70,7 @@ export function erasureOf(d: ErasableDonation, today: string): Erasure {
       erasure.set[f.name] = next;
       if (next === erased) erasure.erased.push(f.name);
     }
-    if (next !== erased) erasure.kept.push(f.name);
+    if (next !== erased && next !== '') erasure.kept.push(f.name); // a blank kept is nothing kept (it said "kept donor postcode" of a blank one)
   }
   erasure.keptUntil = keep && erasure.kept.length > 0 ? keptUntil : null;
   return erasure;

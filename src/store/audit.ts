@@ -1,10 +1,8 @@
 // The audit trail of operator actions: appended, never changed (the database refuses; see
 // migrations/0007_audit_log.ts). Each change's entry goes in the same transaction as the change.
-import { createHash } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import type { Kysely } from 'kysely';
 import { nowIso } from '../time.js';
-import { foldEmail } from './donation-query.js';
 import type { Database } from './schema.js';
 
 /** What was done, to what, in a few facts: never a password, never a donor's personal data. */
@@ -40,13 +38,6 @@ export interface AuditRecord {
   summary: Record<string, unknown>;
 }
 
-/**
- * How the trail names a donor without their personal data: a SHA-256 of the e-mail address folded
- * (foldEmail: composed, in lower case), cut short. Whoever has the address can find its entries; the trail alone cannot say whose they are.
- */
-export function donorReference(email: string): string {
-  return `donor ${createHash('sha256').update(foldEmail(email)).digest('hex').slice(0, 16)}`;
-}
 
 /** The operating-system user running this process (by uid where the system has no name for it). */
 export function osUser(): string {

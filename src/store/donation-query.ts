@@ -1,5 +1,6 @@
 // The donations with their charity's username, filtered: what an export, a donor's export and an
 // erasure read. One statement of the filters, so the three always pick the same donations.
+import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
@@ -22,6 +23,15 @@ export interface DonationFilter {
 export const foldEmail = (email: string): string => email.normalize('NFC').toLowerCase();
 
 /**
+ * How a donor is named without their personal data (in the audit trail, and on their donations
+ * erased but kept for Gift Aid): a SHA-256 of the e-mail address folded, cut short. Whoever has
+ * the address can find its entries; the trail alone cannot say whose they are.
+ */
+export function donorReference(email: string): string {
+  return `donor ${createHash('sha256').update(foldEmail(email)).digest('hex').slice(0, 16)}`;
+}
+
+/**
  * The query, unordered and unrun: within `db` (a transaction, say). A donor's donations are looked
  * up first (donorDonations), as their addresses are folded here, not by the database.
  */
@@ -37,12 +47,17 @@ export async function donationsWithCharity(db: Kysely<Database>, filter: Donatio
   return q;
 }
 
-/** The ids of the donations recorded with this address, folded alike (foldEmail): every address is read, as donors' requests are rare. */
+/**
+ * The ids of the donations recorded with this address, folded alike (foldEmail), and of those
+ * erased on its donor's request whose details are still kept for Gift Aid (their address is gone,
+ * their reference kept: store/donors.ts): every address is read, as donors' requests are rare.
+ */
 async function donorDonations(db: Kysely<Database>, email: string): Promise<number[]> {
   const wanted = foldEmail(email);
+  const reference = donorReference(email);
   const ids: number[] = [];
-  for await (const row of db.selectFrom('donations').select(['id', 'donor_email']).stream(1000)) {
-    if (foldEmail(row.donor_email) === wanted) ids.push(Number(row.id));
+  for await (const row of db.selectFrom('donations').select(['id', 'donor_email', 'erased_donor']).stream(1000)) {
+    if (foldEmail(row.donor_email) === wanted || row.erased_donor === reference) ids.push(Number(row.id));
   }
   return ids;
 }

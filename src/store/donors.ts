@@ -6,8 +6,8 @@ import type { DatabaseLocation } from '../config.js';
 import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
-import { appendAudit, donorReference } from './audit.js';
-import { donationsWithCharity } from './donation-query.js';
+import { appendAudit } from './audit.js';
+import { donationsWithCharity, donorReference } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
 
@@ -40,7 +40,7 @@ export class DonorData {
       const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity })).orderBy('donations.id').execute();
       const found = rows.map((row) => toErasure(row, today));
       if (!dryRun) {
-        await this.apply(trx, found);
+        await this.apply(trx, found, donorReference(email));
         const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
         await appendAudit(trx, { action: 'donor erase', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept } });
       }
@@ -72,8 +72,7 @@ export class DonorData {
   }
 
   /**
-   * An e-mail address, as stored, of each donor with one of these references (audit.ts's
-   * donorReference): how a donor's erasure is found again from the audit trail, which names them by
+   * An e-mail address, as stored, of each donor with one of these references (donorReference): how a donor's erasure is found again from the audit trail, which names them by
    * reference only. One address a donor is enough: erase() finds every form of it.
    */
   async emailsOf(references: ReadonlySet<string>): Promise<Map<string, string>> {
@@ -99,12 +98,18 @@ export class DonorData {
     return erased;
   }
 
-  private async apply(trx: Transaction<Database>, erasures: DonationErasure[]): Promise<void> {
+  /**
+   * Writes each erasure. A donation that keeps some of its details keeps `donor` too, the reference
+   * of the donor whose request erased it (a later request of theirs finds it: the address is gone);
+   * one erased in full loses it. `donor` undefined (retention) leaves a kept donation's as it is.
+   */
+  private async apply(trx: Transaction<Database>, erasures: DonationErasure[], donor?: string): Promise<void> {
     const at = nowIso();
     for (const { id, erasure } of erasures) {
       // erasureOf gives a required field its marker, never null.
       const set = erasure.set as Updateable<DonationsTable>;
-      await trx.updateTable('donations').set({ ...set, erased_at: at, erase_after: erasure.keptUntil }).where('id', '=', id).execute();
+      const erasedDonor = erasure.keptUntil === null ? { erased_donor: null } : donor === undefined ? {} : { erased_donor: donor };
+      await trx.updateTable('donations').set({ ...set, erased_at: at, erase_after: erasure.keptUntil, ...erasedDonor }).where('id', '=', id).execute();
       if (erasure.keptUntil === null) {
         const erased = { first_name: ERASED_IN_CLAIM, last_name: ERASED_IN_CLAIM, house: ERASED_IN_CLAIM, postcode: ERASED_IN_CLAIM };
         await trx.updateTable('giftaid_claim_donations').set(erased).where('donation_id', '=', id).execute();

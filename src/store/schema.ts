@@ -27,6 +27,8 @@ export type DonationsTable = { id: Generated<number>; charity_id: number } & Don
   erased_at: ColumnType<string | null, string | null | undefined, string | null>;
   /** YYYY-MM-DD: the last day the personal data kept for Gift Aid must be kept; null if none is. */
   erase_after: ColumnType<string | null, string | null | undefined, string | null>;
+  /** While details erased on a donor's request are kept for Gift Aid: that donor's reference (donation-query.ts's donorReference), so that their later requests still find them. */
+  erased_donor: ColumnType<string | null, string | null | undefined, string | null>;
 };
 
 export interface IdempotencyKeysTable {

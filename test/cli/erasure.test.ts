@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { signUpCharity } from '../../src/charities/signup.js';
-import { ERASED_EMAIL, giftAidKeptUntil } from '../../src/donations/erasure.js';
+import { ERASED_EMAIL, erasureOf, giftAidKeptUntil } from '../../src/donations/erasure.js';
 import type { StoredDonation } from '../../src/donations/fields.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
@@ -46,6 +46,15 @@ test('a gift-aided donation is kept until the same day seven years on: past six 
   assert.ok(giftAidKeptUntil('0215-03-15') < '2026-11-27');
   assert.equal(giftAidKeptUntil('9992-06-01'), '9999-06-01');
   assert.equal(giftAidKeptUntil('9996-06-01'), '9999-12-31');
+});
+
+test('a blank field is nothing kept: an erasure does not say it keeps a blank last name or postcode (it did)', () => {
+  const d = { ...SAM, donor_email: 'sam@example.org', donor_last_name: '', donor_postcode: '', gift_aid: true, donation_date: '2026-01-02T00:00:00.000000Z' };
+  const erasure = erasureOf(d as Parameters<typeof erasureOf>[0], '2026-11-28');
+  assert.deepEqual(erasure.kept, ['donor_first_name', 'donor_address']);
+  assert.equal(erasure.keptUntil, '2033-01-02');
+  const blankOnly = erasureOf({ ...d, donor_first_name: '', donor_address: '' } as Parameters<typeof erasureOf>[0], '2026-11-28');
+  assert.deepEqual([blankOnly.kept, blankOnly.keptUntil], [[], null]);
 });
 
 for (const backend of BACKENDS) {
@@ -131,6 +140,20 @@ for (const backend of BACKENDS) {
       const audit = (await almoner(database.url, ['audit'])).stdout;
       assert.match(audit, /donor erase\s+donor [0-9a-f]{16}/);
       assert.ok(!audit.toLowerCase().includes('sam@example.org'));
+      // A later access request finds what is still held, by the donor's own address (it found nothing: the address was gone).
+      const asked = await almoner(database.url, ['donor', 'export', '--email', 'sam@EXAMPLE.org']);
+      assert.equal(asked.code, 0, asked.stderr);
+      const held = JSON.parse(asked.stdout) as { donations: { id: number; donor_first_name: string | null; donor_email: string }[] };
+      assert.deepEqual(held.donations.map((d) => [d.id, d.donor_first_name, d.donor_email]), [[ids.recentGiftAid, 'Sam', ERASED_EMAIL]]);
+      // Erased again: nothing new to erase, and what is still kept said (it found no donation at all).
+      const again = await almoner(database.url, ['donor', 'erase', '--email', 'sam@example.org']);
+      assert.match(again.stdout, new RegExp(`donation ${ids.recentGiftAid} .*nothing left to erase; kept donor first name, donor last name, house name or number, donor postcode until 2033-01-02`));
+      // The placeholder is nobody's address: it gave every erased donor's kept details as one donor's.
+      for (const command of ['export', 'erase']) {
+        const placeholder = await almoner(database.url, ['donor', command, '--email', ERASED_EMAIL.toUpperCase()]);
+        assert.equal(placeholder.code, 2, placeholder.stderr);
+        assert.match(placeholder.stderr, /what Almoner puts in place of an erased address, not a donor's/);
+      }
     });
 
     test('retention: kept Gift Aid data goes after its period, other donations after RETENTION_YEARS; a dry run changes nothing', async () => {
@@ -142,6 +165,8 @@ for (const backend of BACKENDS) {
       await store.donors.applyRetention({ today: '2033-01-03', retentionYears: 6, dryRun: false });
       const recent = await find(ids.recentGiftAid);
       assert.deepEqual([recent.donor_first_name, recent.donor_last_name, recent.donor_address, recent.donor_postcode], [null, null, null, null]);
+      // Nothing of the donor's is held now, and nothing links the donation to them.
+      assert.deepEqual(JSON.parse((await almoner(database.url, ['donor', 'export', '--email', 'sam@example.org'])).stdout).donations, []);
       assert.deepEqual(await store.donors.applyRetention({ today: '2040-01-01', retentionYears: 6, dryRun: false }), [], 'nothing is erased twice');
       const other = await find(ids.otherDonor);
       assert.equal(other.donor_email, ERASED_EMAIL);

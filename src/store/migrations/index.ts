@@ -14,6 +14,7 @@ import { erasure } from './0008_erasure.js';
 import { donationsByCharity } from './0009_donations_by_charity.js';
 import { giftAidKeptSevenYears } from './0010_giftaid_kept_seven_years.js';
 import { auditLogNotTruncated } from './0011_audit_log_not_truncated.js';
+import { erasedDonorReference } from './0012_erased_donor_reference.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -28,5 +29,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0009_donations_by_charity': donationsByCharity(),
     '0010_giftaid_kept_seven_years': giftAidKeptSevenYears(),
     '0011_audit_log_not_truncated': auditLogNotTruncated(dialect),
+    '0012_erased_donor_reference': erasedDonorReference(),
   };
 }
