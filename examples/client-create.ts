@@ -4,6 +4,10 @@
 //
 // Prints the stored record (the donation with its id) as JSON on stdout. Exits non-zero, with the
 // server's message (and for a 422 every failing field) on stderr, when it is refused.
+//
+// almoner/client is not on the npm registry, and the registry's "almoner" is someone else's: never
+// `npm install almoner`. Install it from a copy of Almoner your operator gives you, built with
+// `npm ci`: `npm install /path/to/almoner` (it links that folder).
 import { randomUUID } from 'node:crypto';
 import { AlmonerClient, AlmonerError, ValidationError, type DonationInput } from 'almoner/client';
 

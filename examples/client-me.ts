@@ -4,6 +4,10 @@
 //
 // Prints the charity's name and e-mail as JSON on stdout. Exits 0 when the credentials work, and
 // non-zero (with the server's message on stderr) when they do not.
+//
+// almoner/client is not on the npm registry, and the registry's "almoner" is someone else's: never
+// `npm install almoner`. Install it from a copy of Almoner your operator gives you, built with
+// `npm ci`: `npm install /path/to/almoner` (it links that folder).
 import { AlmonerClient, AlmonerError } from 'almoner/client';
 
 const { ALMONER_URL = 'http://127.0.0.1:3000', ALMONER_USERNAME, ALMONER_PASSWORD } = process.env;

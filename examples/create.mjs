@@ -7,7 +7,7 @@
 // Node 18 or later; no dependencies.
 import { randomUUID } from 'node:crypto';
 
-const baseUrl = (process.env.ALMONER_URL || 'http://127.0.0.1:3000').replace(/\/+$/, '');
+const baseUrl = (process.env.ALMONER_URL || 'http://127.0.0.1:3000').replace(/\/+$/, '').replace(/\/api\/v1$/, ''); // the server, with or without the API's /api/v1
 const { ALMONER_USERNAME: username, ALMONER_PASSWORD: password } = process.env;
 if (!username || !password) {
   console.error("Set ALMONER_USERNAME and ALMONER_PASSWORD to the charity's username and password.");

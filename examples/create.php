@@ -6,7 +6,7 @@
 // Prints the stored record as the server returns it ({"data":{...}}) on stdout. Exits non-zero,
 // with the server's message (and for a 422 every failing field) on stderr, when it is refused.
 
-$baseUrl = rtrim(getenv('ALMONER_URL') ?: 'http://127.0.0.1:3000', '/');
+$baseUrl = preg_replace('#/api/v1$#', '', rtrim(getenv('ALMONER_URL') ?: 'http://127.0.0.1:3000', '/')); // with or without the API's /api/v1
 $username = getenv('ALMONER_USERNAME');
 $password = getenv('ALMONER_PASSWORD');
 if (!$username || !$password) {

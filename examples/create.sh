@@ -8,6 +8,7 @@
 set -euo pipefail
 
 url="${ALMONER_URL:-http://127.0.0.1:3000}"
+url="${url%/}"; url="${url%/api/v1}" # the server, with or without the API's /api/v1
 : "${ALMONER_USERNAME:?set it to the username of the charity}"
 : "${ALMONER_PASSWORD:?set it to the password of the charity}"
 

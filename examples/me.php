@@ -6,7 +6,7 @@
 // Prints the answer's JSON on stdout. Exits 0 when the credentials work, and non-zero (with the
 // server's message on stderr) when they do not.
 
-$baseUrl = rtrim(getenv('ALMONER_URL') ?: 'http://127.0.0.1:3000', '/');
+$baseUrl = preg_replace('#/api/v1$#', '', rtrim(getenv('ALMONER_URL') ?: 'http://127.0.0.1:3000', '/')); // with or without the API's /api/v1
 $username = getenv('ALMONER_USERNAME');
 $password = getenv('ALMONER_PASSWORD');
 if (!$username || !$password) {

@@ -10,7 +10,7 @@ import sys
 
 import requests
 
-base_url = os.environ.get("ALMONER_URL", "http://127.0.0.1:3000").rstrip("/")
+base_url = os.environ.get("ALMONER_URL", "http://127.0.0.1:3000").rstrip("/").removesuffix("/api/v1")  # with or without the API's /api/v1
 username = os.environ.get("ALMONER_USERNAME")
 password = os.environ.get("ALMONER_PASSWORD")
 if not username or not password:

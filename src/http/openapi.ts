@@ -169,7 +169,8 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
               headers: {
                 'X-Request-Id': ref('headers', 'X-Request-Id'),
                 'Idempotent-Replayed': {
-                  description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key.',
+                  description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key; absent otherwise.',
+                  required: false,
                   schema: { type: 'string', enum: ['true'] },
                 },
               },
@@ -206,8 +207,9 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
         Error: ERROR_SCHEMA,
       },
       headers: {
-        'X-Request-Id': { description: 'Identifies the request in the logs.', schema: { type: 'string' }, required: true },
-        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$' }, required: true },
+        // Examples, so that a mock server (Prism's) sends a value a client can read: without them it sent the word "string".
+        'X-Request-Id': { description: 'Identifies the request in the logs.', schema: { type: 'string' }, required: true, example: '7d4f9a3e-52c1-4b8e-9f0a-2c6e1b3d5a77' },
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$' }, required: true, example: '1' },
       },
       responses: {
         BadRequest: errorResponse(

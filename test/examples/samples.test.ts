@@ -252,6 +252,11 @@ describe('examples/: every code sample, run against a live server', () => {
         const identity = { name: t.charity.name, email: t.charity.email };
         assert.deepEqual(printedJson(result), sample.printsBody ? { success: true, message: 'Authenticated', data: identity } : identity);
         assert.equal(result.stderr, '');
+        // ALMONER_URL as the OpenAPI document's server gives it, with /api/v1 (and a slash): the same (it was a 404).
+        proxy.take();
+        const withApi = await run(sample, sample.files.me, { ...credentials, ALMONER_URL: `${credentials.ALMONER_URL}/api/v1/` });
+        assertSucceeded(withApi);
+        sentRequest('/api/v1/me');
       });
 
       test(`${sample.files.create}: records the README's example donation, prints the record, and the key it used on stderr`, async () => {
