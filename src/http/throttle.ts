@@ -58,7 +58,14 @@ export function reportRedis(redis: Redis, log: { warn(fields: object, message: s
   redis.on('error', (err: Error) => {
     if (failing) return;
     failing = true;
-    log.warn({ err: err.message }, 'Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does');
+    // Refused credentials are not silence: said so, the operator looks at REDIS_URL's user and password, not the network.
+    const refused = /^(WRONGPASS|NOAUTH|NOPERM)\b|^ERR AUTH\b/.test(err.message);
+    log.warn(
+      { err: err.message },
+      refused
+        ? "Redis (REDIS_URL) refuses Almoner's credentials (the user and password in REDIS_URL): each instance counts the rate limits on its own until it accepts them"
+        : 'Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does',
+    );
   });
   redis.on('ready', () => {
     if (!failing) return;

@@ -351,6 +351,20 @@ for (const backend of BACKENDS) {
         }
       });
 
+      test("a Redis that refuses the credentials is said as such, not as a Redis that does not answer (it said so of a wrong password)", async () => {
+        const target = new URL(TEST_REDIS_URL!);
+        const said: string[] = [];
+        const redis = await openRedis(`redis://almoner-nobody:wrong@${target.host}`);
+        reportRedis(redis, { warn: (fields, message) => said.push(`warn: ${message} ${JSON.stringify(fields)}`), info: (message) => said.push(`info: ${message}`) });
+        try {
+          await until('the warning', 10_000, async () => said.length > 0);
+          assert.match(said[0]!, /^warn: Redis \(REDIS_URL\) refuses Almoner's credentials \(the user and password in REDIS_URL\).*WRONGPASS/);
+          assert.ok(!said[0]!.includes('wrong@'), 'the password is not logged');
+        } finally {
+          redis.disconnect();
+        }
+      });
+
       test('a Redis that stops answering costs a request a moment, not a hang; the in-memory limiter counts meanwhile, and Redis again once it answers', async () => {
         const target = new URL(TEST_REDIS_URL!);
         const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
