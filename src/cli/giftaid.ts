@@ -77,9 +77,15 @@ export function giftaidCommand(): Command {
           await writeAttention(dir, attentionName, assessed.needsAttention);
         } catch (err) {
           if (!claim) throw err;
+          // The donations left out are in no claim, so `giftaid files` cannot write them: a preview lists them again.
+          const leftOut = assessed.needsAttention.length;
           throw new Error(
             `claim ${claim.id} was prepared and recorded, but its files could not all be written: ${(err instanceof Error ? err.message : String(err)).replace(/\.$/, '')}. ` +
-              `Write them with: bin/almoner giftaid files ${claim.id} --out DIR`,
+              `Write them with: bin/almoner giftaid files ${claim.id} --out DIR` +
+              (leftOut === 0
+                ? ''
+                : `, and list the ${leftOut} donation${leftOut === 1 ? '' : 's'} left out (needing attention) with: ` +
+                  `bin/almoner giftaid schedule --charity ${opts.charity} --from 0001-01-01 --to ${upTo} --out DIR (a preview: it claims nothing)`),
           );
         }
 

@@ -1,0 +1,55 @@
+// A claim recorded whose files could not be written (a file in the way, a full disk): the command
+// says how to write them, and, when donations were left out needing attention, how to list those
+// too (`giftaid files` writes the claim's spreadsheets only; the list was lost before 2026-11-28).
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { parseDatabaseUrl } from '../../src/config.js';
+import { validateDonation } from '../../src/donations/validate.js';
+import { openStore } from '../../src/store/open.js';
+import { BACKENDS, tempDir } from '../support/backends.js';
+import { almoner, assertBuilt } from '../support/cli.js';
+
+const SQLITE = BACKENDS.find((b) => b.name === 'sqlite')!;
+
+test('a claim whose files could not be written says how to write them, and how to list the donations left out', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Recovery', '--email', 'r@example.org', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+    const store = await openStore(parseDatabaseUrl(database.url));
+    try {
+      for (const postcode of ['SW1A 1AA', '']) {
+        const v = validateDonation({
+          donor_first_name: 'Jane', donor_last_name: 'Doe', donor_email: 'jane@example.org', donor_address: '12 High Street', donor_postcode: postcode,
+          gift_aid: 'yes', amount: '25.00', donation_type: 'one-time', donation_date: `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}`,
+        });
+        assert.ok(v.ok);
+        await store.recordDonation(id, v.donation);
+      }
+    } finally {
+      await store.close();
+    }
+    const out = join(tempDir(), 'claims');
+    mkdirSync(out);
+    writeFileSync(join(out, 'claim-1-1.ods'), 'in the way'); // the first claim's first file
+    const run = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', out]);
+    assert.equal(run.code, 1, run.stderr);
+    const said = /and list the 1 donation left out \(needing attention\) with: (bin\/almoner giftaid schedule .*) \(a preview: it claims nothing\)/.exec(run.stderr);
+    assert.ok(said, run.stderr);
+    assert.match(run.stderr, /Write them with: bin\/almoner giftaid files 1 --out DIR/);
+    // The command it gives, run as given: the list is written again.
+    const again = tempDir();
+    const args = said[1]!.replace(/^bin\/almoner /, '').replace(/DIR$/, again).split(' ');
+    const listed = await almoner(database.url, args);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.ok(existsSync(join(again, 'needs-attention.csv')), listed.stdout);
+    assert.match(readFileSync(join(again, 'needs-attention.csv'), 'utf8'), /jane@example\.org/);
+  } finally {
+    await database.drop();
+  }
+});
