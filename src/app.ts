@@ -10,7 +10,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
-import { answerConnect, answerFrameworkError, answerUnparsableRequest, registerErrorHandling, setAnswerHeaders } from './http/errors.js';
+import { answerConnect, answerExpectation, answerFrameworkError, answerUnparsableRequest, registerErrorHandling, setAnswerHeaders } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { Clock } from './time.js';
@@ -100,6 +100,7 @@ export async function buildApp({
   const app = (https ? Fastify({ ...options, https: { ...serverTimeouts, handshakeTimeout: limits.headersMs, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
   limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
   app.server.on('connect', answerConnect);
+  app.server.on('checkExpectation', answerExpectation);
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
   // close() does not wait for them. A request already on an open connection is served, not refused;

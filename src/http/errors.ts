@@ -1,6 +1,6 @@
 // One error shape for every failure: a JSON object with a `message`, 4xx messages passed through,
 // a database outage a 503 to retry, any other fault a plain 500 (logged with the request, never shown).
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { loggable } from '../loggable.js';
@@ -134,6 +134,23 @@ export function answerUnparsableRequest(err: Error & { code?: string; library?: 
 export function answerConnect(_request: unknown, socket: Socket): void {
   socket.on('error', () => {});
   answerRaw(socket, 400, 'The CONNECT method is not supported: this server is not a proxy.');
+}
+
+/**
+ * An `Expect` other than `100-continue`, which Node answers before any route with a bare 417 and
+ * no body: answered in the app's JSON shape instead, and the connection closed, as the request's
+ * body (if any) is not read.
+ */
+export function answerExpectation(_request: IncomingMessage, response: ServerResponse): void {
+  const body = JSON.stringify({ message: 'Only "Expect: 100-continue" is supported: send the request without this Expect header.' });
+  response.writeHead(417, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    connection: 'close',
+  });
+  response.end(body);
 }
 
 /**

@@ -330,6 +330,13 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.match(res.text, /\r\nX-Content-Type-Options: nosniff\r\n/);
     });
 
+    test('an Expect other than 100-continue gets a 417 in our JSON error shape (Node answered a bare 417 with no body)', async () => {
+      const res = await rawRequest(port, `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nExpect: 200-ok`, null);
+      assert.equal(res.status, 417, res.error);
+      assert.match(res.text, /\r\n\r\n\{"message":"Only \\"Expect: 100-continue\\" is supported: send the request without this Expect header\."\}$/);
+      assert.match(res.text, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i);
+    });
+
     test('a request Node cannot parse (bad bytes in a header) gets our JSON error shape', async () => {
       const res = await rawRequest(port, 'POST /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b', null);
       assert.equal(res.status, 400, res.error);
