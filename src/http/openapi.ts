@@ -68,8 +68,9 @@ credentials (from \`bin/almoner charity create\`) and \`Accept: application/json
 errors are \`{ "message": ... }\`, and a 422 adds \`errors\`, one list of messages per failing field.
 Every answer carries an \`X-Request-Id\`: yours if you sent one of 1 to 200 printable ASCII characters
 without spaces, else a generated UUID; quote it when asking for help. (A request too malformed for the
-HTTP parser gets a 400, 408 or 431, and a connection over the server's limit per address a 429, with
-the same JSON body but no request id: each is sent before there is a request to name.)`;
+HTTP parser gets a 400, 408 or 431, one with an \`Expect\` other than \`100-continue\` a 417, and a
+connection over the server's limit per address a 429, with the same JSON body but no request id:
+each is sent before there is a request to name.)`;
 
 /** Who serves the document: what makes it absolute, and whom to write to. */
 export interface DocumentSite {
