@@ -206,7 +206,8 @@ export class Store {
    * restore replaces every table under them, so it waits for none: it refuses while there are any.
    */
   async otherSessions(): Promise<number> {
-    const { rows } = await sql<{ n: string | number }>`select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`.execute(this.db);
+    // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
+    const { rows } = await sql<{ n: string | number }>`select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`.execute(this.db);
     return Number(rows[0]?.n ?? 0);
   }
 
