@@ -73,11 +73,19 @@ export class DonationWrites implements CommitJournal {
   readonly againWhole = (cause: unknown): boolean => metStoredKey(cause);
 
   /**
-   * Claims `token` (writes it unless it is there): true if it was there, so the batch committed;
-   * false, and then the batch never can (see CommitJournal).
+   * Claims `token` (writes it unless it is there, marked with `claim`): true if it was there, written
+   * by the batch's commit, so the batch committed; false if this claim wrote it, now or on an
+   * earlier try whose answer was lost, and then the batch never can commit (see CommitJournal).
    */
-  async committed(token: string): Promise<boolean> {
-    return (await this.db.insertInto('commit_tokens').values(commitToken(token)).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst()) === undefined;
+  async committed(token: string, claim: string): Promise<boolean> {
+    // The mark follows the time, so that the hourly purge (committed_at older than a day) still reads it as one.
+    const mark = ` claimed ${claim}`;
+    const row = { token, committed_at: `${nowIso()}${mark}` };
+    const claimed = await this.db.insertInto('commit_tokens').values(row).onConflict((oc) => oc.column('token').doNothing()).returning('token').executeTakeFirst();
+    if (claimed !== undefined) return false;
+    const there = await this.db.selectFrom('commit_tokens').select('committed_at').where('token', '=', token).executeTakeFirst();
+    if (there === undefined) throw new Error(`the commit token ${token} was there, and is gone`);
+    return !there.committed_at.endsWith(mark);
   }
 
   /**

@@ -75,9 +75,11 @@ export interface CommitJournal {
   /**
    * Whether the statement that wrote `token` was committed. If it was not, it never will be: the
    * token is claimed, so that a statement the database is still running after its connection was
-   * lost fails when it comes to write the token (PostgreSQL runs it on until it ends).
+   * lost fails when it comes to write the token (PostgreSQL runs it on until it ends). `claim`
+   * names this claim, the same on every try: a try whose own claim went through but whose answer was
+   * lost must not make the next take that claim for the batch's commit.
    */
-  committed(token: string): Promise<boolean>;
+  committed(token: string, claim: string): Promise<boolean>;
 }
 
 /** How many times a lost commit's token is asked about before its outcome is called unknown: more than a pool's connections. */
@@ -383,12 +385,16 @@ export class GroupCommit<DB> {
       if (everyoneTold(batch)) throw err; // nobody left to tell
       // Asked again when the asking fails: the cut that lost the commit's answer often killed the
       // pool's other connections too, and the pool hands those out until each has failed once
-      // (asked once, 43 stored creates were answered 503 in a review's run, 2026-11-28). Claiming
-      // the token twice is harmless. While someone waits for the answer, and TOKEN_CHECKS times at most.
+      // (asked once, 43 stored creates were answered 503 in a review's run, 2026-11-28). Every try
+      // makes the same claim, so one whose claim went through but whose answer was lost is told
+      // apart from the batch's commit by the next (a second review found a plain second claim
+      // taking the first for the commit: a 200 for a donation never stored). While someone waits
+      // for the answer, and TOKEN_CHECKS times at most.
+      const claim = randomUUID();
       for (let check = 1; ; check++) {
         let committed: boolean;
         try {
-          committed = await this.journal.committed(token);
+          committed = await this.journal.committed(token, claim);
         } catch {
           if (check >= TOKEN_CHECKS || everyoneTold(batch)) throw new CommitOutcomeUnknownError(err);
           continue;

@@ -9,12 +9,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { buildApp } from '../../src/app.js';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { Throttle } from '../../src/http/throttle.js';
+import { DonationWrites } from '../../src/store/donation-writes.js';
 import { openStore } from '../../src/store/open.js';
+import type { Database } from '../../src/store/schema.js';
 import { isDatabaseUnavailable } from '../../src/store/unavailable.js';
 import type { Store } from '../../src/store/store.js';
 import { basic, exampleDonation, recordKeyed, validDonation } from '../support/app.js';
@@ -154,6 +157,27 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
     } finally {
       proxy.dropCommitAnswers(0);
       await pooled.close();
+    }
+  });
+
+  test("a claim asked again after its own answer was lost is not taken for the batch's commit; the commit's own token is", async () => {
+    // A try whose claim reached PostgreSQL but whose answer was lost leaves the token written; the
+    // next try, with the same claim, must say "not committed" (a second plain claim said "committed":
+    // a 200 for a donation never stored). Straight against the database, each try as it would land.
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 1 }) }) });
+    try {
+      const writes = new DonationWrites(db, 'postgres');
+      const lost = 'token-whose-claim-answer-was-lost';
+      assert.equal(await writes.committed(lost, 'claim-a'), false, 'the first try claims it');
+      assert.equal(await writes.committed(lost, 'claim-a'), false, 'the same claim, tried again: still not committed');
+      // The batch's own commit wrote its token (as commitStatement does, with the time alone): a claim finds it committed.
+      await db.insertInto('commit_tokens').values({ token: 'token-the-batch-committed', committed_at: '2026-11-28T05:00:00.000000Z' }).execute();
+      assert.equal(await writes.committed('token-the-batch-committed', 'claim-b'), true);
+      // And the hourly purge still reads a claimed token's time: it goes a day on.
+      const purged = await db.deleteFrom('commit_tokens').where('committed_at', '<', '9999-01-01').where('token', '=', lost).executeTakeFirst();
+      assert.equal(Number(purged.numDeletedRows), 1);
+    } finally {
+      await db.destroy();
     }
   });
 
