@@ -28,14 +28,14 @@ async function driver(): Promise<typeof BetterSqlite3> {
 /**
  * Opens the database at `path` to read only, for `use`. A read-only connection to a database in
  * WAL mode makes the -wal and -shm files it needs and, unable to checkpoint, leaves them when it
- * closes: beside a backup file that had none (a copy of a live database, or one restored before),
- * those it made are removed again once it has closed, if the WAL is still empty (nothing was
- * written through another connection meanwhile). Checking or restoring a backup leaves its folder
- * as it was.
+ * closes. Beside a backup file (`tidy`) that had none (a copy of a live database, or one restored
+ * before), those it made are removed again once it has closed, if the WAL is still empty: checking
+ * or restoring a backup leaves its folder as it was. Never beside the live database a backup is
+ * taken from: a server that opened it meanwhile would have them removed under it.
  */
-async function readingOnly<T>(path: string, use: (db: BetterSqlite3.Database) => T): Promise<T> {
+async function readingOnly<T>(path: string, use: (db: BetterSqlite3.Database) => T, { tidy }: { tidy: boolean }): Promise<T> {
   const Database = await driver();
-  const made = ['-wal', '-shm'].filter((suffix) => !existsSync(path + suffix));
+  const made = tidy ? ['-wal', '-shm'].filter((suffix) => !existsSync(path + suffix)) : [];
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
     return use(db);
@@ -58,7 +58,7 @@ const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
  */
 export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
   return putInPlace(out, async (partial) => {
-    await copyRows(source, partial, out);
+    await copyRows(source, partial, out, { tidy: false }); // the live database
     return checkCopy(partial);
   });
 }
@@ -71,7 +71,7 @@ export async function backUpSqlite(source: string, out: string): Promise<CopySum
  * and address, and kept them as long as the backup was kept. The copy is one self-contained file
  * (rollback journal, not WAL); the server sets WAL again when it opens a restored copy.
  */
-async function copyRows(source: string, to: string, destination: string): Promise<void> {
+async function copyRows(source: string, to: string, destination: string, { tidy }: { tidy: boolean }): Promise<void> {
   let read = false;
   await readingOnly(source, (opened) => {
     opened.pragma('busy_timeout = 5000');
@@ -86,7 +86,7 @@ async function copyRows(source: string, to: string, destination: string): Promis
       // SQLite names neither file, or only the one beside the destination ("unable to open database: x.db.partial-123").
       throw new Error(`cannot write ${destination} (first as ${basename(to)} beside it): ${(err as Error).message}`);
     }
-  }).catch((err: unknown) => {
+  }, { tidy }).catch((err: unknown) => {
     if (read) throw err;
     const hint =
       (err as { code?: string }).code === 'SQLITE_READONLY_DIRECTORY'
@@ -142,7 +142,7 @@ export async function checkCopy(path: string): Promise<CopySummary> {
     };
   };
   try {
-    return await readingOnly(path, check);
+    return await readingOnly(path, check, { tidy: true });
   } catch (err) {
     if (opened) throw err;
     throw new CopyRefused(`${path} cannot be opened as a SQLite database: ${(err as Error).message}`);
@@ -230,7 +230,7 @@ export async function restoreSqlite(from: string, target: string, { replace }: {
     target,
     // The rows, as a backup is taken: a backup file with a WAL beside it (copied from a live
     // database) is restored with what that WAL holds, as checkCopy counted it, not without it.
-    async (partial) => copyRows(from, partial, target),
+    async (partial) => copyRows(from, partial, target, { tidy: true }),
     () => {
       if (!exists) return;
       keptAs = `${target}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
