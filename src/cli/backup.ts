@@ -2,12 +2,13 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
 import { describeDatabase, type DatabaseLocation } from '../config.js';
-import { erasuresAfter, osUser, type ErasuresSince } from '../store/audit.js';
+import { erasuresAfter, osUser, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, erasuresSince, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
 import { print, theDatabase, withStoreAt } from './io.js';
@@ -129,23 +130,42 @@ const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transactio
 async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
   if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
   if (!replace) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
-  const trail = await withStoreAt(location, async (store) => {
-    const others = await store.otherSessions();
-    if (others > 0) {
-      throw new UsageError(
-        `${others} other session${others === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${others === 1 ? 'it' : 'them'}, then restore`,
-      );
-    }
-    return store.auditTrail();
-  });
+  const env = libpqEnvironment(location.url);
+  // The backup's schema first, read from the file: pg_restore --clean drops and makes again only
+  // what the backup holds, so a table a later migration made would be left as it is, and the
+  // migrations run after the restore would fail on it, with the restore already committed.
+  const backupSchema = await migrationsIn(file, env);
+  if (backupSchema.length === 0) throw new UsageError(`${file} holds no Almoner schema (no migrations table): is it a pg_dump --format=custom of Almoner's database?`);
+  const known = Object.keys(migrations('postgres'));
+  const newer = backupSchema.filter((name) => !known.includes(name));
+  if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
+  // The database as it is, read without migrating it (an empty one stays empty, for the backup's own schema).
+  const now = await beforeRestore(location.url);
+  if (now.otherSessions > 0) {
+    const n = now.otherSessions;
+    throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
+  }
+  const ahead = now.schema.filter((name) => !backupSchema.includes(name));
+  if (ahead.length) {
+    throw new UsageError(
+      `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place: ` +
+        'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
+    );
+  }
   const keptAs = `${file}.replaced-trail-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
-  writeFileSync(keptAs, trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx' });
-  await pgRestore(location.url, file);
+  // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only.
+  writeFileSync(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx', mode: 0o600 });
+  try {
+    await pgRestore(file, env);
+  } catch (err) {
+    rmSync(keptAs, { force: true }); // nothing was replaced
+    throw err;
+  }
   const again = await withStoreAt(location, async (store) => {
     // The restored trail ends with the backup's last entry; what the replaced one recorded after it is lost with it, but for the file.
     const last = (await store.auditTrail()).at(-1)?.at ?? '';
     await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs, charities: await store.countCharities() } });
-    return eraseAgain(store, erasuresAfter(trail, last));
+    return eraseAgain(store, erasuresAfter(now.trail, last));
   });
   print(`restored ${file} to ${describeDatabase(location)}; the audit trail of what it replaced is kept as ${keptAs}`);
   if (again) print(again);
@@ -155,37 +175,107 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   );
 }
 
-/** Runs pg_restore on `url`'s database; its password, if any, goes in its environment, not on its command line (where `ps` shows it). */
-async function pgRestore(url: string, file: string): Promise<void> {
-  const env = { ...process.env };
-  let target = url;
+/** What a restore needs to know of the database before it: read with one plain connection, which migrates nothing. */
+async function beforeRestore(url: string): Promise<{ otherSessions: number; schema: string[]; trail: AuditRecord[] }> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
   try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') env.PGPASSWORD = decodeURIComponent(parsed.password);
-    if (parsed.searchParams.has('password')) env.PGPASSWORD = parsed.searchParams.get('password')!;
-    parsed.password = '';
-    parsed.searchParams.delete('password');
-    target = parsed.href;
-  } catch {
-    // Not a URL node can read: passed as it is, for libpq to read.
+    // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
+    const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
+    const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass($1) as t', [table])).rows[0]?.t != null;
+    const schema = (await has('kysely_migration')) ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((r) => r.name) : [];
+    const trail = (await has('audit_log'))
+      ? (await client.query<{ id: string; at: string; action: string; target: string; os_user: string; host: string; summary: string }>('select * from audit_log order by id')).rows.map(
+          (r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }),
+        )
+      : [];
+    return { otherSessions: Number(sessions.rows[0]?.n ?? 0), schema, trail };
+  } finally {
+    await client.end();
   }
-  const stderr: Buffer[] = [];
+}
+
+/**
+ * The connection string as libpq's environment (PGHOST, PGPASSWORD, ...), for pg_restore: the
+ * password then is not on its command line, where `ps` shows it, and nothing is re-encoded (a URL
+ * written out again turned `%20` into `+`, which libpq does not read as a space).
+ */
+function libpqEnvironment(url: string): NodeJS.ProcessEnv {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`DATABASE_URL (${describeDatabase({ dialect: 'postgres', url, poolMax: 1 })}) is not a URL pg_restore can be given: write it as postgres://user:password@host:port/database`);
+  }
+  const decode = (v: string) => {
+    try {
+      return decodeURIComponent(v);
+    } catch {
+      throw new UsageError('DATABASE_URL has a % that is not a percent-escape (write % as %25): pg_restore cannot read it');
+    }
+  };
+  const q = parsed.searchParams;
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  const set = (name: string, value: string | null | undefined) => {
+    if (value !== null && value !== undefined && value !== '') env[name] = value;
+  };
+  set('PGHOST', q.get('host') ?? decode(parsed.hostname.replace(/^\[|\]$/g, '')));
+  set('PGPORT', q.get('port') ?? parsed.port);
+  set('PGUSER', q.get('user') ?? decode(parsed.username));
+  set('PGPASSWORD', q.get('password') ?? decode(parsed.password));
+  set('PGDATABASE', q.get('dbname') ?? decode(parsed.pathname.slice(1)));
+  set('PGOPTIONS', q.get('options'));
+  set('PGAPPNAME', q.get('application_name'));
+  set('PGCONNECT_TIMEOUT', q.get('connect_timeout'));
+  set('PGSSLROOTCERT', q.get('sslrootcert'));
+  set('PGSSLCERT', q.get('sslcert'));
+  set('PGSSLKEY', q.get('sslkey'));
+  // node-postgres's own spellings, in libpq's words.
+  const sslmode = q.get('sslmode');
+  set('PGSSLMODE', sslmode === 'no-verify' ? 'require' : sslmode ?? (q.get('ssl') === 'true' || q.get('ssl') === '1' ? 'require' : undefined));
+  return env;
+}
+
+/** The migrations a pg_dump archive's schema has, read from the file (its kysely_migration rows). */
+async function migrationsIn(file: string, env: NodeJS.ProcessEnv): Promise<string[]> {
+  const { code, stdout, stderr } = await runPgRestore(['--data-only', '--table=kysely_migration', '--file=-', file], env);
+  if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
+  const lines = stdout.split('\n');
+  const start = lines.findIndex((l) => /^COPY \S*kysely_migration /.test(l));
+  if (start < 0) return [];
+  const end = lines.indexOf('\\.', start);
+  return lines.slice(start + 1, end < 0 ? undefined : end).map((l) => l.split('\t')[0]!).filter(Boolean).sort();
+}
+
+/** pg_restore into the database `env` names, in one transaction: the database is the backup's, or as it was. */
+async function pgRestore(file: string, env: NodeJS.ProcessEnv): Promise<void> {
+  // pg_restore wants a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment.
+  const dbname = `dbname='${(env.PGDATABASE ?? '').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  const { code, stderr } = await runPgRestore([...PG_RESTORE, `--dbname=${dbname}`, file], env);
+  if (code !== 0) {
+    const said = stderr.trim().split('\n').slice(-5).join('\n');
+    throw new Error(`pg_restore failed (exit ${code}); nothing was changed, as it runs in one transaction:\n${said}`);
+  }
+}
+
+async function runPgRestore(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
   const code = await new Promise<number | null>((resolvePromise, reject) => {
-    const child = spawn('pg_restore', [...PG_RESTORE, `--dbname=${target}`, file], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr.on('data', (b: Buffer) => stderr.push(b));
-    child.once('error', (err: NodeJS.ErrnoException) =>
+    const child = spawn('pg_restore', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.once('error', (e: NodeJS.ErrnoException) =>
       reject(
-        err.code === 'ENOENT'
+        e.code === 'ENOENT'
           ? new UsageError("pg_restore is not installed here: install PostgreSQL's client tools, the server's version or later (on Debian: apt-get install postgresql-client)")
-          : err,
+          : e,
       ),
     );
     child.once('close', resolvePromise);
   });
-  if (code !== 0) {
-    const said = Buffer.concat(stderr).toString('utf8').trim().split('\n').slice(-5).join('\n');
-    throw new Error(`pg_restore failed (exit ${code}); nothing was changed, as it runs in one transaction:\n${said}`);
-  }
+  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
 /**

@@ -3,7 +3,7 @@
 // prepared statements on the hot path (statements.ts), and batched by group-commit.ts; the schema
 // is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import { sql, type Kysely, type Updateable } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
@@ -199,16 +199,6 @@ export class Store {
   /** Records an operator action that changes nothing here (an export, a backup) or that happened elsewhere. */
   async audit(entry: AuditEntry): Promise<void> {
     await appendAudit(this.db, entry);
-  }
-
-  /**
-   * PostgreSQL: how many other sessions (servers, commands, psql) have this database open. A
-   * restore replaces every table under them, so it waits for none: it refuses while there are any.
-   */
-  async otherSessions(): Promise<number> {
-    // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
-    const { rows } = await sql<{ n: string | number }>`select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`.execute(this.db);
-    return Number(rows[0]?.n ?? 0);
   }
 
   /** The audit trail, oldest first, from `since` (a stored timestamp) on. */

@@ -11,7 +11,9 @@ import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { ERASED_EMAIL } from '../../src/donations/erasure.js';
 import { openStore } from '../../src/store/open.js';
+import { Kysely, Migrator, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { migrations } from '../../src/store/migrations/index.js';
 import { basic, validDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
@@ -240,6 +242,44 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       }
     });
 
+    test('restore of an older backup: refused over a database with a newer schema (nothing changed); into an empty database, restored and brought up to date; not a dump, refused', async () => {
+      const old = await backend.createDatabase();
+      const current = await backend.createDatabase();
+      const empty = await backend.createDatabase();
+      try {
+        // A database as Almoner left it at migration 0006, and its backup.
+        const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: old.url, max: 1 }) }) });
+        const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations('postgres') } }).migrateTo('0006_donation_ids_by_default');
+        await db.destroy();
+        assert.equal(error, undefined);
+        const dump = join(tempDir(), 'old.dump');
+        execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, old.url]);
+
+        // Over today's schema: pg_restore --clean would leave the later tables, and the migrations after it fail with the restore committed.
+        assert.equal((await almoner(current.url, ['charity', 'create', '--name', 'Current', '--email', 'c@example.org', '--json'])).code, 0);
+        const refused = await almoner(current.url, ['restore', dump, '--replace']);
+        assert.equal(refused.code, 2, refused.stderr);
+        assert.match(refused.stderr, /schema is newer than the backup's \(it has 0007_audit_log, .*restore into an empty database/);
+        assert.equal((await queryPostgres<{ n: number }>(current.url, 'select count(*)::int as n from charities'))[0]!.n, 1, 'nothing changed');
+        assert.deepEqual(readdirSync(join(dump, '..')), ['old.dump'], 'no trail file left for a restore that did not happen');
+
+        // Into an empty database, with a connection string libpq must read as written (%20 is a space, not a +).
+        const url = `${empty.url}${empty.url.includes('?') ? '&' : '?'}options=-c%20search_path%3Dpublic`;
+        const run = await almoner(url, ['restore', dump, '--replace']);
+        assert.equal(run.code, 0, run.stderr);
+        const applied = (await queryPostgres<{ name: string }>(empty.url, 'select name from kysely_migration order by name')).map((r) => r.name);
+        assert.deepEqual(applied, Object.keys(migrations('postgres')), 'brought up to date');
+
+        const notADump = join(tempDir(), 'x.dump');
+        writeFileSync(notADump, 'not a pg_dump archive');
+        const junk = await almoner(empty.url, ['restore', notADump, '--replace']);
+        assert.equal(junk.code, 2, junk.stderr);
+        assert.match(junk.stderr, /cannot be read by pg_restore/);
+      } finally {
+        await Promise.all([old.drop(), current.drop(), empty.drop()]);
+      }
+    });
+
     test('restore of a pg_dump archive: refused without --replace and while a session has the database open; then the backup, with the donors erased since erased again and the replaced trail kept', async () => {
       const database = await backend.createDatabase();
       const holder = new pg.Client({ connectionString: database.url });
@@ -269,6 +309,15 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
         assert.equal(busy.code, 2, busy.stderr);
         assert.match(busy.stderr, /1 other session has the database open .*stop it, then restore/);
         await holder.end();
+        // A running server, idle: its pool keeps a session open, so it is seen.
+        const server = await new ServerProcess(database.url).listening();
+        try {
+          const served = await almoner(database.url, ['restore', dump, '--replace']);
+          assert.equal(served.code, 2, served.stderr);
+          assert.match(served.stderr, /other sessions? ha(s|ve) the database open/);
+        } finally {
+          await server.stop('SIGTERM', 10_000);
+        }
 
         const run = await almoner(database.url, ['restore', dump, '--replace']);
         assert.equal(run.code, 0, run.stderr);
