@@ -162,10 +162,10 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     throw err;
   }
   const again = await withStoreAt(location, async (store) => {
-    // The restored trail ends with the backup's last entry; what the replaced one recorded after it is lost with it, but for the file.
-    const last = (await store.auditTrail()).at(-1)?.at ?? '';
+    // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
+    const restored = new Set((await store.auditTrail()).map((e) => e.id));
     await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs, charities: await store.countCharities() } });
-    return eraseAgain(store, erasuresAfter(now.trail, last));
+    return eraseAgain(store, erasuresAfter(now.trail, restored));
   });
   print(`restored ${file} to ${describeDatabase(location)}; the audit trail of what it replaced is kept as ${keptAs}`);
   if (again) print(again);

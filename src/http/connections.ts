@@ -58,7 +58,7 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
 
 /** The latest request and response on a connection (responses go out in order: when it is finished, all are). */
 const LATEST = Symbol('latest');
-type Connection = Socket & { [LATEST]?: { req: IncomingMessage; res: ServerResponse }; _parent?: Socket };
+type Connection = Socket & { [LATEST]?: { req: IncomingMessage; res: ServerResponse; before?: ServerResponse }; _parent?: Socket };
 
 /** How long a connection with no request in flight may go without sending a byte while the server shuts down. */
 export const QUIET_BEFORE_CLOSE_MS = 1000;
@@ -84,7 +84,11 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
   server.on(tls ? 'secureConnection' : 'connection', track(open));
   if (tls) server.on('connection', track(underlying));
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    (req.socket as Connection)[LATEST] = { req, res };
+    const socket = req.socket as Connection;
+    // A pipelined request's predecessor, if not answered yet: it is in flight, whatever comes after it
+    // (responses finish in order, so the one before is enough).
+    const previous = socket[LATEST]?.res;
+    socket[LATEST] = { req, res, before: previous !== undefined && !previous.writableFinished ? previous : undefined };
   });
   /** Each connection's bytes read when last looked at, and since when it has read no more. */
   const progress = new WeakMap<Socket, { bytesRead: number; since: number }>();
@@ -105,7 +109,8 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
       }
       for (const socket of open) {
         const latest = socket[LATEST];
-        const inFlight = latest !== undefined && !latest.res.writableFinished && latest.req.complete; // answered yet, or its body still to come?
+        // Answered yet, or its body still to come? And no pipelined request before it still at work.
+        const inFlight = latest !== undefined && ((latest.before !== undefined && !latest.before.writableFinished) || (!latest.res.writableFinished && latest.req.complete));
         if (!inFlight && quiet(socket, now)) socket.destroy();
       }
     },

@@ -78,12 +78,15 @@ export interface ErasuresSince {
 }
 
 /**
- * What a replaced database's trail erased after `last` (the restored trail's last entry, the
- * backup's): put back, the backup brings those donors' data back with it, so a restore erases it
- * again (cli/backup.ts). Entries are compared by time: the two trails are one history up to the backup.
+ * What a replaced database's trail erased that the restored trail (the backup's) does not hold:
+ * put back, the backup brings those donors' data back with it, so a restore erases it again
+ * (cli/backup.ts). The two trails are one history up to the backup, entry by entry (ids): an
+ * entry is the backup's if its id is there. Compared by time (until 2026-11-28), an erasure whose
+ * time came before the backup's last entry but whose transaction committed after the backup began
+ * was missed.
  */
-export function erasuresAfter(trail: Pick<AuditRecord, 'at' | 'action' | 'target' | 'summary'>[], last: string): ErasuresSince {
-  const entries = trail.filter((e) => e.at > last);
+export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'action' | 'target' | 'summary'>[], restored: ReadonlySet<number>): ErasuresSince {
+  const entries = trail.filter((e) => !restored.has(e.id));
   const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null }));
   const retention = entries.filter((e) => e.action === 'retention apply').at(-1);
   return { donors, retentionYears: retention && Number(retention.summary.retention_years) };

@@ -174,7 +174,7 @@ export async function inUse(path: string): Promise<boolean> {
 }
 
 /**
- * What the database at `replaced` erased after the last entry of `restored`'s trail (the backup's):
+ * What the database at `replaced` erased that `restored`'s trail (the backup's) does not hold:
  * audit.ts's erasuresAfter, on the two files.
  */
 export async function erasuresSince(replaced: string, restored: string): Promise<ErasuresSince> {
@@ -182,9 +182,9 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
   const open = (path: string) => new Database(path, { fileMustExist: true });
   const backup = open(restored);
-  let last: string;
+  let ids: Set<number>;
   try {
-    last = hasTable(backup, 'audit_log') ? ((backup.prepare('select max(at) as at from audit_log').get() as { at: string | null }).at ?? '') : '';
+    ids = new Set(hasTable(backup, 'audit_log') ? (backup.prepare('select id from audit_log').all() as { id: number }[]).map((r) => Number(r.id)) : []);
   } finally {
     backup.close();
   }
@@ -192,9 +192,9 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   try {
     if (!hasTable(old, 'audit_log')) return { donors: [], retentionYears: undefined };
     const entries = old
-      .prepare("select at, action, target, summary from audit_log where at > ? and action in ('donor erase', 'retention apply') order by at, id")
-      .all(last) as { at: string; action: string; target: string; summary: string }[];
-    return erasuresAfter(entries.map((e) => ({ ...e, summary: JSON.parse(e.summary) as Record<string, unknown> })), last);
+      .prepare("select id, action, target, summary from audit_log where action in ('donor erase', 'retention apply') order by id")
+      .all() as { id: number; action: string; target: string; summary: string }[];
+    return erasuresAfter(entries.map((e) => ({ ...e, id: Number(e.id), summary: JSON.parse(e.summary) as Record<string, unknown> })), ids);
   } finally {
     old.close();
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { validateDonation } from '../../src/donations/validate.js';
-import type { AuditRecord } from '../../src/store/audit.js';
+import { erasuresAfter, type AuditRecord } from '../../src/store/audit.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
 import { BACKENDS, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
@@ -144,4 +144,17 @@ describe('the audit trail of backups and restores [sqlite]', () => {
     assert.deepEqual(restored.map((e) => e.action), ['charity create', 'restore'], 'the copy holds the trail up to the backup, then the restore');
     assert.equal(restored[1]!.summary.from, file);
   });
+});
+
+test("a restore's erasures again are the replaced trail's entries the backup's does not hold, by entry, not by time (an erasure begun before the backup and committed after it was missed)", () => {
+  const entry = (id: number, action: string, target: string, summary: Record<string, unknown> = {}) => ({ id, action, target, summary });
+  const replaced = [
+    entry(1, 'donor erase', 'donor a', { charity: null }),
+    entry(2, 'retention apply', 'before 2026-01-01', { retention_years: 7 }),
+    entry(3, 'donor erase', 'donor b', { charity: 'helping-hands' }), // its time before entry 4's, committed after the backup began
+    entry(4, 'charity rotate', 'helping-hands'),
+    entry(5, 'retention apply', 'before 2026-11-28', { retention_years: 6 }),
+  ];
+  assert.deepEqual(erasuresAfter(replaced, new Set([1, 2, 4])), { donors: [{ reference: 'donor b', charity: 'helping-hands' }], retentionYears: 6 });
+  assert.deepEqual(erasuresAfter(replaced, new Set([1, 2, 3, 4, 5])), { donors: [], retentionYears: undefined });
 });
