@@ -61,6 +61,28 @@ interface Held {
   destroy(): void;
 }
 
+/** Holds the database's write lock from another connection, as another process would; resolves to its release. */
+async function holdWrites(database: TestDatabase): Promise<() => Promise<void>> {
+  if (database.location.dialect === 'sqlite') {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(database.location.path);
+    db.exec('begin immediate');
+    return async () => {
+      db.exec('commit');
+      db.close();
+    };
+  }
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  await client.query('begin');
+  await client.query('lock table donations in share mode');
+  return async () => {
+    await client.query('commit');
+    await client.end();
+  };
+}
+
 /**
  * A create over a connection of its own, with its body held back halfway: see the top of the file.
  * `keepAlive`: the connection asks to stay open after the answer, as browsers, proxies and load
@@ -354,6 +376,39 @@ for (const backend of BACKENDS) {
       assert.ok(exit!.at - signalledAt < 5_000, `took ${exit!.at - signalledAt} ms to stop`);
       await Promise.all(closed);
       assertDatabaseClosed();
+    });
+
+    test('a pipelined create still at work is answered, though the request after it on the same connection stalls mid-body', async () => {
+      const live = await start();
+      assert.ok(database);
+      // The create's write waits on a lock another connection holds, so its handler is at work when the signal comes.
+      const release = await holdWrites(database);
+      let released = false;
+      try {
+        const { port } = new URL(live.url);
+        const socket = connect(Number(port), '127.0.0.1');
+        socket.on('error', () => {});
+        let text = '';
+        socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+        const body = JSON.stringify(variedDonation('pipelined@shutdown.example', 7));
+        const head = (length: number) => `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+        // The first create whole, then a second whose body stops short.
+        socket.write(head(Buffer.byteLength(body)) + body + head(500) + '{"donor_email":');
+        await new Promise((r) => setTimeout(r, 300));
+        const signalledAt = Date.now();
+        live.signal('SIGTERM');
+        await new Promise((r) => setTimeout(r, 1_600)); // past the second of quiet after which a stalled request's connection is closed
+        await release();
+        released = true;
+        await until('the first create answered', 5_000, () => /^HTTP\/1\.1 200 /.test(text) || socket.destroyed);
+        assert.match(text, /^HTTP\/1\.1 200 /, `the create still at work was cut off with its connection (before a24f0f6):\n${text}`);
+        const exit = await waitExit(live, 11_000);
+        if (exit) server = undefined;
+        assertCleanExit(live, exit, signalledAt);
+        socket.destroy();
+      } finally {
+        if (!released) await release();
+      }
     });
 
     test('a request whose headers arrive in two parts around SIGTERM is served, on a keep-alive connection that had one answered', async () => {
