@@ -82,8 +82,12 @@ export interface CommitJournal {
   committed(token: string, claim: string): Promise<boolean>;
 }
 
-/** How many times a lost commit's token is asked about before its outcome is called unknown: more than a pool's connections. */
-const TOKEN_CHECKS = 12;
+/**
+ * How long to wait before asking about a lost commit's token again, once a try on each of the
+ * pool's connections has failed: the database is away (restarting, failing over), not just the
+ * connections that died in the cut. Doubled each time up to the last; asked while anyone waits.
+ */
+const TOKEN_CHECK_PAUSES_MS = [25, 50, 100, 200, 400];
 
 /**
  * The commit was sent, its answer was lost, and the database could not be asked whether it went
@@ -389,14 +393,18 @@ export class GroupCommit<DB> {
       // makes the same claim, so one whose claim went through but whose answer was lost is told
       // apart from the batch's commit by the next (a second review found a plain second claim
       // taking the first for the commit: a 200 for a donation never stored). While someone waits
-      // for the answer, and TOKEN_CHECKS times at most.
+      // for the answer (DATABASE_BUDGET_MS at most): at once until each of the pool's connections has
+      // had a try (the dead ones fail at once), then after a pause, for a database that is away a moment.
       const claim = randomUUID();
-      for (let check = 1; ; check++) {
+      for (let failed = 0; ; ) {
         let committed: boolean;
         try {
           committed = await this.journal.committed(token, claim);
         } catch {
-          if (check >= TOKEN_CHECKS || everyoneTold(batch)) throw new CommitOutcomeUnknownError(err);
+          failed++;
+          const pause = failed <= this.concurrency + 1 ? 0 : TOKEN_CHECK_PAUSES_MS[Math.min(failed - this.concurrency - 2, TOKEN_CHECK_PAUSES_MS.length - 1)]!;
+          if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+          if (everyoneTold(batch)) throw new CommitOutcomeUnknownError(err);
           continue;
         }
         if (committed) return results;

@@ -160,6 +160,46 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
     }
   });
 
+  test("a lost commit's answer whose cut took a pool of 16 with it: every dead connection is tried past, and the creates get their 200s", async () => {
+    // DATABASE_POOL_MAX may be larger than any fixed number of tries (12 were too few for this pool).
+    const pooled = await openStore(parseDatabaseUrl(url, 16));
+    try {
+      const { charity } = await signUpCharity(pooled, { name: 'Large Pool', email: 'lp@example.org' });
+      proxy.slow(100);
+      await Promise.all(Array.from({ length: 16 }, () => pooled.auditTrail())); // sixteen connections open, then idle
+      proxy.slow(0);
+      proxy.dropCommitAnswers(1, { everyConnection: true });
+      const outcomes = await Promise.allSettled([0, 1, 2].map((i) => pooled.recordDonation(charity.id, validDonation(`large-pool-${i}@example.org`))));
+      proxy.dropCommitAnswers(0);
+      const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
+      assert.deepEqual(failed, [], 'every create stored is answered as stored');
+      const stored = await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like 'large-pool-%'`);
+      assert.equal(stored[0]!.n, 3);
+    } finally {
+      proxy.dropCommitAnswers(0);
+      await pooled.close();
+    }
+  });
+
+  test("a lost commit's answer, then the database away for 0.6 s: the token is asked again after it is back, within the requests' wait", async () => {
+    // Asked again at once only, every try met a refused connection and the stored creates got 503s.
+    const pooled = await openStore(parseDatabaseUrl(url, 4));
+    try {
+      const { charity } = await signUpCharity(pooled, { name: 'Away A Moment', email: 'away@example.org' });
+      proxy.dropCommitAnswers(1, { thenAwayMs: 600 });
+      const outcomes = await Promise.allSettled([0, 1, 2].map((i) => pooled.recordDonation(charity.id, validDonation(`away-moment-${i}@example.org`))));
+      proxy.dropCommitAnswers(0);
+      const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
+      assert.deepEqual(failed, [], 'every create stored is answered as stored');
+      const stored = await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like 'away-moment-%'`);
+      assert.equal(stored[0]!.n, 3);
+    } finally {
+      proxy.dropCommitAnswers(0);
+      proxy.restore();
+      await pooled.close();
+    }
+  });
+
   test("a claim asked again after its own answer was lost is not taken for the batch's commit; the commit's own token is", async () => {
     // A try whose claim reached PostgreSQL but whose answer was lost leaves the token written; the
     // next try, with the same claim, must say "not committed" (a second plain claim said "committed":

@@ -29,6 +29,7 @@ export class TcpProxy {
    * state is lost: the client learns it only when it next sends on one (which is then closed).
    */
   private dropEveryConnection = false;
+  private awayAfterDropMs = 0;
   /** Connections that died that way: the next thing their client sends closes them. */
   private readonly stale = new Set<Socket>();
   /** How many answers to a batch's commit have been dropped. */
@@ -64,12 +65,15 @@ export class TcpProxy {
    * Lets every n-th batch's commit (the statement that commits by itself) reach the database, then drops the
    * connection when its answer comes back, if it says the statement committed, so the client never learns that
    * it was (0: off). A statement that failed (a key already stored) committed nothing: its answer is let through,
-   * unless `failuresToo`, when its connection is dropped all the same.
+   * unless `failuresToo`, when its connection is dropped all the same. `everyConnection`: the other open
+   * connections die too, each noticed when next used. `thenAwayMs`: the database is away that long after each
+   * drop, every connection closed and new ones refused, as one restarting.
    */
-  dropCommitAnswers(every: number, { failuresToo = false, everyConnection = false } = {}): void {
+  dropCommitAnswers(every: number, { failuresToo = false, everyConnection = false, thenAwayMs = 0 } = {}): void {
     this.dropEvery = every;
     this.dropFailures = failuresToo;
     this.dropEveryConnection = everyConnection;
+    this.awayAfterDropMs = thenAwayMs;
   }
 
   /**
@@ -164,6 +168,10 @@ export class TcpProxy {
       client.destroy();
       upstream.destroy();
       if (this.dropEveryConnection) for (const [otherClient] of this.pairs) if (otherClient !== client) this.stale.add(otherClient);
+      if (this.awayAfterDropMs > 0) {
+        this.cut('reset');
+        setTimeout(() => this.restore(), this.awayAfterDropMs);
+      }
     });
     // One side gone, the other goes too, as through a real proxy (else the far side's connection is left open).
     client.on('close', () => {
