@@ -1,12 +1,14 @@
 // Migrations on a database that has data: 0005 keeps every idempotency key that has its donation
 // (it still replays) and frees the keys a dead request left claimed without one; 0010 moves the
-// day until which an erased donation keeps its Gift Aid data to the seven-year rule.
+// day until which an erased donation keeps its Gift Aid data to the seven-year rule; 0013 gives
+// the donations a donor's erasure kept before 0012 their donor's reference, read from the trail.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { validateDonation } from '../../src/donations/validate.js';
+import { donorReference } from '../../src/store/donation-query.js';
 import { migrations } from '../../src/store/migrations/index.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
@@ -142,6 +144,70 @@ for (const backend of BACKENDS) {
               [ids.erased, null],
             ],
           );
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test("0013: donations a donor's erasure kept for Gift Aid before 0012 get that donor's reference from the audit trail, where the trail leaves no doubt", async () => {
+      const database = await backend.createDatabase();
+      try {
+        const old = await migratedTo(database, '0011_audit_log_not_truncated');
+        const ids: Record<string, number> = {};
+        try {
+          const now = '2026-11-20T09:00:00.000000Z';
+          const { id: charityId } = await old
+            .insertInto('charities')
+            .values({ name: 'Old', email: 'old@example.org', username: 'old-charity', password_hash: 'x', active: 1, created_at: now, updated_at: now })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          const donation = async (name: string, erasedAt: string | null, keptUntil: string | null, email = 'erased@erased.invalid') => {
+            const { id } = await old
+              .insertInto('donations')
+              .values({ charity_id: charityId, donor_email: email, gift_aid: 1, amount: '25.00', amount_minor: 2500, donation_type: 'one-time', zakat_donation: 0, donation_date: '2026-01-02T00:00:00.000000Z', recorded_at: now, erased_at: erasedAt, erase_after: keptUntil })
+              .returning('id')
+              .executeTakeFirstOrThrow();
+            ids[name] = Number(id);
+          };
+          const entry = (at: string, action: string, target: string, summary: object) =>
+            old.insertInto('audit_log').values({ at, action, target, os_user: 'op', host: 'h', summary: JSON.stringify(summary) }).execute();
+          // As 0011's code erased: every row of one erasure given the time its transaction took, then its entry.
+          await donation('annKept1', '2026-11-21T10:00:00.000100Z', '2033-01-02');
+          await donation('annKept2', '2026-11-21T10:00:00.000100Z', '2033-01-02');
+          await donation('annGone', '2026-11-21T10:00:00.000100Z', null);
+          await entry('2026-11-21T10:00:00.004000Z', 'donor erase', donorReference('ann@example.org'), { charity: null, donations: 3, kept_for_gift_aid: 2 });
+          // Retention keeping Gift Aid details of a donation nobody asked about: no donor to name.
+          await donation('retained', '2026-11-21T11:00:00.000100Z', '2033-01-02');
+          await entry('2026-11-21T11:00:00.002000Z', 'retention apply', 'before 2026-11-21', { retention_years: 6, donations: 1 });
+          await donation('bobKept', '2026-11-21T12:00:00.000100Z', '2033-01-02');
+          await entry('2026-11-21T12:00:00.003000Z', 'donor erase', donorReference('bob@example.org'), { charity: null, donations: 1, kept_for_gift_aid: 1 });
+          // Two erasures at once on PostgreSQL: Cy's rows took their time before Di's, but Cy's entry came after Di's
+          // rows, so Di's window holds two times and Cy's none: both left alone, neither given the other's reference.
+          await donation('cyKept', '2026-11-21T13:00:00.000100Z', '2033-01-02');
+          await donation('diKept', '2026-11-21T13:00:00.000200Z', '2033-01-02');
+          await entry('2026-11-21T13:00:00.003000Z', 'donor erase', donorReference('cy@example.org'), { charity: null, donations: 1, kept_for_gift_aid: 1 });
+          await entry('2026-11-21T13:00:00.004000Z', 'donor erase', donorReference('di@example.org'), { charity: null, donations: 1, kept_for_gift_aid: 1 });
+          await donation('untouched', null, null, 'eve@example.org');
+        } finally {
+          await old.destroy();
+        }
+
+        const store = await openStore(database.location); // applies 0012 and 0013
+        try {
+          const db = (store as unknown as { db: Kysely<any> }).db;
+          const rows = await db.selectFrom('donations').select(['id', 'erased_donor']).execute();
+          const reference = new Map(rows.map((r) => [Number(r.id), r.erased_donor]));
+          assert.deepEqual(
+            Object.fromEntries(Object.entries(ids).map(([name, id]) => [name, reference.get(id)])),
+            { annKept1: donorReference('ann@example.org'), annKept2: donorReference('ann@example.org'), annGone: null, retained: null, bobKept: donorReference('bob@example.org'), cyKept: null, diKept: null, untouched: null },
+          );
+          // And Ann's later access request finds what is still kept of hers.
+          const found: number[] = [];
+          for await (const d of store.exportDonations({ donorEmail: 'ANN@example.org' })) found.push(d.id);
+          assert.deepEqual(found.sort((a, b) => a - b), [ids.annKept1, ids.annKept2]);
         } finally {
           await store.close();
         }

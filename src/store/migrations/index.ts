@@ -15,6 +15,7 @@ import { donationsByCharity } from './0009_donations_by_charity.js';
 import { giftAidKeptSevenYears } from './0010_giftaid_kept_seven_years.js';
 import { auditLogNotTruncated } from './0011_audit_log_not_truncated.js';
 import { erasedDonorReference } from './0012_erased_donor_reference.js';
+import { erasedDonorFromAudit } from './0013_erased_donor_from_audit.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -30,5 +31,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0010_giftaid_kept_seven_years': giftAidKeptSevenYears(),
     '0011_audit_log_not_truncated': auditLogNotTruncated(dialect),
     '0012_erased_donor_reference': erasedDonorReference(),
+    '0013_erased_donor_from_audit': erasedDonorFromAudit(),
   };
 }
