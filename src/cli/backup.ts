@@ -7,10 +7,11 @@ import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
 import { describeDatabase, type DatabaseLocation } from '../config.js';
-import { erasuresAfter, osUser, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { entryKey, erasuresAfter, osUser, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, erasuresSince, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
+import { backUpSqlite, claimLedgerIn, CopyRefused, erasuresSince, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
+import { LEDGER_QUERIES, ledgerCopy, type KeptClaims, type LedgerCopy } from '../store/claims.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -85,10 +86,12 @@ export function restoreCommand(): Command {
       // Read before the restore's own entry: the restored trail's last entry is then the backup's.
       // A replaced database too damaged to read its trail from does not undo the restore: it is said.
       let erased: ErasuresSince | undefined;
+      let ledger: LedgerCopy | undefined;
       let unread: string | undefined;
       if (keptAs) {
         try {
           erased = await erasuresSince(keptAs, resolve(location.path));
+          ledger = await claimLedgerIn(keptAs);
         } catch (err) {
           unread = err instanceof Error ? err.message : String(err);
         }
@@ -97,17 +100,15 @@ export function restoreCommand(): Command {
       // the restore is the first entry of the restored database's trail after the backup's own.
       const again = await withStoreAt(location, async (store) => {
         await store.audit({ action: 'restore', target: resolve(location.path), summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } });
-        return erased && eraseAgain(store, erased);
+        return [ledger && describeKept(await store.claims.keepFrom(ledger), keptAs!), erased && (await eraseAgain(store, erased))];
       });
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
-      if (again) print(again);
-      if (!keptAs || unread !== undefined) {
-        if (unread !== undefined) process.stderr.write(`almoner: warning: the replaced database's audit trail could not be read (${unread}).\n`);
-        print(
-          "Donors' erasures made since the backup are not in it: erase those donors again (bin/almoner donor erase), " +
-            'as the trail of the database the backup came from lists them (by reference), before the server takes requests.',
-        );
+      for (const line of again) if (line) print(line);
+      if (!ledger || unread !== undefined) {
+        if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);
+        print(NO_ERASURES);
+        print(NO_LEDGER);
       }
       print(
         "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
@@ -129,7 +130,6 @@ const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transactio
  */
 async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
   if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
-  if (!replace) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
   const env = libpqEnvironment(location.url);
   // The backup's schema first, read from the file: pg_restore --clean drops and makes again only
   // what the backup holds, so a table a later migration made would be left as it is, and the
@@ -141,6 +141,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
   // The database as it is, read without migrating it (an empty one stays empty, for the backup's own schema).
   const now = await beforeRestore(location.url);
+  const empty = now.schema.length === 0;
+  if (!replace && !empty) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
   if (now.otherSessions > 0) {
     const n = now.otherSessions;
     throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
@@ -152,23 +154,29 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
     );
   }
-  const keptAs = `${file}.replaced-trail-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
+  // An empty database has no trail to keep.
+  const keptAs = empty ? undefined : `${file}.replaced-trail-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
   // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only.
-  writeFileSync(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx', mode: 0o600 });
+  if (keptAs) writeFileSync(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx', mode: 0o600 });
   try {
     await pgRestore(file, env);
   } catch (err) {
-    rmSync(keptAs, { force: true }); // nothing was replaced
+    if (keptAs) rmSync(keptAs, { force: true }); // nothing was replaced
     throw err;
   }
   const again = await withStoreAt(location, async (store) => {
     // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
-    const restored = new Set((await store.auditTrail()).map((e) => e.id));
-    await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs, charities: await store.countCharities() } });
-    return eraseAgain(store, erasuresAfter(now.trail, restored));
+    const restored = new Set((await store.auditTrail()).map(entryKey));
+    await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs ?? null, charities: await store.countCharities() } });
+    return [describeKept(await store.claims.keepFrom(now.ledger), undefined), await eraseAgain(store, erasuresAfter(now.trail, restored))];
   });
-  print(`restored ${file} to ${describeDatabase(location)}; the audit trail of what it replaced is kept as ${keptAs}`);
-  if (again) print(again);
+  print(`restored ${file} to ${describeDatabase(location)}` + (keptAs ? `; the audit trail of what it replaced is kept as ${keptAs}` : ''));
+  for (const line of again) if (line) print(line);
+  // Into an empty database: what the database the backup came from did since is wherever that database is.
+  if (empty) {
+    print(NO_ERASURES);
+    print(NO_LEDGER);
+  }
   print(
     "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
       'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
@@ -176,7 +184,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
 }
 
 /** What a restore needs to know of the database before it: read with one plain connection, which migrates nothing. */
-async function beforeRestore(url: string): Promise<{ otherSessions: number; schema: string[]; trail: AuditRecord[] }> {
+async function beforeRestore(url: string): Promise<{ otherSessions: number; schema: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -190,7 +198,9 @@ async function beforeRestore(url: string): Promise<{ otherSessions: number; sche
           (r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }),
         )
       : [];
-    return { otherSessions: Number(sessions.rows[0]?.n ?? 0), schema, trail };
+    const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
+    const ledger = (await has('giftaid_claims')) ? ledgerCopy(await all(LEDGER_QUERIES.claims), await all(LEDGER_QUERIES.rows)) : { claims: [], rows: [] };
+    return { otherSessions: Number(sessions.rows[0]?.n ?? 0), schema, trail, ledger };
   } finally {
     await client.end();
   }
@@ -276,6 +286,34 @@ async function runPgRestore(args: string[], env: NodeJS.ProcessEnv): Promise<{ c
     child.once('close', resolvePromise);
   });
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+/** Said when a restore had no replaced database to read the erasures since the backup from. */
+const NO_ERASURES =
+  "Donors' erasures made since the backup are not in it: erase those donors again (bin/almoner donor erase), " +
+  'as the trail of the database the backup came from lists them (by reference), before the server takes requests.';
+
+/** Said when a restore had no replaced database to read the claim ledger from. */
+const NO_LEDGER =
+  'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
+  'Before the next claim, compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
+
+/** What a restore kept of the replaced database's claim ledger (ClaimLedger.keepFrom), said; nothing when it had nothing to keep. */
+function describeKept({ added, marked, refused }: KeptClaims, replacedKeptAs: string | undefined): string | undefined {
+  if (added.length + marked.length + refused.length === 0) return undefined;
+  const lines = ['kept the Gift Aid claims the replaced database recorded after the backup:'];
+  for (const { id, status, missing } of added) {
+    lines.push(
+      `  claim ${id} (${status}) added` +
+        (missing === 0
+          ? ''
+          : `; ${missing} of its donations ${missing === 1 ? 'was' : 'were'} recorded after the backup and ${missing === 1 ? 'is' : 'are'} not in it, so its files cannot be written again from this database` +
+            (replacedKeptAs ? ` (they can from ${replacedKeptAs})` : '')),
+    );
+  }
+  for (const { id, status } of marked) lines.push(`  claim ${id} marked ${status}${status === 'rejected' ? ' (its donations are free to claim again)' : ''}`);
+  if (refused.length) lines.push(`  left out, as they cannot be this database's (another charity or time under the same id, or a donation in another live claim here): claim ${refused.join(', ')}; check them by hand`);
+  return lines.join('\n');
 }
 
 /**

@@ -276,7 +276,15 @@ async function prepareClaim(store: Store, charityId: number, upTo: string, today
 
 /** A claim's spreadsheets, from its rows as recorded: the same bytes every time. */
 async function claimSpreadsheets(store: Store, claim: Claim, charityName: string): Promise<Array<{ name: string; bytes: Uint8Array }>> {
-  const parts = chunk(await store.claims.rows(claim.id), MAX_ROWS_PER_SCHEDULE);
+  const all = await store.claims.rows(claim.id);
+  // A claim kept by a restore from a backup older than some of its donations (ClaimLedger.keepFrom): its files as sent cannot be made from here.
+  if (all.length !== claim.donation_count) {
+    throw new UsageError(
+      `claim ${claim.id} holds ${claim.donation_count} donations, of which this database has ${all.length} (the others were recorded after the backup it was restored from): ` +
+        'its files cannot be written again from here; write them from the database the restore replaced (kept beside it, or its own backup).',
+    );
+  }
+  const parts = chunk(all, MAX_ROWS_PER_SCHEDULE);
   return parts.map((rows, i) => ({
     name: claimFileName(claim.id, i + 1),
     bytes: scheduleSpreadsheet({

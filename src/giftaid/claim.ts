@@ -18,3 +18,8 @@ export const NEXT_STATUSES: Readonly<Record<ClaimStatus, readonly ClaimStatus[]>
 export function statusesBefore(to: ClaimStatus): ClaimStatus[] {
   return CLAIM_STATUSES.filter((from) => NEXT_STATUSES[from].includes(to));
 }
+
+/** Whether a claim that is `from` can come to be `to` by the moves NEXT_STATUSES allows (one or more). */
+export function comesAfter(to: ClaimStatus, from: ClaimStatus): boolean {
+  return NEXT_STATUSES[from].some((next) => next === to || comesAfter(to, next));
+}

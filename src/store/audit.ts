@@ -25,6 +25,7 @@ export type AuditAction =
   | 'giftaid files'
   | 'giftaid schedule'
   | 'giftaid mark'
+  | 'giftaid claims kept'
   | 'backup'
   | 'restore';
 
@@ -80,14 +81,20 @@ export interface ErasuresSince {
 /**
  * What a replaced database's trail erased that the restored trail (the backup's) does not hold:
  * put back, the backup brings those donors' data back with it, so a restore erases it again
- * (cli/backup.ts). The two trails are one history up to the backup, entry by entry (ids): an
- * entry is the backup's if its id is there. Compared by time (until 2026-11-28), an erasure whose
+ * (cli/backup.ts). An entry is the backup's if the backup's trail holds it, the same id with the
+ * same time, action and target (entryKey). Compared by time (until 2026-11-28), an erasure whose
  * time came before the backup's last entry but whose transaction committed after the backup began
- * was missed.
+ * was missed; compared by id alone, after an earlier restore (of the wrong backup, say) had sent the
+ * two trails' ids down two histories, an erasure whose id the backup used for something else was.
  */
-export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'action' | 'target' | 'summary'>[], restored: ReadonlySet<number>): ErasuresSince {
-  const entries = trail.filter((e) => !restored.has(e.id));
+export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>[], restored: ReadonlySet<string>): ErasuresSince {
+  const entries = trail.filter((e) => !restored.has(entryKey(e)));
   const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null }));
   const retention = entries.filter((e) => e.action === 'retention apply').at(-1);
   return { donors, retentionYears: retention && Number(retention.summary.retention_years) };
+}
+
+/** An audit entry as one history's: two trails share an entry only if they agree on all of this. */
+export function entryKey(e: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>): string {
+  return JSON.stringify([Number(e.id), e.at, e.action, e.target]);
 }

@@ -3,11 +3,12 @@
 // unique index over live rows, see migration 0003), not this code's: two claims prepared at the
 // same moment, in two processes or on two instances, cannot both take a donation.
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
+import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
 import type { ScheduleRow } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
-import type { Database, GiftaidClaimsTable } from './schema.js';
+import type { DatabaseLocation } from '../config.js';
+import type { Database, GiftaidClaimDonationsTable, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
 import { appendAudit } from './audit.js';
 
@@ -51,8 +52,45 @@ export class ClaimStatusError extends Error {
 /** Rows inserted per statement: well inside both backends' limits on bound parameters. */
 const INSERT_CHUNK = 500;
 
+/**
+ * A whole claim ledger as another database held it (the one a restore replaced), read with plain
+ * SQL (LEDGER_QUERIES) so that a database of any version Almoner can restore over is read alike.
+ */
+export interface LedgerCopy {
+  claims: Selectable<GiftaidClaimsTable>[];
+  rows: Selectable<GiftaidClaimDonationsTable>[];
+}
+
+export const LEDGER_QUERIES = {
+  claims: 'select * from giftaid_claims order by id',
+  rows: 'select * from giftaid_claim_donations order by claim_id, position',
+} as const;
+
+/** The rows LEDGER_QUERIES gave, their int8 columns (strings from pg) as numbers. */
+export function ledgerCopy(claims: Record<string, unknown>[], rows: Record<string, unknown>[]): LedgerCopy {
+  const numbers = <T extends Record<string, unknown>>(row: Record<string, unknown>, names: readonly string[]) =>
+    ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as unknown as T;
+  return {
+    claims: claims.map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
+    rows: rows.map((r) => numbers(r, ['claim_id', 'donation_id', 'position', 'amount_minor'])),
+  };
+}
+
+/** What keepFrom() kept of another ledger. */
+export interface KeptClaims {
+  /** Claims that were not here, added with their own ids, and how many of each one's donations are not in this database (made after it, and lost with the database replaced). */
+  added: Array<{ id: number; status: ClaimStatus; missing: number }>;
+  /** Claims here that the other ledger had moved on (submitted, paid, rejected), and their status now. */
+  marked: Array<{ id: number; status: ClaimStatus }>;
+  /** Claims of the other ledger that cannot be this database's (another charity or time under the same id, or a donation live here in another claim): left out. */
+  refused: number[];
+}
+
 export class ClaimLedger {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DatabaseLocation['dialect'],
+  ) {}
 
   /**
    * The charity's Gift Aid donations dated up to `to` (a stored timestamp, inclusive), and from
@@ -212,6 +250,72 @@ export class ClaimLedger {
     if (!claim) return undefined;
     if (!changed && claim.status !== to) throw new ClaimStatusError(claim, to);
     return { claim, changed };
+  }
+
+  /**
+   * Takes in what another ledger of this database's line (the one a restore replaced) recorded that
+   * this one does not: the claims it added, with their ids and rows, and the moves it made on claims
+   * both hold (a rejection frees their donations here too). A claim is what was sent to HMRC, so a
+   * restore must not forget it: the next claim would take its donations again. Rows whose donation
+   * is not here are left out (counted in `missing`), the claim's count and total kept as sent. In
+   * one transaction, with its audit entry; claim ids go on after the largest.
+   */
+  async keepFrom(copy: LedgerCopy): Promise<KeptClaims> {
+    const kept: KeptClaims = { added: [], marked: [], refused: [] };
+    await this.db.transaction().execute(async (trx) => {
+      const here = new Map((await trx.selectFrom('giftaid_claims').selectAll().execute()).map((c) => [Number(c.id), c]));
+      const donations = new Set((await trx.selectFrom('donations').select('id').execute()).map((d) => Number(d.id)));
+      const charities = new Set((await trx.selectFrom('charities').select('id').execute()).map((c) => Number(c.id)));
+      const rowsOf = new Map<number, LedgerCopy['rows']>();
+      for (const r of copy.rows) {
+        const of = rowsOf.get(r.claim_id);
+        if (of) of.push(r);
+        else rowsOf.set(r.claim_id, [r]);
+      }
+      // In id order: a claim rejected frees its donations before a later claim that took them is added.
+      for (const claim of [...copy.claims].sort((a, b) => a.id - b.id)) {
+        const mine = here.get(claim.id);
+        if (mine) {
+          if (Number(mine.charity_id) !== claim.charity_id || mine.prepared_at !== claim.prepared_at) kept.refused.push(claim.id);
+          else if (comesAfter(claim.status, mine.status)) {
+            const { status, submitted_at, paid_at, rejected_at } = claim;
+            await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at }).where('id', '=', claim.id).execute();
+            if (status === 'rejected') await trx.updateTable('giftaid_claim_donations').set({ live: null }).where('claim_id', '=', claim.id).execute();
+            kept.marked.push({ id: claim.id, status });
+          } else if (claim.status !== mine.status && !comesAfter(mine.status, claim.status)) kept.refused.push(claim.id);
+          continue;
+        }
+        const rows = (rowsOf.get(claim.id) ?? []).filter((r) => donations.has(r.donation_id));
+        const live = claim.status === 'rejected' ? null : 1;
+        const taken = live && rows.length > 0
+          ? await trx.selectFrom('giftaid_claim_donations').select('donation_id').where('live', '=', 1).where('donation_id', 'in', rows.map((r) => r.donation_id)).executeTakeFirst()
+          : undefined;
+        if (!charities.has(claim.charity_id) || taken) {
+          kept.refused.push(claim.id);
+          continue;
+        }
+        const { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at } = claim;
+        const values = { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at };
+        // PostgreSQL's ids are GENERATED ALWAYS: a claim keeps its own only when the statement says so.
+        if (this.dialect === 'postgres') await sql`insert into giftaid_claims (${sql.join(Object.keys(values).map((k) => sql.ref(k)))}) overriding system value values (${sql.join(Object.values(values))})`.execute(trx);
+        else await trx.insertInto('giftaid_claims').values(values).execute();
+        for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+          await trx.insertInto('giftaid_claim_donations').values(rows.slice(start, start + INSERT_CHUNK).map((r) => ({ ...r, live }))).execute();
+        }
+        kept.added.push({ id, status, missing: (rowsOf.get(claim.id)?.length ?? 0) - rows.length });
+      }
+      if (kept.added.length > 0 && this.dialect === 'postgres') {
+        await sql`select setval(pg_get_serial_sequence('giftaid_claims', 'id'), (select max(id) from giftaid_claims))`.execute(trx);
+      }
+      if (kept.added.length + kept.marked.length + kept.refused.length > 0) {
+        await appendAudit(trx, {
+          action: 'giftaid claims kept',
+          target: 'the replaced database',
+          summary: { added: kept.added.map((c) => c.id).join(' ') || null, marked: kept.marked.map((c) => `${c.id} ${c.status}`).join(', ') || null, refused: kept.refused.join(' ') || null },
+        });
+      }
+    });
+    return kept;
   }
 
   private claims() {

@@ -4,7 +4,8 @@
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { erasuresAfter, type ErasuresSince } from './audit.js';
+import { entryKey, erasuresAfter, type ErasuresSince } from './audit.js';
+import { LEDGER_QUERIES, ledgerCopy, type LedgerCopy } from './claims.js';
 import { migrations } from './migrations/index.js';
 
 /** What a checked copy holds. */
@@ -182,9 +183,9 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
   const open = (path: string) => new Database(path, { fileMustExist: true });
   const backup = open(restored);
-  let ids: Set<number>;
+  let ids: Set<string>;
   try {
-    ids = new Set(hasTable(backup, 'audit_log') ? (backup.prepare('select id from audit_log').all() as { id: number }[]).map((r) => Number(r.id)) : []);
+    ids = new Set(hasTable(backup, 'audit_log') ? (backup.prepare('select id, at, action, target from audit_log').all() as Parameters<typeof entryKey>[0][]).map(entryKey) : []);
   } finally {
     backup.close();
   }
@@ -192,11 +193,24 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   try {
     if (!hasTable(old, 'audit_log')) return { donors: [], retentionYears: undefined };
     const entries = old
-      .prepare("select id, action, target, summary from audit_log where action in ('donor erase', 'retention apply') order by id")
-      .all() as { id: number; action: string; target: string; summary: string }[];
+      .prepare("select id, at, action, target, summary from audit_log where action in ('donor erase', 'retention apply') order by id")
+      .all() as { id: number; at: string; action: string; target: string; summary: string }[];
     return erasuresAfter(entries.map((e) => ({ ...e, id: Number(e.id), summary: JSON.parse(e.summary) as Record<string, unknown> })), ids);
   } finally {
     old.close();
+  }
+}
+
+/** The Gift Aid claim ledger of the database at `path` (the one a restore replaced), for ClaimLedger.keepFrom. */
+export async function claimLedgerIn(path: string): Promise<LedgerCopy> {
+  const Database = await driver();
+  const db = new Database(path, { fileMustExist: true }); // not read-only, as in erasuresSince
+  try {
+    if (!hasTable(db, 'giftaid_claims')) return { claims: [], rows: [] };
+    const all = (query: string) => db.prepare(query).all() as Record<string, unknown>[];
+    return ledgerCopy(all(LEDGER_QUERIES.claims), all(LEDGER_QUERIES.rows));
+  } finally {
+    db.close();
   }
 }
 

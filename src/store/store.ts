@@ -65,7 +65,7 @@ export class Store {
     } = {},
   ) {
     this.creates = localCreates(db, dialect, { concurrency: writeConcurrency, sqlite }, clock);
-    this.claims = new ClaimLedger(db);
+    this.claims = new ClaimLedger(db, dialect);
     this.donors = new DonorData(db, dialect);
   }
 

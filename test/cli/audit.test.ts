@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { validateDonation } from '../../src/donations/validate.js';
-import { erasuresAfter, type AuditRecord } from '../../src/store/audit.js';
+import { entryKey, erasuresAfter, type AuditRecord } from '../../src/store/audit.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
 import { BACKENDS, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
@@ -146,8 +146,8 @@ describe('the audit trail of backups and restores [sqlite]', () => {
   });
 });
 
-test("a restore's erasures again are the replaced trail's entries the backup's does not hold, by entry, not by time (an erasure begun before the backup and committed after it was missed)", () => {
-  const entry = (id: number, action: string, target: string, summary: Record<string, unknown> = {}) => ({ id, action, target, summary });
+test("a restore's erasures again are the replaced trail's entries the backup's does not hold, by entry, not by time (an erasure begun before the backup and committed after it was missed) nor by id alone (after an earlier restore, the backup's id 3 was another action)", () => {
+  const entry = (id: number, action: string, target: string, summary: Record<string, unknown> = {}) => ({ id, at: `2026-11-2${id}T10:00:00.000000Z`, action, target, summary });
   const replaced = [
     entry(1, 'donor erase', 'donor a', { charity: null }),
     entry(2, 'retention apply', 'before 2026-01-01', { retention_years: 7 }),
@@ -155,6 +155,10 @@ test("a restore's erasures again are the replaced trail's entries the backup's d
     entry(4, 'charity rotate', 'helping-hands'),
     entry(5, 'retention apply', 'before 2026-11-28', { retention_years: 6 }),
   ];
-  assert.deepEqual(erasuresAfter(replaced, new Set([1, 2, 4])), { donors: [{ reference: 'donor b', charity: 'helping-hands' }], retentionYears: 6 });
-  assert.deepEqual(erasuresAfter(replaced, new Set([1, 2, 3, 4, 5])), { donors: [], retentionYears: undefined });
+  const keys = (...ids: number[]) => new Set(ids.map((id) => entryKey(replaced[id - 1]!)));
+  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 4)), { donors: [{ reference: 'donor b', charity: 'helping-hands' }], retentionYears: 6 });
+  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 3, 4, 5)), { donors: [], retentionYears: undefined });
+  // The backup's own history: its entries 3 and 5 were other actions (a restore of the wrong file had come between).
+  const backup = new Set([...keys(1, 2, 4), entryKey({ id: 3, at: '2026-11-23T09:00:00.000000Z', action: 'charity rotate', target: 'helping-hands' }), entryKey({ id: 5, at: '2026-11-25T09:00:00.000000Z', action: 'restore', target: '/srv/almoner.db' })]);
+  assert.deepEqual(erasuresAfter(replaced, backup), { donors: [{ reference: 'donor b', charity: 'helping-hands' }], retentionYears: 6 });
 });
