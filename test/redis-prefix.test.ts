@@ -56,11 +56,17 @@ describe('two deployments on one Redis', { skip: TEST_REDIS_URL ? false : 'TEST_
   test('each with its own REDIS_PREFIX has its own allowance; one prefix shares it (the default did, for every deployment)', async () => {
     assertBuilt();
     const tag = randomBytes(4).toString('hex');
-    const [a, b] = [await deployment(`almoner-a-${tag}`), await deployment(`almoner-b-${tag}`)];
+    // All three running first: starting a server takes longer than the second an allowance lasts.
+    const [a, b, c] = [await deployment(`almoner-a-${tag}`), await deployment(`almoner-b-${tag}`), await deployment(`almoner-a-${tag}`)];
     assert.deepEqual(await a(), Array(LIMIT).fill(200));
     assert.deepEqual(await b(), Array(LIMIT).fill(200)); // 429s before REDIS_PREFIX: a had used charity 1's allowance
-    // The same prefix is one set of counters, as for the instances of one deployment.
-    const c = await deployment(`almoner-a-${tag}`);
-    assert.ok((await c()).includes(429), 'c shares a\'s counters, whose allowance for this second is spent');
+    // The same prefix is one set of counters, as for the instances of one deployment: c's creates right after
+    // a's find the allowance spent, unless the second turned between the two (then tried again, three times at most).
+    const tries: number[][] = [];
+    for (let i = 0; i < 3 && !tries.at(-1)?.includes(429); i++) {
+      await a();
+      tries.push(await c());
+    }
+    assert.ok(tries.at(-1)!.includes(429), `c shares a's counters, whose allowance for this second is spent: ${JSON.stringify(tries)}`);
   });
 });
