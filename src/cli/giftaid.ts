@@ -219,6 +219,7 @@ export function giftaidCommand(): Command {
           bytes: scheduleSpreadsheet({
             rows,
             preparedAt: new Date().toISOString(),
+            use: 'preview',
             title: `Gift Aid schedule PREVIEW for ${charity.name}, ${i + 1} of ${parts.length}`,
             about: [
               'PREVIEW, NOT A CLAIM: do not send this file to HMRC. Its donations are not recorded as claimed.',
@@ -290,8 +291,10 @@ async function claimSpreadsheets(store: Store, claim: Claim, charityName: string
     bytes: scheduleSpreadsheet({
       rows,
       preparedAt: claim.prepared_at,
+      use: claim.status === 'rejected' ? 'rejected' : 'claim',
       title: `Gift Aid claim ${claim.id} for ${charityName}, ${i + 1} of ${parts.length}`,
       about: [
+        ...(claim.status === 'rejected' ? ['REJECTED CLAIM: do not send this file to HMRC. Its donations may be in a newer claim.'] : []),
         `Gift Aid claim ${claim.id} for ${charityName} (${claim.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}, ${pounds(rows.reduce((s, r) => s + r.amountMinor, 0))}.`,
         `Prepared by Almoner on ${dayMonthYear(claim.prepared_at.slice(0, 10))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
           "Check it, then attach it to a claim in HMRC Charities Online. Don't change the layout of the schedule or the name of the worksheet.",

@@ -4,20 +4,27 @@
 //
 // Where HMRC's upload checker (hmrc/charities-claims-validation, OdsReaderService) reads, the layout
 // is fixed, and the file is shaped to how that checker counts:
-//  - the first sheet is named R68GAD_V1_00_0_EN;
+//  - the first sheet is named R68GAD_V1_00_0_EN (a claim's only: see SHEET_NAMES);
 //  - rows are the sheet's direct table:table-row children (no row groups or header-row wrappers);
 //  - cells are counted as table:table-cell elements, so no cell is merged (a merge leaves
 //    table:covered-table-cell elements, which are not counted and would shift every later column);
 //  - the earliest donation date is the 4th cell element of row 13 and the previously over-claimed
-//    amount the 4th of row 17, so cells A to C of those rows are written one element each;
+//    amount the 4th of row 17, so cells A to C of those rows are written one element each, and
+//    A and B in different styles: LibreOffice saves equal neighbours as one element (repeated),
+//    and HMRC then read D13 and D17 as blank in a file a person had saved (HMRC's template does the same);
 //  - the donations are rows 25 to 1,024, columns B to K; the headings stand in row 23.
 // Everything else (labels, guidance, the total) is for the person who opens the file first.
 import { strToU8, zipSync, type ZipOptions } from 'fflate';
 import { formatPounds, hmrcDate, MAX_ROWS_PER_SCHEDULE, pounds, type ScheduleRow } from './schedule.js';
 
 const ODS_MIME_TYPE = 'application/vnd.oasis.opendocument.spreadsheet';
-/** HMRC accepts any sheet name that starts R68GAD_V1_00_0; this is the English template's. */
-const SHEET_NAME = 'R68GAD_V1_00_0_EN';
+/**
+ * The first sheet's name, by what the file is for. HMRC accepts any sheet name that starts
+ * R68GAD_V1_00_0 (a claim's is the English template's), and refuses any other: so a preview, or a
+ * rejected claim's files written again, whose donations may be in a live claim, is refused if
+ * uploaded, not claimed twice (until 2026-11-28 both passed HMRC's checker).
+ */
+export const SHEET_NAMES = { claim: 'R68GAD_V1_00_0_EN', preview: 'PREVIEW not for HMRC', rejected: 'REJECTED not for HMRC' } as const;
 
 /** 0-based rows of the sheet that HMRC reads. */
 const LAYOUT = {
@@ -50,6 +57,8 @@ export interface SpreadsheetOptions {
   about: readonly string[];
   /** The document's title in its properties. */
   title: string;
+  /** What the file is for: only a claim's files can be uploaded to HMRC (SHEET_NAMES). */
+  use: keyof typeof SHEET_NAMES;
 }
 
 /** The .ods file for one schedule of at most 1,000 donations. */
@@ -106,9 +115,11 @@ function contentXml(opts: SpreadsheetOptions): string {
   opts.about.forEach((line, i) => (top[2 + i] = [EMPTY, text(line, i === 0 ? 'ceBold' : undefined)]));
   top[10] = [EMPTY, text('Enter details from here', 'ceBold')];
   top[11] = [EMPTY, EMPTY, EMPTY, text('Earliest donation date in the period of claim. (DD/MM/YY)', 'ceLabel')];
-  top[LAYOUT.earliestDateRow] = [EMPTY, EMPTY, text('Box 1', 'ceBold'), date(earliest, 'ceDateBox')];
+  // B13 and B17 empty but styled (ceLabel: only its font size differs), so no program merges them into A.
+  const apart: Cell = text('', 'ceLabel');
+  top[LAYOUT.earliestDateRow] = [EMPTY, apart, text('Box 1', 'ceBold'), date(earliest, 'ceDateBox')];
   top[15] = [EMPTY, EMPTY, EMPTY, text('Previously over-claimed amount. Leave blank if none', 'ceLabel')];
-  top[LAYOUT.overClaimedRow] = [EMPTY, EMPTY, text('Box 2', 'ceBold'), text('', 'ceBox')];
+  top[LAYOUT.overClaimedRow] = [EMPTY, apart, text('Box 2', 'ceBold'), text('', 'ceBox')];
   top[17] = [EMPTY, EMPTY, EMPTY, text("Don't use a £ sign")];
   top[18] = [EMPTY, text('The total below is automatically calculated from the amounts you enter in the schedule.')];
   top[19] = [
@@ -135,7 +146,7 @@ function contentXml(opts: SpreadsheetOptions): string {
     { kind: 'number', value: r.amountMinor / 100, text: formatPounds(r.amountMinor), style: 'ceAmount' },
   ];
 
-  const parts: string[] = [CONTENT_HEAD, `<table:table table:name="${SHEET_NAME}" table:style-name="ta1">`];
+  const parts: string[] = [CONTENT_HEAD, `<table:table table:name="${SHEET_NAMES[opts.use]}" table:style-name="ta1">`];
   for (const [, style] of COLUMNS) parts.push(`<table:table-column table:style-name="${style}" table:default-cell-style-name="Default"/>`);
   for (const cells of top) parts.push(rowXml(cells));
   rows.forEach((r, i) => parts.push(rowXml(donation(r, i))));

@@ -274,7 +274,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(preview.total, claim.total);
         const previews = await Promise.all(preview.files.map(readOds));
         assert.deepEqual(previews.flatMap((f) => giftAidRows(f).map(cellsOf)), allRows().map(cellsOf), 'the same rows as the claim');
-        for (const f of previews) assert.deepEqual(hmrcProblems(f, today), []);
+        // HMRC's checker refuses a preview uploaded by mistake, on its sheet's name alone (it passed until 2026-11-28, to be claimed twice).
+        for (const f of previews) assert.deepEqual(hmrcProblems(f, today), ['sheet name "PREVIEW not for HMRC" does not start with R68GAD_V1_00_0']);
         assert.match(previews[0]!.rows(3)[2]![1]!, /^PREVIEW, NOT A CLAIM: do not send this file to HMRC\./);
       });
 
@@ -362,6 +363,10 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const oldFiles = await almoner(ctx.databaseUrl, ['giftaid', 'files', String(first.claim), '--out', join(dir, 'rejected-copy')]);
         assert.equal(oldFiles.code, 0, oldFiles.stderr);
         assert.match(oldFiles.stdout, /This claim was rejected: its donations may be in a newer claim\. Do not send these files to HMRC\./);
+        // And HMRC's checker refuses the file itself, which says so too (it passed until 2026-11-28).
+        const copy = await readOds(join(dir, 'rejected-copy', `claim-${first.claim}-1.ods`));
+        assert.deepEqual(hmrcProblems(copy, today), ['sheet name "REJECTED not for HMRC" does not start with R68GAD_V1_00_0']);
+        assert.match(copy.rows(3)[2]![1]!, /^REJECTED CLAIM: do not send this file to HMRC\./);
       });
 
       test('nothing to claim at all: exit 0, no claim, no file', async () => {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { scheduleSpreadsheet, type SpreadsheetOptions } from '../../src/giftaid/ods.js';
 import type { ScheduleRow } from '../../src/giftaid/schedule.js';
+import { noLibreOffice, savedByLibreOffice } from '../support/libreoffice.js';
 import { giftAidRows, hmrcProblems, packageProblems, readOds, type OdsFile } from '../support/ods.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'almoner-ods-'));
@@ -23,7 +24,7 @@ const row = (overrides: Partial<ScheduleRow> = {}): ScheduleRow => ({
   ...overrides,
 });
 
-const options = (rows: ScheduleRow[]): SpreadsheetOptions => ({ rows, preparedAt: '2025-03-01T10:00:00.000000Z', about: ['About <this> & "that"'], title: "Claim 1 for O'Brien & Co" });
+const options = (rows: ScheduleRow[]): SpreadsheetOptions => ({ rows, use: 'claim', preparedAt: '2025-03-01T10:00:00.000000Z', about: ['About <this> & "that"'], title: "Claim 1 for O'Brien & Co" });
 
 let n = 0;
 async function written(rows: ScheduleRow[]): Promise<OdsFile> {
@@ -33,6 +34,19 @@ async function written(rows: ScheduleRow[]): Promise<OdsFile> {
 }
 
 describe('the schedule spreadsheet', () => {
+  test('saved again by LibreOffice, as a person checking it or filling in D17 does, HMRC still reads D13 and every row', { skip: noLibreOffice }, async () => {
+    // LibreOffice writes equal neighbouring cells as one with table:number-columns-repeated, and HMRC reads
+    // D13 and D17 as the 4th cell element of their rows: with A and B both bare, it read "" (a review, 2026-11-28).
+    const path = join(dir, 'resaved-source.ods');
+    writeFileSync(path, scheduleSpreadsheet(options([row({ donationDay: '2025-02-25' }), row({ donationId: 2, donationDay: '2024-12-31', firstName: 'Ann' })])));
+    const savedDir = mkdtempSync(join(dir, 'saved-'));
+    const [saved] = await savedByLibreOffice([path], savedDir);
+    const f = await readOds(saved!);
+    assert.equal(f.cellAt(12, 3), '31/12/24', 'D13 as HMRC reads it');
+    assert.deepEqual(hmrcProblems(f, '2026-11-28', { ourRules: false }), []);
+    assert.deepEqual(giftAidRows(f).map((r) => r.firstName), ['Jane', 'Ann']);
+  });
+
   test('text comes back exactly: XML characters escaped, runs of spaces and a leading space kept', async () => {
     const names = ['A & B', '<b>Bold</b>', `"Quoted" 'n'`, 'Two  spaces', 'Five     spaces'];
     const f = await written(names.map((lastName, i) => row({ donationId: i + 1, lastName })));

@@ -1,7 +1,7 @@
 // LibreOffice Calc, headless, opening .ods files as a person's spreadsheet would: Debian's
 // libreoffice-calc (`soffice`), which CI installs. SOFFICE_PATH overrides where it is.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -32,6 +32,29 @@ export async function cellsAsShown(paths: readonly string[]): Promise<string[][]
       const csv = join(work, basename(p).replace(/\.ods$/, '.csv'));
       if (!existsSync(csv)) throw new Error(`LibreOffice wrote no ${csv}: it could not open ${p}`);
       return parseCsv(readFileSync(csv, 'utf8'), '\n');
+    });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Each file opened and saved again by LibreOffice as .ods, as a person does who checks a schedule
+ * or fills in its over-claimed amount: the copies are written into `outDir`, under the same names.
+ */
+export async function savedByLibreOffice(paths: readonly string[], outDir: string): Promise<string[]> {
+  const work = mkdtempSync(join(tmpdir(), 'almoner-soffice-'));
+  try {
+    const args = [`-env:UserInstallation=${pathToFileURL(join(work, 'profile')).href}`, '--headless', '--convert-to', 'ods', '--outdir', join(work, 'out'), ...paths];
+    await new Promise<void>((resolve, reject) =>
+      execFile(SOFFICE_PATH, args, { timeout: 120_000 }, (err, stdout, stderr) => (err ? reject(new Error(`soffice failed: ${err.message}\n${stdout}\n${stderr}`)) : resolve())),
+    );
+    return paths.map((p) => {
+      const saved = join(work, 'out', basename(p));
+      if (!existsSync(saved)) throw new Error(`LibreOffice wrote no ${saved}: it could not open ${p}`);
+      const copy = join(outDir, basename(p));
+      copyFileSync(saved, copy);
+      return copy;
     });
   } finally {
     rmSync(work, { recursive: true, force: true });
