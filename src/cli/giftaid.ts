@@ -3,6 +3,7 @@
 // schedule spreadsheets again, `mark` records what HMRC did with it, `claims` lists them, and
 // `schedule` previews, claiming nothing. The rules live in src/giftaid/schedule.ts, the
 // spreadsheet in src/giftaid/ods.ts; this file reads, decides what to write, and writes.
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -108,6 +109,15 @@ export function giftaidCommand(): Command {
           print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo)} is both claimable and in no live claim. No claim was made.`);
         }
         printLeftOut(assessed, needsAttention, today);
+        // A claim recorded whose command was stopped before its files were written holds its donations with no file to show for it.
+        if (assessed.claimedBefore > 0) {
+          for (const c of (await store.claims.list(charity.id)).filter((c) => c.status === 'prepared' && c.id !== claim?.id).reverse()) {
+            print(
+              `  Claim ${c.id} (${count(c.donation_count, 'donation')}, ${pounds(c.total_minor)}) was prepared on ${dayMonthYear(c.prepared_at.slice(0, 10))} and is not yet marked submitted: ` +
+                `if you do not have its files, write them with bin/almoner giftaid files ${c.id} --out DIR`,
+            );
+          }
+        }
         if (claim) {
           print(`Next: open ${files.length === 1 ? 'the file' : 'each file'}, check it, attach it to a claim in HMRC Charities Online, then record that with`);
           print(`  bin/almoner giftaid mark ${claim.id} submitted`);
@@ -363,7 +373,9 @@ async function writeNewFiles(
     );
   }
   await beforeWriting?.(); // the audit entry: after the refusal above, which takes nothing out, and before any file
-  const partial = (name: string) => join(dir, `.${name}.partial`);
+  // Named for this run: a file left by one killed mid-write is not in the way (it was: EEXIST), nor is another run's.
+  const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const partial = (name: string) => join(dir, `.${name}.${run}.partial`);
   try {
     for (const f of files) await writeFile(partial(f.name), f.bytes, { flag: 'wx' });
     for (const f of files) await rename(partial(f.name), join(dir, f.name));

@@ -53,3 +53,40 @@ test('a claim whose files could not be written says how to write them, and how t
     await database.drop();
   }
 });
+
+test('a claim recorded whose command was stopped before its files: the next claim names it and how to write them, and a half-written file left behind is not in the way', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Stopped', '--email', 's@example.org', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+    const store = await openStore(parseDatabaseUrl(database.url));
+    try {
+      const v = validateDonation({
+        donor_first_name: 'Jane', donor_last_name: 'Doe', donor_email: 'jane@example.org', donor_address: '12 High Street', donor_postcode: 'SW1A 1AA',
+        gift_aid: 'yes', amount: '25.00', donation_type: 'one-time', donation_date: `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}`,
+      });
+      assert.ok(v.ok);
+      await store.recordDonation(id, v.donation);
+    } finally {
+      await store.close();
+    }
+    // As after a SIGKILL between the claim's commit and its files: the claim is recorded, the folder holds only a partial file.
+    const lost = tempDir();
+    assert.equal((await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', lost])).code, 0);
+    const out = join(tempDir(), 'claims');
+    mkdirSync(out);
+    writeFileSync(join(out, '.claim-1-1.ods.partial'), 'half a file');
+    const again = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', out]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /Nothing to claim/);
+    assert.match(again.stdout, /Claim 1 \(1 donation, £25\.00\) was prepared on \d\d\/\d\d\/\d{4} and is not yet marked submitted: if you do not have its files, write them with bin\/almoner giftaid files 1 --out DIR/);
+    const files = await almoner(database.url, ['giftaid', 'files', '1', '--out', out]);
+    assert.equal(files.code, 0, files.stderr); // it was EEXIST on the partial file, exit 1
+    assert.ok(existsSync(join(out, 'claim-1-1.ods')));
+  } finally {
+    await database.drop();
+  }
+});
