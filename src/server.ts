@@ -66,7 +66,7 @@ export async function serve(config: Config): Promise<void> {
     logs.flushSync();
     process.exit(code);
   };
-  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS }).catch((err: unknown) => {
+  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true }).catch((err: unknown) => {
     // Which database, as every other command says: under systemd this line is all the journal shows.
     const message = `cannot open the database ${describeDatabase(config.database)}: ${err instanceof Error ? err.message : String(err)}`;
     throw err instanceof ConfigError ? new ConfigError(message) : new Error(message, { cause: err });

@@ -1,7 +1,7 @@
 // bin/almoner serve: the real server process, as an operator starts it, on a fresh database of
 // each backend.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -234,6 +234,21 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           const r = await almoner(`sqlite:${junk}`, ['serve'], { PORT: '0' });
           assert.equal(r.code, 1, `exit ${r.code}\nstderr: ${r.stderr}`);
           assert.ok(r.stderr.includes(`cannot open the database sqlite:${junk}: file is not a database`), r.stderr);
+        });
+
+        test('a database its user cannot write: refused at start, naming the file and the user (it started, said ready, and answered every create 503)', { skip: process.getuid?.() !== 0 && 'needs root, to run the server as nobody' }, async () => {
+          const base = tempDir();
+          chmodSync(base, 0o755); // nobody may enter it
+          const folder = join(base, 'state');
+          mkdirSync(folder);
+          chmodSync(folder, 0o777);
+          const file = join(folder, 'almoner.db');
+          // Made by root, as by an operator's command run as root: the file is root's, 0644.
+          assert.equal((await almoner(`sqlite:${file}`, ['charity', 'create', '--name', 'Root Made', '--email', 'r@example.org', '--json'])).code, 0);
+          const r = await almoner(`sqlite:${file}`, ['serve'], { PORT: '0' }, { uid: 65534, gid: 65534 });
+          assert.equal(r.code, 2, `exit ${r.code}\nstderr: ${r.stderr}`);
+          assert.ok(r.stderr.includes(`this user (nobody) may not write the database file ${file} (EACCES), and the server writes every create`), r.stderr);
+          assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
         });
 
         test('METRICS_PORT with METRICS=off: exit 2 naming both (the port was quietly never opened)', async () => {

@@ -1,11 +1,12 @@
 // Opens the database a DATABASE_URL names, with the settings that make a commit durable and a
 // database outage fail fast, and brings its schema up to date.
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
-import type { DatabaseLocation } from '../config.js';
+import { ConfigError, type DatabaseLocation } from '../config.js';
+import { osUser } from './audit.js';
 import type { Database } from './schema.js';
 import { migrate } from './migrate.js';
 import { Store } from './store.js';
@@ -26,6 +27,11 @@ export interface StoreOptions {
   clock?: Clock;
   /** PostgreSQL: how long to wait for a connection, and for one query; tests shorten them instead of waiting. */
   pgTimeouts?: PgTimeouts;
+  /**
+   * The server: a SQLite database this user cannot write is refused at once. SQLite opens it all the
+   * same and reads it, so a server started, said it was ready and answered every create 503.
+   */
+  mustWrite?: boolean;
 }
 
 export interface PgTimeouts {
@@ -36,10 +42,11 @@ export interface PgTimeouts {
 /** How long a PostgreSQL connection, and one query, may be waited for before it fails (a request's 503). */
 const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
-export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS }: StoreOptions = {}): Promise<Store> {
+export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false }: StoreOptions = {}): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
+    if (mustWrite) checkWritable(location.path);
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     store = new Store(db, 'sqlite', { sqlite, clock });
@@ -56,6 +63,28 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
     throw err;
   }
   return store;
+}
+
+/** The database file and its folder (where SQLite makes its -wal and -shm files) may be written by this user, or a ConfigError says which may not. */
+function checkWritable(path: string): void {
+  if (path === ':memory:') return;
+  const folder = dirname(path);
+  for (const [what, at] of [
+    ['the database file', path],
+    ['its WAL file', `${path}-wal`],
+    ['its shared-memory file', `${path}-shm`],
+    ['its folder', folder],
+  ] as const) {
+    if (!existsSync(at)) continue; // made on first start
+    try {
+      accessSync(at, constants.W_OK);
+    } catch (err) {
+      throw new ConfigError(
+        `this user (${osUser()}) may not write ${what} ${at} (${(err as NodeJS.ErrnoException).code}), and the server writes every create: ` +
+          `give ${at === folder ? 'the folder' : 'it'} to the user the service runs as (a command run as root, say, left it root's)`,
+      );
+    }
+  }
 }
 
 async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSqlite3.Database> {
