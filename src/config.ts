@@ -53,9 +53,15 @@ export function parseDatabaseUrl(url: string, poolMax = DEFAULT_POOL_MAX): Datab
   if (sqlite) return { dialect: 'sqlite', path: sqlite[1]! };
   if (/^postgres(ql)?:\/\/./.test(url)) {
     try {
-      new URL(url);
+      // A stray % (not followed by two hex digits) passes URL but not the decoding that pg and libpq apply.
+      const { username, password } = new URL(url);
+      decodeURIComponent(username);
+      decodeURIComponent(password);
     } catch {
-      throw new ConfigError(`DATABASE_URL is not a valid PostgreSQL connection string (got ${JSON.stringify(redactUrl(url))}).`);
+      throw new ConfigError(
+        `DATABASE_URL is not a valid PostgreSQL connection string (got ${JSON.stringify(redactUrl(url))}): ` +
+          'a user name or password holding @ : / ? # [ ] % or a space must be percent-encoded (# as %23, % as %25; encodeURIComponent does it).',
+      );
     }
     return { dialect: 'postgres', url, poolMax };
   }
