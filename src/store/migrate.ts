@@ -1,6 +1,6 @@
 // Brings a database's schema up to date: every migration in migrations/, in order, once.
 import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely } from 'kysely';
-import type { DatabaseLocation } from '../config.js';
+import { ConfigError, type DatabaseLocation } from '../config.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { isDatabaseUnavailable } from './unavailable.js';
@@ -36,6 +36,14 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
     return false; // no bookkeeping table yet
   }
   const known = Object.keys(migrations(dialect));
+  const newer = applied.filter((name) => !known.includes(name)).sort();
+  // Kysely said "corrupted migrations: previously executed migration 0099_x is missing".
+  if (newer.length > 0) {
+    throw new ConfigError(
+      `the database's schema is newer than this Almoner's (it has ${newer.join(', ')}): run the version of Almoner that made it, ` +
+        'or restore a backup made by this one; nothing was changed',
+    );
+  }
   return applied.length === known.length && known.every((name) => applied.includes(name));
 }
 

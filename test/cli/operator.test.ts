@@ -29,6 +29,26 @@ function withClosedOutput(databaseUrl: string, args: string[], { toNowhere = fal
 describe('bin/almoner from anywhere', { concurrency: true }, () => {
   before(assertBuilt);
 
+  test("a database a newer Almoner has migrated: every command and serve exit 2 saying so, and nothing is changed (Kysely's words were \"corrupted migrations\")", async () => {
+    const database = await BACKENDS[0]!.createDatabase();
+    try {
+      assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Newer', '--email', 'n@example.org', '--json'])).code, 0);
+      const path = database.url.replace(/^sqlite:/, '');
+      const { default: Sqlite } = await import('better-sqlite3');
+      const db = new Sqlite(path);
+      db.prepare("insert into kysely_migration (name, timestamp) values ('0099_future', '2030-01-01T00:00:00.000Z')").run();
+      db.close();
+      for (const args of [['charity', 'list'], ['serve']]) {
+        const r = await almoner(database.url, args, { PORT: '0' });
+        assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}\n${r.stderr}`);
+        assert.match(r.stderr, /the database's schema is newer than this Almoner's \(it has 0099_future\): run the version of Almoner that made it/);
+        assert.doesNotMatch(r.stderr, /corrupted|\n\s+at /);
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+
   test('--version prints the version in package.json', async () => {
     const { version } = JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8')) as { version: string };
     const run = await almoner('sqlite::memory:', ['--version']);
