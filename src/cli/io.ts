@@ -42,11 +42,23 @@ export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCrea
 
 /** Opens the store at `location`, runs `work`, closes it. */
 export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(location);
   try {
-    return await work(store);
-  } finally {
-    await store.close();
+    const store = await openStore(location);
+    try {
+      return await work(store);
+    } finally {
+      await store.close();
+    }
+  } catch (err) {
+    // SQLite's own words ("attempt to write a readonly database", "unable to open database file") named neither file nor user.
+    const code = String((err as { code?: unknown } | null)?.code ?? '');
+    if (location.dialect === 'sqlite' && (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN'))) {
+      throw new UsageError(
+        `this user (${osUser()}) may not write the database ${describeDatabase(location)} or its folder (where SQLite makes its -wal and -shm files): ` +
+          `${(err as Error).message}. Run the command as the user the server runs as`,
+      );
+    }
+    throw err;
   }
 }
 

@@ -4,7 +4,7 @@
 // to get another, and --version answers.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -46,6 +46,22 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
       }
     } finally {
       await database.drop();
+    }
+  });
+
+  test("as a user who may not write the database or its folder: exit 2 naming the database and the user (SQLite's words alone, exit 1, before)", { skip: process.getuid?.() !== 0 && 'needs root, to run the command as nobody' }, async () => {
+    const base = tempDir();
+    chmodSync(base, 0o755); // nobody may enter, not write
+    const url = `sqlite:${join(base, 'almoner.db')}`;
+    assert.equal((await almoner(url, ['charity', 'create', '--name', 'Root Made', '--email', 'r@example.org', '--json'])).code, 0);
+    const nobody = { uid: 65534, gid: 65534 };
+    for (const [dbUrl, args] of [
+      [url, ['charity', 'list']],
+      [`sqlite:${join(base, 'new.db')}`, ['charity', 'create', '--name', 'New', '--email', 'n@example.org', '--json']],
+    ] as const) {
+      const r = await almoner(dbUrl, [...args], {}, nobody);
+      assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}\n${r.stderr}`);
+      assert.match(r.stderr, /this user \(nobody\) may not write the database sqlite:\S+ or its folder .*Run the command as the user the server runs as/);
     }
   });
 
