@@ -79,7 +79,12 @@ describe('HTTPS', () => {
     assert.match(half.stderr, /TLS_CERT_FILE and TLS_KEY_FILE go together/);
     const missing = await almoner(database.url, ['serve'], { TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: tls.TLS_KEY_FILE, PORT: '0' });
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /cannot read the TLS certificate or key/);
+    assert.match(missing.stderr, /cannot read TLS_CERT_FILE \(\/nonexistent\/cert\.pem\): ENOENT/);
+    // A folder given as the key: Node's EISDIR named neither the setting nor the path.
+    const folder = tempDir();
+    const dir = await almoner(database.url, ['serve'], { TLS_CERT_FILE: tls.TLS_CERT_FILE, TLS_KEY_FILE: folder, PORT: '0' });
+    assert.equal(dir.code, 2);
+    assert.ok(dir.stderr.includes(`cannot read TLS_KEY_FILE (${folder}): it is a folder, not a file`), dir.stderr);
   });
 
   test("a key that is not the certificate's, or the two files swapped, stops serve with exit status 2 naming both (it was OpenSSL's bare error and exit 1)", async () => {
