@@ -300,7 +300,15 @@ export class ClaimLedger {
         if (this.dialect === 'postgres') await sql`insert into giftaid_claims (${sql.join(Object.keys(values).map((k) => sql.ref(k)))}) overriding system value values (${sql.join(Object.values(values))})`.execute(trx);
         else await trx.insertInto('giftaid_claims').values(values).execute();
         for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-          await trx.insertInto('giftaid_claim_donations').values(rows.slice(start, start + INSERT_CHUNK).map((r) => ({ ...r, live }))).execute();
+          await trx
+            .insertInto('giftaid_claim_donations')
+            .values(
+              // The columns by name: the replaced database may be of another version.
+              rows.slice(start, start + INSERT_CHUNK).map(({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor }) => ({
+                claim_id, donation_id, position, live, first_name, last_name, house, postcode, donation_day, amount_minor,
+              })),
+            )
+            .execute();
         }
         kept.added.push({ id, status, missing: (rowsOf.get(claim.id)?.length ?? 0) - rows.length });
       }
