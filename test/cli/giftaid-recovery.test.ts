@@ -5,9 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config.js';
-import { validateDonation } from '../../src/donations/validate.js';
-import { openStore } from '../../src/store/open.js';
+import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
@@ -20,20 +18,7 @@ test('a claim whose files could not be written says how to write them, and how t
     const made = await almoner(database.url, ['charity', 'create', '--name', 'Recovery', '--email', 'r@example.org', '--json']);
     assert.equal(made.code, 0, made.stderr);
     const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
-    const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
-    const store = await openStore(parseDatabaseUrl(database.url));
-    try {
-      for (const postcode of ['SW1A 1AA', '']) {
-        const v = validateDonation({
-          donor_first_name: 'Jane', donor_last_name: 'Doe', donor_email: 'jane@example.org', donor_address: '12 High Street', donor_postcode: postcode,
-          gift_aid: 'yes', amount: '25.00', donation_type: 'one-time', donation_date: `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}`,
-        });
-        assert.ok(v.ok);
-        await store.recordDonation(id, v.donation);
-      }
-    } finally {
-      await store.close();
-    }
+    await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org', donor_postcode: 'SW1A 1AA' }, { donor_email: 'jane@example.org', donor_postcode: '' }], 30);
     const out = join(tempDir(), 'claims');
     mkdirSync(out);
     writeFileSync(join(out, 'claim-1-1.ods'), 'in the way'); // the first claim's first file
@@ -61,18 +46,7 @@ test('a claim recorded whose command was stopped before its files: the next clai
     const made = await almoner(database.url, ['charity', 'create', '--name', 'Stopped', '--email', 's@example.org', '--json']);
     assert.equal(made.code, 0, made.stderr);
     const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
-    const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
-    const store = await openStore(parseDatabaseUrl(database.url));
-    try {
-      const v = validateDonation({
-        donor_first_name: 'Jane', donor_last_name: 'Doe', donor_email: 'jane@example.org', donor_address: '12 High Street', donor_postcode: 'SW1A 1AA',
-        gift_aid: 'yes', amount: '25.00', donation_type: 'one-time', donation_date: `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}`,
-      });
-      assert.ok(v.ok);
-      await store.recordDonation(id, v.donation);
-    } finally {
-      await store.close();
-    }
+    await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org' }], 30);
     // As after a SIGKILL between the claim's commit and its files: the claim is recorded, the folder holds only a partial file.
     const lost = tempDir();
     assert.equal((await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', lost])).code, 0);

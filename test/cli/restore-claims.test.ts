@@ -6,10 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config.js';
-import { validateDonation } from '../../src/donations/validate.js';
-import { openStore } from '../../src/store/open.js';
-import { exampleDonation } from '../support/app.js';
+import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
@@ -22,17 +19,7 @@ for (const backend of BACKENDS) {
         const made = await almoner(database.url, ['charity', 'create', '--name', 'Restore Claims', '--email', 'rc@example.org', '--json']);
         assert.equal(made.code, 0, made.stderr);
         const { id: charityId, username } = JSON.parse(made.stdout) as { id: number; username: string };
-        const day = new Date(Date.now() - 10 * 86_400_000).toISOString().slice(0, 10);
-        const record = async (email: string) => {
-          const store = await openStore(parseDatabaseUrl(database.url));
-          try {
-            const v = validateDonation(exampleDonation({ donor_email: email, donation_date: `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}` }));
-            assert.ok(v.ok);
-            await store.recordDonation(charityId, v.donation);
-          } finally {
-            await store.close();
-          }
-        };
+        const record = (email: string) => recordGiftAided(database.url, charityId, [{ donor_email: email }]);
         const cli = async (args: string[], code = 0) => {
           const run = await almoner(database.url, args);
           assert.equal(run.code, code, `${args.join(' ')}: ${run.stderr}${run.stdout}`);

@@ -135,70 +135,39 @@ describe("a lost commit's answer never doubles a donation", { skip: postgres ? f
     }
   });
 
-  test("a lost commit's answer whose cut took the pool's other connections too: the token is asked again on a live one, and the creates get their 200s", async () => {
-    // The pool still hands out its idle connections that died in the same cut, until each has
-    // failed once. Asked once, the token's check met one and the stored creates got 503s.
-    const pooled = await openStore(parseDatabaseUrl(url, 4));
-    try {
-      const { charity } = await signUpCharity(pooled, { name: 'Whole Cut', email: 'wc@example.org' });
-      // Four connections open and idle in the pool first: four reads at once, each answer held back a moment.
-      proxy.slow(100);
-      await Promise.all([0, 1, 2, 3].map(() => pooled.auditTrail()));
-      proxy.slow(0);
-      proxy.dropCommitAnswers(1, { everyConnection: true });
-      const before = proxy.droppedCommitAnswers;
-      const outcomes = await Promise.allSettled([0, 1, 2, 3, 4, 5].map((i) => pooled.recordDonation(charity.id, validDonation(`whole-cut-${i}@example.org`))));
-      proxy.dropCommitAnswers(0);
-      assert.ok(proxy.droppedCommitAnswers > before, 'a commit answer was dropped');
-      const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
-      assert.deepEqual(failed, [], 'every create stored is answered as stored');
-      const stored = await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like 'whole-cut-%'`);
-      assert.equal(stored[0]!.n, 6);
-    } finally {
-      proxy.dropCommitAnswers(0);
-      await pooled.close();
-    }
-  });
-
-  test("a lost commit's answer whose cut took a pool of 16 with it: every dead connection is tried past, and the creates get their 200s", async () => {
-    // DATABASE_POOL_MAX may be larger than any fixed number of tries (12 were too few for this pool).
-    const pooled = await openStore(parseDatabaseUrl(url, 16));
-    try {
-      const { charity } = await signUpCharity(pooled, { name: 'Large Pool', email: 'lp@example.org' });
-      proxy.slow(100);
-      await Promise.all(Array.from({ length: 16 }, () => pooled.auditTrail())); // sixteen connections open, then idle
-      proxy.slow(0);
-      proxy.dropCommitAnswers(1, { everyConnection: true });
-      const outcomes = await Promise.allSettled([0, 1, 2].map((i) => pooled.recordDonation(charity.id, validDonation(`large-pool-${i}@example.org`))));
-      proxy.dropCommitAnswers(0);
-      const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
-      assert.deepEqual(failed, [], 'every create stored is answered as stored');
-      const stored = await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like 'large-pool-%'`);
-      assert.equal(stored[0]!.n, 3);
-    } finally {
-      proxy.dropCommitAnswers(0);
-      await pooled.close();
-    }
-  });
-
-  test("a lost commit's answer, then the database away for 0.6 s: the token is asked again after it is back, within the requests' wait", async () => {
-    // Asked again at once only, every try met a refused connection and the stored creates got 503s.
-    const pooled = await openStore(parseDatabaseUrl(url, 4));
-    try {
-      const { charity } = await signUpCharity(pooled, { name: 'Away A Moment', email: 'away@example.org' });
-      proxy.dropCommitAnswers(1, { thenAwayMs: 600 });
-      const outcomes = await Promise.allSettled([0, 1, 2].map((i) => pooled.recordDonation(charity.id, validDonation(`away-moment-${i}@example.org`))));
-      proxy.dropCommitAnswers(0);
-      const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
-      assert.deepEqual(failed, [], 'every create stored is answered as stored');
-      const stored = await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like 'away-moment-%'`);
-      assert.equal(stored[0]!.n, 3);
-    } finally {
-      proxy.dropCommitAnswers(0);
-      proxy.restore();
-      await pooled.close();
-    }
-  });
+  // The pool still hands out its idle connections that died in the same cut, until each has failed
+  // once: asked once, the token's check met one and the stored creates got 503s; asked 12 times at
+  // once, a pool of 16 still did, and so did a database away a moment (every try refused).
+  for (const { name, pool, idle, creates, drop } of [
+    { name: "whose cut took the pool's other connections too", pool: 4, idle: 4, creates: 6, drop: { everyConnection: true } },
+    { name: 'whose cut took a pool of 16 with it', pool: 16, idle: 16, creates: 3, drop: { everyConnection: true } },
+    { name: 'then the database away for 0.6 s', pool: 4, idle: 0, creates: 3, drop: { thenAwayMs: 600 } },
+  ]) {
+    test(`a lost commit's answer ${name}: the token is asked again until it can be, and the creates get their 200s`, async () => {
+      const pooled = await openStore(parseDatabaseUrl(url, pool));
+      const tag = name.replace(/\W+/g, '-');
+      try {
+        const { charity } = await signUpCharity(pooled, { name: `Cut ${tag}`.slice(0, 60), email: 'cut@example.org' });
+        // Connections open and idle in the pool first: reads at once, each answer held back a moment.
+        proxy.slow(100);
+        await Promise.all(Array.from({ length: idle }, () => pooled.auditTrail()));
+        proxy.slow(0);
+        proxy.dropCommitAnswers(1, drop);
+        const before = proxy.droppedCommitAnswers;
+        const outcomes = await Promise.allSettled(Array.from({ length: creates }, (_, i) => pooled.recordDonation(charity.id, validDonation(`cut-${tag}-${i}@example.org`))));
+        proxy.dropCommitAnswers(0);
+        assert.ok(proxy.droppedCommitAnswers > before, 'a commit answer was dropped');
+        const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
+        assert.deepEqual(failed, [], 'every create stored is answered as stored');
+        const stored = await queryPostgres<{ n: number }>(database.url, `select count(*)::int as n from donations where donor_email like $1`, [`cut-${tag}-%`]);
+        assert.equal(stored[0]!.n, creates);
+      } finally {
+        proxy.dropCommitAnswers(0);
+        proxy.restore();
+        await pooled.close();
+      }
+    });
+  }
 
   test("a claim asked again after its own answer was lost is not taken for the batch's commit; the commit's own token is", async () => {
     // A try whose claim reached PostgreSQL but whose answer was lost leaves the token written; the

@@ -9,6 +9,7 @@ import type { NewDonation } from '../../src/donations/donation.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
+import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import type { ExportedDonation, KeyedOutcome, Store } from '../../src/store/store.js';
 import type { DatabaseBudget } from '../../src/store/budget.js';
@@ -200,3 +201,21 @@ export function recordKeyed(
 
 /** ISO 8601 UTC with microseconds, as every timestamp Almoner returns. */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/**
+ * Records the example donation, gift-aided and dated `daysAgo` days back (within HMRC's four years),
+ * once for each of `overrides`, for the charity `charityId` of the database at `databaseUrl`.
+ */
+export async function recordGiftAided(databaseUrl: string, charityId: number, overrides: Record<string, unknown>[], daysAgo = 10): Promise<void> {
+  const day = new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
+  const store = await openStore(parseDatabaseUrl(databaseUrl));
+  try {
+    for (const o of overrides) {
+      const v = validateDonation(exampleDonation({ gift_aid: 'yes', donation_date: `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}`, ...o }));
+      if (!v.ok) assert.fail(JSON.stringify(v.errors));
+      await store.recordDonation(charityId, v.donation);
+    }
+  } finally {
+    await store.close();
+  }
+}
