@@ -100,7 +100,7 @@ export function restoreCommand(): Command {
       // the restore is the first entry of the restored database's trail after the backup's own.
       const again = await withStoreAt(location, async (store) => {
         await store.audit({ action: 'restore', target: resolve(location.path), summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } });
-        return [ledger && describeKept(await store.claims.keepFrom(ledger), keptAs!), erased && (await eraseAgain(store, erased))];
+        return [ledger && (await keepClaims(store, ledger, resolve(location.path))), erased && (await eraseAgain(store, erased))];
       });
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
@@ -141,7 +141,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
   // The database as it is, read without migrating it (an empty one stays empty, for the backup's own schema).
   const now = await beforeRestore(location.url);
-  const empty = now.schema.length === 0;
+  // Empty: no table at all. One without Almoner's schema may hold another application's tables, which pg_restore --clean would drop.
+  const empty = now.tables === 0;
   if (!replace && !empty) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
   if (now.otherSessions > 0) {
     const n = now.otherSessions;
@@ -168,12 +169,12 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
     const restored = new Set((await store.auditTrail()).map(entryKey));
     await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs ?? null, charities: await store.countCharities() } });
-    return [describeKept(await store.claims.keepFrom(now.ledger), undefined), await eraseAgain(store, erasuresAfter(now.trail, restored))];
+    return [await keepClaims(store, now.ledger, file), await eraseAgain(store, erasuresAfter(now.trail, restored))];
   });
   print(`restored ${file} to ${describeDatabase(location)}` + (keptAs ? `; the audit trail of what it replaced is kept as ${keptAs}` : ''));
   for (const line of again) if (line) print(line);
-  // Into an empty database: what the database the backup came from did since is wherever that database is.
-  if (empty) {
+  // Into a database that was not Almoner's: what the database the backup came from did since is wherever that database is.
+  if (now.schema.length === 0) {
     print(NO_ERASURES);
     print(NO_LEDGER);
   }
@@ -184,7 +185,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
 }
 
 /** What a restore needs to know of the database before it: read with one plain connection, which migrates nothing. */
-async function beforeRestore(url: string): Promise<{ otherSessions: number; schema: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
+async function beforeRestore(url: string): Promise<{ otherSessions: number; tables: number; schema: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -199,8 +200,11 @@ async function beforeRestore(url: string): Promise<{ otherSessions: number; sche
         )
       : [];
     const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
-    const ledger = (await has('giftaid_claims')) ? ledgerCopy(await all(LEDGER_QUERIES.claims), await all(LEDGER_QUERIES.rows)) : { claims: [], rows: [] };
-    return { otherSessions: Number(sessions.rows[0]?.n ?? 0), schema, trail, ledger };
+    const ledger = (await has('giftaid_claims'))
+      ? ledgerCopy(await all(LEDGER_QUERIES.claims), await all(LEDGER_QUERIES.rows), (await has('giftaid_claim_rows_without_donation')) ? await all(LEDGER_QUERIES.withoutDonation) : [])
+      : ledgerCopy([], []);
+    const tables = await client.query<{ n: string }>("select count(*) as n from pg_tables where schemaname not in ('pg_catalog', 'information_schema')");
+    return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, trail, ledger };
   } finally {
     await client.end();
   }
@@ -298,17 +302,38 @@ const NO_LEDGER =
   'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
   'Before the next claim, compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
 
+/**
+ * Keeps the replaced database's claims (ClaimLedger.keepFrom) and says what it kept. If that fails,
+ * the restore itself stands and the erasures are still made again: the ledger read from the replaced
+ * database is written to a file beside `beside` instead (readable by this user only), the command
+ * says so and ends with exit status 1.
+ */
+async function keepClaims(store: Store, ledger: LedgerCopy, beside: string): Promise<string | undefined> {
+  try {
+    return describeKept(await store.claims.keepFrom(ledger));
+  } catch (err) {
+    const kept = `${beside}.replaced-claims-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
+    writeFileSync(kept, JSON.stringify(ledger), { flag: 'wx', mode: 0o600 });
+    process.exitCode = 1;
+    process.stderr.write(
+      `almoner: the Gift Aid claims of the replaced database could not be kept (${err instanceof Error ? err.message : String(err)}); its claim ledger is in ${kept}. ` +
+        'Until they are put back, the next giftaid claim may take donations those claims sent to HMRC.\n',
+    );
+    return undefined;
+  }
+}
+
 /** What a restore kept of the replaced database's claim ledger (ClaimLedger.keepFrom), said; nothing when it had nothing to keep. */
-function describeKept({ added, marked, refused }: KeptClaims, replacedKeptAs: string | undefined): string | undefined {
+function describeKept({ added, marked, refused }: KeptClaims): string | undefined {
   if (added.length + marked.length + refused.length === 0) return undefined;
   const lines = ['kept the Gift Aid claims the replaced database recorded after the backup:'];
-  for (const { id, status, missing } of added) {
+  for (const { id, status, withoutDonation: n } of added) {
     lines.push(
       `  claim ${id} (${status}) added` +
-        (missing === 0
+        (n === 0
           ? ''
-          : `; ${missing} of its donations ${missing === 1 ? 'was' : 'were'} recorded after the backup and ${missing === 1 ? 'is' : 'are'} not in it, so its files cannot be written again from this database` +
-            (replacedKeptAs ? ` (they can from ${replacedKeptAs})` : '')),
+          : `; ${n} of its donations ${n === 1 ? 'is' : 'are'} not in the backup (recorded after it): ${n === 1 ? 'its row is' : 'their rows are'} kept as sent to HMRC, ` +
+            'so its files can be written again, and a donation sent again that matches one goes to needs-attention, not into a claim'),
     );
   }
   for (const { id, status } of marked) lines.push(`  claim ${id} marked ${status}${status === 'rejected' ? ' (its donations are free to claim again)' : ''}`);
@@ -321,19 +346,20 @@ function describeKept({ added, marked, refused }: KeptClaims, replacedKeptAs: st
  * erasure, by the e-mail addresses whose reference it names, and the last retention run. Each is
  * audited as it was the first time. Says what it did, or nothing when there was nothing to do.
  */
-async function eraseAgain(store: Store, { donors, retentionYears }: ErasuresSince): Promise<string | undefined> {
-  if (donors.length === 0 && retentionYears === undefined) return undefined;
+async function eraseAgain(store: Store, { donors, retention }: ErasuresSince): Promise<string | undefined> {
+  if (donors.length === 0 && retention === undefined) return undefined;
   const today = ukDay(new Date());
   let donations = 0;
   const emails = await store.donors.emailsOf(new Set(donors.map((d) => d.reference)));
-  for (const { reference, charity } of donors) {
+  // Each audited as made again of its first entry (again_of), so that a later restore of a backup holding that one leaves it be.
+  for (const { reference, charity, original } of donors) {
     const email = emails.get(reference);
-    if (email !== undefined) donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false })).length;
+    if (email !== undefined) donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false, againOf: original })).length;
   }
-  const retained = retentionYears === undefined ? [] : await store.donors.applyRetention({ today, retentionYears, dryRun: false });
+  const retained = retention === undefined ? [] : await store.donors.applyRetention({ today, retentionYears: retention.years, dryRun: false, againOf: retention.original });
   return (
     `erased again what the replaced database erased after the backup: ${donors.length} donor erasure${donors.length === 1 ? '' : 's'} ` +
     `(${donations} donation${donations === 1 ? '' : 's'})` +
-    (retentionYears === undefined ? '' : `, and retention with ${retentionYears} years (${retained.length} donation${retained.length === 1 ? '' : 's'})`)
+    (retention === undefined ? '' : `, and retention with ${retention.years} years (${retained.length} donation${retained.length === 1 ? '' : 's'})`)
   );
 }

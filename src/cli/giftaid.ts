@@ -25,6 +25,7 @@ import {
   type AttentionRow,
   type GiftAidDonation,
   type Schedule,
+  type ScheduleRow,
 } from '../giftaid/schedule.js';
 import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { Store } from '../store/store.js';
@@ -265,7 +266,10 @@ async function assessUnclaimed(store: Store, charityId: number, days: { from?: s
   const range = { from: days.from === undefined ? undefined : ukStartOfDayIso(days.from), to: ukEndOfDayIso(days.to) };
   const donations: GiftAidDonation[] = [];
   for await (const d of store.claims.unclaimed(charityId, range)) donations.push(d);
-  return { ...buildSchedule(donations, today), claimedBefore: await store.claims.countClaimed(charityId, range) };
+  // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
+  const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, r.houseNameOrNumber, r.postcode, r.donationDay, r.amountMinor]);
+  const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
+  return { ...buildSchedule(donations, today, (row) => sent.get(key(row))), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }
 
 /**
@@ -288,12 +292,9 @@ async function prepareClaim(store: Store, charityId: number, upTo: string, today
 /** A claim's spreadsheets, from its rows as recorded: the same bytes every time. */
 async function claimSpreadsheets(store: Store, claim: Claim, charityName: string): Promise<Array<{ name: string; bytes: Uint8Array }>> {
   const all = await store.claims.rows(claim.id);
-  // A claim kept by a restore from a backup older than some of its donations (ClaimLedger.keepFrom): its files as sent cannot be made from here.
+  // Never a schedule short of what HMRC has (a ledger from before 0014 kept no rows without their donation).
   if (all.length !== claim.donation_count) {
-    throw new UsageError(
-      `claim ${claim.id} holds ${claim.donation_count} donations, of which this database has ${all.length} (the others were recorded after the backup it was restored from): ` +
-        'its files cannot be written again from here; write them from the database the restore replaced (kept beside it, or its own backup).',
-    );
+    throw new UsageError(`claim ${claim.id} holds ${claim.donation_count} donations, of which this database has the rows of ${all.length}: its files cannot be written again from here.`);
   }
   const parts = chunk(all, MAX_ROWS_PER_SCHEDULE);
   return parts.map((rows, i) => ({

@@ -108,6 +108,8 @@ export const REASONS = {
     `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): too late to claim`,
   future: 'dated after the claim date',
   notPositive: 'amount is not more than 0.00',
+  inKeptClaim: (claim: number) =>
+    `the same donor, day and amount as a donation in claim ${claim} that a restore could not bring back (recorded after the backup): it may be claimed already; claim it by hand only if it is another donation`,
 } as const;
 
 /**
@@ -153,25 +155,7 @@ export function assessDonation(d: GiftAidDonation, today: string): Assessment {
 
   if (!(d.amount_minor > 0)) reasons.push(REASONS.notPositive);
 
-  if (reasons.length > 0) {
-    return {
-      kind: 'needs-attention',
-      id: d.id,
-      amountMinor: d.amount_minor,
-      row: {
-        id: d.id,
-        donor_first_name: d.donor_first_name,
-        donor_last_name: d.donor_last_name,
-        donor_email: d.donor_email,
-        donor_address: d.donor_address,
-        donor_city: d.donor_city,
-        donor_postcode: d.donor_postcode,
-        donation_date: day,
-        amount: formatPounds(d.amount_minor),
-        reasons,
-      },
-    };
-  }
+  if (reasons.length > 0) return { kind: 'needs-attention', id: d.id, amountMinor: d.amount_minor, row: attentionRow(d, reasons) };
   return {
     kind: 'claimable',
     id: d.id,
@@ -188,6 +172,22 @@ export function assessDonation(d: GiftAidDonation, today: string): Assessment {
   };
 }
 
+/** A donation that cannot be claimed as it stands, for the charity's needs-attention list. */
+function attentionRow(d: GiftAidDonation, reasons: string[]): AttentionRow {
+  return {
+    id: d.id,
+    donor_first_name: d.donor_first_name,
+    donor_last_name: d.donor_last_name,
+    donor_email: d.donor_email,
+    donor_address: d.donor_address,
+    donor_city: d.donor_city,
+    donor_postcode: d.donor_postcode,
+    donation_date: donationDay(d.donation_date),
+    amount: formatPounds(d.amount_minor),
+    reasons,
+  };
+}
+
 export interface Schedule {
   /** The claimable donations' rows, earliest first (then by id): a claim's first file holds its earliest donations. */
   rows: ScheduleRow[];
@@ -197,14 +197,21 @@ export interface Schedule {
   claimableMinor: number;
 }
 
-/** Decides every donation against the claim date `today`; donations without Gift Aid are left out. */
-export function buildSchedule(donations: Iterable<GiftAidDonation>, today: string): Schedule {
+/**
+ * Decides every donation against the claim date `today`; donations without Gift Aid are left out.
+ * `claimedIn` names the claim a claimable row may be in already (a row a restore kept without its
+ * donation, ClaimLedger.keepFrom): such a donation needs attention instead.
+ */
+export function buildSchedule(donations: Iterable<GiftAidDonation>, today: string, claimedIn: (row: ScheduleRow) => number | undefined = () => undefined): Schedule {
   const rows: ScheduleRow[] = [];
   const needsAttention: AttentionRow[] = [];
   let claimableMinor = 0;
   for (const d of donations) {
     const a = assessDonation(d, today);
-    if (a.kind === 'claimable') {
+    const claim = a.kind === 'claimable' ? claimedIn(a.row) : undefined;
+    if (claim !== undefined) {
+      needsAttention.push(attentionRow(d, [REASONS.inKeptClaim(claim)]));
+    } else if (a.kind === 'claimable') {
       rows.push(a.row);
       claimableMinor += a.amountMinor;
     } else if (a.kind === 'needs-attention') {

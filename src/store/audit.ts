@@ -72,10 +72,10 @@ export async function readAudit(db: Kysely<Database>, since?: string): Promise<A
 
 /** Donors' erasures and retention runs a replaced database recorded after its backup was taken. */
 export interface ErasuresSince {
-  /** Each `donor erase`: the donor's reference (donorReference) and the charity it was limited to, if any. */
-  donors: { reference: string; charity: string | null }[];
-  /** The retention period of the last `retention apply`, if one ran. */
-  retentionYears: number | undefined;
+  /** Each `donor erase`: the donor's reference (donorReference), the charity it was limited to, if any, and the entry that first recorded it (entryKey). */
+  donors: { reference: string; charity: string | null; original: string }[];
+  /** The retention period of the last `retention apply`, if one ran, and the entry that first recorded it. */
+  retention: { years: number; original: string } | undefined;
 }
 
 /**
@@ -88,10 +88,12 @@ export interface ErasuresSince {
  * two trails' ids down two histories, an erasure whose id the backup used for something else was.
  */
 export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>[], restored: ReadonlySet<string>): ErasuresSince {
-  const entries = trail.filter((e) => !restored.has(entryKey(e)));
-  const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null }));
-  const retention = entries.filter((e) => e.action === 'retention apply').at(-1);
-  return { donors, retentionYears: retention && Number(retention.summary.retention_years) };
+  // An erasure a restore made again names the one it repeats (again_of): if the backup holds that one, so is it held.
+  const original = (e: (typeof trail)[number]) => (typeof e.summary.again_of === 'string' ? e.summary.again_of : entryKey(e));
+  const entries = trail.filter((e) => !restored.has(entryKey(e)) && !restored.has(original(e)));
+  const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null, original: original(e) }));
+  const last = entries.filter((e) => e.action === 'retention apply').at(-1);
+  return { donors, retention: last && { years: Number(last.summary.retention_years), original: original(last) } };
 }
 
 /** An audit entry as one history's: two trails share an entry only if they agree on all of this. */

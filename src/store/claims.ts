@@ -5,10 +5,10 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
-import type { ScheduleRow } from '../giftaid/schedule.js';
+import { donationDay, type ScheduleRow } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
-import type { Database, GiftaidClaimDonationsTable, GiftaidClaimsTable } from './schema.js';
+import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
 import { appendAudit } from './audit.js';
 
@@ -59,27 +59,37 @@ const INSERT_CHUNK = 500;
 export interface LedgerCopy {
   claims: Selectable<GiftaidClaimsTable>[];
   rows: Selectable<GiftaidClaimDonationsTable>[];
+  /** Rows a restore had already kept without their donation (migration 0014), if that database has them. */
+  withoutDonation: Selectable<GiftaidClaimRowsWithoutDonationTable>[];
 }
 
 export const LEDGER_QUERIES = {
   claims: 'select * from giftaid_claims order by id',
   rows: 'select * from giftaid_claim_donations order by claim_id, position',
+  /** Only where the table is (0014 on): a reader checks first. */
+  withoutDonation: 'select * from giftaid_claim_rows_without_donation order by claim_id, position',
 } as const;
 
 /** The rows LEDGER_QUERIES gave, their int8 columns (strings from pg) as numbers. */
-export function ledgerCopy(claims: Record<string, unknown>[], rows: Record<string, unknown>[]): LedgerCopy {
+export function ledgerCopy(claims: Record<string, unknown>[], rows: Record<string, unknown>[], withoutDonation: Record<string, unknown>[] = []): LedgerCopy {
   const numbers = <T extends Record<string, unknown>>(row: Record<string, unknown>, names: readonly string[]) =>
     ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as unknown as T;
+  const rowNumbers = ['claim_id', 'donation_id', 'position', 'amount_minor'];
   return {
     claims: claims.map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
-    rows: rows.map((r) => numbers(r, ['claim_id', 'donation_id', 'position', 'amount_minor'])),
+    rows: rows.map((r) => numbers(r, rowNumbers)),
+    withoutDonation: withoutDonation.map((r) => numbers(r, rowNumbers)),
   };
 }
 
 /** What keepFrom() kept of another ledger. */
 export interface KeptClaims {
-  /** Claims that were not here, added with their own ids, and how many of each one's donations are not in this database (made after it, and lost with the database replaced). */
-  added: Array<{ id: number; status: ClaimStatus; missing: number }>;
+  /**
+   * Claims that were not here, added with their own ids, and how many of each one's rows name no
+   * donation here that is theirs (recorded after the backup, and lost with the database replaced):
+   * those rows are kept without a donation (migration 0014).
+   */
+  added: Array<{ id: number; status: ClaimStatus; withoutDonation: number }>;
   /** Claims here that the other ledger had moved on (submitted, paid, rejected), and their status now. */
   marked: Array<{ id: number; status: ClaimStatus }>;
   /** Claims of the other ledger that cannot be this database's (another charity or time under the same id, or a donation live here in another claim): left out. */
@@ -207,13 +217,37 @@ export class ClaimLedger {
 
   /** The claim's rows as they went into its files, in order. */
   async rows(claimId: number): Promise<ScheduleRow[]> {
+    const columns = ['donation_id', 'position', 'first_name', 'last_name', 'house', 'postcode', 'donation_day', 'amount_minor'] as const;
+    const rows = [
+      ...(await this.db.selectFrom('giftaid_claim_donations').select(columns).where('claim_id', '=', claimId).execute()),
+      // Rows a restore kept without their donation (keepFrom): the claim as sent to HMRC is all of them.
+      ...(await this.db.selectFrom('giftaid_claim_rows_without_donation').select(columns).where('claim_id', '=', claimId).execute()),
+    ].sort((a, b) => Number(a.position) - Number(b.position));
+    return rows.map((r) => ({
+      donationId: Number(r.donation_id),
+      firstName: r.first_name,
+      lastName: r.last_name,
+      houseNameOrNumber: r.house,
+      postcode: r.postcode,
+      donationDay: r.donation_day,
+      amountMinor: Number(r.amount_minor),
+    }));
+  }
+
+  /**
+   * The rows of the charity's live claims that a restore kept without their donation (keepFrom),
+   * with their claim: a donation sent again that matches one may be claimed already.
+   */
+  async rowsWithoutDonation(charityId: number): Promise<Array<ScheduleRow & { claimId: number }>> {
     const rows = await this.db
-      .selectFrom('giftaid_claim_donations')
-      .selectAll()
-      .where('claim_id', '=', claimId)
-      .orderBy('position')
+      .selectFrom('giftaid_claim_rows_without_donation as r')
+      .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
+      .selectAll('r')
+      .where('c.charity_id', '=', charityId)
+      .where('c.status', '<>', 'rejected')
       .execute();
     return rows.map((r) => ({
+      claimId: Number(r.claim_id),
       donationId: Number(r.donation_id),
       firstName: r.first_name,
       lastName: r.last_name,
@@ -256,18 +290,19 @@ export class ClaimLedger {
    * Takes in what another ledger of this database's line (the one a restore replaced) recorded that
    * this one does not: the claims it added, with their ids and rows, and the moves it made on claims
    * both hold (a rejection frees their donations here too). A claim is what was sent to HMRC, so a
-   * restore must not forget it: the next claim would take its donations again. Rows whose donation
-   * is not here are left out (counted in `missing`), the claim's count and total kept as sent. In
-   * one transaction, with its audit entry; claim ids go on after the largest.
+   * restore must not forget it: the next claim would take its donations again. A row is linked to
+   * the donation of its id only if that donation is the claim's charity's, of the row's day and
+   * amount (after a restore of the wrong backup, an id may name another charity's donation); any
+   * other row is kept without a donation, as it went into the schedule (migration 0014). In one
+   * transaction, with its audit entry; claim ids go on after the largest of either ledger.
    */
   async keepFrom(copy: LedgerCopy): Promise<KeptClaims> {
     const kept: KeptClaims = { added: [], marked: [], refused: [] };
     await this.db.transaction().execute(async (trx) => {
       const here = new Map((await trx.selectFrom('giftaid_claims').selectAll().execute()).map((c) => [Number(c.id), c]));
-      const donations = new Set((await trx.selectFrom('donations').select('id').execute()).map((d) => Number(d.id)));
       const charities = new Set((await trx.selectFrom('charities').select('id').execute()).map((c) => Number(c.id)));
-      const rowsOf = new Map<number, LedgerCopy['rows']>();
-      for (const r of copy.rows) {
+      const rowsOf = new Map<number, Array<Omit<LedgerCopy['rows'][number], 'live'>>>();
+      for (const r of [...copy.rows, ...copy.withoutDonation]) {
         const of = rowsOf.get(r.claim_id);
         if (of) of.push(r);
         else rowsOf.set(r.claim_id, [r]);
@@ -285,12 +320,27 @@ export class ClaimLedger {
           } else if (claim.status !== mine.status && !comesAfter(mine.status, claim.status)) kept.refused.push(claim.id);
           continue;
         }
-        const rows = (rowsOf.get(claim.id) ?? []).filter((r) => donations.has(r.donation_id));
+        if (!charities.has(claim.charity_id)) {
+          kept.refused.push(claim.id);
+          continue;
+        }
+        const rows = (rowsOf.get(claim.id) ?? []).sort((a, b) => a.position - b.position);
         const live = claim.status === 'rejected' ? null : 1;
-        const taken = live && rows.length > 0
-          ? await trx.selectFrom('giftaid_claim_donations').select('donation_id').where('live', '=', 1).where('donation_id', 'in', rows.map((r) => r.donation_id)).executeTakeFirst()
-          : undefined;
-        if (!charities.has(claim.charity_id) || taken) {
+        const theirs = new Set<number>(); // the rows' donation ids that name the claim's own donation here
+        let taken = false; // one of them is in another live claim here
+        for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+          const part = rows.slice(start, start + INSERT_CHUNK);
+          const ids = part.map((r) => r.donation_id);
+          const found = new Map(
+            (await trx.selectFrom('donations').select(['id', 'charity_id', 'donation_date', 'amount_minor']).where('id', 'in', ids).execute()).map((d) => [Number(d.id), d]),
+          );
+          for (const r of part) {
+            const d = found.get(r.donation_id);
+            if (d && Number(d.charity_id) === claim.charity_id && Number(d.amount_minor) === r.amount_minor && donationDay(d.donation_date) === r.donation_day) theirs.add(r.donation_id);
+          }
+          if (live) taken ||= (await trx.selectFrom('giftaid_claim_donations').select('donation_id').where('live', '=', 1).where('donation_id', 'in', ids).executeTakeFirst()) !== undefined;
+        }
+        if (taken) {
           kept.refused.push(claim.id);
           continue;
         }
@@ -299,21 +349,27 @@ export class ClaimLedger {
         // PostgreSQL's ids are GENERATED ALWAYS: a claim keeps its own only when the statement says so.
         if (this.dialect === 'postgres') await sql`insert into giftaid_claims (${sql.join(Object.keys(values).map((k) => sql.ref(k)))}) overriding system value values (${sql.join(Object.values(values))})`.execute(trx);
         else await trx.insertInto('giftaid_claims').values(values).execute();
-        for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-          await trx
-            .insertInto('giftaid_claim_donations')
-            .values(
-              // The columns by name: the replaced database may be of another version.
-              rows.slice(start, start + INSERT_CHUNK).map(({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor }) => ({
-                claim_id, donation_id, position, live, first_name, last_name, house, postcode, donation_day, amount_minor,
-              })),
-            )
-            .execute();
+        // The columns by name: the replaced database may be of another version.
+        const row = ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor }: (typeof rows)[number]) =>
+          ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor });
+        const linked = rows.filter((r) => theirs.has(r.donation_id));
+        const without = rows.filter((r) => !theirs.has(r.donation_id));
+        for (let start = 0; start < linked.length; start += INSERT_CHUNK) {
+          await trx.insertInto('giftaid_claim_donations').values(linked.slice(start, start + INSERT_CHUNK).map((r) => ({ ...row(r), live }))).execute();
         }
-        kept.added.push({ id, status, missing: (rowsOf.get(claim.id)?.length ?? 0) - rows.length });
+        for (let start = 0; start < without.length; start += INSERT_CHUNK) {
+          await trx.insertInto('giftaid_claim_rows_without_donation').values(without.slice(start, start + INSERT_CHUNK).map(row)).execute();
+        }
+        kept.added.push({ id, status, withoutDonation: without.length });
       }
-      if (kept.added.length > 0 && this.dialect === 'postgres') {
-        await sql`select setval(pg_get_serial_sequence('giftaid_claims', 'id'), (select max(id) from giftaid_claims))`.execute(trx);
+      // Past every number either ledger gave, kept or not: a claim refused here was sent to HMRC under its number too.
+      const largest = Math.max(0, ...copy.claims.map((c) => c.id));
+      if (largest > 0 && this.dialect === 'postgres') {
+        await sql`select setval(pg_get_serial_sequence('giftaid_claims', 'id'), greatest(${largest}, (select coalesce(max(id), 0) from giftaid_claims)))`.execute(trx);
+      } else if (largest > 0) {
+        const moved = await sql`update sqlite_sequence set seq = ${largest} where name = 'giftaid_claims' and seq < ${largest}`.execute(trx);
+        const known = await sql<{ n: number }>`select count(*) as n from sqlite_sequence where name = 'giftaid_claims'`.execute(trx);
+        if (Number(moved.numAffectedRows ?? 0n) === 0 && Number(known.rows[0]?.n ?? 0) === 0) await sql`insert into sqlite_sequence (name, seq) values ('giftaid_claims', ${largest})`.execute(trx);
       }
       if (kept.added.length + kept.marked.length + kept.refused.length > 0) {
         await appendAudit(trx, {

@@ -35,14 +35,14 @@ export class DonorData {
    * or all, as it stands on `today` (YYYY-MM-DD, UK), with its audit entry, in one transaction.
    * `dryRun`: says what it would do and changes nothing.
    */
-  async erase({ email, charity, today, dryRun }: { email: string; charity?: string; today: string; dryRun: boolean }): Promise<DonationErasure[]> {
+  async erase({ email, charity, today, dryRun, againOf }: { email: string; charity?: string; today: string; dryRun: boolean; againOf?: string }): Promise<DonationErasure[]> {
     return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity })).orderBy('donations.id').execute();
       const found = rows.map((row) => toErasure(row, today));
       if (!dryRun) {
         await this.apply(trx, found, donorReference(email));
         const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
-        await appendAudit(trx, { action: 'donor erase', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept } });
+        await appendAudit(trx, { action: 'donor erase', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept, ...(againOf && { again_of: againOf }) } });
       }
       return found;
     }));
@@ -53,7 +53,7 @@ export class DonorData {
    * donation's seven years after its day (giftAidKeptUntil), any other donation's
    * `retentionYears` after its day; with its audit entry, in one transaction.
    */
-  async applyRetention({ today, retentionYears, dryRun }: { today: string; retentionYears: number; dryRun: boolean }): Promise<DonationErasure[]> {
+  async applyRetention({ today, retentionYears, dryRun, againOf }: { today: string; retentionYears: number; dryRun: boolean; againOf?: string }): Promise<DonationErasure[]> {
     return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       // Nothing younger than the shorter of the two periods can be due: the query reads only the older rows.
       const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, GIFT_AID_RETENTION_YEARS)}${today.slice(4)}T00:00:00.000000Z`;
@@ -65,7 +65,7 @@ export class DonorData {
       const due = rows.map((row) => toErasure(row, today)).filter((d) => endOfRetention(d, retentionYears) < today);
       if (!dryRun) {
         await this.apply(trx, due);
-        await appendAudit(trx, { action: 'retention apply', target: `before ${today}`, summary: { retention_years: retentionYears, donations: due.length } });
+        await appendAudit(trx, { action: 'retention apply', target: `before ${today}`, summary: { retention_years: retentionYears, donations: due.length, ...(againOf && { again_of: againOf }) } });
       }
       return due;
     }));

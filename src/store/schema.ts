@@ -75,6 +75,9 @@ export interface GiftaidClaimDonationsTable {
   amount_minor: number;
 }
 
+/** A claim's row whose donation this database does not hold (kept by a restore: migration 0014), as it went into HMRC's schedule. */
+export type GiftaidClaimRowsWithoutDonationTable = Omit<GiftaidClaimDonationsTable, 'live'>;
+
 /** A PostgreSQL batch's token, written by the statement that commits it: whether a commit whose answer was lost took effect (group-commit.ts). */
 export interface CommitTokensTable {
   token: string;
@@ -98,6 +101,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   giftaid_claims: GiftaidClaimsTable;
   giftaid_claim_donations: GiftaidClaimDonationsTable;
+  giftaid_claim_rows_without_donation: GiftaidClaimRowsWithoutDonationTable;
   commit_tokens: CommitTokensTable;
   audit_log: AuditLogTable;
 }

@@ -191,7 +191,7 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   }
   const old = open(replaced);
   try {
-    if (!hasTable(old, 'audit_log')) return { donors: [], retentionYears: undefined };
+    if (!hasTable(old, 'audit_log')) return { donors: [], retention: undefined };
     const entries = old
       .prepare("select id, at, action, target, summary from audit_log where action in ('donor erase', 'retention apply') order by id")
       .all() as { id: number; at: string; action: string; target: string; summary: string }[];
@@ -206,9 +206,9 @@ export async function claimLedgerIn(path: string): Promise<LedgerCopy> {
   const Database = await driver();
   const db = new Database(path, { fileMustExist: true }); // not read-only, as in erasuresSince
   try {
-    if (!hasTable(db, 'giftaid_claims')) return { claims: [], rows: [] };
+    if (!hasTable(db, 'giftaid_claims')) return ledgerCopy([], []);
     const all = (query: string) => db.prepare(query).all() as Record<string, unknown>[];
-    return ledgerCopy(all(LEDGER_QUERIES.claims), all(LEDGER_QUERIES.rows));
+    return ledgerCopy(all(LEDGER_QUERIES.claims), all(LEDGER_QUERIES.rows), hasTable(db, 'giftaid_claim_rows_without_donation') ? all(LEDGER_QUERIES.withoutDonation) : []);
   } finally {
     db.close();
   }

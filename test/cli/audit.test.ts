@@ -146,7 +146,7 @@ describe('the audit trail of backups and restores [sqlite]', () => {
   });
 });
 
-test("a restore's erasures again are the replaced trail's entries the backup's does not hold, by entry, not by time (an erasure begun before the backup and committed after it was missed) nor by id alone (after an earlier restore, the backup's id 3 was another action)", () => {
+test("a restore's erasures again are the replaced trail's entries the backup's does not hold, by entry, not by time (an erasure begun before the backup and committed after it was missed) nor by id alone (after an earlier restore, the backup's id 3 was another action); one made again by a restore counts as the one it repeats", () => {
   const entry = (id: number, action: string, target: string, summary: Record<string, unknown> = {}) => ({ id, at: `2026-11-2${id}T10:00:00.000000Z`, action, target, summary });
   const replaced = [
     entry(1, 'donor erase', 'donor a', { charity: null }),
@@ -155,10 +155,16 @@ test("a restore's erasures again are the replaced trail's entries the backup's d
     entry(4, 'charity rotate', 'helping-hands'),
     entry(5, 'retention apply', 'before 2026-11-28', { retention_years: 6 }),
   ];
-  const keys = (...ids: number[]) => new Set(ids.map((id) => entryKey(replaced[id - 1]!)));
-  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 4)), { donors: [{ reference: 'donor b', charity: 'helping-hands' }], retentionYears: 6 });
-  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 3, 4, 5)), { donors: [], retentionYears: undefined });
+  const key = (id: number) => entryKey(replaced[id - 1]!);
+  const keys = (...ids: number[]) => new Set(ids.map(key));
+  const b = { reference: 'donor b', charity: 'helping-hands', original: key(3) };
+  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 4)), { donors: [b], retention: { years: 6, original: key(5) } });
+  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 3, 4, 5)), { donors: [], retention: undefined });
   // The backup's own history: its entries 3 and 5 were other actions (a restore of the wrong file had come between).
   const backup = new Set([...keys(1, 2, 4), entryKey({ id: 3, at: '2026-11-23T09:00:00.000000Z', action: 'charity rotate', target: 'helping-hands' }), entryKey({ id: 5, at: '2026-11-25T09:00:00.000000Z', action: 'restore', target: '/srv/almoner.db' })]);
-  assert.deepEqual(erasuresAfter(replaced, backup), { donors: [{ reference: 'donor b', charity: 'helping-hands' }], retentionYears: 6 });
+  assert.deepEqual(erasuresAfter(replaced, backup), { donors: [b], retention: { years: 6, original: key(5) } });
+  // Donor b's erasure made again by a restore (entry 7, again_of entry 3): a backup that holds entry 3 holds it.
+  const again = [...replaced, entry(6, 'restore', '/srv/almoner.db'), entry(7, 'donor erase', 'donor b', { charity: 'helping-hands', again_of: key(3) })];
+  assert.deepEqual(erasuresAfter(again, keys(1, 2, 3, 4, 5)), { donors: [], retention: undefined });
+  assert.deepEqual(erasuresAfter(again, keys(1, 2, 4)), { donors: [b, b], retention: { years: 6, original: key(5) } });
 });

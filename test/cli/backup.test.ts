@@ -15,7 +15,7 @@ import { Kysely, Migrator, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrations } from '../../src/store/migrations/index.js';
 import { basic, validDonation } from '../support/app.js';
-import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
+import { BACKENDS, queryPostgres, rawSql, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 import { assertCompleteRow, create, storedDonations, variedDonation, type ApiRecord, type Body } from '../support/load.js';
 import { ServerProcess } from '../support/server.js';
@@ -265,6 +265,13 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
 
         // Into an empty database, with a connection string libpq must read as written (%20 is a space, not a +).
         const url = `${empty.url}${empty.url.includes('?') ? '&' : '?'}options=-c%20search_path%3Dpublic`;
+        // A database with another application's table is not empty: without --replace, refused, and the table is left alone.
+        await rawSql(empty.url, 'create table other_app (x int); insert into other_app values (1)');
+        const other = await almoner(empty.url, ['restore', dump]);
+        assert.equal(other.code, 2, other.stderr);
+        assert.match(other.stderr, /add --replace/);
+        assert.equal((await queryPostgres<{ n: number }>(empty.url, 'select count(*)::int as n from other_app'))[0]!.n, 1, "the other application's table is untouched");
+        await rawSql(empty.url, 'drop table other_app');
         // No --replace needed: there is nothing to replace. Nothing of the database the backup came from is here, so
         // what it erased or claimed since is said to be done again by hand (it said nothing, and a 0-byte trail was left).
         const run = await almoner(url, ['restore', dump]);

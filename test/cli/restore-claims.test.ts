@@ -4,11 +4,13 @@
 // recorded since the backup is kept: claims added, with their ids; claims rejected or submitted.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
+import { giftAidRows, readOds } from '../support/ods.js';
 
 for (const backend of BACKENDS) {
   describe(`restore keeps the claims made since the backup [${backend.name}]`, () => {
@@ -44,7 +46,7 @@ for (const backend of BACKENDS) {
 
         const restored = await cli(['restore', backup, '--replace']);
         assert.match(restored.stdout, /kept the Gift Aid claims the replaced database recorded after the backup:/);
-        assert.match(restored.stdout, /claim 2 \(submitted\) added; 1 of its donations was recorded after the backup and is not in it/);
+        assert.match(restored.stdout, /claim 2 \(submitted\) added; 1 of its donations is not in the backup \(recorded after it\): its row is kept as sent to HMRC/);
         assert.match(restored.stdout, /claim 1 marked rejected/);
 
         const claims = JSON.parse((await cli(['giftaid', 'claims', '--json'])).stdout) as Array<{ id: number; status: string; donations: number }>;
@@ -52,11 +54,19 @@ for (const backend of BACKENDS) {
         // The backup's three donations are in claim 2, live: the next claim takes none of them again.
         const next = await claim();
         assert.equal(next.claim, null, `nothing to claim: ${JSON.stringify(next)}`);
-        // Claim 2's files as sent cannot be made from here (one of its donations is not); said, not written short.
-        const files = await cli(['giftaid', 'files', '2', '--out', tempDir()], 2);
-        assert.match(files.stderr, /claim 2 holds 4 donations, of which this database has 3/);
-        // A new donation's claim takes the next number after the kept one, not 2 again.
-        await record('five@example.org');
+        // Claim 2's files as sent, all four rows: the one whose donation is gone from its kept row.
+        const filesDir = tempDir();
+        await cli(['giftaid', 'files', '2', '--out', filesDir]);
+        assert.deepEqual(giftAidRows(await readOds(join(filesDir, 'claim-2-1.ods'))).map((r) => r.item), ['1', '2', '3', '4']);
+        // The lost donation sent again by the charity: it matches claim 2's kept row, so it needs attention, not a claim.
+        await record('four@example.org');
+        const resentDir = tempDir();
+        const resent = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', resentDir, '--json'])).stdout) as { claim: number | null; needs_attention: string | null };
+        assert.equal(resent.claim, null, JSON.stringify(resent));
+        assert.match(readFileSync(join(resentDir, 'needs-attention.csv'), 'utf8'), /a donation in claim 2 that a restore could not bring back .*it may be claimed already/);
+        // A new donation's claim takes the next number after the kept one, not 2 again (another amount: the same
+        // donor, day and amount as the lost one would need attention too).
+        await recordGiftAided(database.url, charityId, [{ donor_email: 'five@example.org', amount: '30.00' }]);
         assert.equal((await claim()).claim, 3);
         const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
         const kept = trail.find((e) => e.action === 'giftaid claims kept');
@@ -68,3 +78,53 @@ for (const backend of BACKENDS) {
   });
 }
 
+
+for (const backend of BACKENDS) {
+  test(`the wrong backup restored, then the right one: a kept claim's row whose id now names another charity's donation is kept without it, and that donation stays the other charity's to claim [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const cli = async (args: string[]) => {
+        const run = await almoner(database.url, args);
+        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
+        return run;
+      };
+      const charity = async (name: string) => JSON.parse((await cli(['charity', 'create', '--name', name, '--email', `${name.toLowerCase()}@example.org`, '--json'])).stdout) as { id: number; username: string };
+      const [a, b] = [await charity('Alpha'), await charity('Beta')];
+      const claim = async (c: { username: string }) => {
+        const made = JSON.parse((await cli(['giftaid', 'claim', '--charity', c.username, '--out', tempDir(), '--json'])).stdout) as { claim: number | null; donations: number };
+        if (made.claim !== null) await cli(['giftaid', 'mark', String(made.claim), 'submitted']);
+        return made;
+      };
+      const backup = async (name: string) => {
+        const file = join(tempDir(), name);
+        if (backend.name === 'sqlite') await cli(['backup', '--out', file]);
+        else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
+        return file;
+      };
+      await recordGiftAided(database.url, a.id, [{ donor_email: 'a1@example.org' }]); // id 1
+      assert.equal((await claim(a)).claim, 1);
+      const first = await backup('b1');
+      await recordGiftAided(database.url, a.id, [{ donor_email: 'a2@example.org', amount: '20.00' }]); // id 2
+      assert.equal((await claim(a)).claim, 2);
+      await recordGiftAided(database.url, b.id, [{ donor_email: 'b3@example.org', amount: '30.00' }]); // id 3, Beta's
+      const second = await backup('b2');
+
+      await cli(['restore', first, '--replace']); // the wrong one: ids 2 and 3 are free again
+      await recordGiftAided(database.url, a.id, [{ donor_email: 'a2b@example.org', gift_aid: 'no' }, { donor_email: 'a3@example.org', amount: '40.00' }]); // ids 2 and 3, Alpha's
+      assert.equal((await claim(a)).claim, 3); // claim 2 kept, so this is 3, with Alpha's new id 3
+      const right = await cli(['restore', second, '--replace']);
+      assert.match(right.stdout, /claim 3 \(submitted\) added; 1 of its donations is not in the backup/);
+
+      // Beta's donation 3 is in no claim: Beta's next claim takes it, numbered after every claim there was.
+      const beta = await claim(b);
+      assert.deepEqual([beta.claim, beta.donations], [4, 1]);
+      // Claim 3's files are as sent: Alpha's £40.00, not Beta's donation that now has its id.
+      const out = tempDir();
+      await cli(['giftaid', 'files', '3', '--out', out]);
+      assert.deepEqual(giftAidRows(await readOds(join(out, 'claim-3-1.ods'))).map((r) => r.amount), ['40.00']);
+    } finally {
+      await database.drop();
+    }
+  });
+}

@@ -16,6 +16,7 @@ import { giftAidKeptSevenYears } from './0010_giftaid_kept_seven_years.js';
 import { auditLogNotTruncated } from './0011_audit_log_not_truncated.js';
 import { erasedDonorReference } from './0012_erased_donor_reference.js';
 import { erasedDonorFromAudit } from './0013_erased_donor_from_audit.js';
+import { claimRowsWithoutDonation } from './0014_claim_rows_without_donation.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -32,5 +33,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0011_audit_log_not_truncated': auditLogNotTruncated(dialect),
     '0012_erased_donor_reference': erasedDonorReference(),
     '0013_erased_donor_from_audit': erasedDonorFromAudit(),
+    '0014_claim_rows_without_donation': claimRowsWithoutDonation(dialect),
   };
 }
