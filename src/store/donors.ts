@@ -65,6 +65,16 @@ export class DonorData {
       const due = rows.map((row) => toErasure(row, today)).filter((d) => endOfRetention(d, retentionYears) < today);
       if (!dryRun) {
         await this.apply(trx, due);
+        // A claim's rows a restore kept without their donation (migration 0014) hold the donor's details for HMRC as long as a donation would.
+        const kept = await trx.selectFrom('giftaid_claim_rows_without_donation').select(['claim_id', 'position', 'donation_day']).where('first_name', '<>', ERASED_IN_CLAIM).execute();
+        for (const r of kept.filter((k) => giftAidKeptUntil(k.donation_day) < today)) {
+          await trx
+            .updateTable('giftaid_claim_rows_without_donation')
+            .set({ first_name: ERASED_IN_CLAIM, last_name: ERASED_IN_CLAIM, house: ERASED_IN_CLAIM, postcode: ERASED_IN_CLAIM })
+            .where('claim_id', '=', r.claim_id)
+            .where('position', '=', r.position)
+            .execute();
+        }
         await appendAudit(trx, { action: 'retention apply', target: `before ${today}`, summary: { retention_years: retentionYears, donations: due.length, ...(againOf && { again_of: againOf }) } });
       }
       return due;

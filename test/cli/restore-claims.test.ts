@@ -7,6 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { parseDatabaseUrl } from '../../src/config.js';
+import { openStore } from '../../src/store/open.js';
 import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
@@ -68,6 +70,16 @@ for (const backend of BACKENDS) {
         // donor, day and amount as the lost one would need attention too).
         await recordGiftAided(database.url, charityId, [{ donor_email: 'five@example.org', amount: '30.00' }]);
         assert.equal((await claim()).claim, 3);
+        // Retention erases a kept row's donor details when a donation's would go: seven years after its day.
+        const store = await openStore(parseDatabaseUrl(database.url));
+        try {
+          await store.donors.applyRetention({ today: '2040-01-01', retentionYears: 6, dryRun: false });
+        } finally {
+          await store.close();
+        }
+        const later = tempDir();
+        await cli(['giftaid', 'files', '2', '--out', later]);
+        assert.deepEqual(giftAidRows(await readOds(join(later, 'claim-2-1.ods'))).map((r) => r.lastName), ['[erased]', '[erased]', '[erased]', '[erased]']);
         const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
         const kept = trail.find((e) => e.action === 'giftaid claims kept');
         assert.deepEqual(kept?.summary, { added: '2', marked: '1 rejected', refused: null });
