@@ -127,6 +127,16 @@ export function answerUnparsableRequest(err: Error & { code?: string; library?: 
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'The request took too long to arrive.']
         : [400, 'The request is not valid HTTP.'];
+  // Bytes after a request still being answered (a body longer than its Content-Length, then junk):
+  // that request's answer goes first. Written at once, the 400 took its place, and a create that was
+  // stored was told 400, which a client without a key sends again.
+  const answering = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  // Only one whose request has arrived whole: one whose body stalled (a 408) is never answered otherwise.
+  if (answering && !answering.writableFinished && answering.req?.complete) {
+    answering.once('finish', () => answerRaw(socket, status, message));
+    answering.once('close', () => answering.writableFinished || socket.destroy());
+    return;
+  }
   answerRaw(socket, status, message);
 }
 
