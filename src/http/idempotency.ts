@@ -1,7 +1,7 @@
 // Idempotency keys on create, after the IETF "Idempotency-Key HTTP Header Field" draft and
 // Stripe's practice: a retried request with the same key gets the first answer again.
 import { hash } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { NewDonation } from '../donations/donation.js';
 import { VALUE_WHEN_ABSENT } from '../donations/validate.js';
 import { HttpError } from './errors.js';
@@ -18,9 +18,12 @@ export const IDEMPOTENCY = {
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 /** The request's Idempotency-Key, undefined without one; a malformed key is a 400. */
-export function idempotencyKeyOf(headers: IncomingHttpHeaders): string | undefined {
-  const raw = headers['idempotency-key'];
+export function idempotencyKeyOf(request: Pick<IncomingMessage, 'headers' | 'headersDistinct'>): string | undefined {
+  const raw = request.headers['idempotency-key'];
   if (raw === undefined) return undefined;
+  // Node joins repeated headers with ", ": two keys were taken as the one key "a1, a2". (A request
+  // injected in tests may have no headersDistinct.)
+  if ((request.headersDistinct?.['idempotency-key']?.length ?? 1) > 1) throw new HttpError(400, 'Send one Idempotency-Key header, not several.');
   if (typeof raw !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(raw)) {
     throw new HttpError(400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.');
   }

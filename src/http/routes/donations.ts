@@ -22,7 +22,7 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
   /** The charity and Idempotency-Key of each keyed create this process is recording. */
   const keysInFlight = new Set<string>();
   app.post('/donation/create', { onRequest: [authenticate, limitCreates], schema }, async (request, reply) => {
-    const key = idempotencyKeyOf(request.headers);
+    const key = idempotencyKeyOf(request.raw);
     // No body at all is an empty form; the parsers guarantee anything else is a plain object.
     const result = validateDonation((request.body ?? {}) as Record<string, unknown>);
     if (!result.ok) return reply.code(422).send({ message: INVALID, errors: result.errors });
