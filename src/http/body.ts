@@ -117,6 +117,9 @@ function parseForm(text: string): Record<string, unknown> {
 
 /** The body as text: UTF-8 by its Content-Type's charset (or none) and by its bytes, strictly, else the HttpError. */
 function utf8Text(request: FastifyRequest, bytes: Buffer, kind: 'JSON' | 'form'): string | HttpError {
+  // No content coding is decoded: a gzip body was told it was not UTF-8, and a plain one labelled br was taken.
+  const coding = request.headers['content-encoding']?.trim().toLowerCase();
+  if (coding && coding !== 'identity') return new HttpError(415, `Content-Encoding ${JSON.stringify(coding)} is not supported: send the body uncompressed, without a Content-Encoding header.`);
   const charset = charsetOf(request.headers['content-type']);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return new HttpError(415, `Unsupported charset: ${kind} bodies must be UTF-8.`);
   try {

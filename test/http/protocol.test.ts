@@ -1,6 +1,7 @@
 // The HTTP edges: content types, bodies, sizes, unknown paths and methods, error shapes.
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
@@ -105,6 +106,19 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
         assert.equal(res.statusCode, 200);
       });
     }
+
+    test('a Content-Encoding other than identity: 415 naming it, nothing stored (gzip was told "not valid UTF-8", a plain body labelled br was taken)', async () => {
+      const json = JSON.stringify(exampleDonation({ donor_email: 'coded@example.org' }));
+      for (const [coding, payload] of [['gzip', gzipSync(json)], ['br', Buffer.from(json)], ['deflate, gzip', Buffer.from(json)]] as const) {
+        const res = await post('/api/v1/donation/create', payload as unknown as string, { 'content-type': 'application/json', 'content-encoding': coding });
+        assert.equal(res.statusCode, 415, `${coding}: ${res.body}`);
+        assert.equal(res.json().message, `Content-Encoding ${JSON.stringify(coding)} is not supported: send the body uncompressed, without a Content-Encoding header.`);
+      }
+      const stored = [];
+      for await (const d of t.store.exportDonations({ donorEmail: 'coded@example.org' })) stored.push(d);
+      assert.deepEqual(stored, []);
+      assert.equal((await post('/api/v1/donation/create', json, { 'content-type': 'application/json', 'content-encoding': 'identity' })).statusCode, 200);
+    });
 
     test('JSON in another charset: 415', async () => {
       const res = await post('/api/v1/donation/create', '{}', { 'content-type': 'application/json; charset=latin1' });
