@@ -25,11 +25,11 @@ function rulesInWords(f: FieldSpec): string {
     case 'text':
       return text;
     case 'email':
-      return `${text} A valid address by validator.js's isEmail with its defaults: a local part of at most 64 characters and a domain name with a top-level domain (no IP address).`;
+      return `${text} A valid address by validator.js's isEmail with its defaults: a local part (before the @) of at most 64 bytes of UTF-8, as the mail standards count it (a character outside ASCII takes two to four), and a domain name with a top-level domain (no IP address).`;
     case 'ip':
       return `${text} No IPv6 zone (such as %eth0).`;
     case 'amount':
-      return 'A JSON number may have at most two decimals too.';
+      return 'A JSON number is read by its value, as every JSON parser reads it (1e3 is 1000, 1.000 is 1, 0.010 is 0.01), and its value may have at most two decimals.';
     case 'date':
       return 'A real calendar date, years 0001 to 9999.';
     default:
