@@ -235,8 +235,8 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
         ),
         TooManyRequests: errorResponse(
-          'Too many failed authentication attempts from this address, too many donations recorded too quickly by this charity, or too many open connections from this address (sent as the connection opens, which is then closed).',
-          'Too many donations recorded too quickly. Try again in 1 second.',
+          'Too many failed authentication attempts from this address, too many creates sent too quickly by this charity (every create counts, whatever its answer), or too many open connections from this address (sent as the connection opens, which is then closed).',
+          'Too many donations sent too quickly. Try again in 1 second.',
           {
             'Retry-After': ref('headers', 'Retry-After'),
             'X-Request-Id': {

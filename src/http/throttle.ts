@@ -363,6 +363,6 @@ export async function tooManyRequests(request: FastifyRequest, reply: FastifyRep
 export function createRateLimit(throttle: Throttle) {
   return async function limitCreates(request: FastifyRequest, reply: FastifyReply) {
     const wait = await throttle.createBlocked(request.charity.id);
-    if (wait) return tooManyRequests(request, reply, wait, 'Too many donations recorded too quickly.');
+    if (wait) return tooManyRequests(request, reply, wait, 'Too many donations sent too quickly.');
   };
 }

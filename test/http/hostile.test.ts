@@ -452,7 +452,7 @@ for (const backend of BACKENDS) describe(`hostile input [${backend.name}]`, () =
       throttled++;
       assert.equal(sent.op, 'create', `a 429 on /me: ${what}`);
       assert.notEqual(sent.authenticated, false, `a 429 for a request without valid credentials: ${what}`);
-      assert.match(String((body as { message: string }).message), /^Too many donations recorded too quickly\./, what);
+      assert.match(String((body as { message: string }).message), /^Too many donations sent too quickly\./, what);
       assert.match(String(a.headers['retry-after']), /^[1-9][0-9]*$/, `a 429 without Retry-After: ${what}`);
     }
     if (a.status === 422) {

@@ -294,7 +294,7 @@ for (const backend of BACKENDS) {
         assert.ok(refused instanceof RateLimitError);
         assert.ok(refused.retryAfterSeconds >= 1);
         assert.ok(Number(retryAfter.at(-1)) >= 1, `Retry-After ${retryAfter.at(-1)}`);
-        assert.match(refused.message, /Too many donations recorded too quickly\. Try again in \d+ seconds?\./);
+        assert.match(refused.message, /Too many donations sent too quickly\. Try again in \d+ seconds?\./);
         await (await clientOf(app, other)).createDonation(DONATION);
         assert.equal((await t.donations()).length, before + 6, 'a refused create stores nothing');
       } finally {
