@@ -82,6 +82,8 @@ export function restoreCommand(): Command {
       const file = resolve(from);
       if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
       if (!existsSync(dirname(resolve(location.path)))) throw new UsageError(`the folder ${dirname(resolve(location.path))} does not exist`);
+      // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
+      if (!writable(dirname(resolve(location.path)))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(resolve(location.path))}: run the command as the user the server runs as`);
       const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, resolve(location.path), { replace }));
       // Read before the restore's own entry: the restored trail's last entry is then the backup's.
       // A replaced database too damaged to read its trail from does not undo the restore: it is said.

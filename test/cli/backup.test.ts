@@ -148,6 +148,13 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     assert.equal(unreadable.code, 1, unreadable.stderr);
     assert.match(unreadable.stderr, new RegExp(`cannot read the database at ${shared}/almoner.db: .*this user may not write in ${shared}`));
     assert.deepEqual(readdirSync(open), []);
+    // restore into a folder it may not write: named, exit 2 (SQLite's "unable to open database", exit 1, before).
+    const backup = join(open, 'good.db');
+    assert.equal((await almoner(sharedUrl, ['backup', '--out', backup])).code, 0);
+    chmodSync(backup, 0o644);
+    const into = await almoner(`sqlite:${join(shared, 'restored.db')}`, ['restore', backup], {}, nobody);
+    assert.equal(into.code, 2, into.stderr);
+    assert.match(into.stderr, new RegExp(`this user \\(nobody\\) may not write in the folder ${shared}: run the command as the user the server runs as`));
   });
 
   test('restore refuses while a server has the database open, needs --replace over a database, keeps the old one, and refuses a damaged file', async () => {
