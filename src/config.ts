@@ -54,6 +54,8 @@ export function parseDatabaseUrl(url: string, poolMax = DEFAULT_POOL_MAX): Datab
   if (/^postgres(ql)?:\/\/./.test(url)) {
     try {
       // A stray % (not followed by two hex digits) passes URL but not the decoding that pg and libpq apply.
+      // A # is never part of a connection string: one in a user name or password cut the string there (host "alm").
+      if (url.includes('#')) throw new Error('#');
       const { username, password } = new URL(url);
       decodeURIComponent(username);
       decodeURIComponent(password);

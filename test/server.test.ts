@@ -228,12 +228,12 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           });
         }
 
-        for (const url of ['postgres://almoner:ab#cd@127.0.0.1:5432/almoner', 'postgres://almoner:ab%zz@127.0.0.1:5432/almoner']) {
+        for (const url of ['postgres://almoner:ab#cd@127.0.0.1:5432/almoner', 'postgres://almoner:ab%zz@127.0.0.1:5432/almoner', 'postgres://alm#oner@127.0.0.1:5432/almoner']) {
           test(`DATABASE_URL with a password not percent-encoded (${url.replace(/:[^:@]*@/, ':***@')}): exit 2, saying how to encode it, the password not shown`, async () => {
             const r = await almoner(url, ['serve'], { PORT: '0' });
             assert.equal(r.code, 2, `exit ${r.code}\nstderr: ${r.stderr}`);
             assert.match(r.stderr, /must be percent-encoded \(# as %23, % as %25/);
-            assert.doesNotMatch(r.stderr, /ab#cd|ab%zz|\n\s+at /);
+            assert.doesNotMatch(r.stderr, /ab#cd|ab%zz|\n\s+at /); // the passwords (a user name is no secret)
           });
         }
 

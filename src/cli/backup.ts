@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
 import { describeDatabase, type DatabaseLocation } from '../config.js';
-import { entryKey, erasuresAfter, osUser, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { erasuresAfter, heldBy, osUser, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, claimLedgerIn, CopyRefused, erasuresSince, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
@@ -169,7 +169,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   }
   const again = await withStoreAt(location, async (store) => {
     // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
-    const restored = new Set((await store.auditTrail()).map(entryKey));
+    const restored = heldBy(await store.auditTrail());
     await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs ?? null, charities: await store.countCharities() } });
     return [await keepClaims(store, now.ledger, file), await eraseAgain(store, erasuresAfter(now.trail, restored))];
   });
@@ -316,10 +316,13 @@ async function keepClaims(store: Store, ledger: LedgerCopy, beside: string): Pro
   } catch (err) {
     const kept = `${beside}.replaced-claims-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
     writeFileSync(kept, JSON.stringify(ledger), { flag: 'wx', mode: 0o600 });
+    // The numbers at least: a new claim must not bear one the replaced database's claims were sent to HMRC under.
+    await store.claims.numberAfter(Math.max(0, ...ledger.claims.map((c) => c.id))).catch(() => {});
     process.exitCode = 1;
     process.stderr.write(
-      `almoner: the Gift Aid claims of the replaced database could not be kept (${err instanceof Error ? err.message : String(err)}); its claim ledger is in ${kept}. ` +
-        'Until they are put back, the next giftaid claim may take donations those claims sent to HMRC.\n',
+      `almoner: the Gift Aid claims of the replaced database could not be kept (${err instanceof Error ? err.message : String(err)}); its claim ledger is in ${kept} ` +
+        "(JSON, with donors' names and addresses: keep it safe, and delete it once its claims are dealt with). " +
+        'Until then, the next giftaid claim may take donations those claims sent to HMRC: check each against that file.\n',
     );
     return undefined;
   }

@@ -127,17 +127,28 @@ export function answerUnparsableRequest(err: Error & { code?: string; library?: 
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'The request took too long to arrive.']
         : [400, 'The request is not valid HTTP.'];
-  // Bytes after a request still being answered (a body longer than its Content-Length, then junk):
-  // that request's answer goes first. Written at once, the 400 took its place, and a create that was
-  // stored was told 400, which a client without a key sends again.
-  const answering = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-  // Only one whose request has arrived whole: one whose body stalled (a 408) is never answered otherwise.
-  if (answering && !answering.writableFinished && answering.req?.complete) {
-    answering.once('finish', () => answerRaw(socket, status, message));
-    answering.once('close', () => answering.writableFinished || socket.destroy());
-    return;
-  }
-  answerRaw(socket, status, message);
+  if (AFTER_ANSWERS.has(socket)) return; // Node reports each further chunk again: answered once, after the answers
+  AFTER_ANSWERS.add(socket);
+  afterAnswers(socket as Answering, () => answerRaw(socket, status, message));
+}
+
+type Answering = Socket & { _httpMessage?: ServerResponse | null };
+
+/** Sockets whose error answer waits for the answers of the requests before it. */
+const AFTER_ANSWERS = new WeakSet<Socket>();
+
+/**
+ * Bytes after requests still being answered (a body longer than its Content-Length, then junk):
+ * those requests' answers go first, one after another as Node hands the socket to each (pipelined,
+ * the next is the socket's once the one before has finished). Written at once, the 400 took their
+ * place, and a create that was stored was told 400, which a client without a key sends again. Only
+ * a request that arrived whole is waited for: one whose body stalled (a 408) is never answered.
+ */
+function afterAnswers(socket: Answering, then: () => void): void {
+  const answering = socket._httpMessage;
+  if (!answering || answering.writableFinished || !answering.req?.complete) return then();
+  answering.once('finish', () => setImmediate(() => afterAnswers(socket, then)));
+  answering.once('close', () => answering.writableFinished || socket.destroy());
 }
 
 /** CONNECT, a proxy's method, which Node hands to no route (the connection was closed unanswered). */

@@ -96,6 +96,17 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
   return { donors, retention: last && { years: Number(last.summary.retention_years), original: original(last) } };
 }
 
+/**
+ * The entries a trail holds, for erasuresAfter: each by entryKey, and each erasure a restore made
+ * again also as the one it repeats (again_of), so that a trail holding only the repeat is taken to
+ * hold the original too.
+ */
+export function heldBy(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>[]): Set<string> {
+  const held = new Set(trail.map(entryKey));
+  for (const e of trail) if (typeof e.summary.again_of === 'string') held.add(e.summary.again_of);
+  return held;
+}
+
 /** An audit entry as one history's: two trails share an entry only if they agree on all of this. */
 export function entryKey(e: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>): string {
   return JSON.stringify([Number(e.id), e.at, e.action, e.target]);

@@ -5,7 +5,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
-import { donationDay, type ScheduleRow } from '../giftaid/schedule.js';
+import { donationDay, hmrcFirstName, hmrcLastName, hmrcPostcode, houseNameOrNumber, type ScheduleRow } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
 import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
@@ -48,6 +48,9 @@ export class ClaimStatusError extends Error {
     );
   }
 }
+
+/** What a claim row becomes once its donation's data is erased in full (the claim's totals stay). */
+export const ERASED_IN_CLAIM = '[erased]';
 
 /** Rows inserted per statement: well inside both backends' limits on bound parameters. */
 const INSERT_CHUNK = 500;
@@ -326,19 +329,27 @@ export class ClaimLedger {
         }
         const rows = (rowsOf.get(claim.id) ?? []).sort((a, b) => a.position - b.position);
         const live = claim.status === 'rejected' ? null : 1;
-        const theirs = new Set<number>(); // the rows' donation ids that name the claim's own donation here
-        let taken = false; // one of them is in another live claim here
+        const theirs = new Set<number>(); // the rows' donation ids that name the very donation the row was made from
+        let taken = false; // one of those is in another live claim here
         for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
           const part = rows.slice(start, start + INSERT_CHUNK);
-          const ids = part.map((r) => r.donation_id);
           const found = new Map(
-            (await trx.selectFrom('donations').select(['id', 'charity_id', 'donation_date', 'amount_minor']).where('id', 'in', ids).execute()).map((d) => [Number(d.id), d]),
+            (
+              await trx
+                .selectFrom('donations')
+                .select(['id', 'charity_id', 'donation_date', 'amount_minor', 'donor_first_name', 'donor_last_name', 'donor_address', 'donor_postcode'])
+                .where('id', 'in', part.map((r) => r.donation_id))
+                .execute()
+            ).map((d) => [Number(d.id), d]),
           );
-          for (const r of part) {
+          const mine = part.filter((r) => {
             const d = found.get(r.donation_id);
-            if (d && Number(d.charity_id) === claim.charity_id && Number(d.amount_minor) === r.amount_minor && donationDay(d.donation_date) === r.donation_day) theirs.add(r.donation_id);
+            return d !== undefined && madeFrom(r, { ...d, charity_id: Number(d.charity_id), amount_minor: Number(d.amount_minor) }, claim.charity_id);
+          });
+          for (const r of mine) theirs.add(r.donation_id);
+          if (live && mine.length > 0) {
+            taken ||= (await trx.selectFrom('giftaid_claim_donations').select('donation_id').where('live', '=', 1).where('donation_id', 'in', mine.map((r) => r.donation_id)).executeTakeFirst()) !== undefined;
           }
-          if (live) taken ||= (await trx.selectFrom('giftaid_claim_donations').select('donation_id').where('live', '=', 1).where('donation_id', 'in', ids).executeTakeFirst()) !== undefined;
         }
         if (taken) {
           kept.refused.push(claim.id);
@@ -363,14 +374,7 @@ export class ClaimLedger {
         kept.added.push({ id, status, withoutDonation: without.length });
       }
       // Past every number either ledger gave, kept or not: a claim refused here was sent to HMRC under its number too.
-      const largest = Math.max(0, ...copy.claims.map((c) => c.id));
-      if (largest > 0 && this.dialect === 'postgres') {
-        await sql`select setval(pg_get_serial_sequence('giftaid_claims', 'id'), greatest(${largest}, (select coalesce(max(id), 0) from giftaid_claims)))`.execute(trx);
-      } else if (largest > 0) {
-        const moved = await sql`update sqlite_sequence set seq = ${largest} where name = 'giftaid_claims' and seq < ${largest}`.execute(trx);
-        const known = await sql<{ n: number }>`select count(*) as n from sqlite_sequence where name = 'giftaid_claims'`.execute(trx);
-        if (Number(moved.numAffectedRows ?? 0n) === 0 && Number(known.rows[0]?.n ?? 0) === 0) await sql`insert into sqlite_sequence (name, seq) values ('giftaid_claims', ${largest})`.execute(trx);
-      }
+      await this.numberAfter(Math.max(0, ...copy.claims.map((c) => c.id)), trx);
       if (kept.added.length + kept.marked.length + kept.refused.length > 0) {
         await appendAudit(trx, {
           action: 'giftaid claims kept',
@@ -380,6 +384,23 @@ export class ClaimLedger {
       }
     });
     return kept;
+  }
+
+  /**
+   * The next claim is numbered after `largest` at least: no claim here may take a number another
+   * database of this line gave a claim sent to HMRC (its files bear it). Also run alone when keeping
+   * a ledger's claims failed (cli/backup.ts).
+   */
+  async numberAfter(largest: number, db: Kysely<Database> = this.db): Promise<void> {
+    if (!(largest > 0)) return;
+    if (this.dialect === 'postgres') {
+      await sql`select setval(pg_get_serial_sequence('giftaid_claims', 'id'), greatest(${largest}, (select coalesce(max(id), 0) from giftaid_claims)))`.execute(db);
+      return;
+    }
+    // SQLite's AUTOINCREMENT keeps its counter in sqlite_sequence, which has no row until a first claim.
+    const moved = await sql`update sqlite_sequence set seq = ${largest} where name = 'giftaid_claims' and seq < ${largest}`.execute(db);
+    const known = await sql<{ n: number }>`select count(*) as n from sqlite_sequence where name = 'giftaid_claims'`.execute(db);
+    if (Number(moved.numAffectedRows ?? 0n) === 0 && Number(known.rows[0]?.n ?? 0) === 0) await sql`insert into sqlite_sequence (name, seq) values ('giftaid_claims', ${largest})`.execute(db);
   }
 
   private claims() {
@@ -400,4 +421,25 @@ function toClaim({ charity_id: _, ...row }: Selectable<GiftaidClaimsTable> & { c
 function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/**
+ * Whether a claim's row was made from donation `d`: the claim's charity's, of the row's day and
+ * amount, and of its donor's names, house and postcode as the schedule writes them (after a restore
+ * of the wrong backup, an id may name another donor's donation of the same day and amount). A row
+ * whose details were erased (a donor's erasure since) is matched on the rest.
+ */
+function madeFrom(
+  r: Pick<LedgerCopy['rows'][number], 'donation_day' | 'amount_minor' | 'first_name' | 'last_name' | 'house' | 'postcode'>,
+  d: { charity_id: number; donation_date: string; amount_minor: number; donor_first_name: string | null; donor_last_name: string | null; donor_address: string | null; donor_postcode: string | null },
+  charityId: number,
+): boolean {
+  if (d.charity_id !== charityId || d.amount_minor !== r.amount_minor || donationDay(d.donation_date) !== r.donation_day) return false;
+  if (r.first_name === ERASED_IN_CLAIM) return true;
+  return (
+    hmrcFirstName(d.donor_first_name) === r.first_name &&
+    hmrcLastName(d.donor_last_name) === r.last_name &&
+    houseNameOrNumber(d.donor_address) === r.house &&
+    hmrcPostcode(d.donor_postcode).value === r.postcode
+  );
 }

@@ -7,6 +7,7 @@ import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit } from './audit.js';
+import { ERASED_IN_CLAIM } from './claims.js';
 import { donationsWithCharity, donorReference } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
@@ -21,8 +22,6 @@ export interface DonationErasure {
   erasure: Erasure;
 }
 
-/** What a claim row becomes once its donation's data is erased in full (the claim's totals stay). */
-const ERASED_IN_CLAIM = '[erased]';
 
 export class DonorData {
   constructor(
@@ -54,6 +53,7 @@ export class DonorData {
    * `retentionYears` after its day; with its audit entry, in one transaction.
    */
   async applyRetention({ today, retentionYears, dryRun, againOf }: { today: string; retentionYears: number; dryRun: boolean; againOf?: string }): Promise<DonationErasure[]> {
+    let claimRows = 0; // claim rows kept without their donation whose details went too (they leave no trace either)
     return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       // Nothing younger than the shorter of the two periods can be due: the query reads only the older rows.
       const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, GIFT_AID_RETENTION_YEARS)}${today.slice(4)}T00:00:00.000000Z`;
@@ -67,7 +67,9 @@ export class DonorData {
         await this.apply(trx, due);
         // A claim's rows a restore kept without their donation (migration 0014) hold the donor's details for HMRC as long as a donation would.
         const kept = await trx.selectFrom('giftaid_claim_rows_without_donation').select(['claim_id', 'position', 'donation_day']).where('first_name', '<>', ERASED_IN_CLAIM).execute();
-        for (const r of kept.filter((k) => giftAidKeptUntil(k.donation_day) < today)) {
+        const ended = kept.filter((k) => giftAidKeptUntil(k.donation_day) < today);
+        claimRows = ended.length;
+        for (const r of ended) {
           await trx
             .updateTable('giftaid_claim_rows_without_donation')
             .set({ first_name: ERASED_IN_CLAIM, last_name: ERASED_IN_CLAIM, house: ERASED_IN_CLAIM, postcode: ERASED_IN_CLAIM })
@@ -75,10 +77,14 @@ export class DonorData {
             .where('position', '=', r.position)
             .execute();
         }
-        await appendAudit(trx, { action: 'retention apply', target: `before ${today}`, summary: { retention_years: retentionYears, donations: due.length, ...(againOf && { again_of: againOf }) } });
+        await appendAudit(trx, {
+          action: 'retention apply',
+          target: `before ${today}`,
+          summary: { retention_years: retentionYears, donations: due.length, ...(claimRows > 0 && { claim_rows_without_donation: claimRows }), ...(againOf && { again_of: againOf }) },
+        });
       }
       return due;
-    }));
+    }), () => claimRows);
   }
 
   /**
@@ -102,9 +108,9 @@ export class DonorData {
    * PostgreSQL the rows' old versions stay in the table's files until VACUUM reuses their space
    * (the README says what that means for backups).
    */
-  private async leavingNoTrace(dryRun: boolean, erase: () => Promise<DonationErasure[]>): Promise<DonationErasure[]> {
+  private async leavingNoTrace(dryRun: boolean, erase: () => Promise<DonationErasure[]>, alsoErased: () => number = () => 0): Promise<DonationErasure[]> {
     const erased = await erase();
-    if (!dryRun && erased.length > 0 && this.dialect === 'sqlite') await sql`pragma wal_checkpoint(truncate)`.execute(this.db);
+    if (!dryRun && erased.length + alsoErased() > 0 && this.dialect === 'sqlite') await sql`pragma wal_checkpoint(truncate)`.execute(this.db);
     return erased;
   }
 

@@ -4,7 +4,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { entryKey, erasuresAfter, type ErasuresSince } from './audit.js';
+import { erasuresAfter, heldBy, type ErasuresSince } from './audit.js';
 import { LEDGER_QUERIES, ledgerCopy, type LedgerCopy } from './claims.js';
 import { migrations } from './migrations/index.js';
 
@@ -185,7 +185,8 @@ export async function erasuresSince(replaced: string, restored: string): Promise
   const backup = open(restored);
   let ids: Set<string>;
   try {
-    ids = new Set(hasTable(backup, 'audit_log') ? (backup.prepare('select id, at, action, target from audit_log').all() as Parameters<typeof entryKey>[0][]).map(entryKey) : []);
+    const trail = hasTable(backup, 'audit_log') ? (backup.prepare('select id, at, action, target, summary from audit_log').all() as { id: number; at: string; action: string; target: string; summary: string }[]) : [];
+    ids = heldBy(trail.map((e) => ({ ...e, id: Number(e.id), summary: JSON.parse(e.summary) as Record<string, unknown> })));
   } finally {
     backup.close();
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { validateDonation } from '../../src/donations/validate.js';
-import { entryKey, erasuresAfter, type AuditRecord } from '../../src/store/audit.js';
+import { entryKey, erasuresAfter, heldBy, type AuditRecord } from '../../src/store/audit.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
 import { BACKENDS, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
@@ -167,4 +167,6 @@ test("a restore's erasures again are the replaced trail's entries the backup's d
   const again = [...replaced, entry(6, 'restore', '/srv/almoner.db'), entry(7, 'donor erase', 'donor b', { charity: 'helping-hands', again_of: key(3) })];
   assert.deepEqual(erasuresAfter(again, keys(1, 2, 3, 4, 5)), { donors: [], retention: undefined });
   assert.deepEqual(erasuresAfter(again, keys(1, 2, 4)), { donors: [b, b], retention: { years: 6, original: key(5) } });
+  // And the other way: a backup holding only the repeat (entry 7) holds the original (entry 3) too.
+  assert.deepEqual(erasuresAfter(replaced, heldBy([...[1, 2, 4, 5].map((id) => replaced[id - 1]!), again[6]!])), { donors: [], retention: undefined });
 });

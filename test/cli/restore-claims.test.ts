@@ -140,3 +140,50 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+for (const backend of BACKENDS) {
+  test(`a kept claim's row is tied to the donation of its id only if it was made from it: another donor's donation of the same day and amount stays unclaimed, and the first donor's sent again needs attention [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const cli = async (args: string[]) => {
+        const run = await almoner(database.url, args);
+        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
+        return run;
+      };
+      const { id, username } = JSON.parse((await cli(['charity', 'create', '--name', 'Alpha', '--email', 'alpha@example.org', '--json'])).stdout) as { id: number; username: string };
+      const claim = async () => {
+        const out = tempDir();
+        const made = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', out, '--json'])).stdout) as { claim: number | null; donations: number; needs_attention: string | null };
+        if (made.claim !== null) await cli(['giftaid', 'mark', String(made.claim), 'submitted']);
+        return { ...made, out };
+      };
+      const backup = async (name: string) => {
+        const file = join(tempDir(), name);
+        if (backend.name === 'sqlite') await cli(['backup', '--out', file]);
+        else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
+        return file;
+      };
+      await recordGiftAided(database.url, id, [{ donor_email: 'first@example.org', amount: '10.00' }]); // id 1
+      assert.equal((await claim()).claim, 1);
+      const b1 = await backup('b1');
+      await recordGiftAided(database.url, id, [{ donor_email: 'xena@example.org', donor_first_name: 'Xena' }]); // id 2, £25
+      const b2 = await backup('b2');
+      await cli(['restore', b1, '--replace']); // the wrong one
+      await recordGiftAided(database.url, id, [{ donor_email: 'yusuf@example.org', donor_first_name: 'Yusuf' }]); // id 2 again, £25, the same day
+      assert.equal((await claim()).claim, 2);
+      await cli(['restore', b2, '--replace']);
+      // Xena's donation (id 2 here) is not the one claim 2 was made from (Yusuf's): it is claimed now, once.
+      const next = await claim();
+      assert.deepEqual([next.claim, next.donations], [3, 1]);
+      assert.deepEqual(giftAidRows(await readOds(join(next.out, 'claim-3-1.ods'))).map((r) => r.firstName), ['Xena']);
+      // Yusuf's, sent again, matches claim 2's kept row: it needs attention.
+      await recordGiftAided(database.url, id, [{ donor_email: 'yusuf@example.org', donor_first_name: 'Yusuf' }]);
+      const again = await claim();
+      assert.equal(again.claim, null);
+      assert.match(readFileSync(join(again.out, 'needs-attention.csv'), 'utf8'), /Yusuf.*a donation in claim 2 that a restore could not bring back/);
+    } finally {
+      await database.drop();
+    }
+  });
+}
