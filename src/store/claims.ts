@@ -226,15 +226,7 @@ export class ClaimLedger {
       // Rows a restore kept without their donation (keepFrom): the claim as sent to HMRC is all of them.
       ...(await this.db.selectFrom('giftaid_claim_rows_without_donation').select(columns).where('claim_id', '=', claimId).execute()),
     ].sort((a, b) => Number(a.position) - Number(b.position));
-    return rows.map((r) => ({
-      donationId: Number(r.donation_id),
-      firstName: r.first_name,
-      lastName: r.last_name,
-      houseNameOrNumber: r.house,
-      postcode: r.postcode,
-      donationDay: r.donation_day,
-      amountMinor: Number(r.amount_minor),
-    }));
+    return rows.map(scheduleRow);
   }
 
   /**
@@ -249,16 +241,7 @@ export class ClaimLedger {
       .where('c.charity_id', '=', charityId)
       .where('c.status', '<>', 'rejected')
       .execute();
-    return rows.map((r) => ({
-      claimId: Number(r.claim_id),
-      donationId: Number(r.donation_id),
-      firstName: r.first_name,
-      lastName: r.last_name,
-      houseNameOrNumber: r.house,
-      postcode: r.postcode,
-      donationDay: r.donation_day,
-      amountMinor: Number(r.amount_minor),
-    }));
+    return rows.map((r) => ({ ...scheduleRow(r), claimId: Number(r.claim_id) }));
   }
 
   /**
@@ -421,6 +404,19 @@ function toClaim({ charity_id: _, ...row }: Selectable<GiftaidClaimsTable> & { c
 function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/** A ledger row as the schedule's row it went into HMRC as. */
+function scheduleRow(r: Omit<Selectable<GiftaidClaimDonationsTable>, 'live' | 'claim_id'>): ScheduleRow {
+  return {
+    donationId: Number(r.donation_id),
+    firstName: r.first_name,
+    lastName: r.last_name,
+    houseNameOrNumber: r.house,
+    postcode: r.postcode,
+    donationDay: r.donation_day,
+    amountMinor: Number(r.amount_minor),
+  };
 }
 
 /**

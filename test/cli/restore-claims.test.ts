@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { recordGiftAided } from '../support/app.js';
-import { BACKENDS, tempDir } from '../support/backends.js';
+import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
 
@@ -90,30 +90,14 @@ for (const backend of BACKENDS) {
   });
 }
 
-
 for (const backend of BACKENDS) {
   test(`the wrong backup restored, then the right one: a kept claim's row whose id now names another charity's donation is kept without it, and that donation stays the other charity's to claim [${backend.name}]`, async () => {
     assertBuilt();
     const database = await backend.createDatabase();
     try {
-      const cli = async (args: string[]) => {
-        const run = await almoner(database.url, args);
-        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
-        return run;
-      };
-      const charity = async (name: string) => JSON.parse((await cli(['charity', 'create', '--name', name, '--email', `${name.toLowerCase()}@example.org`, '--json'])).stdout) as { id: number; username: string };
+      const { cli, charity, claim: claimOf, backup } = operator(database, backend.name);
       const [a, b] = [await charity('Alpha'), await charity('Beta')];
-      const claim = async (c: { username: string }) => {
-        const made = JSON.parse((await cli(['giftaid', 'claim', '--charity', c.username, '--out', tempDir(), '--json'])).stdout) as { claim: number | null; donations: number };
-        if (made.claim !== null) await cli(['giftaid', 'mark', String(made.claim), 'submitted']);
-        return made;
-      };
-      const backup = async (name: string) => {
-        const file = join(tempDir(), name);
-        if (backend.name === 'sqlite') await cli(['backup', '--out', file]);
-        else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
-        return file;
-      };
+      const claim = (c: { username: string }) => claimOf(c.username);
       await recordGiftAided(database.url, a.id, [{ donor_email: 'a1@example.org' }]); // id 1
       assert.equal((await claim(a)).claim, 1);
       const first = await backup('b1');
@@ -146,24 +130,9 @@ for (const backend of BACKENDS) {
     assertBuilt();
     const database = await backend.createDatabase();
     try {
-      const cli = async (args: string[]) => {
-        const run = await almoner(database.url, args);
-        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
-        return run;
-      };
-      const { id, username } = JSON.parse((await cli(['charity', 'create', '--name', 'Alpha', '--email', 'alpha@example.org', '--json'])).stdout) as { id: number; username: string };
-      const claim = async () => {
-        const out = tempDir();
-        const made = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', out, '--json'])).stdout) as { claim: number | null; donations: number; needs_attention: string | null };
-        if (made.claim !== null) await cli(['giftaid', 'mark', String(made.claim), 'submitted']);
-        return { ...made, out };
-      };
-      const backup = async (name: string) => {
-        const file = join(tempDir(), name);
-        if (backend.name === 'sqlite') await cli(['backup', '--out', file]);
-        else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
-        return file;
-      };
+      const { cli, charity, claim: claimOf, backup } = operator(database, backend.name);
+      const { id, username } = await charity('Alpha');
+      const claim = () => claimOf(username);
       await recordGiftAided(database.url, id, [{ donor_email: 'first@example.org', amount: '10.00' }]); // id 1
       assert.equal((await claim()).claim, 1);
       const b1 = await backup('b1');
@@ -186,4 +155,29 @@ for (const backend of BACKENDS) {
       await database.drop();
     }
   });
+}
+
+/** The operator's steps on `database`, each expected to succeed: a command, a charity, a claim (marked submitted), a backup. */
+function operator(database: TestDatabase, backend: string) {
+  const cli = async (args: string[]) => {
+    const run = await almoner(database.url, args);
+    assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
+    return run;
+  };
+  return {
+    cli,
+    charity: async (name: string) => JSON.parse((await cli(['charity', 'create', '--name', name, '--email', `${name.toLowerCase()}@example.org`, '--json'])).stdout) as { id: number; username: string },
+    claim: async (username: string) => {
+      const out = tempDir();
+      const made = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', out, '--json'])).stdout) as { claim: number | null; donations: number };
+      if (made.claim !== null) await cli(['giftaid', 'mark', String(made.claim), 'submitted']);
+      return { ...made, out };
+    },
+    backup: async (name: string) => {
+      const file = join(tempDir(), name);
+      if (backend === 'sqlite') await cli(['backup', '--out', file]);
+      else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
+      return file;
+    },
+  };
 }
