@@ -2,9 +2,43 @@
 // Every timestamp Almoner stores or returns is ISO 8601 UTC with microseconds:
 // YYYY-MM-DDTHH:MM:SS.ffffffZ. Fixed width, so stored text sorts in time order.
 
-/** Microseconds since the Unix epoch, from the high-resolution clock (Date has only milliseconds). */
+/**
+ * The wall clock in microseconds (Date has only milliseconds): the high-resolution clock, which
+ * never jumps, plus its distance from the system's clock, looked at again each second and taken
+ * when it has moved by more than a few milliseconds (a clock set right by NTP after the process
+ * started, a VM restored from a snapshot). Taken once at start (until 2026-11-28), a server started
+ * before the clock was set kept the wrong time until it restarted: donations dated days off, and an
+ * Idempotency-Key retried after a restart past its seeming 24 hours stored twice.
+ */
+export class WallClock {
+  private offsetMs: number;
+  private lookedAt: number;
+
+  constructor(
+    private readonly monotonicMs: () => number = () => performance.now(),
+    private readonly systemMs: () => number = () => Date.now(),
+  ) {
+    this.lookedAt = this.monotonicMs();
+    this.offsetMs = this.systemMs() - this.lookedAt;
+  }
+
+  micros(): number {
+    const now = this.monotonicMs();
+    if (now - this.lookedAt >= 1000) {
+      this.lookedAt = now;
+      const offset = this.systemMs() - now;
+      // Date's milliseconds would make each look move the time back and forth by up to one: only a real move is taken.
+      if (Math.abs(offset - this.offsetMs) > 5) this.offsetMs = offset;
+    }
+    return Math.floor((this.offsetMs + now) * 1000);
+  }
+}
+
+const wallClock = new WallClock();
+
+/** Microseconds since the Unix epoch (WallClock). */
 export function nowMicros(): number {
-  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+  return wallClock.micros();
 }
 
 export function formatMicros(micros: number): string {

@@ -60,8 +60,34 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
 const LATEST = Symbol('latest');
 type Connection = Socket & { [LATEST]?: { req: IncomingMessage; res: ServerResponse; before?: ServerResponse }; _parent?: Socket };
 
+/** A pipelined request's predecessor on its connection, not yet answered when it arrived. */
+const BEFORE = Symbol('before');
+type Pipelined = IncomingMessage & { [BEFORE]?: ServerResponse };
+
+/**
+ * Waits until the requests before this one on its connection (pipelined) are answered, and says
+ * whether this one's answer can still be sent. Node hands a client's pipelined requests to their
+ * handlers at once, but sends their answers in order: when one answer closes the connection (a 400
+ * for a bad body, any answer during a shutdown), those after it are never sent, and a create among
+ * them was stored all the same, which a client without a key sends again. A create does its work
+ * only in its turn, and none when its answer could not go out (trackConnections keeps the order).
+ */
+export function inTurn(req: IncomingMessage): boolean | Promise<boolean> {
+  const before = (req as Pipelined)[BEFORE];
+  // Node ends the socket as the answer before that closes it finishes (destroySoon), or it is gone.
+  const open = () => !req.socket.destroyed && !req.socket.writableEnded;
+  // Synchronous when nothing is before it, as for every request but a pipelined one: no promise on the hot path.
+  if (!before || before.writableFinished) return open();
+  return new Promise<boolean>((resolve) => {
+    before.once('finish', () => resolve(open()));
+    before.once('close', () => resolve(open()));
+  });
+}
+
 /** How long a connection with no request in flight may go without sending a byte while the server shuts down. */
 export const QUIET_BEFORE_CLOSE_MS = 1000;
+/** How long after a shutdown begins a request may still be arriving (a byte now and then held it up for the shutdown's whole 10 s). */
+export const ARRIVAL_BEFORE_CLOSE_MS = 2000;
 
 /**
  * The server's open connections, so that a shutdown can close those with no request in flight
@@ -70,8 +96,9 @@ export const QUIET_BEFORE_CLOSE_MS = 1000;
  * handshake, and close() stops the deadline checks that would end it; the shutdown's own 10 s then
  * ran out first, and it exited 1. A request whose headers are still arriving is given that second
  * (each byte starts it again), so it is served, not cut off. So is one whose body is still arriving:
- * one whose body stopped short held the shutdown up the same way (until 2026-11-28). A request
- * whose body is all in (its handler at work) is never closed here.
+ * one whose body stopped short held the shutdown up the same way (until 2026-11-28). But none is
+ * given more than ARRIVAL_BEFORE_CLOSE_MS from the shutdown's start: a byte every half second held
+ * it for its whole 10 s. A request whose body is all in (its handler at work) is never closed here.
  */
 export function trackConnections(server: Server, tls: boolean): { closeUnanswered(now?: number): void } {
   const open = new Set<Connection>();
@@ -88,7 +115,9 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
     // A pipelined request's predecessor, if not answered yet: it is in flight, whatever comes after it
     // (responses finish in order, so the one before is enough).
     const previous = socket[LATEST]?.res;
-    socket[LATEST] = { req, res, before: previous !== undefined && !previous.writableFinished ? previous : undefined };
+    const before = previous !== undefined && !previous.writableFinished ? previous : undefined;
+    socket[LATEST] = { req, res, before };
+    if (before) (req as Pipelined)[BEFORE] = before;
   });
   /** Each connection's bytes read when last looked at, and since when it has read no more. */
   const progress = new WeakMap<Socket, { bytesRead: number; since: number }>();
@@ -100,18 +129,21 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
     }
     return now - seen.since >= QUIET_BEFORE_CLOSE_MS;
   };
+  let since: number | undefined; // the first look: the shutdown's start
   return {
     closeUnanswered(now = performance.now()) {
+      since ??= now;
+      const late = now - since >= ARRIVAL_BEFORE_CLOSE_MS;
       if (tls) {
         // A TLS connection's TCP connection is its _parent (Node's own name): without it, nothing is known to be idle there.
         const handshaken = new Set([...open].map((s) => s._parent));
-        if (!handshaken.has(undefined)) for (const socket of underlying) if (!handshaken.has(socket) && quiet(socket, now)) socket.destroy();
+        if (!handshaken.has(undefined)) for (const socket of underlying) if (!handshaken.has(socket) && (quiet(socket, now) || late)) socket.destroy();
       }
       for (const socket of open) {
         const latest = socket[LATEST];
         // Answered yet, or its body still to come? And no pipelined request before it still at work.
         const inFlight = latest !== undefined && ((latest.before !== undefined && !latest.before.writableFinished) || (!latest.res.writableFinished && latest.req.complete));
-        if (!inFlight && quiet(socket, now)) socket.destroy();
+        if (!inFlight && (quiet(socket, now) || late)) socket.destroy();
       }
     },
   };

@@ -288,6 +288,28 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.doesNotMatch(text, /still open/);
     });
 
+    test('creates pipelined behind an answer that closes the connection (a 400 for a bad body) are not stored: their answers could never be sent', async () => {
+      // Node hands pipelined requests to their handlers at once but sends answers in order; the 400 closes the
+      // connection, and the creates after it were stored unanswered, which a client without a key sends again.
+      const create = (body: string) =>
+        `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const good = (n: number) => JSON.stringify(exampleDonation({ donor_email: `behind-close-${n}@example.org` }));
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let got = '';
+        socket.on('data', (d) => (got += d.toString('utf8')));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+        setTimeout(() => (socket.destroy(), resolve(`${got}\n(still open)`)), 5000).unref();
+        socket.write(create(good(0)) + create('{bad}') + [1, 2, 3, 4, 5].map((n) => create(good(n))).join(''));
+      });
+      const answers = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+      assert.deepEqual(answers, [200, 400], text);
+      const stored = [];
+      for (const n of [0, 1, 2, 3, 4, 5]) for await (const _ of t.store.exportDonations({ donorEmail: `behind-close-${n}@example.org` })) stored.push(n);
+      assert.deepEqual(stored, [0], 'only the create that was answered is stored');
+    });
+
     test('two Idempotency-Key headers: 400, nothing stored (they were taken as the one key "a1, a2")', async () => {
       const body = JSON.stringify(exampleDonation({ donor_email: 'two-keys@example.org' }));
       const { status, text } = await rawRequest(

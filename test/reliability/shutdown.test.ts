@@ -378,6 +378,28 @@ for (const backend of BACKENDS) {
       assertDatabaseClosed();
     });
 
+    test('a connection trickling its headers a byte at a time does not hold SIGTERM up past the 2 s a request may still be arriving: exit 0', async () => {
+      const live = await start();
+      const { port } = new URL(live.url);
+      const trickle = connect(Number(port), '127.0.0.1');
+      trickle.on('error', () => {});
+      const closed = new Promise<void>((resolve) => trickle.once('close', () => resolve()));
+      trickle.write('POST /api/v1/me HTTP/1.1\r\nHost: x\r\n');
+      const drip = setInterval(() => trickle.destroyed || trickle.write('X'), 300); // never a whole header line
+      try {
+        await new Promise((r) => setTimeout(r, 200));
+        const signalledAt = Date.now();
+        live.signal('SIGTERM');
+        const exit = await waitExit(live, 11_000);
+        if (exit) server = undefined;
+        assertCleanExit(live, exit, signalledAt); // before: "shutdown took longer than 10 s", exit 1
+        assert.ok(exit!.at - signalledAt < 5_000, `took ${exit!.at - signalledAt} ms to stop`);
+        await closed;
+      } finally {
+        clearInterval(drip);
+      }
+    });
+
     test('a pipelined create still at work is answered, though the request after it on the same connection stalls mid-body', async () => {
       const live = await start();
       assert.ok(database);

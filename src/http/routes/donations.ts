@@ -4,6 +4,7 @@ import { toDonationRecord, type DonationRecord } from '../../donations/donation.
 import { CREATE_RESPONSE_SCHEMA, VALIDATION_ERROR_SCHEMA } from '../../donations/schema.js';
 import { validateDonation } from '../../donations/validate.js';
 import { KeyTakenError, type Store } from '../../store/store.js';
+import { inTurn } from '../connections.js';
 import { fingerprint, formerFingerprints, IDEMPOTENCY, idempotencyKeyOf, inFlight } from '../idempotency.js';
 
 interface Options {
@@ -27,6 +28,13 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
     const result = validateDonation((request.body ?? {}) as Record<string, unknown>);
     if (!result.ok) return reply.code(422).send({ message: INVALID, errors: result.errors });
     const charityId = request.charity.id;
+    // Pipelined behind a request still being answered: stored only if this answer can still be sent.
+    const turn = inTurn(request.raw);
+    if (turn !== true && !(await turn)) {
+      reply.hijack();
+      request.raw.socket.destroy();
+      return reply;
+    }
 
     if (key === undefined) {
       const record = toDonationRecord(await store.recordDonation(charityId, result.donation, { budget: request.database }));
