@@ -77,10 +77,19 @@ export function inTurn(req: IncomingMessage): boolean | Promise<boolean> {
   // Node ends the socket as the answer before that closes it finishes (destroySoon), or it is gone.
   const open = () => !req.socket.destroyed && !req.socket.writableEnded;
   // Synchronous when nothing is before it, as for every request but a pipelined one: no promise on the hot path.
-  if (!before || before.writableFinished) return open();
+  if (!before || before.writableFinished || before.destroyed || !open()) return open();
+  // Until the answer before it is sent, or it or the connection is gone (an answer that never gets the
+  // connection, behind one that closed it, is never finished: a wait on it alone never ended).
   return new Promise<boolean>((resolve) => {
-    before.once('finish', () => resolve(open()));
-    before.once('close', () => resolve(open()));
+    const done = () => {
+      before.off('finish', done);
+      before.off('close', done);
+      req.socket.off('close', done);
+      resolve(open());
+    };
+    before.once('finish', done);
+    before.once('close', done);
+    req.socket.once('close', done);
   });
 }
 
@@ -110,7 +119,8 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
   };
   server.on(tls ? 'secureConnection' : 'connection', track(open));
   if (tls) server.on('connection', track(underlying));
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  // Every request on a connection, the ones Node hands to an Expect's listener too (errors.ts answers those): each is before the next.
+  const note = (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket as Connection;
     // A pipelined request's predecessor, if not answered yet: it is in flight, whatever comes after it
     // (responses finish in order, so the one before is enough).
@@ -118,7 +128,9 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
     const before = previous !== undefined && !previous.writableFinished ? previous : undefined;
     socket[LATEST] = { req, res, before };
     if (before) (req as Pipelined)[BEFORE] = before;
-  });
+  };
+  server.on('request', note);
+  server.on('checkExpectation', note);
   /** Each connection's bytes read when last looked at, and since when it has read no more. */
   const progress = new WeakMap<Socket, { bytesRead: number; since: number }>();
   const quiet = (socket: Socket, now: number): boolean => {

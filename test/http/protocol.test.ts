@@ -310,6 +310,27 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.deepEqual(stored, [0], 'only the create that was answered is stored');
     });
 
+    test('a create pipelined behind a request with an unsupported Expect (a 417 that closes the connection) is not stored', async () => {
+      // Node hands such a request to its Expect listener, not as a request: the create behind it waited on the one before.
+      const create = (email: string) => {
+        const body = JSON.stringify(exampleDonation({ donor_email: email }));
+        return `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      };
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let got = '';
+        socket.on('data', (d) => (got += d.toString('utf8')));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+        setTimeout(() => (socket.destroy(), resolve(`${got}\n(still open)`)), 5000).unref();
+        socket.write(create('before-expect@example.org') + `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nExpect: foo\r\n\r\n` + create('behind-expect@example.org'));
+      });
+      assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [200, 417], text);
+      const stored = [];
+      for await (const d of t.store.exportDonations({ donorEmail: 'behind-expect@example.org' })) stored.push(d.id);
+      assert.deepEqual(stored, []);
+    });
+
     test('two Idempotency-Key headers: 400, nothing stored (they were taken as the one key "a1, a2")', async () => {
       const body = JSON.stringify(exampleDonation({ donor_email: 'two-keys@example.org' }));
       const { status, text } = await rawRequest(
