@@ -47,6 +47,23 @@ async function rawRequest(port: number, head: string, body: Buffer | null, chunk
   return { status, text, ...(status === 0 ? { error: error ?? 'no answer' } : {}) };
 }
 
+/**
+ * Writes `requests` on one connection at once (pipelined), and `later` 50 ms after if given, then
+ * reads until the server closes it: all the answers, as text ("(still open)" after 5 s).
+ */
+function pipelined(port: number, requests: string, later?: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let got = '';
+    socket.on('data', (d) => (got += d.toString('utf8')));
+    socket.on('close', () => resolve(got));
+    socket.on('error', reject);
+    setTimeout(() => (socket.destroy(), resolve(`${got}\n(still open)`)), 5000).unref();
+    socket.write(requests);
+    if (later !== undefined) setTimeout(() => socket.write(later), 50);
+  });
+}
+
 for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`, () => {
   let t: TestContext;
   let port: number;
@@ -269,16 +286,7 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       const bodies = ['pipelined-junk-1@example.org', 'pipelined-junk-2@example.org'].map((email) => JSON.stringify(exampleDonation({ donor_email: email })));
       const head = (body: string) =>
         `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
-      const text = await new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        let got = '';
-        socket.on('data', (d) => (got += d.toString('utf8')));
-        socket.on('close', () => resolve(got));
-        socket.on('error', reject);
-        setTimeout(() => (socket.destroy(), resolve(`${got}\n(still open)`)), 5000).unref();
-        socket.write(`${head(bodies[0]!)}${bodies[0]}${head(bodies[1]!)}${bodies[1]} `);
-        setTimeout(() => socket.write('more junk'), 50); // Node reports the error again for each further chunk
-      });
+      const text = await pipelined(port, `${head(bodies[0]!)}${bodies[0]}${head(bodies[1]!)}${bodies[1]} `, 'more junk'); // Node reports the error again for each further chunk
       const answers = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])); // each straight after the body before it
       assert.deepEqual(answers, [200, 200, 400], text);
       for (const [, json] of text.matchAll(/\r\n\r\n(\{"data".*?\}\})/gs)) {
@@ -294,15 +302,7 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       const create = (body: string) =>
         `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
       const good = (n: number) => JSON.stringify(exampleDonation({ donor_email: `behind-close-${n}@example.org` }));
-      const text = await new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        let got = '';
-        socket.on('data', (d) => (got += d.toString('utf8')));
-        socket.on('close', () => resolve(got));
-        socket.on('error', reject);
-        setTimeout(() => (socket.destroy(), resolve(`${got}\n(still open)`)), 5000).unref();
-        socket.write(create(good(0)) + create('{bad}') + [1, 2, 3, 4, 5].map((n) => create(good(n))).join(''));
-      });
+      const text = await pipelined(port, create(good(0)) + create('{bad}') + [1, 2, 3, 4, 5].map((n) => create(good(n))).join(''));
       const answers = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
       assert.deepEqual(answers, [200, 400], text);
       const stored = [];
@@ -316,15 +316,7 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
         const body = JSON.stringify(exampleDonation({ donor_email: email }));
         return `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
       };
-      const text = await new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        let got = '';
-        socket.on('data', (d) => (got += d.toString('utf8')));
-        socket.on('close', () => resolve(got));
-        socket.on('error', reject);
-        setTimeout(() => (socket.destroy(), resolve(`${got}\n(still open)`)), 5000).unref();
-        socket.write(create('before-expect@example.org') + `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nExpect: foo\r\n\r\n` + create('behind-expect@example.org'));
-      });
+      const text = await pipelined(port, create('before-expect@example.org') + `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nExpect: foo\r\n\r\n` + create('behind-expect@example.org'));
       assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [200, 417], text);
       const stored = [];
       for await (const d of t.store.exportDonations({ donorEmail: 'behind-expect@example.org' })) stored.push(d.id);

@@ -215,6 +215,16 @@ for (const backend of BACKENDS) {
       return server.listening();
     }
 
+    /** SIGTERM to `live`: it exits 0, cleanly, within 5 s. */
+    async function stopsSoon(live: ServerProcess): Promise<void> {
+      const signalledAt = Date.now();
+      live.signal('SIGTERM');
+      const exit = await waitExit(live, 11_000);
+      if (exit) server = undefined;
+      assertCleanExit(live, exit, signalledAt);
+      assert.ok(exit!.at - signalledAt < 5_000, `took ${exit!.at - signalledAt} ms to stop`);
+    }
+
     /**
      * Checks the database after the exit: every 200 is stored and equal to its record, and every
      * stored row of these requests got its 200 (a row without one is a request cut after its commit).
@@ -368,12 +378,7 @@ for (const backend of BACKENDS) {
       });
       halfway.write(`POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\n`);
       await new Promise((r) => setTimeout(r, 200));
-      const signalledAt = Date.now();
-      live.signal('SIGTERM');
-      const exit = await waitExit(live, 11_000);
-      if (exit) server = undefined;
-      assertCleanExit(live, exit, signalledAt); // before: "shutdown took longer than 10 s", exit 1
-      assert.ok(exit!.at - signalledAt < 5_000, `took ${exit!.at - signalledAt} ms to stop`);
+      await stopsSoon(live); // before: "shutdown took longer than 10 s", exit 1
       await Promise.all(closed);
       assertDatabaseClosed();
     });
@@ -388,12 +393,7 @@ for (const backend of BACKENDS) {
       const drip = setInterval(() => trickle.destroyed || trickle.write('X'), 300); // never a whole header line
       try {
         await new Promise((r) => setTimeout(r, 200));
-        const signalledAt = Date.now();
-        live.signal('SIGTERM');
-        const exit = await waitExit(live, 11_000);
-        if (exit) server = undefined;
-        assertCleanExit(live, exit, signalledAt); // before: "shutdown took longer than 10 s", exit 1
-        assert.ok(exit!.at - signalledAt < 5_000, `took ${exit!.at - signalledAt} ms to stop`);
+        await stopsSoon(live); // before: "shutdown took longer than 10 s", exit 1
         await closed;
       } finally {
         clearInterval(drip);
