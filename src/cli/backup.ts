@@ -161,17 +161,19 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   const keptAs = empty ? undefined : `${file}.replaced-trail-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
   // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only.
   if (keptAs) writeFileSync(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx', mode: 0o600 });
+  // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
+  const ledgerAs = now.ledger.claims.length > 0 ? saveLedger(now.ledger, file) : undefined;
   try {
     await pgRestore(file, env);
   } catch (err) {
-    if (keptAs) rmSync(keptAs, { force: true }); // nothing was replaced
+    for (const f of [keptAs, ledgerAs]) if (f) rmSync(f, { force: true }); // nothing was replaced
     throw err;
   }
   const again = await withStoreAt(location, async (store) => {
     // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
     const restored = heldBy(await store.auditTrail());
     await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs ?? null, charities: await store.countCharities() } });
-    return [await keepClaims(store, now.ledger, file), await eraseAgain(store, erasuresAfter(now.trail, restored))];
+    return [await keepClaims(store, now.ledger, file, ledgerAs), await eraseAgain(store, erasuresAfter(now.trail, restored))];
   });
   print(`restored ${file} to ${describeDatabase(location)}` + (keptAs ? `; the audit trail of what it replaced is kept as ${keptAs}` : ''));
   for (const line of again) if (line) print(line);
@@ -304,18 +306,26 @@ const NO_LEDGER =
   'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
   'Before the next claim, compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
 
+/** The claim ledger in a file beside `beside`, readable by this user only (it holds donors' names and addresses); its name. */
+function saveLedger(ledger: LedgerCopy, beside: string): string {
+  const file = `${beside}.replaced-claims-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
+  writeFileSync(file, JSON.stringify(ledger), { flag: 'wx', mode: 0o600 });
+  return file;
+}
+
 /**
- * Keeps the replaced database's claims (ClaimLedger.keepFrom) and says what it kept. If that fails,
- * the restore itself stands and the erasures are still made again: the ledger read from the replaced
- * database is written to a file beside `beside` instead (readable by this user only), the command
- * says so and ends with exit status 1.
+ * Keeps the replaced database's claims (ClaimLedger.keepFrom) and says what it kept; the ledger's
+ * file saved before the restore (`saved`, PostgreSQL) is then removed. If keeping fails, the restore
+ * itself stands and the erasures are still made again: the ledger stays in a file beside `beside`
+ * (written now, on SQLite), the command says so and ends with exit status 1.
  */
-async function keepClaims(store: Store, ledger: LedgerCopy, beside: string): Promise<string | undefined> {
+async function keepClaims(store: Store, ledger: LedgerCopy, beside: string, saved?: string): Promise<string | undefined> {
   try {
-    return describeKept(await store.claims.keepFrom(ledger));
+    const said = describeKept(await store.claims.keepFrom(ledger));
+    if (saved) rmSync(saved, { force: true });
+    return said;
   } catch (err) {
-    const kept = `${beside}.replaced-claims-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
-    writeFileSync(kept, JSON.stringify(ledger), { flag: 'wx', mode: 0o600 });
+    const kept = saved ?? saveLedger(ledger, beside);
     // The numbers at least: a new claim must not bear one the replaced database's claims were sent to HMRC under.
     await store.claims.numberAfter(Math.max(0, ...ledger.claims.map((c) => c.id))).catch(() => {});
     process.exitCode = 1;

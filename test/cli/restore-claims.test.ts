@@ -4,8 +4,8 @@
 // recorded since the backup is kept: claims added, with their ids; claims rejected or submitted.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
@@ -47,6 +47,8 @@ for (const backend of BACKENDS) {
         await cli(['giftaid', 'mark', '2', 'submitted']);
 
         const restored = await cli(['restore', backup, '--replace']);
+        // On PostgreSQL the ledger was saved beside the dump before pg_restore dropped it, and removed once its claims were kept.
+        assert.deepEqual(readdirSync(dirname(backup)).filter((f) => f.includes('replaced-claims')), []);
         assert.match(restored.stdout, /kept the Gift Aid claims the replaced database recorded after the backup:/);
         assert.match(restored.stdout, /claim 2 \(submitted\) added; 1 of its donations is not in the backup \(recorded after it\): its row is kept as sent to HMRC/);
         assert.match(restored.stdout, /claim 1 marked rejected/);
