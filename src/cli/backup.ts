@@ -7,11 +7,11 @@ import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
 import { describeDatabase, type DatabaseLocation } from '../config.js';
-import { erasuresAfter, heldBy, osUser, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, claimLedgerIn, CopyRefused, erasuresSince, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
-import { LEDGER_QUERIES, ledgerCopy, type KeptClaims, type LedgerCopy } from '../store/claims.js';
+import { backUpSqlite, CopyRefused, replacedHeld, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
+import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -92,8 +92,7 @@ export function restoreCommand(): Command {
       let unread: string | undefined;
       if (keptAs) {
         try {
-          erased = await erasuresSince(keptAs, resolve(location.path));
-          ledger = await claimLedgerIn(keptAs);
+          ({ erased, ledger } = await replacedHeld(keptAs, resolve(location.path)));
         } catch (err) {
           unread = err instanceof Error ? err.message : String(err);
         }
@@ -158,7 +157,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     );
   }
   // An empty database has no trail to keep.
-  const keptAs = empty ? undefined : `${file}.replaced-trail-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
+  const keptAs = empty ? undefined : besideFile(file, 'trail', 'jsonl');
   // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only.
   if (keptAs) writeFileSync(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx', mode: 0o600 });
   // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
@@ -198,15 +197,9 @@ async function beforeRestore(url: string): Promise<{ otherSessions: number; tabl
     const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
     const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass($1) as t', [table])).rows[0]?.t != null;
     const schema = (await has('kysely_migration')) ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((r) => r.name) : [];
-    const trail = (await has('audit_log'))
-      ? (await client.query<{ id: string; at: string; action: string; target: string; os_user: string; host: string; summary: string }>('select * from audit_log order by id')).rows.map(
-          (r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }),
-        )
-      : [];
     const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
-    const ledger = (await has('giftaid_claims'))
-      ? ledgerCopy(await all(LEDGER_QUERIES.claims), await all(LEDGER_QUERIES.rows), (await has('giftaid_claim_rows_without_donation')) ? await all(LEDGER_QUERIES.withoutDonation) : [])
-      : ledgerCopy([], []);
+    const trail = (await has('audit_log')) ? ((await all('select * from audit_log order by id')) as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
+    const ledger = await readLedger(has, all);
     const tables = await client.query<{ n: string }>("select count(*) as n from pg_tables where schemaname not in ('pg_catalog', 'information_schema')");
     return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, trail, ledger };
   } finally {
@@ -306,9 +299,14 @@ const NO_LEDGER =
   'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
   'Before the next claim, compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
 
+/** A file beside `beside` for what the replaced database held (`trail`, `claims`), named for now: `….replaced-trail-<time>.jsonl`. */
+function besideFile(beside: string, what: string, extension: string): string {
+  return `${beside}.replaced-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}.${extension}`;
+}
+
 /** The claim ledger in a file beside `beside`, readable by this user only (it holds donors' names and addresses); its name. */
 function saveLedger(ledger: LedgerCopy, beside: string): string {
-  const file = `${beside}.replaced-claims-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
+  const file = besideFile(beside, 'claims', 'json');
   writeFileSync(file, JSON.stringify(ledger), { flag: 'wx', mode: 0o600 });
   return file;
 }
@@ -357,7 +355,7 @@ function describeKept({ added, marked, refused }: KeptClaims): string | undefine
 }
 
 /**
- * Erases again what the replaced database erased after the backup (erasuresSince): each donor's
+ * Erases again what the replaced database erased after the backup (erasuresAfter): each donor's
  * erasure, by the e-mail addresses whose reference it names, and the last retention run. Each is
  * audited as it was the first time. Says what it did, or nothing when there was nothing to do.
  */

@@ -58,7 +58,7 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
 
 /** The latest request and response on a connection (responses go out in order: when it is finished, all are). */
 const LATEST = Symbol('latest');
-type Connection = Socket & { [LATEST]?: { req: IncomingMessage; res: ServerResponse; before?: ServerResponse }; _parent?: Socket };
+type Connection = Socket & { [LATEST]?: { req: Pipelined; res: ServerResponse }; _parent?: Socket };
 
 /** A pipelined request's predecessor on its connection, not yet answered when it arrived. */
 const BEFORE = Symbol('before');
@@ -125,9 +125,8 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
     // A pipelined request's predecessor, if not answered yet: it is in flight, whatever comes after it
     // (responses finish in order, so the one before is enough).
     const previous = socket[LATEST]?.res;
-    const before = previous !== undefined && !previous.writableFinished ? previous : undefined;
-    socket[LATEST] = { req, res, before };
-    if (before) (req as Pipelined)[BEFORE] = before;
+    if (previous !== undefined && !previous.writableFinished) (req as Pipelined)[BEFORE] = previous;
+    socket[LATEST] = { req, res };
   };
   server.on('request', note);
   server.on('checkExpectation', note);
@@ -154,7 +153,8 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
       for (const socket of open) {
         const latest = socket[LATEST];
         // Answered yet, or its body still to come? And no pipelined request before it still at work.
-        const inFlight = latest !== undefined && ((latest.before !== undefined && !latest.before.writableFinished) || (!latest.res.writableFinished && latest.req.complete));
+        const before = latest?.req[BEFORE];
+        const inFlight = latest !== undefined && ((before !== undefined && !before.writableFinished) || (!latest.res.writableFinished && latest.req.complete));
         if (!inFlight && (quiet(socket, now) || late)) socket.destroy();
       }
     },

@@ -66,8 +66,12 @@ export async function appendAudit(db: Kysely<Database>, entry: AuditEntry): Prom
 export async function readAudit(db: Kysely<Database>, since?: string): Promise<AuditRecord[]> {
   let q = db.selectFrom('audit_log').selectAll();
   if (since !== undefined) q = q.where('at', '>=', since);
-  const rows = await q.orderBy('id').execute();
-  return rows.map((r) => ({ id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> }));
+  return (await q.orderBy('id').execute()).map(toAuditRecord);
+}
+
+/** A row of audit_log as stored (read by Kysely, pg or better-sqlite3 alike) as an AuditRecord. */
+export function toAuditRecord(r: { id: number | string | bigint; at: string; action: string; target: string; os_user: string; host: string; summary: string }): AuditRecord {
+  return { id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> };
 }
 
 /** Donors' erasures and retention runs a replaced database recorded after its backup was taken. */

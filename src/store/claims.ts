@@ -51,14 +51,13 @@ export class ClaimStatusError extends Error {
 
 /** What a claim row becomes once its donation's data is erased in full (the claim's totals stay). */
 export const ERASED_IN_CLAIM = '[erased]';
+/** A claim row's donor details, erased. */
+export const ERASED_CLAIM_DETAILS = { first_name: ERASED_IN_CLAIM, last_name: ERASED_IN_CLAIM, house: ERASED_IN_CLAIM, postcode: ERASED_IN_CLAIM } as const;
 
 /** Rows inserted per statement: well inside both backends' limits on bound parameters. */
 const INSERT_CHUNK = 500;
 
-/**
- * A whole claim ledger as another database held it (the one a restore replaced), read with plain
- * SQL (LEDGER_QUERIES) so that a database of any version Almoner can restore over is read alike.
- */
+/** A whole claim ledger as another database held it (the one a restore replaced): readLedger. */
 export interface LedgerCopy {
   claims: Selectable<GiftaidClaimsTable>[];
   rows: Selectable<GiftaidClaimDonationsTable>[];
@@ -66,22 +65,23 @@ export interface LedgerCopy {
   withoutDonation: Selectable<GiftaidClaimRowsWithoutDonationTable>[];
 }
 
-export const LEDGER_QUERIES = {
-  claims: 'select * from giftaid_claims order by id',
-  rows: 'select * from giftaid_claim_donations order by claim_id, position',
-  /** Only where the table is (0014 on): a reader checks first. */
-  withoutDonation: 'select * from giftaid_claim_rows_without_donation order by claim_id, position',
-} as const;
-
-/** The rows LEDGER_QUERIES gave, their int8 columns (strings from pg) as numbers. */
-export function ledgerCopy(claims: Record<string, unknown>[], rows: Record<string, unknown>[], withoutDonation: Record<string, unknown>[] = []): LedgerCopy {
-  const numbers = <T extends Record<string, unknown>>(row: Record<string, unknown>, names: readonly string[]) =>
-    ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as unknown as T;
+/**
+ * The whole claim ledger of another database, asked through `has` (whether a table is there) and
+ * `all` (a query's rows), so pg and better-sqlite3 read it alike, and a database from before a
+ * table was made reads as having none.
+ */
+export async function readLedger(
+  has: (table: string) => boolean | Promise<boolean>,
+  all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>,
+): Promise<LedgerCopy> {
+  const rowsOf = async (table: string, order: string) => ((await has(table)) ? await all(`select * from ${table} order by ${order}`) : []);
+  const numbers = <T>(row: Record<string, unknown>, names: readonly string[]) => ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as T;
   const rowNumbers = ['claim_id', 'donation_id', 'position', 'amount_minor'];
+  // int8 columns come back as strings from pg: numbers here, as everywhere else.
   return {
-    claims: claims.map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
-    rows: rows.map((r) => numbers(r, rowNumbers)),
-    withoutDonation: withoutDonation.map((r) => numbers(r, rowNumbers)),
+    claims: (await rowsOf('giftaid_claims', 'id')).map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
+    rows: (await rowsOf('giftaid_claim_donations', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
+    withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
   };
 }
 

@@ -7,7 +7,7 @@ import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit } from './audit.js';
-import { ERASED_IN_CLAIM } from './claims.js';
+import { ERASED_CLAIM_DETAILS, ERASED_IN_CLAIM } from './claims.js';
 import { donationsWithCharity, donorReference } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
@@ -21,7 +21,6 @@ export interface DonationErasure {
   giftAid: boolean;
   erasure: Erasure;
 }
-
 
 export class DonorData {
   constructor(
@@ -72,7 +71,7 @@ export class DonorData {
         for (const r of ended) {
           await trx
             .updateTable('giftaid_claim_rows_without_donation')
-            .set({ first_name: ERASED_IN_CLAIM, last_name: ERASED_IN_CLAIM, house: ERASED_IN_CLAIM, postcode: ERASED_IN_CLAIM })
+            .set(ERASED_CLAIM_DETAILS)
             .where('claim_id', '=', r.claim_id)
             .where('position', '=', r.position)
             .execute();
@@ -127,8 +126,7 @@ export class DonorData {
       const erasedDonor = erasure.keptUntil === null ? { erased_donor: null } : donor === undefined ? {} : { erased_donor: donor };
       await trx.updateTable('donations').set({ ...set, erased_at: at, erase_after: erasure.keptUntil, ...erasedDonor }).where('id', '=', id).execute();
       if (erasure.keptUntil === null) {
-        const erased = { first_name: ERASED_IN_CLAIM, last_name: ERASED_IN_CLAIM, house: ERASED_IN_CLAIM, postcode: ERASED_IN_CLAIM };
-        await trx.updateTable('giftaid_claim_donations').set(erased).where('donation_id', '=', id).execute();
+        await trx.updateTable('giftaid_claim_donations').set(ERASED_CLAIM_DETAILS).where('donation_id', '=', id).execute();
       }
     }
   }

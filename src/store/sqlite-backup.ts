@@ -4,8 +4,8 @@
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { erasuresAfter, heldBy, type ErasuresSince } from './audit.js';
-import { LEDGER_QUERIES, ledgerCopy, type LedgerCopy } from './claims.js';
+import { erasuresAfter, heldBy, toAuditRecord, type ErasuresSince } from './audit.js';
+import { readLedger, type LedgerCopy } from './claims.js';
 import { migrations } from './migrations/index.js';
 
 /** What a checked copy holds. */
@@ -175,43 +175,28 @@ export async function inUse(path: string): Promise<boolean> {
 }
 
 /**
- * What the database at `replaced` erased that `restored`'s trail (the backup's) does not hold:
- * audit.ts's erasuresAfter, on the two files.
+ * What the database at `replaced` (the one a restore moved aside) recorded that `restored`'s trail
+ * (the backup's) does not hold: its erasures (audit.ts's erasuresAfter), and its claim ledger
+ * (ClaimLedger.keepFrom takes what the restored one lacks). Each file read once.
  */
-export async function erasuresSince(replaced: string, restored: string): Promise<ErasuresSince> {
+export async function replacedHeld(replaced: string, restored: string): Promise<{ erased: ErasuresSince; ledger: LedgerCopy }> {
   const Database = await driver();
   // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
   const open = (path: string) => new Database(path, { fileMustExist: true });
+  const trailOf = (db: BetterSqlite3.Database) => (hasTable(db, 'audit_log') ? (db.prepare('select * from audit_log order by id').all() as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : []);
   const backup = open(restored);
-  let ids: Set<string>;
+  let held: Set<string>;
   try {
-    const trail = hasTable(backup, 'audit_log') ? (backup.prepare('select id, at, action, target, summary from audit_log').all() as { id: number; at: string; action: string; target: string; summary: string }[]) : [];
-    ids = heldBy(trail.map((e) => ({ ...e, id: Number(e.id), summary: JSON.parse(e.summary) as Record<string, unknown> })));
+    held = heldBy(trailOf(backup));
   } finally {
     backup.close();
   }
   const old = open(replaced);
   try {
-    if (!hasTable(old, 'audit_log')) return { donors: [], retention: undefined };
-    const entries = old
-      .prepare("select id, at, action, target, summary from audit_log where action in ('donor erase', 'retention apply') order by id")
-      .all() as { id: number; at: string; action: string; target: string; summary: string }[];
-    return erasuresAfter(entries.map((e) => ({ ...e, id: Number(e.id), summary: JSON.parse(e.summary) as Record<string, unknown> })), ids);
+    const ledger = await readLedger((table) => hasTable(old, table), (query) => old.prepare(query).all() as Record<string, unknown>[]);
+    return { erased: erasuresAfter(trailOf(old), held), ledger };
   } finally {
     old.close();
-  }
-}
-
-/** The Gift Aid claim ledger of the database at `path` (the one a restore replaced), for ClaimLedger.keepFrom. */
-export async function claimLedgerIn(path: string): Promise<LedgerCopy> {
-  const Database = await driver();
-  const db = new Database(path, { fileMustExist: true }); // not read-only, as in erasuresSince
-  try {
-    if (!hasTable(db, 'giftaid_claims')) return ledgerCopy([], []);
-    const all = (query: string) => db.prepare(query).all() as Record<string, unknown>[];
-    return ledgerCopy(all(LEDGER_QUERIES.claims), all(LEDGER_QUERIES.rows), hasTable(db, 'giftaid_claim_rows_without_donation') ? all(LEDGER_QUERIES.withoutDonation) : []);
-  } finally {
-    db.close();
   }
 }
 
