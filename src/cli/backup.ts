@@ -2,7 +2,7 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
@@ -10,7 +10,7 @@ import { describeDatabase, type DatabaseLocation } from '../config.js';
 import { erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, replacedHeld, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
@@ -85,14 +85,12 @@ export function restoreCommand(): Command {
       // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
       if (!writable(dirname(resolve(location.path)))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(resolve(location.path))}: run the command as the user the server runs as`);
       const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, resolve(location.path), { replace }));
-      // Read before the restore's own entry: the restored trail's last entry is then the backup's.
       // A replaced database too damaged to read its trail from does not undo the restore: it is said.
-      let erased: ErasuresSince | undefined;
-      let ledger: LedgerCopy | undefined;
+      let replaced: Replaced | undefined;
       let unread: string | undefined;
       if (keptAs) {
         try {
-          ({ erased, ledger } = await replacedHeld(keptAs, resolve(location.path)));
+          replaced = await readReplaced(keptAs);
         } catch (err) {
           unread = err instanceof Error ? err.message : String(err);
         }
@@ -100,13 +98,15 @@ export function restoreCommand(): Command {
       // Opened as the server would open it (a backup from an earlier version is migrated now), and
       // the restore is the first entry of the restored database's trail after the backup's own.
       const again = await withStoreAt(location, async (store) => {
+        const restored = heldBy(await store.auditTrail());
         await store.audit({ action: 'restore', target: resolve(location.path), summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } });
-        return [ledger && (await keepClaims(store, ledger, resolve(location.path))), erased && (await eraseAgain(store, erased))];
+        // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
+        return replaced && keptAs ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : [];
       });
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
       for (const line of again) if (line) print(line);
-      if (!ledger || unread !== undefined) {
+      if (!replaced) {
         if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);
         print(NO_ERASURES);
         print(NO_LEDGER);
@@ -116,6 +116,86 @@ export function restoreCommand(): Command {
           'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
       );
     });
+}
+
+/**
+ * Finishes a restore that stopped before it had taken in what the replaced database recorded after
+ * the backup (killed, the machine lost, or its keeping of claims failed): from what the restore
+ * left, it does again what the restore would have done last. Each step is a no-op when done
+ * already, so it is safe to run again, and to run when unsure.
+ */
+export function keepReplacedCommand(): Command {
+  return new Command('keep-replaced')
+    .description(
+      "finish a restore that stopped early: keep the Gift Aid claims, and erase again the donors, that the replaced database recorded after the backup (safe to run again)",
+    )
+    .argument(
+      '<files...>',
+      'what the restore left: on SQLite the replaced database (almoner.db.replaced-<time>); on PostgreSQL its trail (<dump>.replaced-trail-<time>.jsonl) and, if there is one, its claims (<dump>.replaced-claims-<time>.json)',
+    )
+    .action(async (files: string[]) => {
+      const location = theDatabase();
+      const read = await Promise.all(files.map((f) => readLeftOver(resolve(f))));
+      const of = (what: 'trail' | 'ledger') => {
+        const from = read.filter((r) => r[what] !== undefined);
+        if (from.length > 1) throw new UsageError(`give one replaced ${what === 'trail' ? 'audit trail' : 'claim ledger'}, not ${from.length} (${from.map((r) => r.file).join(', ')})`);
+        return from[0];
+      };
+      const [trail, ledger] = [of('trail'), of('ledger')];
+      const said = await withStoreAt(location, async (store) =>
+        takeIn(
+          store,
+          { trail: trail?.trail ?? [], ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } },
+          heldBy(await store.auditTrail()),
+          ledger && { saved: ledger.file, remove: false },
+        ),
+      );
+      for (const line of said) if (line) print(line);
+      if (said.every((line) => line === undefined) && process.exitCode !== 1) {
+        print(`nothing to do: ${describeDatabase(location)} holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
+      }
+      if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
+    });
+}
+
+/**
+ * A file a restore left, read: the replaced SQLite database (its trail and ledger), a PostgreSQL
+ * restore's trail (JSON lines, as `audit --json` prints them) or its claim ledger (one JSON object).
+ */
+async function readLeftOver(file: string): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy }> {
+  if (!existsSync(file)) throw new UsageError(`there is no file at ${file}`);
+  const text = (() => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new UsageError(`${file} cannot be read by this user (${osUser()}): ${(err as Error).message}`);
+    }
+  })();
+  if (text.subarray(0, 16).toString('latin1') === 'SQLite format 3\0') {
+    try {
+      return { file, ...(await readReplaced(file)) };
+    } catch (err) {
+      throw new UsageError(`${file} is a SQLite database that cannot be read: ${(err as Error).message}`);
+    }
+  }
+  const notOurs = new UsageError(`${file} is not what a restore leaves (a replaced SQLite database, a .replaced-trail-….jsonl or a .replaced-claims-….json)`);
+  const lines = text.toString('utf8').split('\n').filter((l) => l.trim() !== '');
+  const parsed = lines.map((l) => {
+    try {
+      return JSON.parse(l) as unknown;
+    } catch {
+      throw notOurs;
+    }
+  });
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const first = parsed[0];
+  if (parsed.length === 1 && isObject(first) && Array.isArray(first.claims) && Array.isArray(first.rows)) {
+    return { file, ledger: { claims: first.claims, rows: first.rows, withoutDonation: Array.isArray(first.withoutDonation) ? first.withoutDonation : [] } as LedgerCopy };
+  }
+  const entry = (v: unknown): v is AuditRecord =>
+    isObject(v) && typeof v.id === 'number' && typeof v.at === 'string' && typeof v.action === 'string' && typeof v.target === 'string' && isObject(v.summary);
+  if (parsed.length > 0 && parsed.every(entry)) return { file, trail: parsed };
+  throw notOurs;
 }
 
 /** pg_restore, as the README once had the operator run it, and in one transaction: the database is the backup's, or as it was. */
@@ -172,7 +252,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
     const restored = heldBy(await store.auditTrail());
     await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs ?? null, charities: await store.countCharities() } });
-    return [await keepClaims(store, now.ledger, file, ledgerAs), await eraseAgain(store, erasuresAfter(now.trail, restored))];
+    return takeIn(store, now, restored, ledgerAs ? { saved: ledgerAs, remove: true } : undefined);
   });
   print(`restored ${file} to ${describeDatabase(location)}` + (keptAs ? `; the audit trail of what it replaced is kept as ${keptAs}` : ''));
   for (const line of again) if (line) print(line);
@@ -311,26 +391,46 @@ function saveLedger(ledger: LedgerCopy, beside: string): string {
   return file;
 }
 
+/** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger. */
+type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy };
+
 /**
- * Keeps the replaced database's claims (ClaimLedger.keepFrom) and says what it kept; the ledger's
- * file saved before the restore (`saved`, PostgreSQL) is then removed. If keeping fails, the restore
- * itself stands and the erasures are still made again: the ledger stays in a file beside `beside`
- * (written now, on SQLite), the command says so and ends with exit status 1.
+ * The file that holds the replaced claim ledger, should keeping its claims fail (none when it has
+ * no claims): removed once they are kept if `remove` (a PostgreSQL restore's own copy), never if it
+ * is the replaced SQLite database or a file the operator named.
  */
-async function keepClaims(store: Store, ledger: LedgerCopy, beside: string, saved?: string): Promise<string | undefined> {
+type LedgerFile = { saved: string; remove: boolean } | undefined;
+
+/**
+ * Takes into the restored database what the replaced one recorded after the backup and the
+ * restored trail (`restored`, heldBy) does not hold: its claims kept, its erasures made again. Each
+ * is a no-op when done already, so a restore that stopped half-way is finished by doing it again
+ * (keep-replaced). What was done, said.
+ */
+async function takeIn(store: Store, { trail, ledger }: Replaced, restored: ReadonlySet<string>, file: LedgerFile): Promise<Array<string | undefined>> {
+  return [await keepClaims(store, ledger, file), await eraseAgain(store, erasuresAfter(trail, restored))];
+}
+
+/**
+ * Keeps the replaced database's claims (ClaimLedger.keepFrom) and says what it kept. If keeping
+ * fails, the restore itself stands and the erasures are still made again: the ledger stays in its
+ * file, the command says so and ends with exit status 1.
+ */
+async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): Promise<string | undefined> {
+  if (ledger.claims.length === 0 || !file) return undefined;
   try {
     const said = describeKept(await store.claims.keepFrom(ledger));
-    if (saved) rmSync(saved, { force: true });
+    if (file.remove) rmSync(file.saved, { force: true });
     return said;
   } catch (err) {
-    const kept = saved ?? saveLedger(ledger, beside);
+    const kept = file.saved;
     // The numbers at least: a new claim must not bear one the replaced database's claims were sent to HMRC under.
     await store.claims.numberAfter(Math.max(0, ...ledger.claims.map((c) => c.id))).catch(() => {});
     process.exitCode = 1;
     process.stderr.write(
       `almoner: the Gift Aid claims of the replaced database could not be kept (${err instanceof Error ? err.message : String(err)}); its claim ledger is in ${kept} ` +
-        "(JSON, with donors' names and addresses: keep it safe, and delete it once its claims are dealt with). " +
-        'Until then, the next giftaid claim may take donations those claims sent to HMRC: check each against that file.\n',
+        "(with donors' names and addresses: keep it safe). Once the cause is fixed, keep them with: bin/almoner keep-replaced " +
+        `${kept}. Until then, the next giftaid claim may take donations those claims sent to HMRC.\n`,
     );
     return undefined;
   }

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { auditCommand } from './audit.js';
-import { backupCommand, restoreCommand } from './backup.js';
+import { backupCommand, keepReplacedCommand, restoreCommand } from './backup.js';
 import { charityCommand } from './charity.js';
 import { donationsCommand } from './donations.js';
 import { donorCommand } from './donor.js';
@@ -51,6 +51,7 @@ program.addCommand(donorCommand());
 program.addCommand(retentionCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
+program.addCommand(keepReplacedCommand());
 program.addCommand(auditCommand());
 
 // Subcommands added with addCommand do not inherit these settings, so set them on every one.

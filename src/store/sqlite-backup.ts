@@ -4,7 +4,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { erasuresAfter, heldBy, toAuditRecord, type ErasuresSince } from './audit.js';
+import { toAuditRecord, type AuditRecord } from './audit.js';
 import { readLedger, type LedgerCopy } from './claims.js';
 import { migrations } from './migrations/index.js';
 
@@ -175,26 +175,18 @@ export async function inUse(path: string): Promise<boolean> {
 }
 
 /**
- * What the database at `replaced` (the one a restore moved aside) recorded that `restored`'s trail
- * (the backup's) does not hold: its erasures (audit.ts's erasuresAfter), and its claim ledger
- * (ClaimLedger.keepFrom takes what the restored one lacks). Each file read once.
+ * What the database at `replaced` (the one a restore moved aside) holds that a restore must not
+ * lose: its audit trail, whose erasures are made again (audit.ts's erasuresAfter), and its claim
+ * ledger (ClaimLedger.keepFrom takes what the restored one lacks).
  */
-export async function replacedHeld(replaced: string, restored: string): Promise<{ erased: ErasuresSince; ledger: LedgerCopy }> {
+export async function readReplaced(replaced: string): Promise<{ trail: AuditRecord[]; ledger: LedgerCopy }> {
   const Database = await driver();
   // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
-  const open = (path: string) => new Database(path, { fileMustExist: true });
-  const trailOf = (db: BetterSqlite3.Database) => (hasTable(db, 'audit_log') ? (db.prepare('select * from audit_log order by id').all() as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : []);
-  const backup = open(restored);
-  let held: Set<string>;
+  const old = new Database(replaced, { fileMustExist: true });
   try {
-    held = heldBy(trailOf(backup));
-  } finally {
-    backup.close();
-  }
-  const old = open(replaced);
-  try {
+    const trail = hasTable(old, 'audit_log') ? (old.prepare('select * from audit_log order by id').all() as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
     const ledger = await readLedger((table) => hasTable(old, table), (query) => old.prepare(query).all() as Record<string, unknown>[]);
-    return { erased: erasuresAfter(trailOf(old), held), ledger };
+    return { trail, ledger };
   } finally {
     old.close();
   }

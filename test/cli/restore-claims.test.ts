@@ -4,11 +4,12 @@
 // recorded since the backup is kept: claims added, with their ids; claims rejected or submitted.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
+import { ERASED_EMAIL } from '../../src/donations/erasure.js';
 import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
@@ -182,4 +183,70 @@ function operator(database: TestDatabase, backend: string) {
       return file;
     },
   };
+}
+
+for (const backend of BACKENDS) {
+  test(`a restore killed before it kept the replaced database's claims and erasures: keep-replaced finishes it from what the restore left, and again changes nothing [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const { cli, charity, claim: claimOf, backup } = operator(database, backend.name);
+      const { id, username } = await charity('Alpha');
+      await recordGiftAided(database.url, id, [{ donor_email: 'one@example.org' }, { donor_email: 'gone@example.org' }]);
+      const before = await backup('before');
+      // After the backup: a claim of both donations sent to HMRC, and a donor erased.
+      assert.equal((await claimOf(username)).claim, 1);
+      await cli(['donor', 'erase', '--email', 'gone@example.org']);
+
+      let left: string[];
+      if (backend.name === 'postgres') {
+        // Killed for real, with SIGKILL, the moment pg_restore has committed: a pg_restore in front of the real one.
+        const shim = tempDir();
+        const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
+        writeFileSync(join(shim, 'pg_restore'), `#!/bin/sh\n"${real}" "$@"; code=$?\ncase " $* " in *" --single-transaction "*) [ $code -eq 0 ] && kill -9 $PPID;; esac\nexit $code\n`, { mode: 0o755 });
+        const killed = await almoner(database.url, ['restore', before, '--replace'], { PATH: `${shim}:${process.env.PATH}` }).then(
+          (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
+          (err: { signal?: string }) => err,
+        );
+        assert.equal(killed.signal, 'SIGKILL');
+        left = readdirSync(dirname(before)).filter((f) => f.includes('.replaced-')).map((f) => join(dirname(before), f));
+        assert.equal(left.length, 2, `the trail and the claims: ${left.join(', ')}`);
+        for (const f of left) assert.equal(statSync(f).mode & 0o777, 0o600, f);
+      } else {
+        // What a restore killed after its swap leaves: the old database beside, renamed, and the backup in its place.
+        const path = parseDatabaseUrl(database.url);
+        assert.equal(path.dialect, 'sqlite');
+        if (path.dialect !== 'sqlite') return;
+        renameSync(path.path, `${path.path}.replaced-2026-11-28T23-00-00-000Z`);
+        copyFileSync(before, path.path);
+        left = [`${path.path}.replaced-2026-11-28T23-00-00-000Z`];
+      }
+      // As the restore left it: the claim forgotten (the next claim would take both donations again), the donor back.
+      const forgotten = await almoner(database.url, ['giftaid', 'claims', '--json']);
+      assert.deepEqual(JSON.parse(forgotten.stdout), []);
+
+      const finished = await cli(['keep-replaced', ...left]);
+      assert.match(finished.stdout, /claim 1 \(submitted\) added/);
+      assert.match(finished.stdout, /erased again what the replaced database erased after the backup: 1 donor erasure \(1 donation\)/);
+      const next = await claimOf(username);
+      assert.equal(next.claim, null, `nothing to claim twice: ${JSON.stringify(next)}`);
+      const gone = JSON.parse((await cli(['donor', 'export', '--email', 'gone@example.org'])).stdout) as { donations: { donor_email: string }[] };
+      assert.deepEqual(gone.donations.map((d) => d.donor_email), [ERASED_EMAIL]);
+
+      const again = await cli(['keep-replaced', ...left]);
+      assert.match(again.stdout, /^nothing to do: .* holds every claim and erasure that .* recorded after the backup\n$/);
+      const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string });
+      assert.equal(trail.filter((e) => e.action === 'giftaid claims kept').length, 1);
+      assert.equal(trail.filter((e) => e.action === 'donor erase').length, 1, 'the repeat, once: the first erasure was in the replaced trail only');
+
+      // Not what a restore leaves: refused, naming the file.
+      const junk = join(tempDir(), 'notes.txt');
+      writeFileSync(junk, 'hello\n');
+      const refused = await almoner(database.url, ['keep-replaced', junk]);
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.match(refused.stderr, /notes\.txt is not what a restore leaves/);
+    } finally {
+      await database.drop();
+    }
+  });
 }
