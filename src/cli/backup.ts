@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ukDay } from '../time.js';
 import { describeDatabase, type DatabaseLocation } from '../config.js';
-import { erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
@@ -142,14 +142,16 @@ export function keepReplacedCommand(): Command {
         return from[0];
       };
       const [trail, ledger] = [of('trail'), of('ledger')];
-      const said = await withStoreAt(location, async (store) =>
-        takeIn(
-          store,
-          { trail: trail?.trail ?? [], ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } },
-          heldBy(await store.auditTrail()),
-          ledger && { saved: ledger.file, remove: false },
-        ),
-      );
+      const said = await withStoreAt(location, async (store) => {
+        const restored = heldBy(await store.auditTrail());
+        // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
+        const entries = trail?.trail ?? [];
+        if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
+          throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
+        }
+        const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
+        return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
+      });
       for (const line of said) if (line) print(line);
       if (said.every((line) => line === undefined) && process.exitCode !== 1) {
         print(`nothing to do: ${describeDatabase(location)} holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);

@@ -239,6 +239,18 @@ for (const backend of BACKENDS) {
       assert.equal(trail.filter((e) => e.action === 'giftaid claims kept').length, 1);
       assert.equal(trail.filter((e) => e.action === 'donor erase').length, 1, 'the repeat, once: the first erasure was in the replaced trail only');
 
+      // Another database's trail: refused, as its erasures are not this one's to make.
+      const other = await backend.createDatabase();
+      try {
+        await almoner(other.url, ['charity', 'create', '--name', 'Other', '--email', 'o@example.org']);
+        const otherTrail = join(tempDir(), 'other.jsonl');
+        writeFileSync(otherTrail, (await almoner(other.url, ['audit', '--json'])).stdout);
+        const wrong = await almoner(database.url, ['keep-replaced', otherTrail]);
+        assert.equal(wrong.code, 2, wrong.stderr);
+        assert.match(wrong.stderr, /other\.jsonl shares no entry with the audit trail of .*: it is another database's/);
+      } finally {
+        await other.drop();
+      }
       // Not what a restore leaves: refused, naming the file.
       const junk = join(tempDir(), 'notes.txt');
       writeFileSync(junk, 'hello\n');
