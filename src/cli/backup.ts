@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
+import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { describeDatabase, type DatabaseLocation } from '../config.js';
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
@@ -12,6 +13,7 @@ import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
+import { mark, readMark, RESTORING_TABLE, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -84,7 +86,15 @@ export function restoreCommand(): Command {
       if (!existsSync(dirname(resolve(location.path)))) throw new UsageError(`the folder ${dirname(resolve(location.path))} does not exist`);
       // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
       if (!writable(dirname(resolve(location.path)))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(resolve(location.path))}: run the command as the user the server runs as`);
-      const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, resolve(location.path), { replace }));
+      const target = resolve(location.path);
+      // Marked before anything is looked at, so that a server starting from now on refuses, and one started before is seen by restoreSqlite.
+      const place = { path: target };
+      const keepAs = besideFile(target);
+      await markOrRefuse(place, { began: new Date().toISOString(), from: file, left: [keepAs] });
+      const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs })).catch(async (err: unknown) => {
+        await unmark(place); // nothing was replaced
+        throw err;
+      });
       // A replaced database too damaged to read its trail from does not undo the restore: it is said.
       let replaced: Replaced | undefined;
       let unread: string | undefined;
@@ -97,15 +107,20 @@ export function restoreCommand(): Command {
       }
       // Opened as the server would open it (a backup from an earlier version is migrated now), and
       // the restore is the first entry of the restored database's trail after the backup's own.
-      const again = await withStoreAt(location, async (store) => {
-        const restored = heldBy(await store.auditTrail());
-        await store.audit({ action: 'restore', target: resolve(location.path), summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } });
-        // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
-        return replaced && keptAs ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : [];
-      });
+      const again = await withStoreAt(
+        location,
+        async (store) => {
+          const restored = heldBy(await store.auditTrail());
+          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } });
+          // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
+          return replaced && keptAs ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true };
+        },
+        { duringRestore: true },
+      );
+      if (again.finished) await unmark(place);
       if (keptAs) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
-      for (const line of again) if (line) print(line);
+      for (const line of again.said) if (line) print(line);
       if (!replaced) {
         if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);
         print(NO_ERASURES);
@@ -121,43 +136,66 @@ export function restoreCommand(): Command {
 /**
  * Finishes a restore that stopped before it had taken in what the replaced database recorded after
  * the backup (killed, the machine lost, or its keeping of claims failed): from what the restore
- * left, it does again what the restore would have done last. Each step is a no-op when done
- * already, so it is safe to run again, and to run when unsure.
+ * left, named by its mark (restoring.ts) or given, it does again what the restore would have done
+ * last, and removes the mark. Each step is a no-op when done already, so it is safe to run again,
+ * and to run when unsure.
  */
 export function keepReplacedCommand(): Command {
   return new Command('keep-replaced')
     .description(
-      "finish a restore that stopped early: keep the Gift Aid claims, and erase again the donors, that the replaced database recorded after the backup (safe to run again)",
+      'finish a restore that stopped early: keep the Gift Aid claims, and erase again the donors, that the replaced database recorded after the backup (safe to run again)',
     )
     .argument(
-      '<files...>',
-      'what the restore left: on SQLite the replaced database (almoner.db.replaced-<time>); on PostgreSQL its trail (<dump>.replaced-trail-<time>.jsonl) and, if there is one, its claims (<dump>.replaced-claims-<time>.json)',
+      '[files...]',
+      "what the restore left, if its mark does not name it: on SQLite the replaced database (almoner.db.replaced-<time>); on PostgreSQL its trail (<dump>.replaced-trail-<time>.jsonl) and, if there is one, its claims (<dump>.replaced-claims-<time>.json)",
     )
-    .action(async (files: string[]) => {
+    .action(async (given: string[]) => {
       const location = theDatabase();
-      const read = await Promise.all(files.map((f) => readLeftOver(resolve(f))));
+      const marked = await atMark(location, readMark);
+      // The files the mark names that the restore got as far as writing, and those given.
+      const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => resolve(f))])];
+      if (files.length === 0) {
+        if (!marked) throw new UsageError('no restore of this database is unfinished (it bears no mark): give the files a restore left, if one did');
+        // Stopped before it replaced anything: the database is as it was.
+        await atMark(location, unmark);
+        print(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: ${describeDatabase(location)} is as it was, and may be used again`);
+        return;
+      }
+      const read = await Promise.all(files.map((f) => readLeftOver(f)));
       const of = (what: 'trail' | 'ledger') => {
         const from = read.filter((r) => r[what] !== undefined);
         if (from.length > 1) throw new UsageError(`give one replaced ${what === 'trail' ? 'audit trail' : 'claim ledger'}, not ${from.length} (${from.map((r) => r.file).join(', ')})`);
         return from[0];
       };
       const [trail, ledger] = [of('trail'), of('ledger')];
-      const said = await withStoreAt(location, async (store) => {
-        const restored = heldBy(await store.auditTrail());
-        // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
-        const entries = trail?.trail ?? [];
-        if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
-          throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
-        }
-        const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
-        return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
-      });
-      for (const line of said) if (line) print(line);
-      if (said.every((line) => line === undefined) && process.exitCode !== 1) {
-        print(`nothing to do: ${describeDatabase(location)} holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
-      }
+      const done = await withStoreAt(
+        location,
+        async (store) => {
+          const restored = heldBy(await store.auditTrail());
+          // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
+          const entries = trail?.trail ?? [];
+          if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
+            throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
+          }
+          const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
+          return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
+        },
+        { duringRestore: true },
+      );
+      for (const line of done.said) if (line) print(line);
+      if (!done.finished) return;
+      if (done.said.every((line) => line === undefined)) print(`nothing to do: ${describeDatabase(location)} holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
       if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
+      if (marked) {
+        await atMark(location, unmark);
+        print(`the restore begun at ${marked.began} is finished: ${describeDatabase(location)} may be used again`);
+      }
     });
+}
+
+/** `work` on the mark of a restore of the database at `location` (restoring.ts). */
+async function atMark<T>(location: DatabaseLocation, work: (place: MarkPlace) => Promise<T>): Promise<T> {
+  return location.dialect === 'sqlite' ? work({ path: resolve(location.path) }) : withPostgres(location.url, (client) => work(pgPlace(client)));
 }
 
 /**
@@ -222,42 +260,53 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   const known = Object.keys(migrations('postgres'));
   const newer = backupSchema.filter((name) => !known.includes(name));
   if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
-  // The database as it is, read without migrating it (an empty one stays empty, for the backup's own schema).
-  const now = await beforeRestore(location.url);
+  // The database as it is, read without migrating it (an empty one stays empty, for the backup's own
+  // schema), after it is marked (restoring.ts): a server starting from now on refuses, and one
+  // started before is among the sessions counted.
+  const [keptAs, ledgerAs] = [besideFile(file, 'trail', 'jsonl'), besideFile(file, 'claims', 'json')];
+  const now = await withPostgres(location.url, async (client) => {
+    await markOrRefuse(pgPlace(client), { began: new Date().toISOString(), from: file, left: [keptAs, ledgerAs] });
+    return beforeRestore(client);
+  });
   // Empty: no table at all. One without Almoner's schema may hold another application's tables, which pg_restore --clean would drop.
   const empty = now.tables === 0;
-  if (!replace && !empty) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
-  if (now.otherSessions > 0) {
-    const n = now.otherSessions;
-    throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
-  }
-  const ahead = now.schema.filter((name) => !backupSchema.includes(name));
-  if (ahead.length) {
-    throw new UsageError(
-      `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place: ` +
-        'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
-    );
-  }
-  // An empty database has no trail to keep.
-  const keptAs = empty ? undefined : besideFile(file, 'trail', 'jsonl');
-  // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only.
-  if (keptAs) writeFileSync(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join(''), { flag: 'wx', mode: 0o600 });
-  // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
-  const ledgerAs = now.ledger.claims.length > 0 ? saveLedger(now.ledger, file) : undefined;
+  const written: string[] = [];
   try {
+    if (!replace && !empty) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
+    if (now.otherSessions > 0) {
+      const n = now.otherSessions;
+      throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
+    }
+    const ahead = now.schema.filter((name) => !backupSchema.includes(name));
+    if (ahead.length) {
+      throw new UsageError(
+        `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place: ` +
+          'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
+      );
+    }
+    // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only. An empty database has none.
+    if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
+    // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
+    if (now.ledger.claims.length > 0) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
     await pgRestore(file, env);
   } catch (err) {
-    for (const f of [keptAs, ledgerAs]) if (f) rmSync(f, { force: true }); // nothing was replaced
+    for (const f of written) rmSync(f, { force: true }); // nothing was replaced
+    await atMark(location, unmark);
     throw err;
   }
-  const again = await withStoreAt(location, async (store) => {
-    // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
-    const restored = heldBy(await store.auditTrail());
-    await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: keptAs ?? null, charities: await store.countCharities() } });
-    return takeIn(store, now, restored, ledgerAs ? { saved: ledgerAs, remove: true } : undefined);
-  });
-  print(`restored ${file} to ${describeDatabase(location)}` + (keptAs ? `; the audit trail of what it replaced is kept as ${keptAs}` : ''));
-  for (const line of again) if (line) print(line);
+  const again = await withStoreAt(
+    location,
+    async (store) => {
+      // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
+      const restored = heldBy(await store.auditTrail());
+      await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, charities: await store.countCharities() } });
+      return takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined);
+    },
+    { duringRestore: true },
+  );
+  if (again.finished) await atMark(location, unmark);
+  print(`restored ${file} to ${describeDatabase(location)}` + (empty ? '' : `; the audit trail of what it replaced is kept as ${keptAs}`));
+  for (const line of again.said) if (line) print(line);
   // Into a database that was not Almoner's: what the database the backup came from did since is wherever that database is.
   if (now.schema.length === 0) {
     print(NO_ERASURES);
@@ -269,24 +318,39 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   );
 }
 
-/** What a restore needs to know of the database before it: read with one plain connection, which migrates nothing. */
-async function beforeRestore(url: string): Promise<{ otherSessions: number; tables: number; schema: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url });
+/** What a restore needs to know of the database before it: read through `client`, a plain connection, which migrates nothing. */
+async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number; tables: number; schema: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
+  // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
+  const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
+  const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass($1) as t', [table])).rows[0]?.t != null;
+  const schema = (await has('kysely_migration')) ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((r) => r.name) : [];
+  const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
+  const trail = (await has('audit_log')) ? ((await all('select * from audit_log order by id')) as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
+  const ledger = await readLedger(has, all);
+  // The restore's own mark is not a table the database had.
+  const tables = await client.query<{ n: string }>("select count(*) as n from pg_tables where schemaname not in ('pg_catalog', 'information_schema') and tablename <> $1", [RESTORING_TABLE]);
+  return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, trail, ledger };
+}
+
+/** One plain connection to the PostgreSQL database at `url` (which migrates nothing), for `work`. */
+async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const { default: pgModule } = await import('pg');
+  const client = new pgModule.Client({ connectionString: url });
   await client.connect();
   try {
-    // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
-    const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
-    const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass($1) as t', [table])).rows[0]?.t != null;
-    const schema = (await has('kysely_migration')) ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((r) => r.name) : [];
-    const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
-    const trail = (await has('audit_log')) ? ((await all('select * from audit_log order by id')) as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
-    const ledger = await readLedger(has, all);
-    const tables = await client.query<{ n: string }>("select count(*) as n from pg_tables where schemaname not in ('pg_catalog', 'information_schema')");
-    return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, trail, ledger };
+    return await work(client);
   } finally {
     await client.end();
   }
+}
+
+/** A restore's mark (restoring.ts), asked through `client`. */
+const pgPlace = (client: pg.Client): MarkPlace => ({ query: async (text, params) => (await client.query<Record<string, unknown>>(text, params)).rows });
+
+/** `text` in a new file readable by this user only (it holds donors' names and addresses, or who did what); its name. */
+function writeOwn(file: string, text: string): string {
+  writeFileSync(file, text, { flag: 'wx', mode: 0o600 });
+  return file;
 }
 
 /**
@@ -381,16 +445,19 @@ const NO_LEDGER =
   'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
   'Before the next claim, compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
 
-/** A file beside `beside` for what the replaced database held (`trail`, `claims`), named for now: `….replaced-trail-<time>.jsonl`. */
-function besideFile(beside: string, what: string, extension: string): string {
-  return `${beside}.replaced-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}.${extension}`;
+/**
+ * A file beside `beside` for what a restore replaced, named for now: the SQLite database itself
+ * (`almoner.db.replaced-<time>`), or what the PostgreSQL one held (`….replaced-trail-<time>.jsonl`).
+ */
+function besideFile(beside: string, what?: 'trail' | 'claims', extension?: string): string {
+  return `${beside}.replaced-${what ? `${what}-` : ''}${new Date().toISOString().replace(/[:.]/g, '-')}${extension ? `.${extension}` : ''}`;
 }
 
-/** The claim ledger in a file beside `beside`, readable by this user only (it holds donors' names and addresses); its name. */
-function saveLedger(ledger: LedgerCopy, beside: string): string {
-  const file = besideFile(beside, 'claims', 'json');
-  writeFileSync(file, JSON.stringify(ledger), { flag: 'wx', mode: 0o600 });
-  return file;
+/** Marks the database as being restored (restoring.ts), or refuses if a restore before this one did not finish. */
+async function markOrRefuse(place: MarkPlace, what: Restoring): Promise<void> {
+  const before = await readMark(place);
+  if (before) throw new UsageError(`${unfinished(before).replace(/, then start again$/, '')}, before restoring again`);
+  await mark(place, what);
 }
 
 /** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger. */
@@ -409,21 +476,22 @@ type LedgerFile = { saved: string; remove: boolean } | undefined;
  * is a no-op when done already, so a restore that stopped half-way is finished by doing it again
  * (keep-replaced). What was done, said.
  */
-async function takeIn(store: Store, { trail, ledger }: Replaced, restored: ReadonlySet<string>, file: LedgerFile): Promise<Array<string | undefined>> {
-  return [await keepClaims(store, ledger, file), await eraseAgain(store, erasuresAfter(trail, restored))];
+async function takeIn(store: Store, { trail, ledger }: Replaced, restored: ReadonlySet<string>, file: LedgerFile): Promise<{ said: Array<string | undefined>; finished: boolean }> {
+  const claims = await keepClaims(store, ledger, file);
+  return { said: [claims.said, await eraseAgain(store, erasuresAfter(trail, restored))], finished: claims.kept };
 }
 
 /**
  * Keeps the replaced database's claims (ClaimLedger.keepFrom) and says what it kept. If keeping
  * fails, the restore itself stands and the erasures are still made again: the ledger stays in its
- * file, the command says so and ends with exit status 1.
+ * file, the command says so and ends with exit status 1, and the restore is not finished.
  */
-async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): Promise<string | undefined> {
-  if (ledger.claims.length === 0 || !file) return undefined;
+async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): Promise<{ said?: string; kept: boolean }> {
+  if (ledger.claims.length === 0 || !file) return { kept: true };
   try {
     const said = describeKept(await store.claims.keepFrom(ledger));
     if (file.remove) rmSync(file.saved, { force: true });
-    return said;
+    return { said, kept: true };
   } catch (err) {
     const kept = file.saved;
     // The numbers at least: a new claim must not bear one the replaced database's claims were sent to HMRC under.
@@ -431,10 +499,10 @@ async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): P
     process.exitCode = 1;
     process.stderr.write(
       `almoner: the Gift Aid claims of the replaced database could not be kept (${err instanceof Error ? err.message : String(err)}); its claim ledger is in ${kept} ` +
-        "(with donors' names and addresses: keep it safe). Once the cause is fixed, keep them with: bin/almoner keep-replaced " +
-        `${kept}. Until then, the next giftaid claim may take donations those claims sent to HMRC.\n`,
+        "(with donors' names and addresses: keep it safe). Once the cause is fixed, keep them with bin/almoner keep-replaced: " +
+        'until then the restore has not finished, and servers and commands refuse the database, as the next giftaid claim could take donations those claims sent to HMRC.\n',
     );
-    return undefined;
+    return { kept: false };
   }
 }
 

@@ -40,10 +40,10 @@ export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCrea
   return withStoreAt(theDatabase({ mayCreate }), work);
 }
 
-/** Opens the store at `location`, runs `work`, closes it. */
-export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>): Promise<T> {
+/** Opens the store at `location`, runs `work`, closes it. `duringRestore`: a restore's own (restoring.ts). */
+export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>, { duringRestore = false } = {}): Promise<T> {
   try {
-    const store = await openStore(location);
+    const store = await openStore(location, { duringRestore });
     try {
       return await work(store);
     } finally {

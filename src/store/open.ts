@@ -9,6 +9,7 @@ import { ConfigError, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
 import { migrate } from './migrate.js';
+import { refuseWhileRestoring } from './restoring.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 import type { Clock } from '../time.js';
@@ -32,6 +33,8 @@ export interface StoreOptions {
    * same and reads it, so a server started, said it was ready and answered every create 503.
    */
   mustWrite?: boolean;
+  /** A restore's own (restore, keep-replaced): the database may bear its mark (restoring.ts), which every other opening refuses. */
+  duringRestore?: boolean;
 }
 
 export interface PgTimeouts {
@@ -42,7 +45,10 @@ export interface PgTimeouts {
 /** How long a PostgreSQL connection, and one query, may be waited for before it fails (a request's 503). */
 const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
-export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false }: StoreOptions = {}): Promise<Store> {
+export async function openStore(
+  location: DatabaseLocation,
+  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false }: StoreOptions = {},
+): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
@@ -57,6 +63,8 @@ export async function openStore(location: DatabaseLocation, { sqliteBusyTimeoutM
     store = new Store(db, 'postgres', { writeConcurrency: Math.max(1, location.poolMax - 1), clock });
   }
   try {
+    // With this connection open, so that a restore beginning now sees it and refuses.
+    if (!duringRestore) await refuseWhileRestoring(location, db);
     await migrate(db, location.dialect);
   } catch (err) {
     await store.close();

@@ -201,9 +201,9 @@ const SIDE_FILES = ['-wal', '-shm', '-journal'];
  * aside, renamed with its side files, never deleted, and the copy renamed into place: the target is
  * the old database or the whole backup, never a part of one, and a copy that fails leaves the old
  * one where it was. Side files left without their database (a WAL, which SQLite would replay onto
- * the backup) are refused.
+ * the backup) are refused. The database replaced is kept as `keepAs`.
  */
-export async function restoreSqlite(from: string, target: string, { replace }: { replace: boolean }): Promise<{ summary: CopySummary; keptAs?: string }> {
+export async function restoreSqlite(from: string, target: string, { replace, keepAs }: { replace: boolean; keepAs: string }): Promise<{ summary: CopySummary; keptAs?: string }> {
   const summary = await checkCopy(from);
   const exists = existsSync(target);
   if (exists) {
@@ -225,7 +225,7 @@ export async function restoreSqlite(from: string, target: string, { replace }: {
     async (partial) => copyRows(from, partial, target, { tidy: true }),
     () => {
       if (!exists) return;
-      keptAs = `${target}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      keptAs = keepAs;
       for (const suffix of SIDE_FILES) if (existsSync(target + suffix)) renameSync(target + suffix, keptAs + suffix);
       renameSync(target, keptAs);
     },

@@ -13,10 +13,11 @@ import { ERASED_EMAIL } from '../../src/donations/erasure.js';
 import { openStore } from '../../src/store/open.js';
 import { Kysely, Migrator, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import Database from 'better-sqlite3';
 import { migrations } from '../../src/store/migrations/index.js';
 import { basic, validDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, rawSql, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt } from '../support/cli.js';
+import { almoner, assertBuilt, startAlmoner, until } from '../support/cli.js';
 import { assertCompleteRow, create, storedDonations, variedDonation, type ApiRecord, type Body } from '../support/load.js';
 import { ServerProcess } from '../support/server.js';
 
@@ -155,6 +156,32 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     const into = await almoner(`sqlite:${join(shared, 'restored.db')}`, ['restore', backup], {}, nobody);
     assert.equal(into.code, 2, into.stderr);
     assert.match(into.stderr, new RegExp(`this user \\(nobody\\) may not write in the folder ${shared}: run the command as the user the server runs as`));
+  });
+
+  test('a server or command started while a restore runs refuses the database, saying so; once the restore is done it opens', async () => {
+    const backupFile = join(dir, 'held.db');
+    assert.equal((await almoner(url, ['backup', '--out', backupFile])).code, 0);
+    // The restore held at its first step, reading the backup, by a lock on the backup file.
+    const holder = new Database(backupFile);
+    holder.pragma('locking_mode = EXCLUSIVE');
+    holder.exec('BEGIN EXCLUSIVE');
+    const restore = startAlmoner(url, ['restore', backupFile, '--replace']);
+    try {
+      const path = join(dir, 'almoner.db');
+      await until('the restore marks the database', 4000, () => existsSync(`${path}.restoring`));
+      for (const args of [['serve'], ['charity', 'list']]) {
+        const refused = await almoner(url, args, { PORT: '0' });
+        assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+        assert.match(refused.stderr, /a restore of this database began at \S+ \(from .*held\.db\) and has not finished\. If it is still running, wait for it/);
+      }
+    } finally {
+      holder.exec('COMMIT');
+      holder.close();
+    }
+    const done = await restore.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal(existsSync(join(dir, 'almoner.db.restoring')), false, 'the mark is gone');
+    assert.equal((await almoner(url, ['charity', 'list'])).code, 0, 'the database opens');
   });
 
   test('restore refuses while a server has the database open, needs --replace over a database, keeps the old one, and refuses a damaged file', async () => {

@@ -221,11 +221,25 @@ for (const backend of BACKENDS) {
         copyFileSync(before, path.path);
         left = [`${path.path}.replaced-2026-11-28T23-00-00-000Z`];
       }
-      // As the restore left it: the claim forgotten (the next claim would take both donations again), the donor back.
-      const forgotten = await almoner(database.url, ['giftaid', 'claims', '--json']);
-      assert.deepEqual(JSON.parse(forgotten.stdout), []);
-
-      const finished = await cli(['keep-replaced', ...left]);
+      let finished;
+      if (backend.name === 'postgres') {
+        // The restore's mark is on the database: a command and a server refuse it until the restore is finished.
+        for (const args of [['giftaid', 'claims'], ['serve']]) {
+          const refused = await almoner(database.url, args, { PORT: '0' });
+          assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+          assert.match(refused.stderr, /a restore of this database began at \S+ \(from .*before\) and has not finished\. If it is still running, wait for it; if it was stopped, finish it with bin\/almoner keep-replaced/);
+        }
+        const again = await almoner(database.url, ['restore', before, '--replace']);
+        assert.equal(again.code, 2, again.stderr);
+        assert.match(again.stderr, /has not finished\. .*keep-replaced .*, before restoring again/);
+        // keep-replaced alone: the mark names the files.
+        finished = await cli(['keep-replaced']);
+        assert.match(finished.stdout, /the restore begun at \S+ is finished: .* may be used again/);
+      } else {
+        // As the restore left it: the claim forgotten (the next claim would take both donations again), the donor back.
+        assert.deepEqual(JSON.parse((await cli(['giftaid', 'claims', '--json'])).stdout), []);
+        finished = await cli(['keep-replaced', ...left]);
+      }
       assert.match(finished.stdout, /claim 1 \(submitted\) added/);
       assert.match(finished.stdout, /erased again what the replaced database erased after the backup: 1 donor erasure \(1 donation\)/);
       const next = await claimOf(username);
