@@ -266,7 +266,10 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   const [keptAs, ledgerAs] = [besideFile(file, 'trail', 'jsonl'), besideFile(file, 'claims', 'json')];
   const now = await withPostgres(location.url, async (client) => {
     await markOrRefuse(pgPlace(client), { began: new Date().toISOString(), from: file, left: [keptAs, ledgerAs] });
-    return beforeRestore(client);
+    return beforeRestore(client).catch(async (err: unknown) => {
+      await unmark(pgPlace(client));
+      throw err;
+    });
   });
   // Empty: no table at all. One without Almoner's schema may hold another application's tables, which pg_restore --clean would drop.
   const empty = now.tables === 0;
