@@ -151,10 +151,14 @@ function afterAnswers(socket: Answering, then: () => void): void {
   answering.once('close', () => answering.writableFinished || socket.destroy());
 }
 
-/** CONNECT, a proxy's method, which Node hands to no route (the connection was closed unanswered). */
+/**
+ * CONNECT, a proxy's method, which Node hands to no route (the connection was closed unanswered):
+ * answered after the requests before it on the connection, as bytes that are not HTTP are (written
+ * at once, it took the place of a create's answer, and the create was stored unanswered).
+ */
 export function answerConnect(_request: unknown, socket: Socket): void {
   socket.on('error', () => {});
-  answerRaw(socket, 400, 'The CONNECT method is not supported: this server is not a proxy.');
+  afterAnswers(socket as Answering, () => answerRaw(socket, 400, 'The CONNECT method is not supported: this server is not a proxy.'));
 }
 
 /**

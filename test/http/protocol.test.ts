@@ -5,7 +5,10 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
-import { BACKENDS } from '../support/backends.js';
+import { BACKENDS, SQLITE } from '../support/backends.js';
+import { until } from '../support/cli.js';
+import { MAX_WAITING_PER_CONNECTION } from '../../src/http/connections.js';
+import { Throttle } from '../../src/http/throttle.js';
 
 const MiB = 1024 * 1024;
 
@@ -321,6 +324,89 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       const stored = [];
       for await (const d of t.store.exportDonations({ donorEmail: 'behind-expect@example.org' })) stored.push(d.id);
       assert.deepEqual(stored, []);
+    });
+
+    test('a client that half-closes after sending its creates (shutdown(SHUT_WR)) gets every answer, and each is stored once', async () => {
+      // Node took the half-close as the client gone and ended the connection: the creates it was handling were
+      // stored, their answers never sent, and a client without a key sent them again.
+      const create = (n: number) => {
+        const body = JSON.stringify(exampleDonation({ donor_email: `half-closed-${n}@example.org` }));
+        return `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      };
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+        let got = '';
+        socket.on('data', (d) => (got += d.toString('utf8')));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+        setTimeout(() => (socket.destroy(), resolve(`${got}\n(still open)`)), 5000).unref();
+        socket.end([1, 2, 3].map(create).join(''));
+      });
+      assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [200, 200, 200], text);
+      assert.doesNotMatch(text, /still open/);
+      for (const n of [1, 2, 3]) {
+        const stored = [];
+        for await (const d of t.store.exportDonations({ donorEmail: `half-closed-${n}@example.org` })) stored.push(d.id);
+        assert.equal(stored.length, 1, `half-closed-${n}`);
+      }
+    });
+
+    test('a CONNECT pipelined behind creates is answered after them: each create answered and stored once (its 400 took their place, one stored unanswered)', async () => {
+      const create = (n: number) => {
+        const body = JSON.stringify(exampleDonation({ donor_email: `before-connect-${n}@example.org` }));
+        return `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      };
+      const ten = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+      const text = await pipelined(port, ten.map(create).join('') + 'CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n');
+      assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [...ten.map(() => 200), 400], text);
+      for (const n of ten) {
+        const stored = [];
+        for await (const d of t.store.exportDonations({ donorEmail: `before-connect-${n}@example.org` })) stored.push(d.id);
+        assert.equal(stored.length, 1, `before-connect-${n}`);
+      }
+    });
+
+    test(`creates pipelined while the database is busy: the connection is read no further once ${MAX_WAITING_PER_CONNECTION} wait their turn, then every one is answered and stored once, without a listener warning`, async () => {
+      // Waiting creates write nothing, so Node never stopped reading: 20,000 on one connection held 119 MB.
+      const own = await startTestApp(t.backend === 'sqlite' ? SQLITE : BACKENDS[1], { throttle: new Throttle({ createsPerSecond: 0 }) });
+      const warnings: string[] = [];
+      const warned = (w: Error) => warnings.push(w.name);
+      process.on('warning', warned);
+      try {
+        await own.app.listen({ port: 0, host: '127.0.0.1' });
+        let received = 0;
+        own.app.server.on('request', () => received++);
+        let server: import('node:net').Socket | undefined;
+        own.app.server.once('connection', (s: import('node:net').Socket) => (server = s));
+        const release = await own.holdDonationWrites();
+        const total = 1500;
+        const create = (n: number) => {
+          const body = JSON.stringify(exampleDonation({ donor_email: `waiting-${n}@example.org` }));
+          return `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${own.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+        };
+        const socket = connect((own.app.server.address() as AddressInfo).port, '127.0.0.1');
+        let got = '';
+        socket.on('data', (d) => (got += d.toString('utf8')));
+        const all = Array.from({ length: total }, (_, n) => create(n)).join('');
+        socket.write(all);
+        await until('creates arrive', 5000, () => received >= MAX_WAITING_PER_CONNECTION);
+        // Reading stops: what Node had read before the first creates reached their turn is parsed all the same (a few hundred here).
+        await new Promise((r) => setTimeout(r, 1000));
+        const read = server!.bytesRead;
+        await new Promise((r) => setTimeout(r, 500));
+        assert.equal(server!.bytesRead, read, 'nothing more read while they wait');
+        assert.ok(read < Buffer.byteLength(all) && received < total, `${received} of ${total} creates read while the database was busy`);
+        await release();
+        await until('every answer', 60_000, () => (got.match(/HTTP\/1\.1 200 /g) ?? []).length === total, () => `${(got.match(/HTTP\/1\.1 200 /g) ?? []).length} answered`);
+        socket.destroy();
+        const stored = new Set<string>();
+        for await (const d of own.store.exportDonations({})) stored.add(d.donor_email);
+        assert.equal(stored.size, total);
+        assert.deepEqual(warnings.filter((w) => w === 'MaxListenersExceededWarning'), []);
+      } finally {
+        process.off('warning', warned);
+        await own.close();
+      }
     });
 
     test('two Idempotency-Key headers: 400, nothing stored (they were taken as the one key "a1, a2")', async () => {
