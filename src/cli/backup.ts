@@ -2,8 +2,9 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
@@ -13,7 +14,7 @@ import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
-import { mark, readMark, RESTORING_TABLE, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
+import { mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -60,6 +61,8 @@ export function backupCommand(): Command {
       if (existsSync(file)) throw new UsageError(`${file} exists already: give the backup a new name`);
       if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
       if (!writable(dirname(file))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(file)}`);
+      // A database half-restored is no backup's to take.
+      await refuseWhileRestoring(location);
       const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file));
       print(`backup written to ${file}: ${describe(summary)}`);
       // In the database backed up, after the copy: the copy is of what was there before. A backup
@@ -82,23 +85,26 @@ export function restoreCommand(): Command {
       if (location.dialect === 'postgres') return restorePostgres(location, resolve(from), replace);
       if (location.path === ':memory:') throw new UsageError('a backup cannot be restored into an in-memory database');
       const file = resolve(from);
-      if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
-      if (!existsSync(dirname(resolve(location.path)))) throw new UsageError(`the folder ${dirname(resolve(location.path))} does not exist`);
-      // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
-      if (!writable(dirname(resolve(location.path)))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(resolve(location.path))}: run the command as the user the server runs as`);
       const target = resolve(location.path);
+      if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
+      if (!existsSync(dirname(target))) throw new UsageError(`the folder ${dirname(target)} does not exist`);
+      // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
+      if (!writable(dirname(target))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(target)}: run the command as the user the server runs as`);
       // Marked before anything is looked at, so that a server starting from now on refuses, and one started before is seen by restoreSqlite.
       const place = { path: target };
-      const keepAs = besideFile(target);
-      await markOrRefuse(place, { began: new Date().toISOString(), from: file, left: [keepAs] });
-      const { summary, keptAs } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs })).catch(async (err: unknown) => {
-        await unmark(place); // nothing was replaced
+      const began = new Date();
+      const keptAs = besideFile(target, began);
+      const existed = existsSync(target);
+      await markOrRefuse(place, thisRestore(file, existed ? [keptAs] : [], existed, began));
+      const { summary, replaced: swapped } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs: keptAs })).catch(async (err: unknown) => {
+        // Nothing replaced yet, or the restore stands (a failure after the swap): then its mark stays, for keep-replaced.
+        if (!(existed ? existsSync(keptAs) : existsSync(target))) await unmark(place);
         throw err;
       });
       // A replaced database too damaged to read its trail from does not undo the restore: it is said.
       let replaced: Replaced | undefined;
       let unread: string | undefined;
-      if (keptAs) {
+      if (swapped) {
         try {
           replaced = await readReplaced(keptAs);
         } catch (err) {
@@ -111,15 +117,15 @@ export function restoreCommand(): Command {
         location,
         async (store) => {
           const restored = heldBy(await store.auditTrail());
-          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: keptAs ?? null, ...counts(summary) } });
+          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary) } });
           // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
-          return replaced && keptAs ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true };
+          return replaced ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true };
         },
         { duringRestore: true },
       );
       if (again.finished) await unmark(place);
-      if (keptAs) print(`the database that was there is kept as ${keptAs}`);
-      print(`restored ${file} to ${resolve(location.path)}: ${describe(summary)}`);
+      if (swapped) print(`the database that was there is kept as ${keptAs}`);
+      print(`restored ${file} to ${target}: ${describe(summary)}`);
       for (const line of again.said) if (line) print(line);
       if (!replaced) {
         if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);
@@ -137,8 +143,8 @@ export function restoreCommand(): Command {
  * Finishes a restore that stopped before it had taken in what the replaced database recorded after
  * the backup (killed, the machine lost, or its keeping of claims failed): from what the restore
  * left, named by its mark (restoring.ts) or given, it does again what the restore would have done
- * last, and removes the mark. Each step is a no-op when done already, so it is safe to run again,
- * and to run when unsure.
+ * last, and removes the mark. Each step is a no-op when done already, so it is safe to run again;
+ * it refuses while the restore runs.
  */
 export function keepReplacedCommand(): Command {
   return new Command('keep-replaced')
@@ -150,52 +156,82 @@ export function keepReplacedCommand(): Command {
       "what the restore left, if its mark does not name it: on SQLite the replaced database (almoner.db.replaced-<time>); on PostgreSQL its trail (<dump>.replaced-trail-<time>.jsonl) and, if there is one, its claims (<dump>.replaced-claims-<time>.json)",
     )
     .action(async (given: string[]) => {
-      const location = theDatabase();
-      const marked = await atMark(location, readMark);
-      // The files the mark names that the restore got as far as writing, and those given.
-      const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => resolve(f))])];
-      if (files.length === 0) {
-        if (!marked) throw new UsageError('no restore of this database is unfinished (it bears no mark): give the files a restore left, if one did');
-        // Stopped before it replaced anything: the database is as it was.
-        await atMark(location, unmark);
-        print(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: ${describeDatabase(location)} is as it was, and may be used again`);
-        return;
-      }
-      const read = await Promise.all(files.map((f) => readLeftOver(f)));
-      const of = (what: 'trail' | 'ledger') => {
-        const from = read.filter((r) => r[what] !== undefined);
-        if (from.length > 1) throw new UsageError(`give one replaced ${what === 'trail' ? 'audit trail' : 'claim ledger'}, not ${from.length} (${from.map((r) => r.file).join(', ')})`);
-        return from[0];
-      };
-      const [trail, ledger] = [of('trail'), of('ledger')];
-      const done = await withStoreAt(
-        location,
-        async (store) => {
-          const restored = heldBy(await store.auditTrail());
-          // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
-          const entries = trail?.trail ?? [];
-          if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
-            throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
-          }
-          const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
-          return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
-        },
-        { duringRestore: true },
-      );
-      for (const line of done.said) if (line) print(line);
-      if (!done.finished) return;
-      if (done.said.every((line) => line === undefined)) print(`nothing to do: ${describeDatabase(location)} holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
-      if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
-      if (marked) {
-        await atMark(location, unmark);
-        print(`the restore begun at ${marked.began} is finished: ${describeDatabase(location)} may be used again`);
-      }
+      // A restore into a new SQLite file may have stopped before there was one.
+      const location = theDatabase({ mayCreate: true });
+      await atMark(location, async (place) => {
+        const marked = await readMark(place);
+        if (marked && 'path' in place && mayStillRun(marked)) {
+          throw new UsageError(`the restore begun at ${marked.began} is still running (process ${marked.pid} on ${marked.host}): wait for it`);
+        }
+        const done = (said: string) => print(`${said}: ${describeDatabase(location)} may be used again`);
+        if ('path' in place && !existsSync(place.path)) {
+          if (!marked) throw new UsageError(`there is no database at ${describeDatabase(location)}, and no restore of one is unfinished`);
+          await unmark(place);
+          return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before its backup was in place; there is no database yet (restore it again)`);
+        }
+        // The files the mark names that the restore got as far as writing, and those given.
+        const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => resolve(f))])];
+        if (files.length === 0) {
+          if (!marked) throw new UsageError('no restore of this database is unfinished (it bears no mark): give the files a restore left, if one did');
+          await unmark(place);
+          if (marked.replacing) return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
+          // Into a new or empty database: nothing was replaced, so nothing is to be taken in, but what the restore would have said.
+          print(NO_ERASURES);
+          print(NO_LEDGER);
+          return done(`the restore begun at ${marked.began} (from ${marked.from}) is finished`);
+        }
+        const read = await Promise.all(files.map((f) => readLeftOver(f)));
+        const of = (what: 'trail' | 'ledger') => {
+          const from = read.filter((r) => r[what] !== undefined);
+          if (from.length > 1) throw new UsageError(`give one replaced ${what === 'trail' ? 'audit trail' : 'claim ledger'}, not ${from.length} (${from.map((r) => r.file).join(', ')})`);
+          return from[0];
+        };
+        const [trail, ledger] = [of('trail'), of('ledger')];
+        // The trail tells that a ledger is this database's: alone, another database's claims were taken in.
+        if (ledger && !trail) throw new UsageError(`${ledger.file} is a claim ledger without its audit trail: give the trail the same restore left too (….replaced-trail-….jsonl)`);
+        const taken = await withStoreAt(
+          location,
+          async (store) => {
+            const restored = heldBy(await store.auditTrail());
+            // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
+            const entries = trail?.trail ?? [];
+            if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
+              throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
+            }
+            const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
+            return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
+          },
+          { duringRestore: true },
+        );
+        for (const line of taken.said) if (line) print(line);
+        if (!taken.finished) return;
+        if (taken.said.every((line) => line === undefined)) print(`nothing to do: the database holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
+        if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
+        if (marked) {
+          await unmark(place);
+          done(`the restore begun at ${marked.began} is finished`);
+        }
+      });
     });
 }
 
-/** `work` on the mark of a restore of the database at `location` (restoring.ts). */
+/**
+ * `work` on the mark of a restore of the database at `location` (restoring.ts). On PostgreSQL with
+ * the restore's lock held on a session of its own, for as long as `work` runs: refused while a
+ * restore, or another keep-replaced, holds it.
+ */
 async function atMark<T>(location: DatabaseLocation, work: (place: MarkPlace) => Promise<T>): Promise<T> {
-  return location.dialect === 'sqlite' ? work({ path: resolve(location.path) }) : withPostgres(location.url, (client) => work(pgPlace(client)));
+  if (location.dialect === 'sqlite') return work({ path: resolve(location.path) });
+  return withPostgres(location.url, async (client) => {
+    await lockRestore(client);
+    return work(pgPlace(client));
+  });
+}
+
+/** The restore's lock (RESTORE_LOCK) on this session, until it ends; refused (exit 2) while another session holds it. */
+async function lockRestore(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ got: boolean }>('select pg_try_advisory_lock($1) as got', [RESTORE_LOCK]);
+  if (!rows[0]?.got) throw new UsageError('a restore of this database, or a keep-replaced, is running: wait for it');
 }
 
 /**
@@ -220,6 +256,8 @@ async function readLeftOver(file: string): Promise<{ file: string; trail?: Audit
   }
   const notOurs = new UsageError(`${file} is not what a restore leaves (a replaced SQLite database, a .replaced-trail-….jsonl or a .replaced-claims-….json)`);
   const lines = text.toString('utf8').split('\n').filter((l) => l.trim() !== '');
+  // A replaced database with an empty audit trail left an empty trail file.
+  if (lines.length === 0) return { file, trail: [] };
   const parsed = lines.map((l) => {
     try {
       return JSON.parse(l) as unknown;
@@ -260,65 +298,70 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   const known = Object.keys(migrations('postgres'));
   const newer = backupSchema.filter((name) => !known.includes(name));
   if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
-  // The database as it is, read without migrating it (an empty one stays empty, for the backup's own
-  // schema), after it is marked (restoring.ts): a server starting from now on refuses, and one
-  // started before is among the sessions counted.
-  const [keptAs, ledgerAs] = [besideFile(file, 'trail', 'jsonl'), besideFile(file, 'claims', 'json')];
-  const now = await withPostgres(location.url, async (client) => {
-    await markOrRefuse(pgPlace(client), { began: new Date().toISOString(), from: file, left: [keptAs, ledgerAs] });
-    return beforeRestore(client).catch(async (err: unknown) => {
-      await unmark(pgPlace(client));
+  // One session for the whole restore, holding the restore's lock (restoring.ts): a keep-replaced
+  // does not take its mark away while it runs.
+  await withPostgres(location.url, async (client) => {
+    await lockRestore(client);
+    const place = pgPlace(client);
+    const began = new Date();
+    const [keptAs, ledgerAs] = [besideFile(file, began, 'trail', 'jsonl'), besideFile(file, began, 'claims', 'json')];
+    // The database as it is, read without migrating it (an empty one stays empty, for the backup's own
+    // schema), after it is marked: a server starting from now on refuses, and one started before is
+    // among the sessions counted.
+    await markOrRefuse(place, thisRestore(file, [], true, began));
+    const written: string[] = [];
+    let now: Awaited<ReturnType<typeof beforeRestore>>;
+    try {
+      now = await beforeRestore(client);
+      // Empty: no table at all. One without Almoner's schema may hold another application's tables, which pg_restore --clean would drop.
+      const empty = now.tables === 0;
+      if (!replace && !empty) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
+      if (now.otherSessions > 0) {
+        const n = now.otherSessions;
+        throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
+      }
+      const ahead = now.schema.filter((name) => !backupSchema.includes(name));
+      if (ahead.length) {
+        throw new UsageError(
+          `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place: ` +
+            'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
+        );
+      }
+      // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only. An empty database has none.
+      if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
+      // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
+      if (now.ledger.claims.length > 0) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
+      await mark(place, thisRestore(file, written, !empty, began));
+      await pgRestore(file, env);
+    } catch (err) {
+      for (const f of written) rmSync(f, { force: true }); // nothing was replaced
+      await unmark(place);
       throw err;
-    });
+    }
+    const empty = now.tables === 0;
+    const again = await withStoreAt(
+      location,
+      async (store) => {
+        // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
+        const restored = heldBy(await store.auditTrail());
+        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, charities: await store.countCharities() } });
+        return takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined);
+      },
+      { duringRestore: true },
+    );
+    if (again.finished) await unmark(place);
+    print(`restored ${file} to ${describeDatabase(location)}` + (empty ? '' : `; the audit trail of what it replaced is kept as ${keptAs}`));
+    for (const line of again.said) if (line) print(line);
+    // Into a database that was not Almoner's: what the database the backup came from did since is wherever that database is.
+    if (now.schema.length === 0) {
+      print(NO_ERASURES);
+      print(NO_LEDGER);
+    }
+    print(
+      "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
+        'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
+    );
   });
-  // Empty: no table at all. One without Almoner's schema may hold another application's tables, which pg_restore --clean would drop.
-  const empty = now.tables === 0;
-  const written: string[] = [];
-  try {
-    if (!replace && !empty) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
-    if (now.otherSessions > 0) {
-      const n = now.otherSessions;
-      throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
-    }
-    const ahead = now.schema.filter((name) => !backupSchema.includes(name));
-    if (ahead.length) {
-      throw new UsageError(
-        `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place: ` +
-          'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
-      );
-    }
-    // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only. An empty database has none.
-    if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
-    // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
-    if (now.ledger.claims.length > 0) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
-    await pgRestore(file, env);
-  } catch (err) {
-    for (const f of written) rmSync(f, { force: true }); // nothing was replaced
-    await atMark(location, unmark);
-    throw err;
-  }
-  const again = await withStoreAt(
-    location,
-    async (store) => {
-      // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
-      const restored = heldBy(await store.auditTrail());
-      await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, charities: await store.countCharities() } });
-      return takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined);
-    },
-    { duringRestore: true },
-  );
-  if (again.finished) await atMark(location, unmark);
-  print(`restored ${file} to ${describeDatabase(location)}` + (empty ? '' : `; the audit trail of what it replaced is kept as ${keptAs}`));
-  for (const line of again.said) if (line) print(line);
-  // Into a database that was not Almoner's: what the database the backup came from did since is wherever that database is.
-  if (now.schema.length === 0) {
-    print(NO_ERASURES);
-    print(NO_LEDGER);
-  }
-  print(
-    "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
-      'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
-  );
 }
 
 /** What a restore needs to know of the database before it: read through `client`, a plain connection, which migrates nothing. */
@@ -408,14 +451,27 @@ async function migrationsIn(file: string, env: NodeJS.ProcessEnv): Promise<strin
   return lines.slice(start + 1, end < 0 ? undefined : end).map((l) => l.split('\t')[0]!).filter(Boolean).sort();
 }
 
-/** pg_restore into the database `env` names, in one transaction: the database is the backup's, or as it was. */
+/**
+ * pg_restore into the database `env` names, in one transaction: the database is the backup's, or as
+ * it was. Everything but a restore's mark (restoring.ts): a dump taken while the database was marked
+ * holds that mark, which would have taken the place of this restore's and named another's files.
+ */
 async function pgRestore(file: string, env: NodeJS.ProcessEnv): Promise<void> {
-  // pg_restore wants a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment.
-  const dbname = `dbname='${(env.PGDATABASE ?? '').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-  const { code, stderr } = await runPgRestore([...PG_RESTORE, `--dbname=${dbname}`, file], env);
-  if (code !== 0) {
-    const said = stderr.trim().split('\n').slice(-5).join('\n');
-    throw new Error(`pg_restore failed (exit ${code}); nothing was changed, as it runs in one transaction:\n${said}`);
+  const list = await runPgRestore(['--list', file], env);
+  if (list.code !== 0) throw new Error(`pg_restore --list failed (exit ${list.code}): ${list.stderr.trim()}`);
+  const folder = mkdtempSync(join(tmpdir(), 'almoner-restore-'));
+  const useList = join(folder, 'list');
+  writeFileSync(useList, list.stdout.split('\n').filter((line) => !line.split(/\s+/).includes(RESTORING_TABLE)).join('\n'));
+  try {
+    // pg_restore wants a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment.
+    const dbname = `dbname='${(env.PGDATABASE ?? '').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+    const { code, stderr } = await runPgRestore([...PG_RESTORE, `--use-list=${useList}`, `--dbname=${dbname}`, file], env);
+    if (code !== 0) {
+      const said = stderr.trim().split('\n').slice(-5).join('\n');
+      throw new Error(`pg_restore failed (exit ${code}); nothing was changed, as it runs in one transaction:\n${said}`);
+    }
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
   }
 }
 
@@ -452,14 +508,14 @@ const NO_LEDGER =
  * A file beside `beside` for what a restore replaced, named for now: the SQLite database itself
  * (`almoner.db.replaced-<time>`), or what the PostgreSQL one held (`….replaced-trail-<time>.jsonl`).
  */
-function besideFile(beside: string, what?: 'trail' | 'claims', extension?: string): string {
-  return `${beside}.replaced-${what ? `${what}-` : ''}${new Date().toISOString().replace(/[:.]/g, '-')}${extension ? `.${extension}` : ''}`;
+function besideFile(beside: string, at: Date, what?: 'trail' | 'claims', extension?: string): string {
+  return `${beside}.replaced-${what ? `${what}-` : ''}${at.toISOString().replace(/[:.]/g, '-')}${extension ? `.${extension}` : ''}`;
 }
 
 /** Marks the database as being restored (restoring.ts), or refuses if a restore before this one did not finish. */
 async function markOrRefuse(place: MarkPlace, what: Restoring): Promise<void> {
   const before = await readMark(place);
-  if (before) throw new UsageError(`${unfinished(before).replace(/, then start again$/, '')}, before restoring again`);
+  if (before) throw new UsageError(unfinished(before, 'before restoring again'));
   await mark(place, what);
 }
 
@@ -496,12 +552,11 @@ async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): P
     if (file.remove) rmSync(file.saved, { force: true });
     return { said, kept: true };
   } catch (err) {
-    const kept = file.saved;
     // The numbers at least: a new claim must not bear one the replaced database's claims were sent to HMRC under.
     await store.claims.numberAfter(Math.max(0, ...ledger.claims.map((c) => c.id))).catch(() => {});
     process.exitCode = 1;
     process.stderr.write(
-      `almoner: the Gift Aid claims of the replaced database could not be kept (${err instanceof Error ? err.message : String(err)}); its claim ledger is in ${kept} ` +
+      `almoner: the Gift Aid claims of the replaced database could not be kept (${err instanceof Error ? err.message : String(err)}); its claim ledger is in ${file.saved} ` +
         "(with donors' names and addresses: keep it safe). Once the cause is fixed, keep them with bin/almoner keep-replaced: " +
         'until then the restore has not finished, and servers and commands refuse the database, as the next giftaid claim could take donations those claims sent to HMRC.\n',
     );

@@ -53,6 +53,7 @@ export async function openStore(
   let store: Store;
   if (location.dialect === 'sqlite') {
     if (mustWrite) checkWritable(location.path);
+    if (!duringRestore) await refuseWhileRestoring(location);
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     store = new Store(db, 'sqlite', { sqlite, clock });

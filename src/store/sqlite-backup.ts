@@ -203,7 +203,7 @@ const SIDE_FILES = ['-wal', '-shm', '-journal'];
  * one where it was. Side files left without their database (a WAL, which SQLite would replay onto
  * the backup) are refused. The database replaced is kept as `keepAs`.
  */
-export async function restoreSqlite(from: string, target: string, { replace, keepAs }: { replace: boolean; keepAs: string }): Promise<{ summary: CopySummary; keptAs?: string }> {
+export async function restoreSqlite(from: string, target: string, { replace, keepAs }: { replace: boolean; keepAs: string }): Promise<{ summary: CopySummary; replaced: boolean }> {
   const summary = await checkCopy(from);
   const exists = existsSync(target);
   if (exists) {
@@ -217,7 +217,6 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
       );
     }
   }
-  let keptAs: string | undefined;
   await putInPlace(
     target,
     // The rows, as a backup is taken: a backup file with a WAL beside it (copied from a live
@@ -225,12 +224,11 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
     async (partial) => copyRows(from, partial, target, { tidy: true }),
     () => {
       if (!exists) return;
-      keptAs = keepAs;
-      for (const suffix of SIDE_FILES) if (existsSync(target + suffix)) renameSync(target + suffix, keptAs + suffix);
-      renameSync(target, keptAs);
+      for (const suffix of SIDE_FILES) if (existsSync(target + suffix)) renameSync(target + suffix, keepAs + suffix);
+      renameSync(target, keepAs);
     },
   );
-  return { summary, keptAs };
+  return { summary, replaced: exists };
 }
 
 /**

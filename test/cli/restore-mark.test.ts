@@ -1,0 +1,185 @@
+// A restore's mark (src/store/restoring.ts), from a review of it (2026-11-28): keep-replaced must not
+// take the mark of a restore still at work; a dump taken while a database was marked must not bring
+// that mark back; a restore stopped before anything was in place, a mark that cannot be read, a claim
+// ledger without its trail, and a backup of a marked database each have their answer.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { recordGiftAided } from '../support/app.js';
+import { BACKENDS, queryPostgres, SQLITE, tempDir } from '../support/backends.js';
+import { almoner, assertBuilt, startAlmoner, until } from '../support/cli.js';
+
+const POSTGRES = BACKENDS.find((b) => b.name === 'postgres');
+
+/** A SQLite restore held at its first step (reading the backup) by a lock on the backup file, until `release`. */
+function holdBackup(file: string): { release(): void } {
+  const holder = new Database(file);
+  holder.pragma('locking_mode = EXCLUSIVE');
+  holder.exec('BEGIN EXCLUSIVE');
+  return {
+    release: () => {
+      holder.exec('COMMIT');
+      holder.close();
+    },
+  };
+}
+
+test('SQLite: keep-replaced refuses while the restore runs; a restore killed before its swap leaves the database as it was, and keep-replaced says so and lifts the mark', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Held', '--email', 'h@example.org'])).code, 0);
+    const backup = join(tempDir(), 'b.db');
+    assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
+    const path = database.location.dialect === 'sqlite' ? database.location.path : '';
+    const held = holdBackup(backup);
+    const restore = startAlmoner(database.url, ['restore', backup, '--replace']);
+    try {
+      await until('the restore marks the database', 4000, () => existsSync(`${path}.restoring`));
+      const early = await almoner(database.url, ['keep-replaced']);
+      assert.equal(early.code, 2, early.stderr);
+      assert.match(early.stderr, /the restore begun at \S+ is still running \(process \d+ on .*\): wait for it/);
+      // A backup of a database being restored is refused: it would copy whatever is there half-way.
+      const copy = await almoner(database.url, ['backup', '--out', join(tempDir(), 'during.db')]);
+      assert.equal(copy.code, 2, copy.stderr);
+      assert.match(copy.stderr, /a restore of this database began at/);
+      process.kill(restore.pid, 'SIGKILL');
+      await restore.done.catch(() => {});
+    } finally {
+      held.release();
+    }
+    // Killed before its swap: marked, so refused, until keep-replaced finds nothing was replaced.
+    assert.equal((await almoner(database.url, ['charity', 'list'])).code, 2);
+    const finished = await almoner(database.url, ['keep-replaced']);
+    assert.equal(finished.code, 0, finished.stderr);
+    assert.match(finished.stdout, /stopped before it replaced anything: the database is as it was: .* may be used again/);
+    assert.equal((await almoner(database.url, ['charity', 'list'])).code, 0);
+
+    // Into a new file, killed before its swap: there is no database yet, and the mark goes.
+    const fresh = `sqlite:${join(tempDir(), 'new.db')}`;
+    const heldAgain = holdBackup(backup);
+    const into = startAlmoner(fresh, ['restore', backup]);
+    try {
+      await until('the restore marks the new database', 4000, () => existsSync(`${fresh.slice('sqlite:'.length)}.restoring`));
+      process.kill(into.pid, 'SIGKILL');
+      await into.done.catch(() => {});
+    } finally {
+      heldAgain.release();
+    }
+    const none = await almoner(fresh, ['keep-replaced']);
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout, /stopped before its backup was in place; there is no database yet \(restore it again\)/);
+    assert.equal((await almoner(fresh, ['restore', backup])).code, 0, 'restored again');
+
+    // A mark that cannot be read (cut short): refused, naming it, exit 2 (it was exit 1, "Unexpected end of JSON input").
+    writeFileSync(`${path}.restoring`, '');
+    const cut = await almoner(database.url, ['serve'], { PORT: '0' });
+    assert.equal(cut.code, 2, cut.stderr);
+    assert.match(cut.stderr, /a restore has marked this database \(.*almoner\.db\.restoring\), but the mark cannot be read/);
+  } finally {
+    await database.drop();
+  }
+});
+
+test('keep-replaced refuses a claim ledger given without its trail: alone, nothing tells it is this database\'s', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Ledger', '--email', 'l@example.org'])).code, 0);
+    const ledger = join(tempDir(), 'x.dump.replaced-claims-2026-11-28T00-00-00-000Z.json');
+    writeFileSync(ledger, JSON.stringify({ claims: [], rows: [], withoutDonation: [] }));
+    const run = await almoner(database.url, ['keep-replaced', ledger]);
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(run.stderr, /is a claim ledger without its audit trail: give the trail the same restore left too/);
+    // An empty trail (a replaced database whose trail was empty) is a trail.
+    const trail = join(tempDir(), 'x.dump.replaced-trail-2026-11-28T00-00-00-000Z.jsonl');
+    writeFileSync(trail, '');
+    const both = await almoner(database.url, ['keep-replaced', trail, ledger]);
+    assert.equal(both.code, 0, both.stderr);
+    assert.match(both.stdout, /^nothing to do/);
+  } finally {
+    await database.drop();
+  }
+});
+
+test('PostgreSQL: keep-replaced refuses while a restore runs; a dump taken while the database was marked does not bring the mark back; a restore into an empty database, killed, is finished with what it would have said', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }, async () => {
+  assertBuilt();
+  const database = await POSTGRES!.createDatabase();
+  const empty = await POSTGRES!.createDatabase();
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Marked', '--email', 'm@example.org', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    await recordGiftAided(database.url, id, [{ donor_email: 'one@example.org' }]);
+    const dump = join(tempDir(), 'first.dump');
+    execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
+
+    // A pg_restore in front of the real one: it waits for a file before restoring, then is killed with its restore if asked.
+    const shim = tempDir();
+    const go = join(shim, 'go');
+    const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
+    writeFileSync(
+      join(shim, 'pg_restore'),
+      `#!/bin/sh\ncase " $* " in *" --single-transaction "*) while [ ! -e "${go}" ]; do sleep 0.05; done;; esac\n"${real}" "$@"; code=$?\n` +
+        `case " $* " in *" --single-transaction "*) [ $code -eq 0 ] && [ -e "${go}.kill" ] && kill -9 $PPID;; esac\nexit $code\n`,
+      { mode: 0o755 },
+    );
+    const PATH = `${shim}:${process.env.PATH}`;
+    const marked = async (url: string) => (await queryPostgres<{ t: string | null }>(url, "select to_regclass('almoner_restoring') as t"))[0]?.t != null;
+
+    const restore = startAlmoner(database.url, ['restore', dump, '--replace'], { PATH });
+    await until('the restore marks the database', 5000, () => marked(database.url));
+    const early = await almoner(database.url, ['keep-replaced']);
+    assert.equal(early.code, 2, early.stderr);
+    assert.match(early.stderr, /a restore of this database, or a keep-replaced, is running: wait for it/);
+    writeFileSync(go, '');
+    const done = await restore.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal(await marked(database.url), false);
+
+    // Killed after pg_restore, then dumped while marked: that dump holds the mark.
+    writeFileSync(`${go}.kill`, '');
+    await almoner(database.url, ['restore', dump, '--replace'], { PATH }).then(
+      (run) => assert.fail(`not killed: ${run.stderr}`),
+      () => {},
+    );
+    const markedDump = join(tempDir(), 'marked.dump');
+    execFileSync('pg_dump', ['--format=custom', `--file=${markedDump}`, database.url]);
+    assert.match(execFileSync('pg_restore', ['--list', markedDump], { encoding: 'utf8' }), /TABLE DATA public almoner_restoring/);
+    assert.equal((await almoner(database.url, ['keep-replaced'])).code, 0);
+    // That dump restored, and killed after pg_restore: the mark is this restore's, naming its files (the dump's
+    // old mark had taken its place, and keep-replaced read the old files, never this restore's claims).
+    await almoner(database.url, ['restore', markedDump, '--replace'], { PATH }).then(
+      (run) => assert.fail(`not killed: ${run.stderr}`),
+      () => {},
+    );
+    const [mark] = await queryPostgres<{ what: string }>(database.url, 'select what from almoner_restoring');
+    const what = JSON.parse(mark!.what) as { from: string; left: string[] };
+    assert.equal(what.from, markedDump);
+    assert.ok(what.left.length > 0 && what.left.every((f) => f.startsWith(`${markedDump}.replaced-`)), JSON.stringify(what));
+    const finishedMarked = await almoner(database.url, ['keep-replaced']);
+    assert.equal(finishedMarked.code, 0, finishedMarked.stderr);
+    assert.equal(await marked(database.url), false, 'no mark once finished');
+    assert.equal((await almoner(database.url, ['giftaid', 'claims', '--json'])).code, 0);
+
+    // Into an empty database, killed after pg_restore: keep-replaced says what the restore would have.
+    await almoner(empty.url, ['restore', dump], { PATH }).then(
+      (run) => assert.fail(`not killed: ${run.stderr}`),
+      () => {},
+    );
+    assert.equal((await almoner(empty.url, ['giftaid', 'claims'])).code, 2, 'marked');
+    const finished = await almoner(empty.url, ['keep-replaced']);
+    assert.equal(finished.code, 0, finished.stderr);
+    assert.match(finished.stdout, /erasures made since the backup are not in it/);
+    assert.match(finished.stdout, /Gift Aid claims prepared or marked since the backup are not in it/);
+    assert.match(finished.stdout, /the restore begun at \S+ \(from .*first\.dump\) is finished: .* may be used again/);
+    const claims = await almoner(empty.url, ['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json']);
+    assert.equal(claims.code, 0, claims.stderr);
+  } finally {
+    await database.drop();
+    await empty.drop();
+  }
+});
