@@ -80,8 +80,8 @@ export async function mark(place: MarkPlace, what: Restoring): Promise<void> {
     return;
   }
   await place.query(`create table if not exists ${RESTORING_TABLE} (what text not null)`);
-  await place.query(`delete from ${RESTORING_TABLE}`);
-  await place.query(`insert into ${RESTORING_TABLE} (what) values ($1)`, [JSON.stringify(what)]);
+  // One statement: a server looking between a delete and an insert would find a mark with nothing in it.
+  await place.query(`with gone as (delete from ${RESTORING_TABLE}) insert into ${RESTORING_TABLE} (what) values ($1)`, [JSON.stringify(what)]);
 }
 
 export async function unmark(place: MarkPlace): Promise<void> {
