@@ -99,10 +99,6 @@ export async function buildApp({
   // A TLS handshake has the headers' deadline too (Node's own is 120 s).
   const app = (https ? Fastify({ ...options, https: { ...serverTimeouts, handshakeTimeout: limits.headersMs, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
   limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
-  // A client that half-closes its connection once it has sent its requests (shutdown(SHUT_WR)) still
-  // reads: their answers are sent, then the connection is closed. Node's default ended it at once,
-  // and creates it was handling were stored unanswered, which a client without a key sent again.
-  (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   app.server.on('connect', answerConnect);
   app.server.on('checkExpectation', answerExpectation);
 

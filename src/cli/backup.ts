@@ -3,18 +3,18 @@
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
-import { describeDatabase, type DatabaseLocation } from '../config.js';
+import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.js';
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, type CopySummary } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
-import { mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
+import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -155,64 +155,94 @@ export function keepReplacedCommand(): Command {
       '[files...]',
       "what the restore left, if its mark does not name it: on SQLite the replaced database (almoner.db.replaced-<time>); on PostgreSQL its trail (<dump>.replaced-trail-<time>.jsonl) and, if there is one, its claims (<dump>.replaced-claims-<time>.json)",
     )
-    .action(async (given: string[]) => {
+    .option('--not-running', 'the restore that marked the database is not running, though this cannot tell (it ran on another machine or in another container): go ahead')
+    .action(async (given: string[], { notRunning = false }: { notRunning?: boolean }) => {
       // A restore into a new SQLite file may have stopped before there was one.
       const location = theDatabase({ mayCreate: true });
       await atMark(location, async (place) => {
-        const marked = await readMark(place);
-        if (marked && 'path' in place && mayStillRun(marked)) {
-          throw new UsageError(`the restore begun at ${marked.began} is still running (process ${marked.pid} on ${marked.host}): wait for it`);
+        // A mark that cannot be read names no files: those given are taken, and the mark goes once they are.
+        let marked: Restoring | undefined;
+        let unreadable = false;
+        try {
+          marked = await readMark(place);
+        } catch (err) {
+          if (!(err instanceof ConfigError) || given.length === 0) throw err;
+          unreadable = true;
         }
-        const done = (said: string) => print(`${said}: ${describeDatabase(location)} may be used again`);
-        if ('path' in place && !existsSync(place.path)) {
-          if (!marked) throw new UsageError(`there is no database at ${describeDatabase(location)}, and no restore of one is unfinished`);
-          await unmark(place);
-          return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before its backup was in place; there is no database yet (restore it again)`);
+        if (marked && 'path' in place && !notRunning && mayStillRun(marked)) {
+          throw new UsageError(
+            `the restore begun at ${marked.began} may still be running (process ${marked.pid} on ${marked.host}): wait for it` +
+              (marked.host === hostname() ? '' : `, or, if it is not running, add --not-running`),
+          );
         }
-        // The files the mark names that the restore got as far as writing, and those given.
-        const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => resolve(f))])];
-        if (files.length === 0) {
-          if (!marked) throw new UsageError('no restore of this database is unfinished (it bears no mark): give the files a restore left, if one did');
-          await unmark(place);
-          if (marked.replacing) return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
-          // Into a new or empty database: nothing was replaced, so nothing is to be taken in, but what the restore would have said.
-          print(NO_ERASURES);
-          print(NO_LEDGER);
-          return done(`the restore begun at ${marked.began} (from ${marked.from}) is finished`);
-        }
-        const read = await Promise.all(files.map((f) => readLeftOver(f)));
-        const of = (what: 'trail' | 'ledger') => {
-          const from = read.filter((r) => r[what] !== undefined);
-          if (from.length > 1) throw new UsageError(`give one replaced ${what === 'trail' ? 'audit trail' : 'claim ledger'}, not ${from.length} (${from.map((r) => r.file).join(', ')})`);
-          return from[0];
-        };
-        const [trail, ledger] = [of('trail'), of('ledger')];
-        // The trail tells that a ledger is this database's: alone, another database's claims were taken in.
-        if (ledger && !trail) throw new UsageError(`${ledger.file} is a claim ledger without its audit trail: give the trail the same restore left too (….replaced-trail-….jsonl)`);
-        const taken = await withStoreAt(
-          location,
-          async (store) => {
-            const restored = heldBy(await store.auditTrail());
-            // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
-            const entries = trail?.trail ?? [];
-            if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
-              throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
-            }
-            const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
-            return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
-          },
-          { duringRestore: true },
-        );
-        for (const line of taken.said) if (line) print(line);
-        if (!taken.finished) return;
-        if (taken.said.every((line) => line === undefined)) print(`nothing to do: the database holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
-        if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
-        if (marked) {
-          await unmark(place);
-          done(`the restore begun at ${marked.began} is finished`);
+        // SQLite: two at once would both make the erasures again.
+        const release = 'path' in place ? claimKeeping(place.path, notRunning) : () => {};
+        try {
+          await finish(location, place, marked, unreadable, given);
+        } finally {
+          release();
         }
       });
     });
+}
+
+/** keep-replaced's work, once nothing else is at it: what the restore that `marked` the database would have done last. */
+async function finish(location: DatabaseLocation, place: MarkPlace, marked: Restoring | undefined, unreadable: boolean, given: string[]): Promise<void> {
+  const done = (said: string) => print(`${said}: ${describeDatabase(location)} may be used again`);
+  // Killed in the middle of its swap: the database that was there goes back in its place.
+  const keptAs = marked?.replacing && 'path' in place ? marked.left[0] : undefined;
+  if (keptAs && 'path' in place && undoSwap(place.path, keptAs)) {
+    rmSync(`${place.path}.partial-${marked!.pid}`, { force: true });
+    await unmark(place);
+    return done(`the restore begun at ${marked!.began} (from ${marked!.from}) stopped in the middle of putting its backup in place: the database that was there is back, as it was`);
+  }
+  if ('path' in place && !existsSync(place.path)) {
+    if (!marked) throw new UsageError(`there is no database at ${describeDatabase(location)}, and no restore of one is unfinished`);
+    await unmark(place);
+    return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before its backup was in place; there is no database yet (restore it again)`);
+  }
+  // The files the mark names that the restore got as far as writing, and those given.
+  const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => resolve(f))])];
+  if (files.length === 0) {
+    if (!marked) throw new UsageError('no restore of this database is unfinished (it bears no mark): give the files a restore left, if one did');
+    await unmark(place);
+    if (marked.replacing) return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
+    // Into a new or empty database: nothing was replaced, so nothing is to be taken in, but what the restore would have said.
+    print(NO_ERASURES);
+    print(NO_LEDGER);
+    return done(`the restore begun at ${marked.began} (from ${marked.from}) is finished`);
+  }
+  const read = await Promise.all(files.map((f) => readLeftOver(f)));
+  const of = (what: 'trail' | 'ledger') => {
+    const from = read.filter((r) => r[what] !== undefined);
+    if (from.length > 1) throw new UsageError(`give one replaced ${what === 'trail' ? 'audit trail' : 'claim ledger'}, not ${from.length} (${from.map((r) => r.file).join(', ')})`);
+    return from[0];
+  };
+  const [trail, ledger] = [of('trail'), of('ledger')];
+  // The trail tells that a ledger is this database's: alone, another database's claims were taken in.
+  if (ledger && !trail) throw new UsageError(`${ledger.file} is a claim ledger without its audit trail: give the trail the same restore left too (….replaced-trail-….jsonl)`);
+  const taken = await withStoreAt(
+    location,
+    async (store) => {
+      const restored = heldBy(await store.auditTrail());
+      // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
+      const entries = trail?.trail ?? [];
+      if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
+        throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
+      }
+      const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
+      return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
+    },
+    { duringRestore: true },
+  );
+  for (const line of taken.said) if (line) print(line);
+  if (!taken.finished) return;
+  if (taken.said.every((line) => line === undefined)) print(`nothing to do: the database holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
+  if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
+  if (marked || unreadable) {
+    await unmark(place);
+    done(marked ? `the restore begun at ${marked.began} is finished` : 'the restore is finished');
+  }
 }
 
 /**

@@ -86,8 +86,9 @@ export const MAX_WAITING_PER_CONNECTION = 64;
 export function inTurn(req: IncomingMessage): boolean | Promise<boolean> {
   const before = (req as Pipelined)[BEFORE];
   const socket = req.socket as Waiting;
-  // Node ends the socket as the answer before that closes it finishes (destroySoon), or it is gone.
-  const open = () => !socket.destroyed && !socket.writableEnded;
+  // Node ends the socket as the answer before that closes it finishes (destroySoon), or it is gone, or
+  // a write failed (the client reset it): Node says so to the answer before, then destroys the socket.
+  const open = () => !socket.destroyed && !socket.writableEnded && !socket.errored;
   // Synchronous when nothing is before it, as for every request but a pipelined one: no promise on the hot path.
   if (!before || before.writableFinished || before.destroyed || !open()) return open();
   // Until the answer before it is sent, or it or the connection is gone (an answer that never gets the
@@ -136,7 +137,8 @@ export const ARRIVAL_BEFORE_CLOSE_MS = 2000;
  * (each byte starts it again), so it is served, not cut off. So is one whose body is still arriving:
  * one whose body stopped short held the shutdown up the same way (until 2026-11-28). But none is
  * given more than ARRIVAL_BEFORE_CLOSE_MS from the shutdown's start: a byte every half second held
- * it for its whole 10 s. A request whose body is all in (its handler at work) is never closed here.
+ * it for its whole 10 s. A request whose body is all in (its handler at work) is never closed here,
+ * unless its client has stopped reading its answers for a second, past ARRIVAL_BEFORE_CLOSE_MS.
  */
 export function trackConnections(server: Server, tls: boolean): { closeUnanswered(now?: number): void } {
   const open = new Set<Connection>();
@@ -170,6 +172,18 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
     }
     return now - seen.since >= QUIET_BEFORE_CLOSE_MS;
   };
+  /** Each connection's bytes written when last looked at, and since when its answers have not moved. */
+  const sending = new WeakMap<Socket, { bytesWritten: number; since: number }>();
+  /** Answers waiting to go out that the client has not taken for QUIET_BEFORE_CLOSE_MS: it does not read. */
+  const unread = (socket: Socket, now: number): boolean => {
+    if (socket.writableLength === 0) return false;
+    const seen = sending.get(socket);
+    if (seen === undefined || seen.bytesWritten !== socket.bytesWritten) {
+      sending.set(socket, { bytesWritten: socket.bytesWritten, since: now });
+      return false;
+    }
+    return now - seen.since >= QUIET_BEFORE_CLOSE_MS;
+  };
   let since: number | undefined; // the first look: the shutdown's start
   return {
     closeUnanswered(now = performance.now()) {
@@ -186,6 +200,9 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
         const before = latest?.req[BEFORE];
         const inFlight = latest !== undefined && ((before !== undefined && !before.writableFinished) || (!latest.res.writableFinished && latest.req.complete));
         if (!inFlight && (quiet(socket, now) || late)) socket.destroy();
+        // A client that does not read its answers holds the ones behind them in flight for ever: after
+        // ARRIVAL_BEFORE_CLOSE_MS it is let go (the creates still waiting their turn are then not stored).
+        else if (late && unread(socket, now)) socket.destroy();
       }
     },
   };

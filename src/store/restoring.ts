@@ -4,13 +4,23 @@
 // on one being replaced (on SQLite, on the file about to be moved aside), and a restore that was
 // killed is seen, with what finishes it (`keep-replaced`). On SQLite the mark is a file beside the
 // database; on PostgreSQL a table of its own, which a restore never takes from a backup.
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { CompiledQuery, type Kysely } from 'kysely';
 import { ConfigError, type DatabaseLocation } from '../config.js';
 
+/** A process, as far as another can tell later whether it still runs (mayStillRun). */
+export interface Owner {
+  host: string;
+  pid: number;
+  /** The machine's boot (Linux's boot_id): after a restart no process of before runs. */
+  boot?: string;
+  /** When the process started, in clock ticks since boot (/proc/<pid>/stat): a pid used again is another process. */
+  started?: string;
+}
+
 /** What the mark says. */
-export interface Restoring {
+export interface Restoring extends Owner {
   /** When the restore began, and of which backup. */
   began: string;
   from: string;
@@ -18,9 +28,6 @@ export interface Restoring {
   left: string[];
   /** Whether it replaces a database (not: into a new SQLite file, or an empty PostgreSQL database). */
   replacing: boolean;
-  /** Its process, so that keep-replaced can tell whether it still runs (on PostgreSQL a lock tells: restoreLock). */
-  host: string;
-  pid: number;
 }
 
 /** The PostgreSQL table that holds the mark. */
@@ -67,16 +74,17 @@ export async function readMark(place: MarkPlace): Promise<Restoring | undefined>
 const unreadable = (where: string, why: string) =>
   new ConfigError(
     `a restore has marked this database (${where}), but the mark cannot be read (${why}): a restore may be running, or have stopped early. ` +
-      'If none is running, finish it with bin/almoner keep-replaced, naming the files it left beside the database or the dump, then remove the mark by hand',
+      'If none is running, finish it with bin/almoner keep-replaced, naming the files it left beside the database or the dump',
   );
 
-/** Makes the mark, or writes it again (what the restore leaves, as it writes it). */
+/**
+ * Makes the mark, or writes it again (on PostgreSQL: what the restore leaves, as it writes it). On
+ * SQLite it is made whole or not at all (a mark cut short by a kill or a full disk could not be
+ * read), and only where there is none (two restores at once each took the other's place).
+ */
 export async function mark(place: MarkPlace, what: Restoring): Promise<void> {
   if ('path' in place) {
-    // Whole or not at all: a mark cut short by a kill or a full disk could not be read.
-    const file = restoringFile(place.path);
-    writeFileSync(`${file}.${process.pid}`, JSON.stringify(what), { mode: 0o644 });
-    renameSync(`${file}.${process.pid}`, file);
+    createWhole(restoringFile(place.path), JSON.stringify(what), () => new ConfigError(`another restore has just marked ${place.path}: let it finish`));
     return;
   }
   await place.query(`create table if not exists ${RESTORING_TABLE} (what text not null)`);
@@ -84,31 +92,93 @@ export async function mark(place: MarkPlace, what: Restoring): Promise<void> {
   await place.query(`with gone as (delete from ${RESTORING_TABLE}) insert into ${RESTORING_TABLE} (what) values ($1)`, [JSON.stringify(what)]);
 }
 
+/** `file`, with `text`, whole (written beside it, then linked into place), and only if there is none: else `taken()` is thrown. */
+function createWhole(file: string, text: string, taken: () => Error): void {
+  const beside = `${file}.${process.pid}`;
+  writeFileSync(beside, text, { mode: 0o644 });
+  try {
+    linkSync(beside, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw taken();
+    throw err;
+  } finally {
+    rmSync(beside, { force: true });
+  }
+}
+
+/**
+ * keep-replaced's own claim on a SQLite database's mark, so that two at once do not both make the
+ * erasures again (PostgreSQL has the restore's lock): refused while another's process may run; one
+ * left by a process that is gone is taken over. Its release.
+ */
+export function claimKeeping(path: string, force = false): () => void {
+  const file = `${restoringFile(path)}.keeping`;
+  const release = () => rmSync(file, { force: true });
+  const taken = () => new ConfigError(`another keep-replaced of ${path} is running: wait for it`);
+  try {
+    createWhole(file, JSON.stringify(thisProcess()), taken);
+  } catch (err) {
+    if (!existsSync(file)) throw err;
+    let owner: Owner | undefined;
+    try {
+      owner = JSON.parse(readFileSync(file, 'utf8')) as Owner;
+    } catch {
+      owner = undefined; // cut short: its process is gone
+    }
+    if (owner && !force && mayStillRun(owner)) throw taken();
+    release();
+    createWhole(file, JSON.stringify(thisProcess()), taken);
+  }
+  return release;
+}
+
 export async function unmark(place: MarkPlace): Promise<void> {
   if ('path' in place) rmSync(restoringFile(place.path), { force: true });
   else await place.query(`drop table if exists ${RESTORING_TABLE}`);
 }
 
-/** The mark of a restore by this process, begun now. */
+/** This process, for a mark (Owner). */
+export function thisProcess(): Owner {
+  return { host: hostname(), pid: process.pid, boot: bootId(), started: startOf(process.pid) };
+}
+
+/** The mark of a restore by this process, begun at `began`. */
 export function thisRestore(from: string, left: string[], replacing: boolean, began = new Date()): Restoring {
-  return { began: began.toISOString(), from, left, replacing, host: hostname(), pid: process.pid };
+  return { ...thisProcess(), began: began.toISOString(), from, left, replacing };
 }
 
 /**
- * Whether the restore that made `what` may still be running (SQLite: its process on this machine,
- * by pid, and a restore, as far as /proc tells). Another machine's cannot be seen from here: it may be.
+ * Whether the process `who` may still be running: not after the machine restarted (its boot id), nor
+ * when its pid is gone or now another process's (started at another time). Another machine's (or
+ * container's) cannot be seen from here: it may be.
  */
-export function mayStillRun(what: Restoring): boolean {
-  if (what.host !== hostname()) return true;
+export function mayStillRun(who: Owner): boolean {
+  if (who.boot !== undefined && bootId() !== undefined && who.boot !== bootId()) return false;
+  if (who.host !== hostname()) return true;
   try {
-    process.kill(what.pid, 0);
+    process.kill(who.pid, 0);
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'; // alive, another user's
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false; // gone (EPERM: alive, another user's)
   }
+  const started = startOf(who.pid);
+  return who.started === undefined || started === undefined || started === who.started;
+}
+
+function bootId(): string | undefined {
   try {
-    return readFileSync(`/proc/${what.pid}/cmdline`, 'utf8').includes('restore'); // a pid used again by another program is not the restore
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
   } catch {
-    return true;
+    return undefined;
+  }
+}
+
+/** A process's start time, in clock ticks since boot: /proc/<pid>/stat's 22nd field (after the name, which may hold spaces). */
+function startOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
   }
 }
 

@@ -232,6 +232,19 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
 }
 
 /**
+ * Puts back what a restore killed in the middle of its swap had moved aside (restoreSqlite): the
+ * database `target` was, at `keptAs`, with its side files, when the backup is not yet in its place;
+ * or side files moved without their database, which is still in place (without its WAL, committed
+ * transactions would be lost). Whether anything was put back.
+ */
+export function undoSwap(target: string, keptAs: string): boolean {
+  const moved = (existsSync(target) ? SIDE_FILES.map((suffix) => keptAs + suffix) : [...SIDE_FILES.map((suffix) => keptAs + suffix), keptAs]).filter((f) => existsSync(f));
+  if (existsSync(target) && existsSync(keptAs)) return false; // the swap was made: nothing to put back
+  for (const file of moved) renameSync(file, target + file.slice(keptAs.length));
+  return moved.length > 0;
+}
+
+/**
  * Writes `target` by way of a file beside it: `write` fills that file, which is then fsynced,
  * `beforeRename` makes room, and it is renamed into place, so `target` is whole or untouched; on a
  * failure before that rename the file beside it is removed.

@@ -400,6 +400,27 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('a client that pipelines thousands of creates and never reads its answers does not hold SIGTERM up: exit 0', async () => {
+      const live = await start();
+      const { port } = new URL(live.url);
+      const create = (n: number) => {
+        const body = JSON.stringify(variedDonation(`deaf.${n}@shutdown.example`, n));
+        return `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      };
+      const deaf = connect(Number(port), '127.0.0.1');
+      deaf.on('error', () => {});
+      deaf.once('connect', () => {
+        deaf.pause(); // reads nothing: the answers fill the connection's buffers, and Node stops reading it
+        deaf.write(Array.from({ length: 20_000 }, (_, n) => create(n)).join(''));
+      });
+      try {
+        await new Promise((r) => setTimeout(r, 2000));
+        await stopsSoon(live); // before: a connection paused with creates waiting their turn held it 10 s, exit 1
+      } finally {
+        deaf.destroy();
+      }
+    });
+
     test('a pipelined create still at work is answered, though the request after it on the same connection stalls mid-body', async () => {
       const live = await start();
       assert.ok(database);
