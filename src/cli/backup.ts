@@ -166,7 +166,10 @@ export function keepReplacedCommand(): Command {
         try {
           marked = await readMark(place);
         } catch (err) {
-          if (!(err instanceof ConfigError) || given.length === 0) throw err;
+          // Whose it is cannot be told either: the operator says the restore is not running.
+          if (!(err instanceof ConfigError) || given.length === 0 || !notRunning) {
+            throw err instanceof ConfigError && given.length > 0 ? new UsageError(`${err.message}; with the files named, add --not-running once no restore is running`) : err;
+          }
           unreadable = true;
         }
         if (marked && 'path' in place && !notRunning && mayStillRun(marked)) {
@@ -176,7 +179,7 @@ export function keepReplacedCommand(): Command {
           );
         }
         // SQLite: two at once would both make the erasures again.
-        const release = 'path' in place ? claimKeeping(place.path, notRunning) : () => {};
+        const release = 'path' in place ? claimKeeping(place.path) : () => {};
         try {
           await finish(location, place, marked, unreadable, given);
         } finally {

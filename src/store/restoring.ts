@@ -111,7 +111,7 @@ function createWhole(file: string, text: string, taken: () => Error): void {
  * erasures again (PostgreSQL has the restore's lock): refused while another's process may run; one
  * left by a process that is gone is taken over. Its release.
  */
-export function claimKeeping(path: string, force = false): () => void {
+export function claimKeeping(path: string): () => void {
   const file = `${restoringFile(path)}.keeping`;
   const release = () => rmSync(file, { force: true });
   const taken = () => new ConfigError(`another keep-replaced of ${path} is running: wait for it`);
@@ -125,7 +125,7 @@ export function claimKeeping(path: string, force = false): () => void {
     } catch {
       owner = undefined; // cut short: its process is gone
     }
-    if (owner && !force && mayStillRun(owner)) throw taken();
+    if (owner && mayStillRun(owner)) throw taken();
     release();
     createWhole(file, JSON.stringify(thisProcess()), taken);
   }
@@ -153,8 +153,8 @@ export function thisRestore(from: string, left: string[], replacing: boolean, be
  * container's) cannot be seen from here: it may be.
  */
 export function mayStillRun(who: Owner): boolean {
+  if (who.host !== hostname()) return true; // another machine's boot id is always another
   if (who.boot !== undefined && bootId() !== undefined && who.boot !== bootId()) return false;
-  if (who.host !== hostname()) return true;
   try {
     process.kill(who.pid, 0);
   } catch (err) {

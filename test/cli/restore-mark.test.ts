@@ -202,3 +202,23 @@ test('PostgreSQL: keep-replaced refuses while a restore runs; a dump taken while
     await empty.drop();
   }
 });
+
+test('a mark made on another machine (a database on shared storage) may still be running: keep-replaced waits for --not-running', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Elsewhere', '--email', 'e@example.org'])).code, 0);
+    const path = database.location.dialect === 'sqlite' ? database.location.path : '';
+    // As another machine's restore writes it: its boot id is always another.
+    const elsewhere = { host: 'another-machine', pid: 4242, boot: '00000000-0000-0000-0000-000000000000', started: '1', began: '2026-11-29T00:00:00.000Z', from: '/backups/b.db', left: [], replacing: true };
+    writeFileSync(`${path}.restoring`, JSON.stringify(elsewhere));
+    const wait = await almoner(database.url, ['keep-replaced']);
+    assert.equal(wait.code, 2, wait.stderr);
+    assert.match(wait.stderr, /may still be running \(process 4242 on another-machine\): wait for it, or, if it is not running, add --not-running/);
+    const go = await almoner(database.url, ['keep-replaced', '--not-running']);
+    assert.equal(go.code, 0, go.stderr);
+    assert.match(go.stdout, /stopped before it replaced anything: the database is as it was/);
+  } finally {
+    await database.drop();
+  }
+});
