@@ -12,7 +12,7 @@ import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { print, theDatabase, withStoreAt } from './io.js';
@@ -132,10 +132,7 @@ export function restoreCommand(): Command {
         print(NO_ERASURES);
         print(NO_LEDGER);
       }
-      print(
-        "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
-          'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
-      );
+      print(AS_AT_BACKUP);
     });
 }
 
@@ -194,8 +191,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   const done = (said: string) => print(`${said}: ${describeDatabase(location)} may be used again`);
   // Killed in the middle of its swap: the database that was there goes back in its place.
   const keptAs = marked?.replacing && 'path' in place ? marked.left[0] : undefined;
-  if (keptAs && 'path' in place && undoSwap(place.path, keptAs)) {
-    rmSync(`${place.path}.partial-${marked!.pid}`, { force: true });
+  if (keptAs && 'path' in place && undoSwap(place.path, keptAs, marked!.pid)) {
     await unmark(place);
     return done(`the restore begun at ${marked!.began} (from ${marked!.from}) stopped in the middle of putting its backup in place: the database that was there is back, as it was`);
   }
@@ -390,10 +386,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       print(NO_ERASURES);
       print(NO_LEDGER);
     }
-    print(
-      "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
-        'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).',
-    );
+    print(AS_AT_BACKUP);
   });
 }
 
@@ -527,6 +520,11 @@ async function runPgRestore(args: string[], env: NodeJS.ProcessEnv): Promise<{ c
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
+/** Said by every restore: what comes back as it was at the backup and is the operator's to do again. */
+const AS_AT_BACKUP =
+  "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
+  'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).';
+
 /** Said when a restore had no replaced database to read the erasures since the backup from. */
 const NO_ERASURES =
   "Donors' erasures made since the backup are not in it: erase those donors again (bin/almoner donor erase), " +
@@ -551,9 +549,6 @@ async function markOrRefuse(place: MarkPlace, what: Restoring): Promise<void> {
   if (before) throw new UsageError(unfinished(before, 'before restoring again'));
   await mark(place, what);
 }
-
-/** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger. */
-type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy };
 
 /**
  * The file that holds the replaced claim ledger, should keeping its claims fail (none when it has

@@ -174,12 +174,15 @@ export async function inUse(path: string): Promise<boolean> {
   }
 }
 
+/** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger. */
+export type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy };
+
 /**
  * What the database at `replaced` (the one a restore moved aside) holds that a restore must not
  * lose: its audit trail, whose erasures are made again (audit.ts's erasuresAfter), and its claim
  * ledger (ClaimLedger.keepFrom takes what the restored one lacks).
  */
-export async function readReplaced(replaced: string): Promise<{ trail: AuditRecord[]; ledger: LedgerCopy }> {
+export async function readReplaced(replaced: string): Promise<Replaced> {
   const Database = await driver();
   // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
   const old = new Database(replaced, { fileMustExist: true });
@@ -232,17 +235,22 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
 }
 
 /**
- * Puts back what a restore killed in the middle of its swap had moved aside (restoreSqlite): the
- * database `target` was, at `keptAs`, with its side files, when the backup is not yet in its place;
- * or side files moved without their database, which is still in place (without its WAL, committed
- * transactions would be lost). Whether anything was put back.
+ * Puts back what the restore of process `pid`, killed in the middle of its swap (restoreSqlite),
+ * had moved aside to `keptAs`: the database `target` was, with its side files, when the backup is
+ * not yet in its place; or side files moved without their database, which is still in place
+ * (without its WAL, committed transactions would be lost). The copy it was writing goes. Whether
+ * anything was put back.
  */
-export function undoSwap(target: string, keptAs: string): boolean {
-  const moved = (existsSync(target) ? SIDE_FILES.map((suffix) => keptAs + suffix) : [...SIDE_FILES.map((suffix) => keptAs + suffix), keptAs]).filter((f) => existsSync(f));
+export function undoSwap(target: string, keptAs: string, pid: number): boolean {
   if (existsSync(target) && existsSync(keptAs)) return false; // the swap was made: nothing to put back
+  const moved = [...SIDE_FILES.map((suffix) => keptAs + suffix), keptAs].filter((f) => existsSync(f));
   for (const file of moved) renameSync(file, target + file.slice(keptAs.length));
+  if (moved.length > 0) rmSync(partialOf(target, pid), { force: true });
   return moved.length > 0;
 }
+
+/** The copy that process `pid` writes beside `target` before renaming it into place (putInPlace). */
+const partialOf = (target: string, pid: number) => `${target}.partial-${pid}`;
 
 /**
  * Writes `target` by way of a file beside it: `write` fills that file, which is then fsynced,
@@ -250,7 +258,7 @@ export function undoSwap(target: string, keptAs: string): boolean {
  * failure before that rename the file beside it is removed.
  */
 async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>, beforeRename: () => void = () => {}): Promise<T> {
-  const partial = `${target}.partial-${process.pid}`;
+  const partial = partialOf(target, process.pid);
   try {
     const result = await write(partial);
     syncFile(partial);
