@@ -3,7 +3,7 @@
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import type pg from 'pg';
@@ -14,7 +14,7 @@ import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
-import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
+import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -169,14 +169,15 @@ export function keepReplacedCommand(): Command {
           }
           unreadable = true;
         }
-        if (marked && 'path' in place && !notRunning && mayStillRun(marked)) {
+        // --not-running is the operator's word for what cannot be seen from here, not against a restore seen running.
+        if (marked && 'path' in place && mayStillRun(marked) && (!notRunning || seenRunning(marked))) {
           throw new UsageError(
             `the restore begun at ${marked.began} may still be running (process ${marked.pid} on ${marked.host}): wait for it` +
-              (marked.host === hostname() ? '' : `, or, if it is not running, add --not-running`),
+              (seenFromHere(marked) ? '' : `, or, if it is not running, add --not-running`),
           );
         }
         // SQLite: two at once would both make the erasures again.
-        const release = 'path' in place ? claimKeeping(place.path) : () => {};
+        const release = 'path' in place ? await claimKeeping(place.path) : () => {};
         try {
           await finish(location, place, marked, unreadable, given);
         } finally {

@@ -4,7 +4,7 @@
 // on one being replaced (on SQLite, on the file about to be moved aside), and a restore that was
 // killed is seen, with what finishes it (`keep-replaced`). On SQLite the mark is a file beside the
 // database; on PostgreSQL a table of its own, which a restore never takes from a backup.
-import { existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { CompiledQuery, type Kysely } from 'kysely';
 import { ConfigError, type DatabaseLocation } from '../config.js';
@@ -17,6 +17,8 @@ export interface Owner {
   boot?: string;
   /** When the process started, in clock ticks since boot (/proc/<pid>/stat): a pid used again is another process. */
   started?: string;
+  /** Its PID namespace (/proc/self/ns/pid): another container's pid means nothing here, though its host name and boot id may be this one's. */
+  pids?: string;
 }
 
 /** What the mark says. */
@@ -108,28 +110,28 @@ function createWhole(file: string, text: string, taken: () => Error): void {
 
 /**
  * keep-replaced's own claim on a SQLite database's mark, so that two at once do not both make the
- * erasures again (PostgreSQL has the restore's lock): refused while another's process may run; one
- * left by a process that is gone is taken over. Its release.
+ * erasures again (PostgreSQL has the restore's lock): an exclusive SQLite lock on the file beside the
+ * mark (`….restoring.keeping`, left there, empty), held while it runs, refused (exit 2) while another
+ * holds it. The lock goes with its process, killed or not, on this machine or another: a claim
+ * written to a file and taken over once its process was gone was taken by two at once, each reading
+ * it gone and the second removing the first's (a review, 2026-11-29), and one left by another
+ * machine's could not be taken at all. Its release.
  */
-export function claimKeeping(path: string): () => void {
+export async function claimKeeping(path: string): Promise<() => void> {
   const file = `${restoringFile(path)}.keeping`;
-  const release = () => rmSync(file, { force: true });
-  const taken = () => new ConfigError(`another keep-replaced of ${path} is running: wait for it`);
+  const held = new (await import('better-sqlite3')).default(file);
   try {
-    createWhole(file, JSON.stringify(thisProcess()), taken);
+    held.pragma('busy_timeout = 0');
+    held.pragma('locking_mode = EXCLUSIVE');
+    held.exec('BEGIN EXCLUSIVE');
   } catch (err) {
-    if (!existsSync(file)) throw err;
-    let owner: Owner | undefined;
-    try {
-      owner = JSON.parse(readFileSync(file, 'utf8')) as Owner;
-    } catch {
-      owner = undefined; // cut short: its process is gone
-    }
-    if (owner && mayStillRun(owner)) throw taken();
-    release();
-    createWhole(file, JSON.stringify(thisProcess()), taken);
+    held.close();
+    const code = (err as { code?: string }).code;
+    if (code?.startsWith('SQLITE_BUSY')) throw new ConfigError(`another keep-replaced of ${path} is running: wait for it`);
+    if (code === 'SQLITE_NOTADB') throw new ConfigError(`${file} is a claim an earlier version of keep-replaced left: once none is running, delete it`);
+    throw err;
   }
-  return release;
+  return () => held.close();
 }
 
 export async function unmark(place: MarkPlace): Promise<void> {
@@ -139,12 +141,17 @@ export async function unmark(place: MarkPlace): Promise<void> {
 
 /** This process, for a mark (Owner). */
 export function thisProcess(): Owner {
-  return { host: hostname(), pid: process.pid, boot: bootId(), started: startOf(process.pid) };
+  return { host: hostname(), pid: process.pid, boot: bootId(), started: startOf(process.pid), pids: pidNamespace() };
 }
 
 /** The mark of a restore by this process, begun at `began`. */
 export function thisRestore(from: string, left: string[], replacing: boolean, began = new Date()): Restoring {
   return { ...thisProcess(), began: began.toISOString(), from, left, replacing };
+}
+
+/** Whether the process `who` can be seen from here: on this machine (its host name) and in this PID namespace (not another container's). */
+export function seenFromHere(who: Owner): boolean {
+  return who.host === hostname() && (who.pids === undefined || pidNamespace() === undefined || who.pids === pidNamespace());
 }
 
 /**
@@ -153,7 +160,7 @@ export function thisRestore(from: string, left: string[], replacing: boolean, be
  * container's) cannot be seen from here: it may be.
  */
 export function mayStillRun(who: Owner): boolean {
-  if (who.host !== hostname()) return true; // another machine's boot id is always another
+  if (!seenFromHere(who)) return true; // another machine's boot id is always another; another container's pid is not this one's
   if (who.boot !== undefined && bootId() !== undefined && who.boot !== bootId()) return false;
   try {
     process.kill(who.pid, 0);
@@ -162,6 +169,19 @@ export function mayStillRun(who: Owner): boolean {
   }
   const started = startOf(who.pid);
   return who.started === undefined || started === undefined || started === who.started;
+}
+
+/** Whether the process `who` is certainly running: seen from here, alive, and started when it did. */
+export function seenRunning(who: Owner): boolean {
+  return seenFromHere(who) && who.started !== undefined && mayStillRun(who) && startOf(who.pid) === who.started;
+}
+
+function pidNamespace(): string | undefined {
+  try {
+    return readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return undefined;
+  }
 }
 
 function bootId(): string | undefined {

@@ -3,14 +3,15 @@
 // that mark back; a restore stopped before anything was in place, a mark that cannot be read, a claim
 // ledger without its trail, and a backup of a marked database each have their answer.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, queryPostgres, SQLITE, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt, startAlmoner, until } from '../support/cli.js';
+import { almoner, assertBuilt, BIN, childEnv, startAlmoner, until } from '../support/cli.js';
 
 const POSTGRES = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -42,6 +43,10 @@ test('SQLite: keep-replaced refuses while the restore runs; a restore killed bef
       const early = await almoner(database.url, ['keep-replaced']);
       assert.equal(early.code, 2, early.stderr);
       assert.match(early.stderr, /the restore begun at \S+ may still be running \(process \d+ on .*\): wait for it/);
+      // --not-running is for a restore this machine cannot see, not one it sees running (it took its mark, and said the database could be used).
+      const forced = await almoner(database.url, ['keep-replaced', '--not-running']);
+      assert.equal(forced.code, 2, forced.stderr);
+      assert.match(forced.stderr, /may still be running \(process \d+ on .*\): wait for it$/m);
       // A backup of a database being restored is refused: it would copy whatever is there half-way.
       const copy = await almoner(database.url, ['backup', '--out', join(tempDir(), 'during.db')]);
       assert.equal(copy.code, 2, copy.stderr);
@@ -218,6 +223,69 @@ test('a mark made on another machine (a database on shared storage) may still be
     const go = await almoner(database.url, ['keep-replaced', '--not-running']);
     assert.equal(go.code, 0, go.stderr);
     assert.match(go.stdout, /stopped before it replaced anything: the database is as it was/);
+  } finally {
+    await database.drop();
+  }
+});
+
+test('a mark made in another container on this machine (its host name and boot id, another PID namespace) may still be running: keep-replaced waits for --not-running', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Container', '--email', 'k@example.org'])).code, 0);
+    const path = database.location.dialect === 'sqlite' ? database.location.path : '';
+    // Its pid is its namespace's (the first process of a container is 1): here it is another process, or none.
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const ours = readlinkSync('/proc/self/ns/pid');
+    const container = { host: hostname(), pid: 1, boot, started: '1', pids: ours === 'pid:[1]' ? 'pid:[2]' : 'pid:[1]', began: '2026-11-29T00:00:00.000Z', from: '/backups/b.db', left: [], replacing: true };
+    writeFileSync(`${path}.restoring`, JSON.stringify(container));
+    const wait = await almoner(database.url, ['keep-replaced']);
+    assert.equal(wait.code, 2, wait.stderr);
+    assert.match(wait.stderr, /may still be running \(process 1 on .*\): wait for it, or, if it is not running, add --not-running/);
+    const go = await almoner(database.url, ['keep-replaced', '--not-running']);
+    assert.equal(go.code, 0, go.stderr);
+    assert.match(go.stdout, /stopped before it replaced anything: the database is as it was/);
+  } finally {
+    await database.drop();
+  }
+});
+
+// strace delays each unlink, as a busy machine may: the window between reading a claim as its process's gone and taking it over.
+const STRACE = spawnSync('strace', ['-f', '-qq', '-o', '/dev/null', 'true']).status === 0;
+
+test('two keep-replaced at once, where a killed one left its claim: one is refused (each took the claim over, the second removing the first\'s)', { skip: !STRACE && 'needs strace' }, async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Twice', '--email', 't@example.org'])).code, 0);
+    const path = database.location.dialect === 'sqlite' ? database.location.path : '';
+    const backup = join(tempDir(), 'b.db');
+    assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
+    // As a restore killed after its swap, and a keep-replaced of it killed, leave the database.
+    const gone = spawnSync('true').pid!;
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const keptAs = `${path}.replaced-2026-11-29T00-00-00-000Z`;
+    renameSync(path, keptAs);
+    writeFileSync(path, readFileSync(backup));
+    const owner = { host: hostname(), pid: gone, boot, started: '1', pids: readlinkSync('/proc/self/ns/pid') };
+    writeFileSync(`${path}.restoring`, JSON.stringify({ ...owner, began: '2026-11-29T00:00:00.000Z', from: backup, left: [keptAs], replacing: true }));
+    const killed = new Database(`${path}.restoring.keeping`); // an earlier keep-replaced's, killed: its lock went with it
+    killed.close();
+    // Both held at the database (locked) once past their claim, so that they are at it at once.
+    const held = holdBackup(path);
+    const run = () =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const delayed = ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=unlink,unlinkat', '-e', 'inject=unlink,unlinkat:delay_enter=1000000'];
+        execFile('strace', [...delayed, BIN, 'keep-replaced'], { env: childEnv(database.url) }, (err, _stdout, stderr) =>
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr }),
+        );
+      });
+    const both = Promise.all([run(), run()]);
+    await new Promise((r) => setTimeout(r, 5000));
+    held.release();
+    const [a, b] = await both;
+    const refused = [a, b].filter((r) => r.code === 2 && /another keep-replaced of .* is running: wait for it/.test(r.stderr));
+    assert.equal(refused.length, 1, `${a.code}: ${a.stderr}\n${b.code}: ${b.stderr}`);
   } finally {
     await database.drop();
   }
