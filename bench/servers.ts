@@ -307,8 +307,9 @@ export async function startAlmoner(databaseUrl: string, dir: string, name: strin
   }
   const startMs = performance.now() - started;
   // Memory and CPU are read from this pid: it must be the server itself, not a wrapper around it.
+  // (Node names its main thread: "node" up to Node 22, "MainThread" from Node 24.)
   const comm = readFileSync(`/proc/${child.pid}/comm`, 'utf8').trim();
-  if (comm !== 'node') throw fail(`runs as "${comm}", not node: bin/almoner is no longer node itself, so its pid is not the server's`);
+  if (comm !== 'node' && comm !== 'MainThread') throw fail(`runs as "${comm}", not node: bin/almoner is no longer node itself, so its pid is not the server's`);
   return { child, pid: child.pid!, url, startMs, logPath };
 }
 
