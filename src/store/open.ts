@@ -9,7 +9,7 @@ import { ConfigError, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
 import { migrate } from './migrate.js';
-import { refuseWhileRestoring } from './restoring.js';
+import { refuseMarkedConnection, refuseWhileRestoring } from './restoring.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 import type { Clock } from '../time.js';
@@ -58,14 +58,15 @@ export async function openStore(
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     store = new Store(db, 'sqlite', { sqlite, clock });
   } else {
-    db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts) });
+    db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts, duringRestore ? undefined : refuseMarkedConnection) });
     // Batches of creates take one pooled connection each; one is left for reads (a credential, /health/ready, an
     // export's start), which a burst of creates would otherwise make wait for a batch to finish.
     store = new Store(db, 'postgres', { writeConcurrency: Math.max(1, location.poolMax - 1), clock });
   }
   try {
-    // With this connection open, so that a restore beginning now sees it and refuses.
-    if (!duringRestore) await refuseWhileRestoring(location, db);
+    // SQLite: with this connection open, so that a restore beginning now sees it and refuses
+    // (PostgreSQL's connections are each checked as they open: postgresDialect's onConnect).
+    if (!duringRestore) await refuseWhileRestoring(location);
     await migrate(db, location.dialect);
   } catch (err) {
     await store.close();
@@ -143,7 +144,8 @@ function reusingStatements(db: BetterSqlite3.Database): BetterSqlite3.Database {
 
 const INT8_OID = 20;
 
-async function postgresDialect(connectionString: string, max: number, timeouts: PgTimeouts): Promise<Dialect> {
+/** `onConnect`: run on each new connection before it is used; its error is the error of whatever asked for the connection. */
+async function postgresDialect(connectionString: string, max: number, timeouts: PgTimeouts, onConnect?: (client: pg.ClientBase) => Promise<void>): Promise<Dialect> {
   // Loaded only for PostgreSQL, so SQLite deployments do not pay for it at start-up.
   const { default: pg } = await import('pg');
   const { default: Cursor } = await import('pg-cursor');
@@ -158,6 +160,7 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
     // No query_timeout here: node-postgres never clears it for cursors, so it would cut exports
     // short after timeouts.queryMs. Queries are timed below instead, cursors not at all.
     keepAlive: true,
+    onConnect,
     // Ids, counts and pence are int8; every value Almoner stores fits a JS number exactly.
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>

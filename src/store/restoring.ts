@@ -6,7 +6,6 @@
 // database; on PostgreSQL a table of its own, which a restore never takes from a backup.
 import { existsSync, linkSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { CompiledQuery, type Kysely } from 'kysely';
 import { ConfigError, type DatabaseLocation } from '../config.js';
 
 /** A process, as far as another can tell later whether it still runs (mayStillRun). */
@@ -211,16 +210,31 @@ export function unfinished(what: Restoring, then = 'then start again'): string {
 }
 
 /**
- * Refuses (ConfigError, exit 2) a database with a restore's mark on it: run by every server and
- * command as it opens the database, after its connection is open (`db`), so that a restore that
- * has not yet made its mark sees that connection and refuses in turn; on SQLite also before, so
- * that a refusal does not leave a new empty file where the restore is to put its database.
+ * Refuses (ConfigError, exit 2) a SQLite database with a restore's mark on it: run by every server
+ * and command as it opens the database, before (so that a refusal does not leave a new empty file
+ * where the restore is to put its database) and after its connection is open, so that a restore
+ * that has not yet made its mark sees that connection and refuses in turn. PostgreSQL's connections
+ * are each checked as they open (refuseMarkedConnection).
  */
-export async function refuseWhileRestoring<DB>(location: DatabaseLocation, db?: Kysely<DB>): Promise<void> {
-  if (location.dialect === 'sqlite' && location.path === ':memory:') return;
-  if (location.dialect === 'postgres' && !db) return;
-  const place: MarkPlace =
-    location.dialect === 'sqlite' ? { path: location.path } : { query: async (text, params = []) => (await db!.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params))).rows };
-  const what = await readMark(place);
+export async function refuseWhileRestoring(location: DatabaseLocation): Promise<void> {
+  if (location.dialect !== 'sqlite' || location.path === ':memory:') return;
+  const what = await readMark({ path: location.path });
   if (what) throw new ConfigError(unfinished(what));
+}
+
+/** The code of refuseMarkedConnection's error: to a request, the database is unavailable (a 503; unavailable.ts). */
+export const RESTORING_CODE = 'ALMONER_RESTORING';
+
+/**
+ * Every PostgreSQL connection of a server or command, as it opens (pg-pool's onConnect), before
+ * any query of its own: one to a database with a restore's mark is refused. At start-up that is
+ * the ConfigError of any marked database (exit 2). A running server keeps its connections open, so
+ * a restore beginning sees them and refuses; but one whose connections were all dropped (a restart
+ * of PostgreSQL, a failover, `idle_session_timeout`) had none for the restore to see, and reconnected
+ * to the database being replaced without a look (a review, 2026-11-29): its requests now get 503s
+ * until the restore has finished.
+ */
+export async function refuseMarkedConnection(client: { query(text: string, params?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<void> {
+  const what = await readMark({ query: async (text, params = []) => (await client.query(text, params)).rows });
+  if (what) throw Object.assign(new ConfigError(unfinished(what)), { code: RESTORING_CODE });
 }

@@ -1,5 +1,6 @@
 // Which failures mean "the database cannot answer right now" (a 503 the client may retry),
 // as opposed to a fault in Almoner (a 500). Each driver says it its own way.
+import { RESTORING_CODE } from './restoring.js';
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 
@@ -16,8 +17,9 @@ const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY)/;
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as NodeJS.ErrnoException).code;
-  // A batch's commit whose answer was lost and which the database could not settle (group-commit.ts); a request's time for the database ran out (budget.ts).
-  if (code === 'ALMONER_COMMIT_UNKNOWN' || code === 'ALMONER_DATABASE_DEADLINE') return true;
+  // A batch's commit whose answer was lost and which the database could not settle (group-commit.ts); a request's time for the database ran out (budget.ts);
+  // a connection opened to a database a restore is replacing (restoring.ts).
+  if (code === 'ALMONER_COMMIT_UNKNOWN' || code === 'ALMONER_DATABASE_DEADLINE' || code === RESTORING_CODE) return true;
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_STATES.test(code) || SQLITE_CODES.test(code))) return true;
   if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);
   return PG_MESSAGES.test(err.message);

@@ -9,9 +9,11 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import { recordGiftAided } from '../support/app.js';
+import { basic, recordGiftAided } from '../support/app.js';
 import { BACKENDS, queryPostgres, SQLITE, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, startAlmoner, until } from '../support/cli.js';
+import { create, variedDonation } from '../support/load.js';
+import { ServerProcess } from '../support/server.js';
 
 const POSTGRES = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -128,6 +130,23 @@ test('keep-replaced refuses a claim ledger given without its trail: alone, nothi
   }
 });
 
+/**
+ * A pg_restore in front of the real one (first on `PATH`): it waits for the file `go` before
+ * restoring (saying so with `go`.waiting), then is killed with its restore if `go`.kill is there.
+ */
+function heldPgRestore(): { go: string; PATH: string } {
+  const shim = tempDir();
+  const go = join(shim, 'go');
+  const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
+  writeFileSync(
+    join(shim, 'pg_restore'),
+    `#!/bin/sh\ncase " $* " in *" --single-transaction "*) touch "${go}.waiting"; while [ ! -e "${go}" ]; do sleep 0.05; done;; esac\n"${real}" "$@"; code=$?\n` +
+      `case " $* " in *" --single-transaction "*) [ $code -eq 0 ] && [ -e "${go}.kill" ] && kill -9 $PPID;; esac\nexit $code\n`,
+    { mode: 0o755 },
+  );
+  return { go, PATH: `${shim}:${process.env.PATH}` };
+}
+
 test('PostgreSQL: keep-replaced refuses while a restore runs; a dump taken while the database was marked does not bring the mark back; a restore into an empty database, killed, is finished with what it would have said', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }, async () => {
   assertBuilt();
   const database = await POSTGRES!.createDatabase();
@@ -140,17 +159,7 @@ test('PostgreSQL: keep-replaced refuses while a restore runs; a dump taken while
     const dump = join(tempDir(), 'first.dump');
     execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
 
-    // A pg_restore in front of the real one: it waits for a file before restoring, then is killed with its restore if asked.
-    const shim = tempDir();
-    const go = join(shim, 'go');
-    const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
-    writeFileSync(
-      join(shim, 'pg_restore'),
-      `#!/bin/sh\ncase " $* " in *" --single-transaction "*) touch "${go}.waiting"; while [ ! -e "${go}" ]; do sleep 0.05; done;; esac\n"${real}" "$@"; code=$?\n` +
-        `case " $* " in *" --single-transaction "*) [ $code -eq 0 ] && [ -e "${go}.kill" ] && kill -9 $PPID;; esac\nexit $code\n`,
-      { mode: 0o755 },
-    );
-    const PATH = `${shim}:${process.env.PATH}`;
+    const { go, PATH } = heldPgRestore();
     const marked = async (url: string) => (await queryPostgres<{ t: string | null }>(url, "select to_regclass('almoner_restoring') as t"))[0]?.t != null;
 
     const restore = startAlmoner(database.url, ['restore', dump, '--replace'], { PATH });
@@ -205,6 +214,42 @@ test('PostgreSQL: keep-replaced refuses while a restore runs; a dump taken while
   } finally {
     await database.drop();
     await empty.drop();
+  }
+});
+
+test('PostgreSQL: a running server whose connections were dropped (a restart, a failover) does not serve the database a restore is replacing: 503 until it has finished', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }, async () => {
+  assertBuilt();
+  const database = await POSTGRES!.createDatabase();
+  const server = await new ServerProcess(database.url).listening();
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Dropped', '--email', 'd@example.org', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const charity = JSON.parse(made.stdout) as { username: string; password: string };
+    const authorization = basic(charity.username, charity.password);
+    const before = await create(server.url, authorization, variedDonation('before@example.org', 1));
+    assert.equal(before.kind === 'answered' && before.status, 200);
+    const dump = join(tempDir(), 'dropped.dump');
+    execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
+
+    // The server's sessions end (as at a restart of PostgreSQL): a restore now sees none of it.
+    await queryPostgres(database.url, 'select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+    const { go, PATH } = heldPgRestore();
+    const restore = startAlmoner(database.url, ['restore', dump, '--replace'], { PATH });
+    await until('the restore reaches pg_restore', 5000, () => existsSync(`${go}.waiting`));
+    // It had reconnected without a look, and stored this in the database about to be replaced: a 200 for a donation lost.
+    const during = await create(server.url, authorization, variedDonation('during@example.org', 2));
+    assert.equal(during.kind === 'answered' && during.status, 503, JSON.stringify(during));
+    assert.equal((await fetch(`${server.url}/health/ready`)).status, 503);
+    writeFileSync(go, '');
+    const done = await restore.done;
+    assert.equal(done.code, 0, done.stderr);
+    const after = await create(server.url, authorization, variedDonation('after@example.org', 3));
+    assert.equal(after.kind === 'answered' && after.status, 200, JSON.stringify(after));
+    const emails = (await queryPostgres<{ donor_email: string }>(database.url, 'select donor_email from donations order by id')).map((r) => r.donor_email);
+    assert.deepEqual(emails, ['before@example.org', 'after@example.org']);
+  } finally {
+    await server.stop('SIGTERM', 10_000);
+    await database.drop();
   }
 });
 
