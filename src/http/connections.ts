@@ -127,6 +127,20 @@ function waitersOf(socket: Waiting): Set<() => void> {
 export const QUIET_BEFORE_CLOSE_MS = 1000;
 /** How long after a shutdown begins a request may still be arriving (a byte now and then held it up for the shutdown's whole 10 s). */
 export const ARRIVAL_BEFORE_CLOSE_MS = 2000;
+/** How long after a shutdown begins answers may still be going out to a client that reads them, so that it ends within its 10 s, exit 0. */
+export const SENDING_BEFORE_CLOSE_MS = 8000;
+
+/**
+ * The bytes of its answers a connection's kernel has taken so far. socket.bytesWritten counts an
+ * answer whole as soon as it is handed to the socket: the 1.7 MB of /docs/swagger-ui-bundle.js
+ * at once, though the kernel takes a few hundred kB of it at a time, as the client reads. What it
+ * has not taken yet is libuv's write queue (over TLS, that of the TCP connection under it), as
+ * Node's own socket timeout reckons (net.js, _onTimeout).
+ */
+function taken(socket: Connection): number {
+  const handle = (socket._parent ?? socket) as Socket & { _handle?: { writeQueueSize?: number } | null };
+  return socket.bytesWritten - (handle._handle?.writeQueueSize ?? 0);
+}
 
 /**
  * The server's open connections, so that a shutdown can close those with no request in flight
@@ -172,23 +186,43 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
     }
     return now - seen.since >= QUIET_BEFORE_CLOSE_MS;
   };
-  /** Each connection's bytes written when last looked at, and since when its answers have not moved. */
-  const sending = new WeakMap<Socket, { bytesWritten: number; since: number }>();
+  /** Each connection's bytes taken by the kernel when last looked at, and since when its answers have not moved. */
+  const sending = new WeakMap<Socket, { taken: number; since: number }>();
   /** Answers waiting to go out that the client has not taken for QUIET_BEFORE_CLOSE_MS: it does not read. */
-  const unread = (socket: Socket, now: number): boolean => {
+  const unread = (socket: Connection, now: number): boolean => {
     if (socket.writableLength === 0) return false;
     const seen = sending.get(socket);
-    if (seen === undefined || seen.bytesWritten !== socket.bytesWritten) {
-      sending.set(socket, { bytesWritten: socket.bytesWritten, since: now });
+    const sent = taken(socket);
+    if (seen === undefined || seen.taken !== sent) {
+      sending.set(socket, { taken: sent, since: now });
       return false;
     }
     return now - seen.since >= QUIET_BEFORE_CLOSE_MS;
+  };
+  /** Whether a connection's answers are not all out yet (one still being made, or sent: answers finish in order, so the latest is enough). */
+  const answering = (socket: Connection): boolean => socket.writableLength > 0 || (socket[LATEST] !== undefined && !socket[LATEST].res.writableFinished);
+  // Node's closeIdleConnections (server.close() calls it, and the shutdown's reaper) closes each
+  // connection between requests whose answer has been ended, sent or not (its `finished`): a client
+  // reading /docs/swagger-ui-bundle.js got 135 kB of its 1.7 MB at a SIGTERM, then the end of the
+  // connection, and pipelined answers were cut off the same way (a review, 2026-11-29). The same,
+  // but a connection whose answers are still going out is left to closeUnanswered.
+  server.closeIdleConnections = function closeIdleConnections(this: Server) {
+    // Node's list of connections (made as the server starts listening), and those between requests.
+    const key = Object.getOwnPropertySymbols(this).find((s) => s.description === 'http.server.connections');
+    const list = key && (this as unknown as Record<symbol, { idle?(): { socket: Connection & { _httpMessage?: ServerResponse | null } }[] } | undefined>)[key];
+    // Another Node's, not known: none is closed here, and closeUnanswered closes them a second later.
+    if (typeof list?.idle !== 'function') return;
+    for (const { socket } of list.idle()) {
+      if ((socket._httpMessage && !socket._httpMessage.finished) || answering(socket)) continue;
+      socket.destroy();
+    }
   };
   let since: number | undefined; // the first look: the shutdown's start
   return {
     closeUnanswered(now = performance.now()) {
       since ??= now;
       const late = now - since >= ARRIVAL_BEFORE_CLOSE_MS;
+      const last = now - since >= SENDING_BEFORE_CLOSE_MS;
       if (tls) {
         // A TLS connection's TCP connection is its _parent (Node's own name): without it, nothing is known to be idle there.
         const handshaken = new Set([...open].map((s) => s._parent));
@@ -202,7 +236,8 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
         if (!inFlight && (quiet(socket, now) || late)) socket.destroy();
         // A client that does not read its answers holds the ones behind them in flight for ever: after
         // ARRIVAL_BEFORE_CLOSE_MS it is let go (the creates still waiting their turn are then not stored).
-        else if (late && unread(socket, now)) socket.destroy();
+        // One that reads them is let go at SENDING_BEFORE_CLOSE_MS, so the shutdown still ends within its 10 s.
+        else if (late && (unread(socket, now) || (last && socket.writableLength > 0))) socket.destroy();
       }
     },
   };
