@@ -235,6 +235,14 @@ export const RESTORING_CODE = 'ALMONER_RESTORING';
  * until the restore has finished.
  */
 export async function refuseMarkedConnection(client: { query(text: string, params?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<void> {
-  const what = await readMark({ query: async (text, params = []) => (await client.query(text, params)).rows });
+  let what: Restoring | undefined;
+  try {
+    what = await readMark({ query: async (text, params = []) => (await client.query(text, params)).rows });
+  } catch (err) {
+    // A mark there but not readable: the restore made its table and has not yet written the mark into
+    // it (two statements). That too is a database being replaced: a 503, not a 500 (a review, 2026-11-29).
+    if (err instanceof ConfigError) throw Object.assign(err, { code: RESTORING_CODE });
+    throw err;
+  }
   if (what) throw Object.assign(new ConfigError(unfinished(what)), { code: RESTORING_CODE });
 }
