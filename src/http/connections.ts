@@ -209,13 +209,11 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
   server.closeIdleConnections = function closeIdleConnections(this: Server) {
     // Node's list of connections (made as the server starts listening), and those between requests.
     const key = Object.getOwnPropertySymbols(this).find((s) => s.description === 'http.server.connections');
-    const list = key && (this as unknown as Record<symbol, { idle?(): { socket: Connection & { _httpMessage?: ServerResponse | null } }[] } | undefined>)[key];
+    const list = key && (this as unknown as Record<symbol, { idle?(): { socket: Connection }[] } | undefined>)[key];
     // Another Node's, not known: none is closed here, and closeUnanswered closes them a second later.
     if (typeof list?.idle !== 'function') return;
-    for (const { socket } of list.idle()) {
-      if ((socket._httpMessage && !socket._httpMessage.finished) || answering(socket)) continue;
-      socket.destroy();
-    }
+    // Node's own test (the answer being written not yet ended) is within answering: every request is noted as the latest.
+    for (const { socket } of list.idle()) if (!answering(socket)) socket.destroy();
   };
   let since: number | undefined; // the first look: the shutdown's start
   return {

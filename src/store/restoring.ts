@@ -150,7 +150,9 @@ export function thisRestore(from: string, left: string[], replacing: boolean, be
 
 /** Whether the process `who` can be seen from here: on this machine (its host name) and in this PID namespace (not another container's). */
 export function seenFromHere(who: Owner): boolean {
-  return who.host === hostname() && (who.pids === undefined || pidNamespace() === undefined || who.pids === pidNamespace());
+  if (who.host !== hostname()) return false;
+  const here = pidNamespace();
+  return who.pids === undefined || here === undefined || who.pids === here;
 }
 
 /**
@@ -235,14 +237,13 @@ export const RESTORING_CODE = 'ALMONER_RESTORING';
  * until the restore has finished.
  */
 export async function refuseMarkedConnection(client: { query(text: string, params?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<void> {
-  let what: Restoring | undefined;
   try {
-    what = await readMark({ query: async (text, params = []) => (await client.query(text, params)).rows });
+    const what = await readMark({ query: async (text, params = []) => (await client.query(text, params)).rows });
+    if (what) throw new ConfigError(unfinished(what));
   } catch (err) {
-    // A mark there but not readable: the restore made its table and has not yet written the mark into
-    // it (two statements). That too is a database being replaced: a 503, not a 500 (a review, 2026-11-29).
-    if (err instanceof ConfigError) throw Object.assign(err, { code: RESTORING_CODE });
+    // A mark, or one there but not readable (the restore made its table and has not yet written the
+    // mark into it: two statements): a database being replaced, a 503, not a 500 (a review, 2026-11-29).
+    if (err instanceof ConfigError) Object.assign(err, { code: RESTORING_CODE });
     throw err;
   }
-  if (what) throw Object.assign(new ConfigError(unfinished(what)), { code: RESTORING_CODE });
 }

@@ -253,47 +253,43 @@ test('PostgreSQL: a running server whose connections were dropped (a restart, a 
   }
 });
 
-test('a mark made on another machine (a database on shared storage) may still be running: keep-replaced waits for --not-running', async () => {
+/**
+ * keep-replaced on a SQLite database bearing the mark `made()` of a restore that cannot be seen
+ * from here: it may still be running, so keep-replaced waits (exit 2, naming `who`) for
+ * --not-running, then finds that nothing was replaced.
+ */
+async function waitsForNotRunning(name: string, made: () => Record<string, unknown>, who: string): Promise<void> {
   assertBuilt();
   const database = await SQLITE.createDatabase();
   try {
-    assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Elsewhere', '--email', 'e@example.org'])).code, 0);
+    assert.equal((await almoner(database.url, ['charity', 'create', '--name', name, '--email', 'e@example.org'])).code, 0);
     const path = database.location.dialect === 'sqlite' ? database.location.path : '';
-    // As another machine's restore writes it: its boot id is always another.
-    const elsewhere = { host: 'another-machine', pid: 4242, boot: '00000000-0000-0000-0000-000000000000', started: '1', began: '2026-11-29T00:00:00.000Z', from: '/backups/b.db', left: [], replacing: true };
-    writeFileSync(`${path}.restoring`, JSON.stringify(elsewhere));
+    writeFileSync(`${path}.restoring`, JSON.stringify({ ...made(), began: '2026-11-29T00:00:00.000Z', from: '/backups/b.db', left: [], replacing: true }));
     const wait = await almoner(database.url, ['keep-replaced']);
     assert.equal(wait.code, 2, wait.stderr);
-    assert.match(wait.stderr, /may still be running \(process 4242 on another-machine\): wait for it, or, if it is not running, add --not-running/);
+    assert.match(wait.stderr, new RegExp(`may still be running \\(${who}\\): wait for it, or, if it is not running, add --not-running`));
     const go = await almoner(database.url, ['keep-replaced', '--not-running']);
     assert.equal(go.code, 0, go.stderr);
     assert.match(go.stdout, /stopped before it replaced anything: the database is as it was/);
   } finally {
     await database.drop();
   }
-});
+}
 
-test('a mark made in another container on this machine (its host name and boot id, another PID namespace) may still be running: keep-replaced waits for --not-running', async () => {
-  assertBuilt();
-  const database = await SQLITE.createDatabase();
-  try {
-    assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Container', '--email', 'k@example.org'])).code, 0);
-    const path = database.location.dialect === 'sqlite' ? database.location.path : '';
-    // Its pid is its namespace's (the first process of a container is 1): here it is another process, or none.
-    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    const ours = readlinkSync('/proc/self/ns/pid');
-    const container = { host: hostname(), pid: 1, boot, started: '1', pids: ours === 'pid:[1]' ? 'pid:[2]' : 'pid:[1]', began: '2026-11-29T00:00:00.000Z', from: '/backups/b.db', left: [], replacing: true };
-    writeFileSync(`${path}.restoring`, JSON.stringify(container));
-    const wait = await almoner(database.url, ['keep-replaced']);
-    assert.equal(wait.code, 2, wait.stderr);
-    assert.match(wait.stderr, /may still be running \(process 1 on .*\): wait for it, or, if it is not running, add --not-running/);
-    const go = await almoner(database.url, ['keep-replaced', '--not-running']);
-    assert.equal(go.code, 0, go.stderr);
-    assert.match(go.stdout, /stopped before it replaced anything: the database is as it was/);
-  } finally {
-    await database.drop();
-  }
-});
+test('a mark made on another machine (a database on shared storage) may still be running: keep-replaced waits for --not-running', () =>
+  // As another machine's restore writes it: its boot id is always another.
+  waitsForNotRunning('Elsewhere', () => ({ host: 'another-machine', pid: 4242, boot: '00000000-0000-0000-0000-000000000000', started: '1' }), 'process 4242 on another-machine'));
+
+test('a mark made in another container on this machine (its host name and boot id, another PID namespace) may still be running: keep-replaced waits for --not-running', () =>
+  // Its pid is its namespace's (the first process of a container is 1): here it is another process, or none.
+  waitsForNotRunning(
+    'Container',
+    () => {
+      const ours = readlinkSync('/proc/self/ns/pid');
+      return { host: hostname(), pid: 1, boot: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(), started: '1', pids: ours === 'pid:[1]' ? 'pid:[2]' : 'pid:[1]' };
+    },
+    'process 1 on .*',
+  ));
 
 // strace delays each unlink, as a busy machine may: the window between reading a claim as its process's gone and taking it over.
 const STRACE = spawnSync('strace', ['-f', '-qq', '-o', '/dev/null', 'true']).status === 0;

@@ -16,6 +16,9 @@ import { until } from '../support/cli.js';
 
 const ANSWER = Buffer.alloc(32 * 1024 * 1024, 'a');
 
+/** The server's end of a connection, with libuv's write queue: what the kernel has not taken yet. */
+type Watched = Socket & { _handle?: { writeQueueSize: number } };
+
 const servers: http.Server[] = [];
 after(() => {
   for (const server of servers) {
@@ -38,7 +41,7 @@ async function serve(): Promise<{ server: http.Server; port: number; tracker: Re
 }
 
 /** A client that has asked for the answer and reads none of it until told to: what it has received, and the server's end of it. */
-async function slowReader({ port, answering }: Awaited<ReturnType<typeof serve>>): Promise<{ client: Socket; received: () => number; ended: Promise<void>; readWhile(more: () => boolean): void; socket: Socket & { _handle?: { writeQueueSize: number } } }> {
+async function slowReader({ port, answering }: Awaited<ReturnType<typeof serve>>): Promise<{ client: Socket; received: () => number; ended: Promise<void>; readWhile(more: () => boolean): void; socket: Watched }> {
   const client = connect(port, '127.0.0.1');
   client.on('error', () => {});
   let received = 0;
@@ -54,13 +57,13 @@ async function slowReader({ port, answering }: Awaited<ReturnType<typeof serve>>
     const res = answering();
     return res?.finished === true && res.socket !== null && res.socket.writableLength > 0;
   });
-  const reader = { client, received: () => received, readWhile: (more: () => boolean) => (reading = more), ended, socket: answering()!.socket! as Socket & { _handle?: { writeQueueSize: number } } };
+  const reader = { client, received: () => received, readWhile: (more: () => boolean) => (reading = more), ended, socket: answering()!.socket! as Watched };
   await settled(reader.socket);
   return reader;
 }
 
 /** Waits until the kernel takes no more of the answer from the server's process (the client's buffers are full). */
-async function settled(socket: Socket & { _handle?: { writeQueueSize: number } }): Promise<void> {
+async function settled(socket: Watched): Promise<void> {
   let last = -1;
   await until('the kernel took no more', 5_000, async () => {
     const queued = socket._handle?.writeQueueSize ?? -2;
