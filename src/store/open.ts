@@ -11,7 +11,7 @@ import type { Database } from './schema.js';
 import { migrate } from './migrate.js';
 import { refuseMarkedConnection, refuseWhileRestoring } from './restoring.js';
 import { Store } from './store.js';
-import { isDatabaseUnavailable } from './unavailable.js';
+import { isDatabaseUnavailable, isRefused } from './unavailable.js';
 import type { Clock } from '../time.js';
 
 /**
@@ -194,7 +194,7 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number): Postgre
           const result = query(...args);
           if (!(result instanceof Promise)) return result; // a cursor: an export streams as long as it needs
           result.catch((err: unknown) => {
-            if (isDatabaseUnavailable(err)) broken = err as Error;
+            if (isDatabaseUnavailable(err) && !isRefused(err)) broken = err as Error; // a statement refused leaves its connection standing
           });
           return timeLimited(result, queryTimeoutMs, () => (broken = new Error('Query read timeout')));
         }) as PostgresPoolClient['query'],

@@ -8,6 +8,12 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOST
 // 57P01-57P03 server shutting down or starting up.
 const PG_STATES = /^(08...|53...|57P0[123])$/;
 
+// Statements PostgreSQL refuses for a moment, storing nothing, on a connection that still stands:
+// 25006 a read-only database (a hot standby after a failover, default_transaction_read_only during
+// maintenance), 57014 a statement cancelled (statement_timeout, pg_cancel_backend), 55P03 a lock
+// not granted (lock_timeout). A 503 to retry: each was a 500, after its batch was tried again in halves.
+const PG_REFUSED_FOR_NOW = /^(25006|57014|55P03)$/;
+
 // node-postgres and pg-pool report lost connections and timeouts by message only.
 const PG_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connection error and is not queryable|Client was closed and is not queryable/i;
 
@@ -20,7 +26,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   // A batch's commit whose answer was lost and which the database could not settle (group-commit.ts); a request's time for the database ran out (budget.ts);
   // a connection opened to a database a restore is replacing (restoring.ts).
   if (code === 'ALMONER_COMMIT_UNKNOWN' || code === 'ALMONER_DATABASE_DEADLINE' || code === RESTORING_CODE) return true;
-  if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_STATES.test(code) || SQLITE_CODES.test(code))) return true;
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_STATES.test(code) || PG_REFUSED_FOR_NOW.test(code) || SQLITE_CODES.test(code))) return true;
   if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);
   return PG_MESSAGES.test(err.message);
 }
@@ -32,7 +38,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
  */
 export function isRefused(err: unknown): boolean {
   const { code, severity } = (err ?? {}) as { code?: unknown; severity?: unknown };
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string' && !isDatabaseUnavailable(err);
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string' && (PG_REFUSED_FOR_NOW.test(code) || !isDatabaseUnavailable(err));
 }
 
 /** Another writer holds SQLite's lock: worth waiting for, asynchronously. */

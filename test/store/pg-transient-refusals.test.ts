@@ -1,0 +1,103 @@
+// PostgreSQL refusing a create's writes for a moment, with an error of its own rather than a lost
+// connection: a read-only database (a hot standby after a failover, or default_transaction_read_only
+// during maintenance: 25006), and a statement cancelled by the role's or database's statement_timeout
+// while it waits for a lock (57014). Nothing was stored, and the database may take the same write a
+// moment later: a 503 with Retry-After, as SQLite's read-only storage and a lock held past the deadline
+// are, never a 500 that tells the client the fault is Almoner's. PostgreSQL only.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { Throttle } from '../../src/http/throttle.js';
+import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
+import { basic, exampleDonation } from '../support/app.js';
+import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
+
+const postgres = BACKENDS.find((b) => b.name === 'postgres');
+
+describe('PostgreSQL refusing writes for a moment [postgres]', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
+  let database: TestDatabase;
+  let name: string;
+  let store: Store;
+  let app: FastifyInstance;
+  let authorization: string;
+  let n = 0;
+
+  before(async () => {
+    database = await postgres!.createDatabase();
+    name = new URL(database.url).pathname.slice(1);
+    store = await openStore(database.location);
+    app = await buildApp({ store, throttle: new Throttle({ createsPerSecond: 0 }) });
+    const { charity, password } = await signUpCharity(store, { name: 'Refusals', email: 'r@example.org' });
+    authorization = basic(charity.username, password);
+  });
+  after(async () => {
+    await app?.close();
+    await store?.close();
+    await database?.drop();
+  });
+
+  const create = (key?: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/donation/create',
+      headers: { authorization, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+      payload: JSON.stringify(exampleDonation({ donor_email: `refused-${++n}@example.org` })),
+    });
+
+  /** A database setting, seen by the app's connections from their next session on: its sessions are ended, and the pool opens new ones. */
+  async function setForNewSessions(setting: string): Promise<void> {
+    // From another database: a session on this one would be read-only itself.
+    const server = new URL(database.url);
+    server.pathname = '/postgres';
+    await queryPostgres(server.href, `alter database "${name}" ${setting}`);
+    await queryPostgres(server.href, `select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()`, [name]);
+    // The pool finds its ended sessions as it uses them (each a 503 of its own): a few reads clear them out.
+    for (let i = 0; i < 12; i++) await app.inject({ method: 'GET', url: '/health/ready' });
+  }
+
+  const stored = async () => Number((await queryPostgres<{ n: string }>(database.url, `select count(*) as n from donations`))[0]!.n);
+
+  function assert503(res: { statusCode: number; headers: Record<string, unknown>; body: string }) {
+    assert.equal(res.statusCode, 503, res.body);
+    assert.equal(res.headers['retry-after'], '1');
+    assert.deepEqual(JSON.parse(res.body), { message: 'The database is unavailable. Please try again shortly.' });
+  }
+
+  test('a read-only database (25006): every create, keyed or not, is a 503, nothing is stored, and /health/ready says not ready', async () => {
+    const before = await stored();
+    await setForNewSessions('set default_transaction_read_only = on');
+    try {
+      const answers = await Promise.all([create(), create(), create('read-only-1'), create('read-only-2')]);
+      for (const res of answers) assert503(res);
+      assert.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 503, 'not ready while writes are refused');
+      assert.equal(await stored(), before);
+    } finally {
+      await setForNewSessions('reset default_transaction_read_only');
+    }
+    assert.equal((await create('read-only-1')).statusCode, 200, 'the key of a 503 is not used up');
+  });
+
+  test('a statement cancelled by statement_timeout while a lock holds it (57014) is a 503, and nothing is stored', async () => {
+    const before = await stored();
+    await setForNewSessions(`set statement_timeout = '300ms'`);
+    const held = new pg.Client({ connectionString: database.url });
+    await held.connect();
+    try {
+      await held.query(`set statement_timeout = 0`);
+      await held.query('begin');
+      await held.query('lock table donations in exclusive mode'); // as a CREATE INDEX or an ALTER TABLE by hand would
+      assert503(await create());
+      assert503(await create('cancelled-1'));
+      await held.query('rollback');
+      assert.equal(await stored(), before);
+    } finally {
+      await held.end();
+      await setForNewSessions('reset statement_timeout');
+    }
+    assert.equal((await create('cancelled-1')).statusCode, 200);
+  });
+});
