@@ -234,6 +234,16 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.match(res.json().message, /send it with Content-Type: application\/json/);
   });
 
+  test('JSON sent without its Content-Type is a 415 too when a value holds & or %, which a form would split or decode', async () => {
+    const before = (await t.donations()).length;
+    for (const overrides of [{ donor_address: 'Flat 2 & 3, High Street' }, { payment_method: '100% card' }, { donor_last_name: 'Smith&Jones', donor_city: 'a=b' }]) {
+      const res = await postForm(JSON.stringify(exampleDonation(overrides)));
+      assert.equal(res.statusCode, 415, `${JSON.stringify(overrides)}: ${res.body}`);
+      assert.match(res.json().message, /send it with Content-Type: application\/json/);
+    }
+    assert.equal((await t.donations()).length, before);
+  });
+
   test('a form field sent twice is not a string: 422 on that field', async () => {
     // Raw: a form body, with a repeated field JSON cannot express.
     const res = await postForm('donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&donor_city=a&donor_city=b');

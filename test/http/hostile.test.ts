@@ -830,8 +830,11 @@ for (const backend of BACKENDS) describe(`hostile input [${backend.name}]`, () =
             return !Buffer.from(bytes.toString('utf8'), 'utf8').equals(bytes); // not UTF-8: decoding replaced something
           });
           const keys = Object.keys(parseQueryString(payload));
+          // A body that begins with `{` is told apart by its text, before its escapes are looked at; one that is one
+          // key beginning with `{` once decoded (`%7b=`) after.
+          const jsonText = payload.trimStart().startsWith('{');
           const jsonAsForm = keys.length === 1 && keys[0]!.trimStart().startsWith('{');
-          const expected = op === 'me' ? [200] : latin1 ? [415] : notUtf8 ? [400] : jsonAsForm ? [415] : [200, 422];
+          const expected = op === 'me' ? [200] : latin1 ? [415] : jsonText ? [415] : notUtf8 ? [400] : jsonAsForm ? [415] : [200, 422];
           if (who.authenticated) assertStatus(res, op, ...expected);
         },
       ),
