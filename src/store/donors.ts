@@ -12,6 +12,9 @@ import { donationsWithCharity, donorReference } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
 
+/** How long an erasure waits for readers to let it empty the WAL (SQLite): see DonorData.emptyWal. */
+const WAL_EMPTIED_WITHIN_MS = 60_000;
+
 /** One donation's erasure: which, whose, and what it changes. */
 export interface DonationErasure {
   id: number;
@@ -102,15 +105,40 @@ export class DonorData {
   /**
    * Runs an erasure, then on SQLite moves what it wrote from the WAL into the database and empties
    * the WAL, whose earlier frames still held the rows as they were before it (secure_delete, set in
-   * open.ts, zeroes what the erasure freed in the database itself). A server reading at that moment
-   * can keep the WAL from being emptied; its own next writes then overwrite those frames. On
+   * open.ts, zeroes what the erasure freed in the database itself). A connection reading at that
+   * moment keeps the checkpoint from finishing, and the database file's pages still hold what was
+   * erased: emptyWal waits for it, and says so if it cannot. On
    * PostgreSQL the rows' old versions stay in the table's files until VACUUM reuses their space
    * (the README says what that means for backups).
    */
   private async leavingNoTrace(dryRun: boolean, erase: () => Promise<DonationErasure[]>, alsoErased: () => number = () => 0): Promise<DonationErasure[]> {
     const erased = await erase();
-    if (!dryRun && erased.length + alsoErased() > 0 && this.dialect === 'sqlite') await sql`pragma wal_checkpoint(truncate)`.execute(this.db);
+    // Even when nothing was found: the same command run again then finishes what a reader held up.
+    if (!dryRun && this.dialect === 'sqlite') await this.emptyWal(erased.length + alsoErased() > 0);
     return erased;
+  }
+
+  /**
+   * Checkpoints the WAL into the database and empties it. A connection reading (a `donations
+   * export` to a slow reader, a backup's VACUUM INTO) keeps a checkpoint from finishing: SQLite
+   * says so (busy), and the database file's own pages still hold what was erased, the WAL only
+   * shadowing them. Tried again until WAL_EMPTIED_WITHIN_MS have passed (each try waits the
+   * connection's busy timeout), then said, as an error: it was said nowhere, the command exited 0.
+   */
+  private async emptyWal(erasedNow: boolean): Promise<void> {
+    const deadline = performance.now() + WAL_EMPTIED_WITHIN_MS;
+    for (;;) {
+      const { rows } = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(this.db);
+      if (Number(rows[0]?.busy ?? 0) === 0) return;
+      if (performance.now() >= deadline) {
+        throw new Error(
+          `${erasedNow ? 'the erasure is done and recorded, but' : 'nothing more was erased, and'} what was erased is still in the database file's pages: ` +
+            `another connection has been reading for over ${WAL_EMPTIED_WITHIN_MS / 1000} s (a backup, an export) and keeps SQLite from writing the erasure into them. ` +
+            'Run the same command again once it has finished',
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   /**
