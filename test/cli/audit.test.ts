@@ -117,6 +117,16 @@ for (const backend of BACKENDS) {
       if (backend.name === 'postgres') await assert.rejects(rawSql(database.url, 'truncate audit_log'), /never changed or deleted/);
       assert.ok((await trail(database.url)).length > 0);
     });
+
+    test('the database refuses to overwrite an entry by inserting over it (SQLite: INSERT OR REPLACE deletes the row without its delete trigger)', async () => {
+      await signUpCharityVia(database);
+      const before = await trail(database.url);
+      const columns = 'id, at, action, target, os_user, host, summary';
+      const forged = `select id, at, action, 'forged', os_user, host, summary from audit_log`;
+      const overwrite = backend.name === 'sqlite' ? `insert or replace into audit_log (${columns}) ${forged}` : `insert into audit_log (${columns}) overriding system value ${forged} on conflict (id) do update set target = excluded.target`;
+      await assert.rejects(rawSql(database.url, overwrite), /never changed or deleted/);
+      assert.deepEqual(await trail(database.url), before, 'every entry as it was');
+    });
   });
 }
 

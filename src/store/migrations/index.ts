@@ -17,6 +17,7 @@ import { auditLogNotTruncated } from './0011_audit_log_not_truncated.js';
 import { erasedDonorReference } from './0012_erased_donor_reference.js';
 import { erasedDonorFromAudit } from './0013_erased_donor_from_audit.js';
 import { claimRowsWithoutDonation } from './0014_claim_rows_without_donation.js';
+import { auditLogNotReplaced } from './0015_audit_log_not_replaced.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -34,5 +35,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0012_erased_donor_reference': erasedDonorReference(),
     '0013_erased_donor_from_audit': erasedDonorFromAudit(),
     '0014_claim_rows_without_donation': claimRowsWithoutDonation(dialect),
+    '0015_audit_log_not_replaced': auditLogNotReplaced(dialect),
   };
 }
