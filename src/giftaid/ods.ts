@@ -62,7 +62,11 @@ export interface SpreadsheetOptions {
 }
 
 /** The .ods file for one schedule of at most 1,000 donations. */
-export function scheduleSpreadsheet(opts: SpreadsheetOptions): Uint8Array {
+export function scheduleSpreadsheet(options: SpreadsheetOptions): Uint8Array {
+  // The lines above the schedule and the title come from outside the rows (the charity's name, which
+  // `charity create` takes as typed): a character XML cannot hold there is shown as U+FFFD, never a
+  // claim recorded whose files can never be written. The rows are HMRC's characters already.
+  const opts = { ...options, about: options.about.map(xmlSafe), title: xmlSafe(options.title) };
   const { rows } = opts;
   if (rows.length === 0 || rows.length > MAX_ROWS_PER_SCHEDULE) {
     throw new RangeError(`a schedule holds 1 to ${MAX_ROWS_PER_SCHEDULE} donations, not ${rows.length}`);
@@ -194,6 +198,12 @@ function escapeXml(t: string): string {
   const bad = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u.exec(t);
   if (bad) throw new RangeError(`U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')} cannot be written in XML`);
   return t.replace(/[&<>"']/g, (c) => XML_ENTITIES[c]!);
+}
+
+/** `t` with each character XML cannot hold replaced by U+FFFD. */
+function xmlSafe(t: string): string {
+  // eslint-disable-next-line no-control-regex
+  return t.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD');
 }
 
 const XML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
