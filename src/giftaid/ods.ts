@@ -123,7 +123,9 @@ function contentXml(opts: SpreadsheetOptions): string {
   const apart: Cell = text('', 'ceLabel');
   top[LAYOUT.earliestDateRow] = [EMPTY, apart, text('Box 1', 'ceBold'), date(earliest, 'ceDateBox')];
   top[15] = [EMPTY, EMPTY, EMPTY, text('Previously over-claimed amount. Leave blank if none', 'ceLabel')];
-  top[LAYOUT.overClaimedRow] = [EMPTY, apart, text('Box 2', 'ceBold'), text('', 'ceBox')];
+  // D17 shows what a person types in it with two decimals, as HMRC reads it: in a cell without that
+  // format LibreOffice saves 12.50 typed as "12.5" and 20 as "20", which HMRC's checker refuses.
+  top[LAYOUT.overClaimedRow] = [EMPTY, apart, text('Box 2', 'ceBold'), text('', 'ceAmountBox')];
   top[17] = [EMPTY, EMPTY, EMPTY, text("Don't use a £ sign")];
   top[18] = [EMPTY, text('The total below is automatically calculated from the amounts you enter in the schedule.')];
   top[19] = [
@@ -256,7 +258,7 @@ const CONTENT_HEAD =
   cellStyle('ceBold', bold) +
   cellStyle('ceLabel', '<style:text-properties fo:font-size="9pt"/>') +
   cellStyle('ceHeading', `<style:table-cell-properties fo:background-color="#dddddd" fo:border="0.5pt solid #000000"/>${bold}`) +
-  cellStyle('ceBox', boxed) +
+  cellStyle('ceAmountBox', boxed, 'NAmount') +
   cellStyle('ceDateBox', boxed, 'NDate') +
   cellStyle('ceDate', '', 'NDate') +
   cellStyle('ceAmount', '', 'NAmount') +

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
 import { scheduleSpreadsheet, type SpreadsheetOptions } from '../../src/giftaid/ods.js';
 import type { ScheduleRow } from '../../src/giftaid/schedule.js';
 import { noLibreOffice, savedByLibreOffice } from '../support/libreoffice.js';
@@ -45,6 +46,27 @@ describe('the schedule spreadsheet', () => {
     assert.equal(f.cellAt(12, 3), '31/12/24', 'D13 as HMRC reads it');
     assert.deepEqual(hmrcProblems(f, '2026-11-28', { ourRules: false }), []);
     assert.deepEqual(giftAidRows(f).map((r) => r.firstName), ['Jane', 'Ann']);
+  });
+
+  test('an over-claimed amount typed into D17 and saved by LibreOffice is read by HMRC with its two decimals', { skip: noLibreOffice }, async () => {
+    // D17 as LibreOffice holds a number typed there (12.50 or 12.5 typed are the value 12.5), then the
+    // file saved again: the text HMRC reads is the cell's value as its format shows it. Without a
+    // two-decimal format it was "12.5" (and "20" for 20.00), which HMRC's checker refuses.
+    const files = unzipSync(scheduleSpreadsheet(options([row()])));
+    const content = strFromU8(files['content.xml']!);
+    const d17 = /(<table:table-row>(?:<table:table-cell[^>]*\/>|<table:table-cell[^>]*>.*?<\/table:table-cell>){3})<table:table-cell( table:style-name="[^"]*")? office:value-type="string"><\/table:table-cell>/;
+    const rows = content.split('</table:table-row>');
+    const row17 = rows[16]!;
+    assert.match(row17, d17, 'D17 is an empty string cell');
+    for (const [typed, shown] of [['12.5', '12.50'], ['20', '20.00']] as const) {
+      rows[16] = row17.replace(d17, `$1<table:table-cell$2 office:value-type="float" office:value="${typed}"/>`);
+      const source = join(dir, `d17-${typed}.ods`);
+      writeFileSync(source, zipSync({ ...Object.fromEntries(Object.entries(files).map(([name, bytes]) => [name, [bytes, { level: name === 'mimetype' ? 0 : 6 }]])), 'content.xml': strToU8(rows.join('</table:table-row>')) }));
+      const [saved] = await savedByLibreOffice([source], mkdtempSync(join(dir, 'saved-')));
+      const f = await readOds(saved!);
+      assert.equal(f.cellAt(16, 3), shown, `D17 typed as ${typed}, as HMRC reads it`);
+      assert.deepEqual(hmrcProblems(f, '2026-11-28', { ourRules: false }), [], `D17 typed as ${typed}`);
+    }
   });
 
   test('text comes back exactly: XML characters escaped, runs of spaces and a leading space kept', async () => {
