@@ -18,6 +18,10 @@ export function emailArgument(value: string): string {
 export function nameArgument(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('must not be empty.');
   if (value.length > 255) throw new InvalidArgumentError('must be at most 255 characters.');
+  // A control character pasted with the name (or a code point no text may hold) would go into every
+  // Gift Aid schedule's title, every export and every answer to /me: refused here, named by its code.
+  const bad = /[\p{Cc}\uFFFE\uFFFF]|\p{Cs}/u.exec(value);
+  if (bad) throw new InvalidArgumentError(`must not hold control characters (U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')} at character ${bad.index + 1}).`);
   return value;
 }
 

@@ -275,6 +275,7 @@ describe('bin/almoner charity', { concurrency: true }, () => {
           { what: 'create without --email', args: ['charity', 'create', '--name', 'No Email'], stderr: /--email/ },
           { what: 'create with an invalid --email', args: ['charity', 'create', '--name', 'Bad Email', '--email', 'not-an-email'], stderr: /email/i },
           { what: 'create with an empty --name', args: ['charity', 'create', '--name', '  ', '--email', 'x@y.example'], stderr: /name/i },
+          { what: 'create with a control character in --name', args: ['charity', 'create', '--name', 'Helping\u000bHands', '--email', 'x@y.example'], stderr: /--name.*control characters \(U\+000B at character 8\)/ },
           { what: 'create with an unknown option', args: ['charity', 'create', '--name', 'N', '--email', 'x@y.example', '--colour', 'red'], stderr: /colour/ },
           { what: 'an unknown charity subcommand', args: ['charity', 'frobnicate'], stderr: /frobnicate/ },
           { what: 'an unknown top-level command', args: ['frobnicate'], stderr: /frobnicate/ },

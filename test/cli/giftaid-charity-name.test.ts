@@ -1,11 +1,15 @@
-// A charity's name is taken by `charity create` as typed, and goes into every schedule's title and
-// the lines above it. A character XML cannot hold there (a control character pasted with the name)
-// made every claim of that charity fail after it was recorded: its files could never be written,
-// by `giftaid claim` or by `giftaid files`, and its donations were held by a claim with no file.
+// A charity's name goes into every schedule's title and the lines above it. A character XML cannot
+// hold there (a control character pasted with the name) made every claim of that charity fail after
+// it was recorded: its files could never be written, by `giftaid claim` or by `giftaid files`, and
+// its donations were held by a claim with no file. `charity create` refuses such a name since
+// 2026-11-29 (test/cli/charity.test.ts); a charity signed up with one before is made here directly.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { parseDatabaseUrl } from '../../src/config.js';
+import { openStore } from '../../src/store/open.js';
 import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
@@ -22,9 +26,10 @@ for (const name of ['Helping\u000bHands', 'Helping Hands\u001b', 'Helping \uFFFE
     assertBuilt();
     const database = await SQLITE.createDatabase();
     try {
-      const made = await almoner(database.url, ['charity', 'create', '--name', name, '--email', 'h@example.org', '--json']);
-      assert.equal(made.code, 0, made.stderr);
-      const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+      const store = await openStore(parseDatabaseUrl(database.url));
+      const { id, username } = await signUpCharity(store, { name, email: 'h@example.org' })
+        .then(({ charity }) => charity)
+        .finally(() => store.close());
       await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org' }], 30);
       const out = join(tempDir(), 'claims');
       const run = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', out, '--json']);
