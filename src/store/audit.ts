@@ -20,6 +20,7 @@ export type AuditAction =
   | 'donations export'
   | 'donor export'
   | 'donor erase'
+  | 'donor erase dry run'
   | 'retention apply'
   | 'giftaid claim'
   | 'giftaid files'

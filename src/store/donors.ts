@@ -44,6 +44,10 @@ export class DonorData {
         await this.apply(trx, found, donorReference(email));
         const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
         await appendAudit(trx, { action: 'donor erase', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept, ...(againOf && { again_of: againOf }) } });
+      } else {
+        // A dry run changes nothing, but says which charities this person gave to and on which days: data taken
+        // out, as a `donor export` is. An action of its own, so that a restore never makes it again as an erasure.
+        await appendAudit(trx, { action: 'donor erase dry run', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length } });
       }
       return found;
     }));

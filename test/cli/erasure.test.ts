@@ -107,6 +107,12 @@ for (const backend of BACKENDS) {
       assert.match(run.stdout, /would erase/);
       assert.match(run.stdout, /3 donations \(a dry run: nothing was changed\)/);
       assert.deepEqual(await Promise.all(Object.values(ids).map(find)), before);
+      // It took data out (which charities, which days): recorded, under the donor's reference, as its own action.
+      const audit = (await almoner(database.url, ['audit', '--json'])).stdout.trim().split('\n').map((line) => JSON.parse(line) as { action: string; target: string; summary: unknown });
+      const last = audit.at(-1)!;
+      assert.equal(last.action, 'donor erase dry run');
+      assert.match(last.target, /^donor [0-9a-f]{16}$/);
+      assert.deepEqual(last.summary, { charity: null, donations: 3 });
     });
 
     test('erase: the e-mail, phone, IP, city and the address past the house go at once; Gift Aid keeps names, house and postcode for its period; nothing else is kept', async () => {
