@@ -25,7 +25,7 @@ function rulesInWords(f: FieldSpec): string {
     case 'text':
       return text;
     case 'email':
-      return `${text} A valid address by validator.js's isEmail with its defaults: a local part (before the @) of at most 64 bytes of UTF-8, as the mail standards count it (a character outside ASCII takes two to four), and a domain name with a top-level domain (no IP address).`;
+      return `${text} A valid address by validator.js's isEmail with its defaults: a local part (before the @) of at most 64 bytes of UTF-8, as the mail standards count it (a character outside ASCII takes two to four), and a domain name with a top-level domain (no IP address), with no character that shows as nothing (a zero-width space, a soft hyphen: Unicode's default-ignorable code points).`;
     case 'ip':
       return `${text} No IPv6 zone (such as %eth0).`;
     case 'amount':

@@ -24,6 +24,9 @@ export function isEmail(address: string): boolean {
   const domain = address.slice(at + 1);
   return (
     address.length <= 254 && // the whole address, in UTF-16 units
+    // A character that shows as nothing (a zero-width space pasted with the address, a soft hyphen):
+    // validator takes it, and a donor's request naming the address as it looks then missed it.
+    !INVISIBLE.test(address) &&
     at >= 0 &&
     Buffer.byteLength(address.slice(0, at)) <= 64 && // the local part, in UTF-8 bytes
     Buffer.byteLength(domain) <= 254 &&
@@ -31,6 +34,8 @@ export function isEmail(address: string): boolean {
     isEmailModule.default(address, { ignore_max_length: true })
   );
 }
+
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
 
 type Check = { value: unknown; errors?: undefined } | { value?: undefined; errors: string[] };
 

@@ -194,6 +194,15 @@ describe('email and IP', () => {
     });
   }
 
+  // Characters that show as nothing, which validator takes: the address looks like another, and a donor's
+  // request naming it as it looks (donor export, donor erase) missed the donation.
+  for (const invisible of ['ivy@example.org\u200b', 'sam\u00ad@example.org', 'a\u2060b@example.org', 'ivy@exam\ufeffple.org']) {
+    test(`donor_email ${JSON.stringify(invisible)}, with a character that shows as nothing, is rejected`, () => {
+      assert.equal(validatorIsEmail.default(invisible), true, 'validator alone takes it');
+      assert.deepEqual(errorsOf(validateDonation({ ...minimal, donor_email: invisible })).donor_email, ['The donor email must be a valid email address.']);
+    });
+  }
+
   test('donor_email at most 254 characters', () => {
     const long = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}.uk`; // 257 characters
     assert.deepEqual(errorsOf(validateDonation({ ...minimal, donor_email: long })).donor_email, [
