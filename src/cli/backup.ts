@@ -15,7 +15,7 @@ import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
-import { print, theDatabase, withStoreAt } from './io.js';
+import { print, PRIVATE_FILE, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
 const ON_POSTGRES =
@@ -63,7 +63,7 @@ export function backupCommand(): Command {
       if (!writable(dirname(file))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(file)}`);
       // A database half-restored is no backup's to take.
       await refuseWhileRestoring(location);
-      const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file));
+      const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file, PRIVATE_FILE));
       print(`backup written to ${file}: ${describe(summary)}`);
       // In the database backed up, after the copy: the copy is of what was there before. A backup
       // taken by a user who may read the database but not write it is still a backup: said, not failed.
@@ -422,7 +422,7 @@ const pgPlace = (client: pg.Client): MarkPlace => ({ query: async (text, params)
 
 /** `text` in a new file readable by this user only (it holds donors' names and addresses, or who did what); its name. */
 function writeOwn(file: string, text: string): string {
-  writeFileSync(file, text, { flag: 'wx', mode: 0o600 });
+  writeFileSync(file, text, { flag: 'wx', mode: PRIVATE_FILE });
   return file;
 }
 

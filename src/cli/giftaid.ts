@@ -31,7 +31,7 @@ import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claim
 import type { Store } from '../store/store.js';
 import { ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { RFC_4180 } from './csv.js';
-import { print, printJson, withStore } from './io.js';
+import { print, printJson, PRIVATE_FILE, withStore } from './io.js';
 import { dayArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
@@ -378,7 +378,8 @@ async function writeNewFiles(
   const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const partial = (name: string) => join(dir, `.${name}.${run}.partial`);
   try {
-    for (const f of files) await writeFile(partial(f.name), f.bytes, { flag: 'wx' });
+    // Readable by their owner only, whatever the umask: they hold donors' names and addresses.
+    for (const f of files) await writeFile(partial(f.name), f.bytes, { flag: 'wx', mode: PRIVATE_FILE });
     for (const f of files) await rename(partial(f.name), join(dir, f.name));
   } catch (err) {
     await Promise.all(files.map((f) => rm(partial(f.name), { force: true })));
@@ -396,9 +397,9 @@ async function writeAttention(dir: string, name: string, rows: readonly Attentio
   const path = join(dir, name);
   if (rows.length === 0) return void (await rm(path, { force: true })); // no stale to-do list left behind
   const csv = stringify([[...ATTENTION_COLUMNS], ...rows.map(attentionCells)], { bom: true, ...RFC_4180 });
-  const partial = join(dir, `.${name}.partial`);
+  const partial = join(dir, `.${name}.${process.pid}-${randomBytes(4).toString('hex')}.partial`); // another run's is not this one's
   try {
-    await writeFile(partial, csv);
+    await writeFile(partial, csv, { flag: 'wx', mode: PRIVATE_FILE });
     await rename(partial, path);
   } finally {
     await rm(partial, { force: true });

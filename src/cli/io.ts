@@ -7,6 +7,12 @@ import type { Store } from '../store/store.js';
 import { unknownCharity, UsageError } from './usage.js';
 
 /**
+ * The mode of every file a command writes that holds donors' personal data (Gift Aid claims and
+ * their to-do lists, backups, a restore's ledgers): readable by its owner only, whatever the umask.
+ */
+export const PRIVATE_FILE = 0o600;
+
+/**
  * The database DATABASE_URL names, said on standard error; a SQLite file that is not there is a
  * mistake (exit 2) unless the command may create it.
  */

@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
@@ -52,14 +52,15 @@ const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
   db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
 
 /**
- * Copies the database at `source` to `out`. The copy is read from one snapshot: in WAL mode a
+ * Copies the database at `source` to `out`, a file of that `mode`. The copy is read from one snapshot: in WAL mode a
  * reader never blocks the writer, so a server using the database keeps answering and committing,
  * and the copy holds exactly what was committed when it began. It is written beside `out`, fsynced
  * and checked, then renamed into place: `out` is a whole, checked copy or nothing.
  */
-export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
+export async function backUpSqlite(source: string, out: string, mode: number): Promise<CopySummary> {
   return putInPlace(out, async (partial) => {
     await copyRows(source, partial, out, { tidy: false }); // the live database
+    chmodSync(partial, mode); // before it is renamed into place: SQLite made it as the umask allows
     return checkCopy(partial);
   });
 }

@@ -5,7 +5,7 @@
 // the server writes (a plain file copy), the integrity check or the row checks fail.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -74,6 +74,7 @@ describe('bin/almoner backup and restore [sqlite]', () => {
       await Promise.all(workers);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stdout, /^backup written to .*backup\.db: .*integrity ok.* donations/);
+      assert.equal(statSync(backupFile).mode & 0o777, 0o600, "the backup is readable by its owner only, whatever the umask (it followed it: 0644)");
       t.diagnostic(`${before.size} acknowledged before the backup, ${ackedDuring.length} while it ran, ${acknowledged.size} in all`);
       assert.ok(ackedDuring.length > 0, 'the server answered creates while the backup ran');
 

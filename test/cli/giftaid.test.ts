@@ -4,7 +4,7 @@
 // checker does (test/support/ods.ts, no code shared with the writer) and opened in LibreOffice.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { DonationInput } from '../../src/client/index.js';
@@ -179,6 +179,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
           total: `${Math.floor(pence / 100)}.${String(pence % 100).padStart(2, '0')}`,
         });
         assert.deepEqual(readdirSync(out).sort(), [`claim-${claim.claim}-1.ods`, `claim-${claim.claim}-2.ods`, `claim-${claim.claim}-needs-attention.csv`], 'no other file, no temporary file left');
+        // Donors' names and addresses: readable by their owner only, whatever the umask (they followed it: 0644).
+        for (const file of [...claim.files, claim.needs_attention!]) assert.equal(statSync(file).mode & 0o777, 0o600, file);
         assert.equal(giftAidRows(files[0]!).length, 1000);
         assert.equal(giftAidRows(files[1]!).length, claimable.size - 1000);
         assert.match(claimRun.stderr, /^almoner: database \S+\n$/, 'nothing on stderr but which database');
