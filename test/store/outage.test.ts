@@ -31,15 +31,23 @@ const OUTAGE_BOUND_MS = PG_TIMEOUTS.connectMs + PG_TIMEOUTS.queryMs + 1000;
 // answer. Those requests go to an app with less time for the database, so that the tests do not wait
 // 4.5 s each; the time to answer once it has run out is the same.
 const QUICK_BUDGET_MS = 1500;
-const STALL_BOUND_MS = QUICK_BUDGET_MS + (5000 - DATABASE_BUDGET_MS);
+// That app's store waits for a connection and a query longer than any bound below, so that only the
+// request's own deadline can answer in time: a request on per-query timeouts would take 4 s or more.
+const PATIENT_PG_TIMEOUTS = { connectMs: 4000, queryMs: 4000 };
+// Production allows 0.5 s to answer once the deadline has run out (5000 - DATABASE_BUDGET_MS); here 61
+// requests at once are answered in-process, each checked against the OpenAPI document, on two cores
+// shared with the rest of the suite, and once came 0.4 ms past that: the bound allows three times as much,
+// still short of what a query's own timeout would take.
+const STALL_BOUND_MS = QUICK_BUDGET_MS + 3 * (5000 - DATABASE_BUDGET_MS);
 
 describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is not set' }, () => {
   let database: TestDatabase;
   let proxy: TcpProxy;
   let store: Store; // through the proxy: what the service sees
+  let patient: Store; // the same, waiting PATIENT_PG_TIMEOUTS: quick's
   let direct: Store; // straight to PostgreSQL: what is really stored
   let app: FastifyInstance;
-  let quick: FastifyInstance; // the same, with QUICK_BUDGET_MS for the database
+  let quick: FastifyInstance; // the same on `patient`, with QUICK_BUDGET_MS for the database
   const clock = new TestClock(); // both apps': moved past a remembered credential's lifetime instead of waiting
   let authorization: string;
   const acknowledged = new Map<number, string>(); // id -> donor_email of every 200
@@ -49,9 +57,10 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
     let url: string;
     ({ proxy, url } = await proxyFor(database.url));
     store = await openStore(parseDatabaseUrl(url, 4), { pgTimeouts: PG_TIMEOUTS });
+    patient = await openStore(parseDatabaseUrl(url, 4), { pgTimeouts: PATIENT_PG_TIMEOUTS });
     direct = await openStore(database.location);
     app = await buildApp({ store, clock: clock.now });
-    quick = await buildApp({ store, clock: clock.now, databaseBudgetMs: QUICK_BUDGET_MS });
+    quick = await buildApp({ store: patient, clock: clock.now, databaseBudgetMs: QUICK_BUDGET_MS });
     watchConformance(app); // the 503s too
     watchConformance(quick);
     const { charity, password } = await signUpCharity(direct, { name: 'Outage Test', email: 'o@example.org' });
@@ -65,6 +74,7 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
       for (const c of closed) if (c.status === 'rejected') throw c.reason;
     } finally {
       await store?.close();
+      await patient?.close();
       await direct?.close();
       await proxy?.close();
       await database?.drop();
