@@ -86,7 +86,7 @@ export class UnavailableError extends RetryLaterError {
 /**
  * No answer: the connection was refused, reset, or failed (DNS, TLS...). `cause` holds the
  * underlying error. A createDonation that fails this way may or may not have been recorded:
- * retry it with the same idempotencyKey.
+ * retry it with the same idempotencyKey (one sent without a key may be recorded twice by a retry).
  */
 export class NetworkError extends AlmonerError {
   override name: string = 'NetworkError';

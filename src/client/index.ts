@@ -127,7 +127,7 @@ export class AlmonerClient {
       }
       headers['Idempotency-Key'] = idempotencyKey;
     }
-    const { body, response } = await this.#post('/donation/create', JSON.stringify(input), headers, signal, true);
+    const { body, response } = await this.#post('/donation/create', JSON.stringify(input), headers, signal, idempotencyKey === undefined ? 'unkeyed' : 'keyed');
     const record = isObject(body) ? body.data : undefined;
     if (!isObject(record) || typeof record.id !== 'number') throw unexpected(`${this.apiUrl}/donation/create`, response, body);
     return {
@@ -141,7 +141,8 @@ export class AlmonerClient {
     payload: string | undefined,
     headers: Record<string, string>,
     signal: AbortSignal | undefined,
-    recordsSomething = false,
+    /** Whether the call may record something (a create), and with an idempotencyKey or without. */
+    records: 'no' | 'keyed' | 'unkeyed' = 'no',
   ): Promise<{ response: Response; body: unknown }> {
     const url = `${this.apiUrl}${path}`;
     const timeout = this.#timeoutMs === Infinity ? undefined : AbortSignal.timeout(this.#timeoutMs);
@@ -161,7 +162,13 @@ export class AlmonerClient {
       text = await response.text(); // under the same deadline as the headers
     } catch (err) {
       if (signal?.aborted) throw err; // the caller's own abort is theirs to handle
-      const outcome = recordsSomething ? ' The donation may or may not have been recorded: retry with the same idempotencyKey.' : '';
+      // Only a key makes the retry of a create whose answer never came safe: without one, say so.
+      const outcome = {
+        no: '',
+        keyed: ' The donation may or may not have been recorded: retry with the same idempotencyKey.',
+        unkeyed:
+          ' The donation may or may not have been recorded, and it was sent without an idempotencyKey: a retry may record it twice. Check before retrying, and send an idempotencyKey with every create.',
+      }[records];
       if (timeout?.aborted) {
         throw new TimeoutError(`No answer from ${url} within ${this.#timeoutMs} ms.${outcome}`, { status: 0, cause: err });
       }

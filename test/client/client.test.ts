@@ -342,6 +342,15 @@ describe('almoner/client without a live service', () => {
       assert.match(err.message, /within 200 ms.*same idempotencyKey/);
     });
 
+    test('TimeoutError on a create sent without an idempotencyKey does not tell the caller to retry with a key it never sent', async () => {
+      // Retrying a keyless create whose answer never came may record the donation twice: the
+      // message must say so, not advise a retry "with the same idempotencyKey" there is none of.
+      const client = new AlmonerClient({ baseUrl, ...credentials, timeoutMs: 200 });
+      const err = await rejection(client.createDonation(EXAMPLE_DONATION), TimeoutError);
+      assert.doesNotMatch(err.message, /same idempotencyKey/);
+      assert.match(err.message, /without an idempotencyKey/);
+    });
+
     test("the caller's own AbortSignal rejects with its reason, not an AlmonerError", async () => {
       const client = new AlmonerClient({ baseUrl, ...credentials });
       const controller = new AbortController();
