@@ -54,9 +54,13 @@ const COMMON_RESPONSES = {
   '503': ref('responses', 'Unavailable'),
 };
 
-/** /me reads no body: only a Content-Type header that is no media type at all is refused. */
+/**
+ * /me reads no body: only a Content-Type header that is no media type at all is refused, and nothing
+ * it reads can be a 400 (a body or an Idempotency-Key is ignored; the document said otherwise until 2026-11-29).
+ */
+const { '400': _badRequest, ...ME_COMMON_RESPONSES } = COMMON_RESPONSES;
 const ME_RESPONSES = {
-  ...COMMON_RESPONSES,
+  ...ME_COMMON_RESPONSES,
   '415': errorResponse(
     'The Content-Type header is not a media type (such as `text plain`). A body of any valid type is ignored.',
     'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
@@ -214,7 +218,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
       },
       responses: {
         BadRequest: errorResponse(
-          'The request could not be read: the body is not valid JSON, not UTF-8, not a JSON object, or shorter or longer than its Content-Length; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters.',
+          'The request could not be read: the body is not valid JSON, not UTF-8, or not a JSON object; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters.',
           'The request body is not valid JSON.',
         ),
         Unauthorized: errorResponse('The credentials are missing or invalid.', 'Unauthorized', {
