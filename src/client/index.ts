@@ -1,6 +1,6 @@
 // almoner/client: a typed client for Almoner's HTTP interface (POST /api/v1/me and
 // POST /api/v1/donation/create). No runtime dependencies: it uses the global fetch of Node 18+
-// (or a browser), or the one it is given. The record type is the server's own, so the two cannot drift.
+// (or a browser's, from the server's own origin: it sends no CORS headers), or the one it is given. The record type is the server's own, so the two cannot drift.
 import type { DonationInput, DonationRecord, DonationType } from '../donations/donation.js';
 import {
   AlmonerError,
