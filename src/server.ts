@@ -4,7 +4,7 @@ import { createSecureContext } from 'node:tls';
 import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ConfigError, describeDatabase, portTaken, type Config } from './config.js';
+import { ConfigError, DEFAULT_DATABASE_URL, describeDatabase, parseDatabaseUrl, portTaken, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './loggable.js';
 import { logOutput } from './log-output.js';
@@ -12,6 +12,7 @@ import { openRedis, reportRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
 import { isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 import { PERSONAL_FIELDS } from './donations/erasure.js';
+import { osUser } from './store/audit.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
 // Top-level paths only: wildcard paths make pino walk every log line.
@@ -172,10 +173,21 @@ export async function serve(config: Config): Promise<void> {
   process.stderr.write(`almoner: database ${describeDatabase(config.database)}${worker === undefined ? '' : `, ${config.workers} workers`}\n`);
   if (config.docs) process.stderr.write(`API reference (try both operations with a charity's credentials): ${address}/docs\n`);
 
-  if ((await store.countCharities()) === 0) {
-    process.stderr.write(
-      'Almoner has no charities yet. Create the first one with:\n' +
-        '  bin/almoner charity create --name "Helping Hands" --email info@helpinghands.example\n',
-    );
-  }
+  if ((await store.countCharities()) === 0) process.stderr.write(firstCharityHint(config.database));
+}
+
+/**
+ * How to sign the first charity up, on this server's database: a command run without its
+ * DATABASE_URL (or as another user, such as root beside a service running as `almoner`) made a
+ * database of its own, which the server never reads.
+ */
+function firstCharityHint(database: Config['database']): string {
+  const command = 'bin/almoner charity create --name "Helping Hands" --email info@helpinghands.example';
+  const url = describeDatabase(database);
+  if (url === describeDatabase(parseDatabaseUrl(DEFAULT_DATABASE_URL))) return `Almoner has no charities yet. Create the first one with:\n  ${command}\n`;
+  const hidden = database.dialect === 'postgres' && url !== database.url ? ' (with the password this server was given where *** is)' : '';
+  return (
+    `Almoner has no charities yet. Create the first one on this server's database, as the user it runs as (${osUser()})${hidden}:\n` +
+    `  DATABASE_URL='${url}' ${command}\n`
+  );
 }

@@ -1,9 +1,10 @@
 // bin/almoner serve: the real server process, as an operator starts it, on a fresh database of
 // each backend.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { basic, exampleDonation } from './support/app.js';
@@ -123,6 +124,22 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           await until('the first-charity hint on stderr', 5_000, () => server.stderr.includes('charity create'));
           assert.match(server.stderr, /bin\/almoner charity create --name .+ --email \S+/);
           assert.ok(server.stderr.includes(`${server.url}/docs\n`), server.stderr);
+          // On this server's database, as its user: run without them, the command made a database the server never reads.
+          const hint = /Create the first one on this server's database, as the user it runs as \((.+?)\)(.*):\n {2}DATABASE_URL='(.+?)' bin\/almoner charity create /.exec(server.stderr);
+          assert.ok(hint, server.stderr);
+          assert.equal(hint[1], userInfo().username);
+          const [, , passwordNote, shown] = hint;
+          if (backend.name === 'sqlite') {
+            // Made by the server: readable by its owner only, whatever the umask (it followed it: 0644), and so its WAL.
+            const path = databaseUrl().slice('sqlite:'.length);
+            for (const file of [path, `${path}-wal`]) assert.equal(statSync(file).mode & 0o777, 0o600, file);
+          }
+          if (backend.name === 'sqlite') assert.equal(shown, databaseUrl());
+          else {
+            const { password } = new URL(databaseUrl());
+            if (password !== '') assert.ok(!shown!.includes(`:${password}@`), 'no password shown');
+            assert.equal(passwordNote !== '', password !== '', 'says where the password goes when it is hidden');
+          }
         });
 
         test('POST /api/v1/me without credentials is a 401 JSON answer', async () => {

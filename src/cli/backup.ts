@@ -63,7 +63,7 @@ export function backupCommand(): Command {
       if (!writable(dirname(file))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(file)}`);
       // A database half-restored is no backup's to take.
       await refuseWhileRestoring(location);
-      const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file, PRIVATE_FILE));
+      const summary = await refusalsAreUsage(() => backUpSqlite(location.path, file));
       print(`backup written to ${file}: ${describe(summary)}`);
       // In the database backed up, after the copy: the copy is of what was there before. A backup
       // taken by a user who may read the database but not write it is still a backup: said, not failed.

@@ -3,14 +3,9 @@ import { existsSync, statSync } from 'node:fs';
 import { databaseFromEnv, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from '../store/audit.js';
 import { openStore } from '../store/open.js';
+export { PRIVATE_FILE } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { unknownCharity, UsageError } from './usage.js';
-
-/**
- * The mode of every file a command writes that holds donors' personal data (Gift Aid claims and
- * their to-do lists, backups, a restore's ledgers): readable by its owner only, whatever the umask.
- */
-export const PRIVATE_FILE = 0o600;
 
 /**
  * The database DATABASE_URL names, said on standard error; a SQLite file that is not there is a

@@ -1,6 +1,6 @@
 // Opens the database a DATABASE_URL names, with the settings that make a commit durable and a
 // database outage fail fast, and brings its schema up to date.
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
@@ -97,10 +97,28 @@ function checkWritable(path: string): void {
   }
 }
 
+/**
+ * The mode of every file Almoner makes that holds donors' personal data (a SQLite database, and
+ * SQLite gives its -wal and -shm files the database's own; a backup; Gift Aid claims and their
+ * to-do lists; a restore's ledgers): readable by its owner only, whatever the umask.
+ */
+export const PRIVATE_FILE = 0o600;
+/** A folder Almoner makes for a SQLite database. */
+const PRIVATE_FOLDER = 0o700;
+
 async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSqlite3.Database> {
   // Loaded only for SQLite, as pg only for PostgreSQL: each backend's start-up pays for its own driver.
   const { default: BetterSqlite3 } = await import('better-sqlite3');
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_FOLDER });
+    // Made here, empty (an empty file is an empty SQLite database), so that SQLite does not make it
+    // as the umask allows: under the usual 022 every local user could read donors' data (until 2026-11-29).
+    try {
+      closeSync(openSync(path, 'wx', PRIVATE_FILE));
+    } catch {
+      // There already (EEXIST), or not to be made here (a folder this user may not write): SQLite's open says which.
+    }
+  }
   const db = new BetterSqlite3(path);
   // WAL + synchronous=FULL: a transaction is on disk (fsynced) when COMMIT returns,
   // so a 200 always means the donation survives a crash or power loss.

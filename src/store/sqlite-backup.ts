@@ -7,6 +7,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
 import { readLedger, type LedgerCopy } from './claims.js';
 import { migrations } from './migrations/index.js';
+import { PRIVATE_FILE } from './open.js';
 
 /** What a checked copy holds. */
 export interface CopySummary {
@@ -52,15 +53,14 @@ const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
   db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
 
 /**
- * Copies the database at `source` to `out`, a file of that `mode`. The copy is read from one snapshot: in WAL mode a
+ * Copies the database at `source` to `out`. The copy is read from one snapshot: in WAL mode a
  * reader never blocks the writer, so a server using the database keeps answering and committing,
  * and the copy holds exactly what was committed when it began. It is written beside `out`, fsynced
  * and checked, then renamed into place: `out` is a whole, checked copy or nothing.
  */
-export async function backUpSqlite(source: string, out: string, mode: number): Promise<CopySummary> {
+export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
   return putInPlace(out, async (partial) => {
     await copyRows(source, partial, out, { tidy: false }); // the live database
-    chmodSync(partial, mode); // before it is renamed into place: SQLite made it as the umask allows
     return checkCopy(partial);
   });
 }
@@ -254,7 +254,8 @@ export function undoSwap(target: string, keptAs: string, pid: number): boolean {
 const partialOf = (target: string, pid: number) => `${target}.partial-${pid}`;
 
 /**
- * Writes `target` by way of a file beside it: `write` fills that file, which is then fsynced,
+ * Writes `target` by way of a file beside it: `write` fills that file, which is then made
+ * PRIVATE_FILE and fsynced,
  * `beforeRename` makes room, and it is renamed into place, so `target` is whole or untouched; on a
  * failure before that rename the file beside it is removed.
  */
@@ -262,6 +263,7 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
   const partial = partialOf(target, process.pid);
   try {
     const result = await write(partial);
+    chmodSync(partial, PRIVATE_FILE); // a backup, or a restored database: SQLite made it as the umask allows (0644 until 2026-11-29)
     syncFile(partial);
     beforeRename();
     renameSync(partial, target);

@@ -83,6 +83,7 @@ describe('bin/almoner backup and restore [sqlite]', () => {
       const put = await almoner(freshUrl, ['restore', backupFile]);
       assert.equal(put.code, 0, put.stderr);
       assert.deepEqual(readdirSync(freshDir).filter((f) => f.includes('partial')), [], 'no partial file left');
+      assert.equal(statSync(join(freshDir, 'almoner.db')).mode & 0o777, 0o600, 'the restored database is readable by its owner only (it followed the umask)');
 
       const rows = await storedDonations(parseDatabaseUrl(freshUrl));
       const byEmail = new Map<string, (typeof rows)[number]>();
@@ -135,6 +136,7 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     chmodSync(shared, 0o755);
     const sharedUrl = `sqlite:${join(shared, 'almoner.db')}`;
     assert.equal((await almoner(sharedUrl, ['charity', 'create', '--name', 'Shared', '--email', 's@example.org', '--json'])).code, 0);
+    chmodSync(join(shared, 'almoner.db'), 0o644); // made 0600; opened to others by hand
     const locked = tempDir(); // 0700, root's
     const refused = await almoner(sharedUrl, ['backup', '--out', join(locked, 'b.db')], {}, nobody);
     assert.equal(refused.code, 2, refused.stderr);
