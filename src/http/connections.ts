@@ -58,7 +58,40 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
 
 /** The latest request and response on a connection (responses go out in order: when it is finished, all are). */
 const LATEST = Symbol('latest');
-type Connection = Socket & { [LATEST]?: { req: Pipelined; res: ServerResponse }; _parent?: Socket };
+/** The requests on a connection not yet answered (see MAX_WAITING_PER_CONNECTION). */
+const IN_FLIGHT = Symbol('in flight');
+/** Whether trackConnections stopped reading the connection (MAX_WAITING_PER_CONNECTION), not Node. */
+const HELD = Symbol('held');
+type Connection = Socket & {
+  [LATEST]?: { req: Pipelined; res: ServerResponse };
+  [IN_FLIGHT]?: number;
+  [HELD]?: boolean;
+  _parent?: Socket;
+  /** Node's own: set while the HTTP server keeps the connection paused for answers not yet sent. */
+  _paused?: boolean;
+};
+
+/**
+ * Reads the connection no further until letGo. A pause() alone is undone by Node at once: it
+ * resumes the connection as a request's body is read, and as a queued answer is written (its
+ * "drain" of the answers not yet sent), so while these are held it resumes nothing.
+ */
+function hold(socket: Connection): void {
+  socket[HELD] = true;
+  if (!Object.hasOwn(socket, 'resume')) {
+    const resume = socket.resume;
+    socket.resume = function (this: Connection) {
+      return this[HELD] ? this : resume.call(this);
+    };
+  }
+  socket.pause();
+}
+
+/** Reads the connection again, unless Node itself holds it for answers not yet sent (it resumes it once they drain). */
+function letGo(socket: Connection): void {
+  socket[HELD] = false;
+  if (!socket._paused && !socket.destroyed) socket.resume();
+}
 
 /** A pipelined request's predecessor on its connection, not yet answered when it arrived. */
 const BEFORE = Symbol('before');
@@ -69,9 +102,12 @@ const WAITING = Symbol('waiting');
 type Waiting = Socket & { [WAITING]?: Set<() => void>; _paused?: boolean };
 
 /**
- * Creates that may wait their turn on one connection before it is read no further. Waiting, they
- * write nothing, so Node's own backpressure (on answers not yet sent) never stopped the reading: a
- * client with the create limit off held 20,000 on one connection, 119 MB of heap (a review, 2026-11-28).
+ * Requests that may be in flight (unanswered) on one connection before it is read no further.
+ * Waiting, they write nothing, so Node's own backpressure (on answers not yet sent) never stopped
+ * the reading: a client with the create limit off held 20,000 creates on one connection, 119 MB of
+ * heap (a review, 2026-11-28); bounded then for creates alone, and 118,000 GET /health/ready
+ * pipelined to a PostgreSQL server still held 1.1 GB, queued ahead of every other request's
+ * database work, as did GET /metrics under WORKERS in the primary (a review, 2026-11-29).
  */
 export const MAX_WAITING_PER_CONNECTION = 64;
 
@@ -99,15 +135,12 @@ export function inTurn(req: IncomingMessage): boolean | Promise<boolean> {
       before.off('finish', done);
       before.off('close', done);
       waiting.delete(done);
-      // Read again once half of them are done, unless Node has paused the connection itself (answers not yet sent).
-      if (waiting.size === MAX_WAITING_PER_CONNECTION / 2 && socket.isPaused() && !socket._paused) socket.resume();
       resolve(open());
     };
     before.once('finish', done);
     before.once('close', done);
     waiting.add(done);
-    // Every request before this one arrived whole, so none waits for bytes this stops.
-    if (waiting.size >= MAX_WAITING_PER_CONNECTION) socket.pause();
+    // How many may wait on a connection is trackConnections' bound on the requests in flight there.
   });
 }
 
@@ -172,6 +205,17 @@ export function trackConnections(server: Server, tls: boolean): { closeUnanswere
     const previous = socket[LATEST]?.res;
     if (previous !== undefined && !previous.writableFinished) (req as Pipelined)[BEFORE] = previous;
     socket[LATEST] = { req, res };
+    // Pipelined requests are read, and handed to their handlers, as fast as they arrive: past
+    // MAX_WAITING_PER_CONNECTION unanswered, the connection is read no further until half are
+    // answered. The requests before this one arrived whole, so none of them waits for bytes this
+    // stops; this one's body, if still to come, follows once they are answered.
+    const inFlight = (socket[IN_FLIGHT] ?? 0) + 1;
+    socket[IN_FLIGHT] = inFlight;
+    if (inFlight >= MAX_WAITING_PER_CONNECTION && !socket[HELD]) hold(socket);
+    res.once('close', () => {
+      const left = (socket[IN_FLIGHT] = socket[IN_FLIGHT]! - 1);
+      if (left <= MAX_WAITING_PER_CONNECTION / 2 && socket[HELD]) letGo(socket);
+    });
   };
   // Before Fastify's own listener: a request's predecessor is known before its handler starts.
   server.prependListener('request', note);

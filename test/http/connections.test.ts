@@ -8,6 +8,7 @@ import { connect as connectTls } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import selfsigned from 'selfsigned';
 import { buildApp } from '../../src/app.js';
+import { MAX_WAITING_PER_CONNECTION } from '../../src/http/connections.js';
 import { SQLITE } from '../support/backends.js';
 import { startTestApp, type TestContext } from '../support/app.js';
 
@@ -130,6 +131,36 @@ describe('connection limits', () => {
     } finally {
       proxyCall.destroy();
     }
+  });
+
+  test('requests pipelined behind one whose answer waits (a readiness check on a stalled database): the connection is read no further once a bounded number wait', async () => {
+    // Only creates were bounded (MAX_WAITING_PER_CONNECTION): 118,000 GET /health/ready pipelined on
+    // one connection to a PostgreSQL server held 1.1 GB and queued ahead of every other request's
+    // database work; GET /metrics under WORKERS the same in the primary (a review, 2026-11-29).
+    let release!: () => void;
+    const stalled = new Promise<void>((resolve) => (release = resolve));
+    const store = new Proxy(t.store, { get: (target, name, receiver) => (name === 'ping' ? () => stalled : Reflect.get(target, name, receiver)) });
+    const app = await buildApp({ store }); // production's deadlines: a request half read when reading stops has its headers' 10 s
+    apps.push(app);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    let received = 0;
+    app.server.on('request', () => received++);
+    const total = 20_000;
+    const conn = open((app.server.address() as AddressInfo).port);
+    conn.socket.write('GET /health/ready HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(total));
+    await new Promise((r) => setTimeout(r, 1000));
+    try {
+      // What Node had read before reading stopped is parsed all the same: a chunk's worth at most.
+      assert.ok(received <= MAX_WAITING_PER_CONNECTION + 2000, `${received} of ${total} requests taken in while the first still waited`);
+    } finally {
+      release();
+    }
+    const deadline = Date.now() + 30_000;
+    let text = '';
+    conn.socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    while ((text.match(/HTTP\/1\.1 200 /g) ?? []).length < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    conn.socket.destroy();
+    assert.equal((text.match(/HTTP\/1\.1 200 /g) ?? []).length, total, 'every one answered once the database answers');
   });
 
   test('connections from a trusted proxy are not counted', async () => {
