@@ -127,11 +127,20 @@ export function clusterMetrics(): () => Promise<string> {
 
 /** The GET /metrics route, answered by `scrape`; a 503 if the metrics cannot be gathered (a worker not answering). */
 export function metricsRoute(scrape: () => Promise<string>) {
+  // Scrapes that arrive while one is being gathered share it: the route needs no credentials, and
+  // under WORKERS each gathering is a round of messages through the primary and work in every worker,
+  // so GET /metrics pipelined on one connection (or sent on many at once) queued thousands of them,
+  // and the server answered nobody else for seconds (a review, 2026-11-29).
+  let gathering: Promise<string> | undefined;
+  const shared = (): Promise<string> =>
+    (gathering ??= scrape().finally(() => {
+      gathering = undefined;
+    }));
   return async (app: FastifyInstance): Promise<void> => {
     app.get('/metrics', async (request, reply) => {
       let text: string;
       try {
-        text = await scrape();
+        text = await shared();
       } catch (err) {
         request.log.warn({ err: loggable(err) }, 'metrics not gathered');
         return reply.code(503).header('Retry-After', '1').send({ message: 'The metrics could not be gathered from every worker. Try again.' });

@@ -111,3 +111,37 @@ describe('serve: METRICS_PORT and METRICS=off', () => {
     }
   });
 });
+
+describe('GET /metrics under a flood', () => {
+  test('scrapes that arrive while one is being gathered share it: a flood of them costs one gathering at a time', async () => {
+    // Under WORKERS each gathering is a round of messages through the primary and work in every
+    // worker: 77,000 GET /metrics pipelined on one connection queued thousands of them, and the
+    // server answered nobody else for seconds (a review, 2026-11-29).
+    const { default: Fastify } = await import('fastify');
+    const { metricsRoute } = await import('../../src/http/metrics.js');
+    let gatherings = 0;
+    let finish!: () => void;
+    const app = Fastify();
+    await app.register(
+      metricsRoute(async () => {
+        gatherings++;
+        await new Promise<void>((resolve) => (finish = resolve));
+        return `scrape ${gatherings}\n`;
+      }),
+    );
+    try {
+      const answers = Promise.all(Array.from({ length: 200 }, () => app.inject({ method: 'GET', url: '/metrics' })));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(gatherings, 1, 'one gathering for 200 scrapes at once');
+      finish();
+      for (const res of await answers) assert.equal(res.body, 'scrape 1\n');
+      // One that comes once the gathering is done gets a fresh one.
+      const later = app.inject({ method: 'GET', url: '/metrics' });
+      await new Promise((r) => setTimeout(r, 50));
+      finish();
+      assert.equal((await later).body, 'scrape 2\n');
+    } finally {
+      await app.close();
+    }
+  });
+});
