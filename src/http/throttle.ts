@@ -43,9 +43,41 @@ export const REDIS_COMMAND_TIMEOUT_MS = 50;
  */
 export async function openRedis(url: string, { commandTimeoutMs = REDIS_COMMAND_TIMEOUT_MS }: { commandTimeoutMs?: number } = {}): Promise<Redis> {
   const { Redis } = await import('ioredis');
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs });
+  // ioredis's own timeout only ends commands left pending for good: its timer fires when the event
+  // loop next runs timers, before it reads what Redis answered meanwhile, so a server busy for
+  // longer than commandTimeoutMs (300 guesses parsed at once) took every answer for a timeout, and
+  // the in-memory counters, which had counted none of the guesses before, judged 10 more (a review,
+  // 2026-11-29). The limiters wait commandTimeoutMs themselves, and read what arrived first (answered).
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: Math.max(1000, 20 * commandTimeoutMs) });
+  ANSWER_WITHIN.set(redis, commandTimeoutMs);
   redis.on('error', () => {}); // reconnects by itself; meanwhile the in-memory fallback counts (reportRedis says so)
   return redis;
+}
+
+/** Each client openRedis made, and how long its limiters' commands may take (its commandTimeoutMs). */
+const ANSWER_WITHIN = new WeakMap<Redis, number>();
+
+/** A Redis command not answered in time: the in-memory counters answer for it. */
+class RedisSilent extends Error {}
+
+/**
+ * `asked`, or a RedisSilent once `ms` have passed and the event loop has since read whatever had
+ * arrived: a timer fires before the loop polls for what the socket holds, so the verdict waits for
+ * one poll (setImmediate runs after it). A moment the server itself was busy is not Redis's silence.
+ */
+function answered<T>(asked: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => setImmediate(() => settled || reject(new RedisSilent('Redis did not answer in time'))), ms);
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+    };
+    asked.then(
+      (value) => (settle(), resolve(value)),
+      (err: unknown) => (settle(), reject(err)),
+    );
+  });
 }
 
 /**
@@ -102,7 +134,17 @@ function limiter(opts: ThrottleOptions, name: string, points: number, duration: 
   }
   if (!opts.redis) return memory;
   const RateLimiterRedis: typeof Limiters.RateLimiterRedis = require('rate-limiter-flexible/lib/RateLimiterRedis.js');
-  return new RateLimiterRedis({ storeClient: opts.redis, keyPrefix, points, duration, insuranceLimiter: memory });
+  const redis = new RateLimiterRedis({ storeClient: opts.redis, keyPrefix, points, duration });
+  const within = ANSWER_WITHIN.get(opts.redis) ?? REDIS_COMMAND_TIMEOUT_MS;
+  // A command that fails (Redis not connected) or is not answered in time is answered by memory: a
+  // late answer still counts in Redis, so a guess is counted twice, never in neither.
+  const shared: Counter = {
+    get: (key) => answered(redis.get(key), within),
+    consume: (key) => answered(redis.consume(key), within),
+    getKey: (key) => redis.getKey(key),
+    parseKey: (key) => redis.parseKey(key),
+  };
+  return withInsurance(shared, memory);
 }
 
 /**

@@ -405,6 +405,48 @@ for (const backend of BACKENDS) {
         }
       });
 
+      test('a server busy for longer than the command timeout is not a silent Redis: guesses past the limit are still refused', async () => {
+        // 300 guesses on real sockets kept a server busy longer than 50 ms: ioredis's timer fired before
+        // the loop read Redis's answers, the in-memory counters answered (and had counted none of the guesses before),
+        // and 13 to 23 guesses were judged 401 instead of 10 (a review, 2026-11-29). Staged here at
+        // production's 50 ms: once commands are sent, the event loop is kept busy for 60 ms.
+        const redis = await openRedis(TEST_REDIS_URL!);
+        const admin = new Redis(TEST_REDIS_URL!);
+        const keyPrefix = `almoner-test-${randomBytes(6).toString('hex')}`;
+        const throttle = new Throttle({ createsPerSecond: 0, redis, keyPrefix });
+        try {
+          if (redis.status !== 'ready') await once(redis, 'ready');
+          // As basicAuth judges a wrong guess: refused unjudged if blocked, else counted, and a 429 past the limit.
+          const judge = async () => ((await throttle.authenticationBlocked('192.0.2.60', 'x')) || (await throttle.authenticationFailed('192.0.2.60', 'x')) ? 429 : 401);
+          for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) assert.equal(await judge(), 401);
+          // The limit reached, counted in Redis. Now the server is busy: once commands are sent, the loop is kept busy for 60 ms.
+          let busy = false;
+          const send = redis.sendCommand.bind(redis);
+          redis.sendCommand = ((...args: Parameters<typeof send>) => {
+            const sent = send(...args);
+            if (!busy) {
+              busy = true;
+              setImmediate(() => {
+                const until = performance.now() + 60;
+                while (performance.now() < until);
+                busy = false;
+              });
+            }
+            return sent;
+          }) as typeof redis.sendCommand;
+          for (let round = 0; round < 5; round++) {
+            const statuses = await Promise.all(Array.from({ length: 10 }, judge));
+            assert.deepEqual(statuses, Array.from({ length: 10 }, () => 429), `guesses past the limit, judged while the server was busy (round ${round + 1})`);
+          }
+        } finally {
+          throttle.close();
+          redis.disconnect();
+          const keys = await admin.keys(`${keyPrefix}*`);
+          if (keys.length) await admin.del(...keys);
+          admin.disconnect();
+        }
+      });
+
       test('an address that has failed on no instance is let through without reading Redis; one that failed on any instance is checked on every one', async () => {
         const target = new URL(TEST_REDIS_URL!);
         const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
