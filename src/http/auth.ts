@@ -34,6 +34,11 @@ function parseBasicAuthorization(header: string | undefined): { username: string
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+/** An Authorization header as RFC 7617 writes it: the one form of these credentials the cache remembers. */
+function plainAuthorization(username: string, password: string): string {
+  return `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+}
+
 /** Whether a page's script sent the request and handles a 401 itself (X-Requested-With: XMLHttpRequest). */
 function fromScript(request: FastifyRequest): boolean {
   return request.headers['x-requested-with']?.toString().toLowerCase() === 'xmlhttprequest';
@@ -128,7 +133,10 @@ export function basicAuth(
     const given = parseBasicAuthorization(header);
     const remembered = unblockable && given && authenticatedCharity(credentials.recent(given.username), given.password);
     if (remembered) {
-      credentials.matched(header, given.username, remembered);
+      // Only the header in its plain form: base64 decodes whatever follows its padding to nothing, and
+      // the scheme's name may be in any case, so a client could make any number of headers that match,
+      // 16 KB each, and every one was remembered (a review, 2026-11-29).
+      if (header === plainAuthorization(given.username, given.password)) credentials.matched(header, given.username, remembered);
       request.charity = remembered;
       return done();
     }

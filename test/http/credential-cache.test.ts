@@ -185,3 +185,28 @@ test('a header that matched is forgotten within twice the time a credential is r
   await credentials.fresh('hope');
   assert.equal(credentials.matchedBy(header), undefined, 'held past twice the time');
 });
+
+test('a client cannot fill the memory of headers with variants of its own: only the plain form of a credential is remembered', async () => {
+  // Base64 decodes anything after its padding to nothing, and the scheme's name may be in any case:
+  // 'Basic <credentials>=<any 16 KB>' each matched, and each was remembered, 10,000 of them a
+  // generation, two generations: hundreds of MB from one charity's client (a review, 2026-11-29).
+  const { default: Fastify } = await import('fastify');
+  const { basicAuth } = await import('../../src/http/auth.js');
+  const { Throttle } = await import('../../src/http/throttle.js');
+  const { hashPassword } = await import('../../src/charities/credentials.js');
+  const credentials = cachedCredentials(async (username) => (username === 'hope' ? credential(hashPassword('secret')) : undefined), { ttlMs: TTL, clock: () => 1_000 });
+  const app = Fastify();
+  app.addHook('onRequest', basicAuth(credentials, new Throttle({ createsPerSecond: 0 }), { failureDelay: { floorMs: 0, jitterMs: 0 } }));
+  app.get('/', async () => 'ok');
+  try {
+    const plain = `Basic ${Buffer.from('hope:secret').toString('base64')}`;
+    assert.ok(plain.endsWith('='));
+    for (const header of [plain, plain, `basic ${plain.slice(6)}`, ...Array.from({ length: 50 }, (_, i) => `${plain}${'A'.repeat(i + 1)}`)]) {
+      assert.equal((await app.inject({ url: '/', headers: { authorization: header } })).statusCode, 200, header);
+    }
+    assert.equal(credentials.forget(), 2, 'the credential and its one plain header');
+    assert.equal(credentials.matchedBy(plain)?.name, 'Hope', 'the plain header is still answered by itself');
+  } finally {
+    await app.close();
+  }
+});
