@@ -15,7 +15,8 @@ import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
-import { print, PRIVATE_FILE, theDatabase, withStoreAt } from './io.js';
+import { PRIVATE_FILE } from '../store/open.js';
+import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
 const ON_POSTGRES =

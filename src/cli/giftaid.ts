@@ -31,7 +31,8 @@ import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claim
 import type { Store } from '../store/store.js';
 import { ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { RFC_4180 } from './csv.js';
-import { print, printJson, PRIVATE_FILE, withStore } from './io.js';
+import { PRIVATE_FILE } from '../store/open.js';
+import { print, printJson, withStore } from './io.js';
 import { dayArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;

@@ -3,7 +3,6 @@ import { existsSync, statSync } from 'node:fs';
 import { databaseFromEnv, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from '../store/audit.js';
 import { openStore } from '../store/open.js';
-export { PRIVATE_FILE } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { unknownCharity, UsageError } from './usage.js';
 

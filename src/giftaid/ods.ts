@@ -194,18 +194,21 @@ function paragraph(t: string): string {
   return `<text:p>${body}</text:p>`;
 }
 
+/** A character XML cannot hold: not in XML 1.0's Char production. */
+const NOT_XML = '[^\\t\\n\\r\\u0020-\\uD7FF\\uE000-\\uFFFD\\u{10000}-\\u{10FFFF}]';
+const NOT_XML_ONE = new RegExp(NOT_XML, 'u');
+const NOT_XML_ALL = new RegExp(NOT_XML, 'gu');
+
 /** Text as XML character data or an attribute value; a character XML cannot hold is a programming error. */
 function escapeXml(t: string): string {
-  // eslint-disable-next-line no-control-regex
-  const bad = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u.exec(t);
+  const bad = NOT_XML_ONE.exec(t);
   if (bad) throw new RangeError(`U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')} cannot be written in XML`);
   return t.replace(/[&<>"']/g, (c) => XML_ENTITIES[c]!);
 }
 
 /** `t` with each character XML cannot hold replaced by U+FFFD. */
 function xmlSafe(t: string): string {
-  // eslint-disable-next-line no-control-regex
-  return t.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD');
+  return t.replace(NOT_XML_ALL, '\uFFFD');
 }
 
 const XML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };

@@ -99,7 +99,7 @@ type Pipelined = IncomingMessage & { [BEFORE]?: ServerResponse };
 
 /** The creates waiting their turn on a connection (inTurn), each woken when it closes. */
 const WAITING = Symbol('waiting');
-type Waiting = Socket & { [WAITING]?: Set<() => void>; _paused?: boolean };
+type Waiting = Socket & { [WAITING]?: Set<() => void> };
 
 /**
  * Requests that may be in flight (unanswered) on one connection before it is read no further.
