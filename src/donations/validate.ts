@@ -4,7 +4,7 @@
 // (At run time the default import is the function; its `.default` is the function again, as typed.)
 import isEmailModule from 'validator/lib/isEmail.js';
 import isIPModule from 'validator/lib/isIP.js';
-import { AMOUNT_MAX, AMOUNT_MIN, DAY_MONTH_YEAR, DONATION_FIELDS, DONATION_KEYS, FLAG_WORDS, minorUnitsOf, objectsWithKeys, YES_NO, type FieldSpec, type NewDonation } from './fields.js';
+import { AMOUNT_MAX, AMOUNT_MIN, compiledObject, DAY_MONTH_YEAR, DONATION_FIELDS, DONATION_KEYS, FLAG_WORDS, YES_NO, type FieldSpec, type NewDonation } from './fields.js';
 import { isRealDate, startOfDayIso } from '../time.js';
 
 export type ValidationErrors = Record<string, string[]>;
@@ -30,12 +30,14 @@ export function isEmail(address: string): boolean {
     at >= 0 &&
     Buffer.byteLength(address.slice(0, at)) <= 64 && // the local part, in UTF-8 bytes
     Buffer.byteLength(domain) <= 254 &&
-    domain.split('.').every((label) => label.length <= 63) && // isFQDN's labels
+    !LABEL_TOO_LONG.test(domain) && // isFQDN's labels: 63 at most
     isEmailModule.default(address, { ignore_max_length: true })
   );
 }
 
 const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+/** A label of a domain over 63 UTF-16 units: 64 in a row without a dot (a regular expression, not a split: 30 ns, not 240). */
+const LABEL_TOO_LONG = /[^.]{64}/;
 
 type Check = { value: unknown; errors?: undefined } | { value?: undefined; errors: string[] };
 
@@ -180,7 +182,8 @@ const CHECKS: Record<FieldSpec['kind'], (f: FieldSpec, v: unknown) => Check> = {
   flag: checkFlag,
 };
 
-const newDonation = objectsWithKeys(DONATION_KEYS);
+/** The validated donation from its values, in DONATION_KEYS' order. */
+const donationOf = compiledObject<[values: unknown[]], NewDonation>(['values'], DONATION_KEYS.map((key, i) => [key, `values[${i}]`]));
 
 /**
  * What validation makes of each optional field that is not sent (null; false for a flag or an
@@ -200,7 +203,7 @@ export const VALUE_WHEN_ABSENT: ReadonlyMap<string, unknown> = new Map(
  * the idempotency fingerprint, so the order must not change.
  */
 export function validateDonation(body: Record<string, unknown>): ValidationResult {
-  const donation = newDonation();
+  const values: unknown[] = [];
   const errors: ValidationErrors = {};
   for (const f of DONATION_FIELDS) {
     const raw = Object.hasOwn(body, f.name) ? body[f.name] : undefined;
@@ -209,12 +212,11 @@ export function validateDonation(body: Record<string, unknown>): ValidationResul
       errors[f.name] = result.errors;
     } else if (f.kind === 'amount') {
       const amount = result.value as { text: string; minor: number };
-      donation[f.name] = amount.text;
-      donation[minorUnitsOf(f.name)] = amount.minor;
+      values.push(amount.text, amount.minor); // the amount's minor units right after it
     } else {
-      donation[f.name] = result.value;
+      values.push(result.value);
     }
   }
   if (Object.keys(errors).length > 0) return { ok: false, errors };
-  return { ok: true, donation: donation as NewDonation };
+  return { ok: true, donation: donationOf(values) };
 }

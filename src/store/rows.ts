@@ -2,37 +2,43 @@
 // and booleans everywhere else. Ids and minor units are numbers from both drivers (open.ts has
 // PostgreSQL's int8 parsed as one).
 import type { Insertable, Selectable } from 'kysely';
-import { DONATION_FIELDS, DONATION_KEYS, minorUnitsOf, objectsWithKeys, type NewDonation, type StoredDonation } from '../donations/fields.js';
+import { compiledObject, DONATION_FIELDS, minorUnitsOf, read, type Entry, type NewDonation, type StoredDonation } from '../donations/fields.js';
 import type { DonationsTable } from './schema.js';
 
-const newRow = objectsWithKeys(['charity_id', ...DONATION_KEYS, 'recorded_at']);
-const newStored = objectsWithKeys(['id', 'charity_id', ...DONATION_KEYS, 'recorded_at']);
+type Row = Selectable<DonationsTable> | Insertable<DonationsTable>;
 
 /** The row to insert: a donation without a date is dated the moment it is recorded. */
-export function toDonationRow(charityId: number, d: NewDonation, recordedAt: string): Insertable<DonationsTable> {
-  const row = newRow();
-  row.charity_id = charityId;
-  for (const f of DONATION_FIELDS) {
-    const value = d[f.name];
-    if (f.kind === 'yes_no' || f.kind === 'flag') row[f.name] = value ? 1 : 0;
-    else if (f.kind === 'date') row[f.name] = value ?? recordedAt;
-    else row[f.name] = value;
-    if (f.kind === 'amount') row[minorUnitsOf(f.name)] = d[minorUnitsOf(f.name)];
-  }
-  row.recorded_at = recordedAt;
-  return row as Insertable<DonationsTable>;
-}
+export const toDonationRow = compiledObject<[charityId: number, d: NewDonation, recordedAt: string], Insertable<DonationsTable>>(
+  ['charityId', 'd', 'recordedAt'],
+  [
+    ['charity_id', 'charityId'],
+    ...DONATION_FIELDS.flatMap((f): Entry[] => {
+      const value = read('d', f.name);
+      if (f.kind === 'yes_no' || f.kind === 'flag') return [[f.name, `${value} ? 1 : 0`]];
+      if (f.kind === 'date') return [[f.name, `${value} ?? recordedAt`]];
+      if (f.kind === 'amount') return [[f.name, value], [minorUnitsOf(f.name), read('d', minorUnitsOf(f.name))]];
+      return [[f.name, value]];
+    }),
+    ['recorded_at', 'recordedAt'],
+  ],
+);
+
+const storedOf = compiledObject<[row: Row, id: unknown], StoredDonation>(
+  ['row', 'id'],
+  [
+    ['id', 'Number(id)'],
+    ['charity_id', `Number(${read('row', 'charity_id')})`],
+    ...DONATION_FIELDS.flatMap((f): Entry[] => {
+      const value = read('row', f.name);
+      if (f.kind === 'yes_no' || f.kind === 'flag') return [[f.name, `Boolean(${value})`]];
+      if (f.kind === 'amount') return [[f.name, value], [minorUnitsOf(f.name), `Number(${read('row', minorUnitsOf(f.name))})`]];
+      return [[f.name, value]];
+    }),
+    ['recorded_at', read('row', 'recorded_at')],
+  ],
+);
 
 /** A stored donation from its row; `id` for a row just inserted, whose id came back on its own. */
-export function toStoredDonation(row: Selectable<DonationsTable> | Insertable<DonationsTable>, id = row.id): StoredDonation {
-  const stored = newStored();
-  stored.id = Number(id);
-  stored.charity_id = Number(row.charity_id);
-  for (const f of DONATION_FIELDS) {
-    const value = row[f.name];
-    stored[f.name] = f.kind === 'yes_no' || f.kind === 'flag' ? Boolean(value) : value;
-    if (f.kind === 'amount') stored[minorUnitsOf(f.name)] = Number(row[minorUnitsOf(f.name)]);
-  }
-  stored.recorded_at = row.recorded_at;
-  return stored as StoredDonation;
+export function toStoredDonation(row: Row, id = row.id): StoredDonation {
+  return storedOf(row, id);
 }
