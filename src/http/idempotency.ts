@@ -18,16 +18,29 @@ export const IDEMPOTENCY = {
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 /** The request's Idempotency-Key, undefined without one; a malformed key is a 400. */
-export function idempotencyKeyOf(request: Pick<IncomingMessage, 'headers' | 'headersDistinct'>): string | undefined {
+export function idempotencyKeyOf(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
   const raw = request.headers['idempotency-key'];
   if (raw === undefined) return undefined;
-  // Node joins repeated headers with ", ": two keys were taken as the one key "a1, a2". (A request
-  // injected in tests may have no headersDistinct.)
-  if ((request.headersDistinct?.['idempotency-key']?.length ?? 1) > 1) throw new HttpError(400, 'Send one Idempotency-Key header, not several.');
+  // Node joins repeated headers with ", ": two keys were taken as the one key "a1, a2".
+  if (count(request.rawHeaders, 'idempotency-key') > 1) throw new HttpError(400, 'Send one Idempotency-Key header, not several.');
   if (typeof raw !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(raw)) {
     throw new HttpError(400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.');
   }
   return raw;
+}
+
+/**
+ * How many headers named `name` (in lower case) the request has, in any case. From the raw
+ * headers, not Node's headersDistinct, which makes an array of every header's values when first
+ * read (1.2 µs of a keyed create, and garbage to collect).
+ */
+function count(rawHeaders: readonly string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const header = rawHeaders[i]!;
+    if (header.length === name.length && header.toLowerCase() === name) n++;
+  }
+  return n;
 }
 
 /**

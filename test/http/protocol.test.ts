@@ -384,20 +384,23 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       }
     });
 
-    test('two Idempotency-Key headers: 400, nothing stored (they were taken as the one key "a1, a2")', async () => {
-      const body = JSON.stringify(exampleDonation({ donor_email: 'two-keys@example.org' }));
-      const { status, text } = await rawRequest(
-        port,
-        `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\n` +
-          `Idempotency-Key: a1\r\nIdempotency-Key: a2\r\nContent-Length: ${Buffer.byteLength(body)}`,
-        Buffer.from(body),
-      );
-      assert.equal(status, 400, text);
-      assert.match(text, /"message":"Send one Idempotency-Key header, not several\."/);
-      const stored = [];
-      for await (const d of t.store.exportDonations({ donorEmail: 'two-keys@example.org' })) stored.push(d);
-      assert.deepEqual(stored, [], 'nothing stored');
-    });
+    for (const second of ['Idempotency-Key', 'idempotency-KEY']) {
+      test(`two Idempotency-Key headers (the second as ${second}): 400, nothing stored (they were taken as the one key "a1, a2")`, async () => {
+        const email = `two-keys-${second}@example.org`.toLowerCase();
+        const body = JSON.stringify(exampleDonation({ donor_email: email }));
+        const { status, text } = await rawRequest(
+          port,
+          `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\n` +
+            `Idempotency-Key: a1\r\n${second}: a2\r\nContent-Length: ${Buffer.byteLength(body)}`,
+          Buffer.from(body),
+        );
+        assert.equal(status, 400, text);
+        assert.match(text, /"message":"Send one Idempotency-Key header, not several\."/);
+        const stored = [];
+        for await (const d of t.store.exportDonations({ donorEmail: email })) stored.push(d);
+        assert.deepEqual(stored, [], 'nothing stored');
+      });
+    }
 
     test('the server answers normally after oversize bodies', async () => {
       const res = await post('/api/v1/donation/create', JSON.stringify(exampleDonation()), { 'content-type': 'application/json' });
