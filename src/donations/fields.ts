@@ -126,6 +126,8 @@ export const DONATION_KEYS: readonly string[] = DONATION_FIELDS.flatMap((f) => (
  * from the table, never from a request.
  */
 export function compiledObject<Args extends unknown[], Out>(parameters: readonly string[], entries: readonly Entry[]): (...args: Args) => Out {
+  // In an object literal `"__proto__": x` sets the prototype rather than making a key (a loop's `out[key] = x` made one).
+  if (entries.some(([key]) => key === '__proto__')) throw new Error('compiledObject: "__proto__" cannot be a key of an object literal');
   const properties = entries.map(([key, expression]) => `${JSON.stringify(key)}: ${expression}`);
   return new Function(...parameters, `return {\n  ${properties.join(',\n  ')}\n};`) as (...args: Args) => Out;
 }

@@ -21,7 +21,9 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\
 export function idempotencyKeyOf(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
   const raw = request.headers['idempotency-key'];
   if (raw === undefined) return undefined;
-  // Node joins repeated headers with ", ": two keys were taken as the one key "a1, a2".
+  // Node joins repeated headers with ", ": two keys were taken as the one key "a1, a2". rawHeaders
+  // can hold a few more lines than headers (up to 1,023 of them, against Node's limit of 1,000): a second
+  // key past that limit is counted too, a 400 where headersDistinct took the first key alone.
   if (count(request.rawHeaders, 'idempotency-key') > 1) throw new HttpError(400, 'Send one Idempotency-Key header, not several.');
   if (typeof raw !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(raw)) {
     throw new HttpError(400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import validatorIsEmail from 'validator/lib/isEmail.js';
-import { DONATION_FIELDS, DONATION_KEYS } from '../../src/donations/fields.js';
+import { compiledObject, DONATION_FIELDS, DONATION_KEYS, read } from '../../src/donations/fields.js';
 import { isEmail, validateDonation, type ValidationResult } from '../../src/donations/validate.js';
 import { exampleDonation } from '../support/app.js';
 
@@ -306,4 +306,10 @@ test('the interface example is valid and normalised as documented', () => {
   assert.equal(d.amount, '25.00');
   assert.equal(d.amount_minor, 2500);
   assert.equal(d.donation_date, '2021-02-25T00:00:00.000000Z');
+});
+
+test('compiledObject makes each key an own property, in order, and refuses __proto__, which an object literal would take as the prototype', () => {
+  const pick = compiledObject<[o: Record<string, unknown>], Record<string, unknown>>(['o'], [['b', read('o', 'b')], ['a', `${read('o', 'a')} ? 1 : 0`]]);
+  assert.deepEqual(Object.entries(pick({ a: true, b: 'x', c: 'ignored' })), [['b', 'x'], ['a', 1]]);
+  assert.throws(() => compiledObject([], [['__proto__', 'null']]), /__proto__/);
 });
