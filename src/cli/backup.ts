@@ -626,6 +626,8 @@ async function eraseAgain(store: Store, { donors, retention }: ErasuresSince): P
   for (const { reference, charity, original } of donors) {
     const email = emails.get(reference);
     if (email !== undefined) donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false, againOf: original })).length;
+    // None of theirs here: recorded all the same, or the next restore (of a backup holding their donations) would bring them back.
+    else await store.donors.recordErasureAgain({ reference, charity: charity ?? undefined, againOf: original });
   }
   const retained = retention === undefined ? [] : await store.donors.applyRetention({ today, retentionYears: retention.years, dryRun: false, againOf: retention.original });
   return (

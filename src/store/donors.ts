@@ -6,7 +6,7 @@ import type { DatabaseLocation } from '../config.js';
 import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
-import { appendAudit } from './audit.js';
+import { appendAudit, type AuditEntry } from './audit.js';
 import { ERASED_CLAIM_DETAILS, ERASED_IN_CLAIM } from './claims.js';
 import { donationsWithCharity, donorReference } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
@@ -42,8 +42,7 @@ export class DonorData {
       const found = rows.map((row) => toErasure(row, today));
       if (!dryRun) {
         await this.apply(trx, found, donorReference(email));
-        const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
-        await appendAudit(trx, { action: 'donor erase', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept, ...(againOf && { again_of: againOf }) } });
+        await appendAudit(trx, erasureEntry(donorReference(email), charity, found, againOf));
       } else {
         // A dry run changes nothing, but says which charities this person gave to and on which days: data taken
         // out, as a `donor export` is. An action of its own, so that a restore never makes it again as an erasure.
@@ -51,6 +50,15 @@ export class DonorData {
       }
       return found;
     }));
+  }
+
+  /**
+   * A restore's repeat of a donor's erasure (`againOf`) when the restored database holds no donation
+   * of theirs: recorded all the same, so that the trail still says they asked, and a later restore
+   * of a backup that does hold their donations erases those too (audit.ts's erasuresAfter).
+   */
+  async recordErasureAgain({ reference, charity, againOf }: { reference: string; charity?: string; againOf: string }): Promise<void> {
+    await appendAudit(this.db, erasureEntry(reference, charity, [], againOf));
   }
 
   /**
@@ -172,4 +180,10 @@ function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: stri
 /** The last day a donation's personal data may be kept. */
 function endOfRetention(d: DonationErasure, retentionYears: number): string {
   return d.giftAid ? giftAidKeptUntil(d.day) : yearsLater(retentionYears, d.day);
+}
+
+/** A donor's erasure as the trail records it: whose (by reference), of which charity's donations or all, how many, and the entry a restore's repeat repeats. */
+function erasureEntry(reference: string, charity: string | undefined, found: DonationErasure[], againOf: string | undefined): AuditEntry {
+  const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
+  return { action: 'donor erase', target: reference, summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept, ...(againOf && { again_of: againOf }) } };
 }
