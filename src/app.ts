@@ -10,7 +10,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
-import { answerConnect, answerExpectation, answerFrameworkError, answerUnparsableRequest, registerErrorHandling, setAnswerHeaders } from './http/errors.js';
+import { answerConnect, answerExpectation, answerFrameworkError, answerUnparsableRequest, registerErrorHandling, requireHost, setAnswerHeaders } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { Clock } from './time.js';
@@ -76,8 +76,10 @@ export async function buildApp({
   const limits = { ...CONNECTION_LIMITS, ...connections };
   // Node's own deadlines for a request to arrive, checked every checkEveryMs (its default, 30 s, would let a stalled request linger).
   const serverTimeouts = { headersTimeout: limits.headersMs, requestTimeout: limits.requestMs, connectionsCheckingInterval: limits.checkEveryMs };
+  // A missing Host is answered by requireHost below, in the app's shape, rather than by Node's bare 400.
+  const serverOptions = { ...serverTimeouts, requireHostHeader: false };
   const options = {
-    http: serverTimeouts,
+    http: serverOptions,
     requestTimeout: limits.requestMs,
     keepAliveTimeout: limits.keepAliveMs,
     logger,
@@ -97,7 +99,7 @@ export async function buildApp({
   };
   // Fastify types an HTTPS instance apart; the routes and hooks here are the same for both.
   // A TLS handshake has the headers' deadline too (Node's own is 120 s).
-  const app = (https ? Fastify({ ...options, https: { ...serverTimeouts, handshakeTimeout: limits.headersMs, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
+  const app = (https ? Fastify({ ...options, https: { ...serverOptions, handshakeTimeout: limits.headersMs, ...https } }) : Fastify(options)) as unknown as FastifyInstance;
   limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
   app.server.on('connect', answerConnect);
   app.server.on('checkExpectation', answerExpectation);
@@ -129,6 +131,7 @@ export async function buildApp({
   // request is a cost every request pays. (Before them, as the request arrives, its route's own
   // onRequest hooks: authentication, and on a create the create limit, which awaits the throttle as
   // it may ask Redis; with no route, the not-found handler's hook answers 404 or 405 before the body is read.)
+  app.addHook('onRequest', requireHost); // before the route's own: an HTTP/1.1 request must name its Host
   app.addHook('preParsing', boundBody); // the body's 1 MiB limit
   // The answers of one event-loop turn go out together at its end, one after another: a client on
   // this machine (nginx, a load generator) is then woken once for them all rather than once an
@@ -140,7 +143,9 @@ export async function buildApp({
   // Every answer's headers (setAnswerHeaders: names in lower case, which saved 2.9% of a /me with its
   // handler not async, docs/performance.md).
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
+    // Node reads no further after a request asking to Upgrade (none is offered) in what arrived with it, so a
+    // request pipelined behind it was never answered: closed after this answer, the client sends it again.
+    if (closing || request.raw.headers.upgrade !== undefined) reply.header('connection', 'close');
     setAnswerHeaders(reply, request.id);
     sendAtTurnEnd.add(() => done(null, payload));
   });

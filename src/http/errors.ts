@@ -162,6 +162,20 @@ export function answerConnect(_request: unknown, socket: Socket): void {
 }
 
 /**
+ * An HTTP/1.1 request without a Host header, which HTTP/1.1 requires (RFC 9112, 3.2): a 400 in the
+ * app's shape, before anything else about it is looked at (Node's own check, switched off in app.ts,
+ * answered a bare 400 with no body and none of the app's headers).
+ */
+export function requireHost(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  const raw = request.raw;
+  if (raw.headers.host === undefined && raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1) {
+    void reply.code(400).send({ message: 'The request has no Host header, which HTTP/1.1 requires.' });
+    return;
+  }
+  done();
+}
+
+/**
  * An `Expect` other than `100-continue`, which Node answers before any route with a bare 417 and
  * no body: answered in the app's JSON shape instead, and the connection closed, as the request's
  * body (if any) is not read.

@@ -42,6 +42,8 @@ function errorResponse(description: string, example: string, headers: Record<str
   return { description, headers: { 'X-Request-Id': ref('headers', 'X-Request-Id'), ...headers }, content: json(ref('schemas', 'Error'), { message: example }) };
 }
 
+const MISSING_HOST = 'An HTTP/1.1 request has no Host header, which HTTP/1.1 requires (every HTTP client sends one).';
+
 /** Answers every operation can give, whatever it does. */
 const COMMON_RESPONSES = {
   '400': ref('responses', 'BadRequest'),
@@ -56,11 +58,12 @@ const COMMON_RESPONSES = {
 
 /**
  * /me reads no body: only a Content-Type header that is no media type at all is refused, and nothing
- * it reads can be a 400 (a body or an Idempotency-Key is ignored; the document said otherwise until 2026-11-29).
+ * it reads can be a 400 (a body or an Idempotency-Key is ignored; the document said otherwise until
+ * 2026-11-29) but a missing Host header, which any operation can meet.
  */
-const { '400': _badRequest, ...ME_COMMON_RESPONSES } = COMMON_RESPONSES;
 const ME_RESPONSES = {
-  ...ME_COMMON_RESPONSES,
+  ...COMMON_RESPONSES,
+  '400': errorResponse(MISSING_HOST, 'The request has no Host header, which HTTP/1.1 requires.'),
   '415': errorResponse(
     'The Content-Type header is not a media type (such as `text plain`). A body of any valid type is ignored.',
     'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
@@ -218,7 +221,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
       },
       responses: {
         BadRequest: errorResponse(
-          'The request could not be read: the body is not valid JSON, not UTF-8, or not a JSON object; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters.',
+          `The request could not be read: the body is not valid JSON, not UTF-8, or not a JSON object; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters. ${MISSING_HOST}`,
           'The request body is not valid JSON.',
         ),
         Unauthorized: errorResponse('The credentials are missing or invalid.', 'Unauthorized', {

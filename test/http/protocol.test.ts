@@ -326,6 +326,34 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.deepEqual(stored, []);
     });
 
+    test('a create pipelined behind a request asking to Upgrade (h2c, websocket) is not left unanswered: the answer before it closes the connection, and it is not stored', async () => {
+      // Node reads nothing after a request with Upgrade in the bytes it arrived with: the create behind it was
+      // never answered, and the connection stayed open until its keep-alive's 72 s (a review, 2026-11-29).
+      const body = JSON.stringify(exampleDonation({ donor_email: 'behind-upgrade@example.org' }));
+      const create = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      for (const upgrade of ['h2c', 'websocket']) {
+        const text = await pipelined(port, `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}\r\nContent-Length: 0\r\n\r\n` + create);
+        assert.doesNotMatch(text, /still open/, text);
+        assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [200], text);
+        assert.match(text, /\r\nconnection: close\r\n/i, text);
+      }
+      const stored = [];
+      for await (const d of t.store.exportDonations({ donorEmail: 'behind-upgrade@example.org' })) stored.push(d.id);
+      assert.deepEqual(stored, []);
+    });
+
+    test('an HTTP/1.1 request without Host (which HTTP/1.1 requires) gets a JSON 400 naming it, with the usual headers; HTTP/1.0 needs none', async () => {
+      // Node's own check answered a bare 400 with no body and none of the app's headers (a review, 2026-11-29).
+      const text = await pipelined(port, 'POST /api/v1/me HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      assert.match(text, /^HTTP\/1\.1 400 /, text);
+      assert.match(text, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i, text);
+      assert.match(text, /\r\ncache-control: no-store\r\n/i, text);
+      assert.match(text, /\r\nx-request-id: [0-9a-f-]{36}\r\n/i, text);
+      assert.deepEqual(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)), { message: 'The request has no Host header, which HTTP/1.1 requires.' });
+      const old = await pipelined(port, `POST /api/v1/me HTTP/1.0\r\nAuthorization: ${t.charity.authorization}\r\nContent-Length: 0\r\n\r\n`);
+      assert.match(old, /^HTTP\/1\.1 200 /, old);
+    });
+
     test('a CONNECT pipelined behind creates is answered after them: each create answered and stored once (its 400 took their place, one stored unanswered)', async () => {
       const create = (n: number) => {
         const body = JSON.stringify(exampleDonation({ donor_email: `before-connect-${n}@example.org` }));
