@@ -205,7 +205,8 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   // The files the mark names that the restore got as far as writing, and those given.
   const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => resolve(f))])];
   if (files.length === 0) {
-    if (!marked) throw new UsageError('no restore of this database is unfinished (it bears no mark): give the files a restore left, if one did');
+    // Run when unsure whether a restore finished: it did (until 2026-11-29 this was exit 2).
+    if (!marked) return print(`nothing to do: no restore of ${describeDatabase(location)} is unfinished (it bears no mark); to take in what a restore left that it never marked, give its files`);
     await unmark(place);
     if (marked.replacing) return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
     // Into a new or empty database: nothing was replaced, so nothing is to be taken in, but what the restore would have said.
@@ -231,6 +232,11 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
         throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
       }
+      // A restore killed before it recorded itself (on PostgreSQL, as soon as pg_restore had committed): recorded
+      // now, first, as the restore would have, so that the trail says the data went back to a backup, and which.
+      if (marked && !(await restoreRecorded(store, marked))) {
+        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', replaced_left: files.join(', ') } });
+      }
       const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
       return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
     },
@@ -244,6 +250,12 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     await unmark(place);
     done(marked ? `the restore begun at ${marked.began} is finished` : 'the restore is finished');
   }
+}
+
+/** Whether the restore that `marked` the database recorded itself in its trail before it stopped (its `restore` entry, from its backup, since it began). */
+async function restoreRecorded(store: Store, marked: Restoring): Promise<boolean> {
+  const began = Date.parse(marked.began);
+  return (await store.auditTrail()).some((e) => e.action === 'restore' && e.summary.from === marked.from && Date.parse(e.at) >= began);
 }
 
 /**
@@ -614,11 +626,12 @@ function describeKept({ added, marked, refused }: KeptClaims): string | undefine
 
 /**
  * Erases again what the replaced database erased after the backup (erasuresAfter): each donor's
- * erasure, by the e-mail addresses whose reference it names, and the last retention run. Each is
- * audited as it was the first time. Says what it did, or nothing when there was nothing to do.
+ * erasure, by the e-mail addresses whose reference it names, and its retention runs, each period's
+ * last as of the day it ran. Each is audited as it was the first time. Says what it did, or nothing
+ * when there was nothing to do.
  */
 async function eraseAgain(store: Store, { donors, retention }: ErasuresSince): Promise<string | undefined> {
-  if (donors.length === 0 && retention === undefined) return undefined;
+  if (donors.length === 0 && retention.length === 0) return undefined;
   const today = ukDay(new Date());
   let donations = 0;
   const emails = await store.donors.emailsOf(new Set(donors.map((d) => d.reference)));
@@ -629,10 +642,15 @@ async function eraseAgain(store: Store, { donors, retention }: ErasuresSince): P
     // None of theirs here: recorded all the same, or the next restore (of a backup holding their donations) would bring them back.
     else await store.donors.recordErasureAgain({ reference, charity: charity ?? undefined, againOf: original });
   }
-  const retained = retention === undefined ? [] : await store.donors.applyRetention({ today, retentionYears: retention.years, dryRun: false, againOf: retention.original });
+  const runs: string[] = [];
+  for (const { years, day = today, original } of retention) {
+    const n = (await store.donors.applyRetention({ today: day, retentionYears: years, dryRun: false, againOf: original })).length;
+    runs.push(`retention with ${years} years as of ${day} (${n} donation${n === 1 ? '' : 's'})`);
+  }
   return (
     `erased again what the replaced database erased after the backup: ${donors.length} donor erasure${donors.length === 1 ? '' : 's'} ` +
     `(${donations} donation${donations === 1 ? '' : 's'})` +
-    (retention === undefined ? '' : `, and retention with ${retention.years} years (${retained.length} donation${retained.length === 1 ? '' : 's'})`)
+    runs.map((run) => `, and ${run}`).join('')
   );
 }
+

@@ -79,8 +79,14 @@ export function toAuditRecord(r: { id: number | string | bigint; at: string; act
 export interface ErasuresSince {
   /** Each `donor erase`: the donor's reference (donorReference), the charity it was limited to, if any, and the entry that first recorded it (entryKey). */
   donors: { reference: string; charity: string | null; original: string }[];
-  /** The retention period of the last `retention apply`, if one ran, and the entry that first recorded it. */
-  retention: { years: number; original: string } | undefined;
+  /**
+   * The `retention apply` runs to make again: for each retention period a run used, its last run (a
+   * later run with the same period erased all an earlier one did): the period, the UK day it ran
+   * as of (undefined if its entry does not say), and the entry that first recorded it. Until
+   * 2026-11-29 only the very last run was made again, so what an earlier run with a shorter period
+   * had erased came back with the backup.
+   */
+  retention: { years: number; day: string | undefined; original: string }[];
 }
 
 /**
@@ -97,8 +103,12 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
   const original = (e: (typeof trail)[number]) => (typeof e.summary.again_of === 'string' ? e.summary.again_of : entryKey(e));
   const entries = trail.filter((e) => !restored.has(entryKey(e)) && !restored.has(original(e)));
   const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null, original: original(e) }));
-  const last = entries.filter((e) => e.action === 'retention apply').at(-1);
-  return { donors, retention: last && { years: Number(last.summary.retention_years), original: original(last) } };
+  const lastOfPeriod = new Map<number, (typeof trail)[number]>();
+  for (const e of entries) if (e.action === 'retention apply') lastOfPeriod.set(Number(e.summary.retention_years), e);
+  const retention = [...lastOfPeriod.values()]
+    .sort((a, b) => entries.indexOf(a) - entries.indexOf(b))
+    .map((e) => ({ years: Number(e.summary.retention_years), day: /^before (\d{4}-\d{2}-\d{2})$/.exec(e.target)?.[1], original: original(e) }));
+  return { donors, retention };
 }
 
 /**

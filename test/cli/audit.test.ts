@@ -168,15 +168,20 @@ test("a restore's erasures again are the replaced trail's entries the backup's d
   const key = (id: number) => entryKey(replaced[id - 1]!);
   const keys = (...ids: number[]) => new Set(ids.map(key));
   const b = { reference: 'donor b', charity: 'helping-hands', original: key(3) };
-  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 4)), { donors: [b], retention: { years: 6, original: key(5) } });
-  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 3, 4, 5)), { donors: [], retention: undefined });
+  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 4)), { donors: [b], retention: [{ years: 6, day: '2026-11-28', original: key(5) }] });
+  assert.deepEqual(erasuresAfter(replaced, keys(1, 2, 3, 4, 5)), { donors: [], retention: [] });
   // The backup's own history: its entries 3 and 5 were other actions (a restore of the wrong file had come between).
   const backup = new Set([...keys(1, 2, 4), entryKey({ id: 3, at: '2026-11-23T09:00:00.000000Z', action: 'charity rotate', target: 'helping-hands' }), entryKey({ id: 5, at: '2026-11-25T09:00:00.000000Z', action: 'restore', target: '/srv/almoner.db' })]);
-  assert.deepEqual(erasuresAfter(replaced, backup), { donors: [b], retention: { years: 6, original: key(5) } });
+  assert.deepEqual(erasuresAfter(replaced, backup), { donors: [b], retention: [{ years: 6, day: '2026-11-28', original: key(5) }] });
+  // Every retention period's last run, as of its day: the 7 years' run too, when the backup does not hold it (until
+  // 2026-11-29 the last run alone was made again, and what a shorter period's run had erased came back).
+  assert.deepEqual(erasuresAfter(replaced, keys(1, 4)), { donors: [b], retention: [{ years: 7, day: '2026-01-01', original: key(2) }, { years: 6, day: '2026-11-28', original: key(5) }] });
+  const sixAgain = [...replaced, entry(6, 'retention apply', 'before 2026-11-29', { retention_years: 6 })];
+  assert.deepEqual(erasuresAfter(sixAgain, keys(1, 2, 3, 4)).retention, [{ years: 6, day: '2026-11-29', original: entryKey(sixAgain[5]!) }], "a period's later run erased all its earlier one did");
   // Donor b's erasure made again by a restore (entry 7, again_of entry 3): a backup that holds entry 3 holds it.
   const again = [...replaced, entry(6, 'restore', '/srv/almoner.db'), entry(7, 'donor erase', 'donor b', { charity: 'helping-hands', again_of: key(3) })];
-  assert.deepEqual(erasuresAfter(again, keys(1, 2, 3, 4, 5)), { donors: [], retention: undefined });
-  assert.deepEqual(erasuresAfter(again, keys(1, 2, 4)), { donors: [b, b], retention: { years: 6, original: key(5) } });
+  assert.deepEqual(erasuresAfter(again, keys(1, 2, 3, 4, 5)), { donors: [], retention: [] });
+  assert.deepEqual(erasuresAfter(again, keys(1, 2, 4)), { donors: [b, b], retention: [{ years: 6, day: '2026-11-28', original: key(5) }] });
   // And the other way: a backup holding only the repeat (entry 7) holds the original (entry 3) too.
-  assert.deepEqual(erasuresAfter(replaced, heldBy([...[1, 2, 4, 5].map((id) => replaced[id - 1]!), again[6]!])), { donors: [], retention: undefined });
+  assert.deepEqual(erasuresAfter(replaced, heldBy([...[1, 2, 4, 5].map((id) => replaced[id - 1]!), again[6]!])), { donors: [], retention: [] });
 });

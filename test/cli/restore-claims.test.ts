@@ -249,8 +249,17 @@ for (const backend of BACKENDS) {
 
       const again = await cli(['keep-replaced', ...left]);
       assert.match(again.stdout, /^nothing to do: .* holds every claim and erasure that .* recorded after the backup\n$/);
-      const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string });
+      const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
       assert.equal(trail.filter((e) => e.action === 'giftaid claims kept').length, 1);
+      if (backend.name === 'postgres') {
+        // Killed before it recorded itself: keep-replaced records the restore, once, before what it takes in
+        // (until 2026-11-29 the trail never said the data had gone back to a backup).
+        const restores = trail.filter((e) => e.action === 'restore');
+        assert.equal(restores.length, 1, JSON.stringify(trail));
+        assert.equal(restores[0]!.summary.from, before);
+        assert.equal(restores[0]!.summary.finished_by, 'keep-replaced');
+        assert.ok(trail.indexOf(restores[0]!) < trail.findIndex((e) => e.action === 'giftaid claims kept'), 'the restore first, as a restore records it');
+      }
       assert.equal(trail.filter((e) => e.action === 'donor erase').length, 1, 'the repeat, once: the first erasure was in the replaced trail only');
 
       // Another database's trail: refused, as its erasures are not this one's to make.

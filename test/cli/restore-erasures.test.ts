@@ -21,11 +21,11 @@ interface Entry {
   summary: Record<string, unknown>;
 }
 
-async function record(url: string, first: string, email: string): Promise<void> {
+async function record(url: string, first: string, email: string, date?: string): Promise<void> {
   const store = await openStore(parseDatabaseUrl(url));
   try {
     const [charity] = await store.listCharities();
-    const v = validateDonation(exampleDonation({ donor_first_name: first, donor_last_name: 'Lee', donor_email: email, donor_address: '7 Bridge Street', gift_aid: 'no' }));
+    const v = validateDonation(exampleDonation({ donor_first_name: first, donor_last_name: 'Lee', donor_email: email, donor_address: '7 Bridge Street', gift_aid: 'no', ...(date && { donation_date: date }) }));
     assert.ok(v.ok);
     await store.recordDonation(charity!.id, v.donation);
   } finally {
@@ -96,5 +96,29 @@ describe("a donor's erasure outlives restores [sqlite]", () => {
     assert.equal(third.code, 0, third.stderr);
     assert.match(third.stdout, /1 donor erasure \(1 donation\)/);
     assert.equal((await trail(url)).filter((e) => e.action === 'donor erase').length, 1);
+
+    // Each restore finished: keep-replaced, run when unsure, says there is nothing to do (it was exit 2).
+    const unsure = await almoner(url, ['keep-replaced']);
+    assert.equal(unsure.code, 0, unsure.stderr);
+    assert.match(unsure.stdout, /^nothing to do: no restore of .*almoner\.db is unfinished/);
+  });
+
+  test('retention runs with two periods after the backup: each is made again as of its day, so what the shorter one erased stays erased', async () => {
+    // Until 2026-11-29 only the last run was made again: a one-off run with 3 years, then the usual 6, and a
+    // restore brought back what the 3 years' run had erased (Olive's donation, and Bob's of 2021-02-25 above).
+    await record(url, 'Olive', 'old@example.org', '01-01-2021');
+    const backup = join(dir, 'before-retention.db');
+    assert.equal((await almoner(url, ['backup', '--out', backup])).code, 0);
+    const short = await almoner(url, ['retention', 'apply'], { RETENTION_YEARS: '3' });
+    assert.equal(short.code, 0, short.stderr);
+    assert.match(short.stdout, /\(restores-\w+, 2021-01-01, no Gift Aid\): erased donor first name/);
+    assert.equal((await almoner(url, ['retention', 'apply'], { RETENTION_YEARS: '6' })).code, 0);
+    const olive = () => (rows() as Array<{ donor_first_name: string | null; donor_email: string }>).filter((r) => r.donor_first_name === 'Olive' || r.donor_email === 'old@example.org');
+    assert.deepEqual(olive(), [], 'erased by the 3 years\' run');
+
+    const restored = await almoner(url, ['restore', backup, '--replace']);
+    assert.equal(restored.code, 0, restored.stderr);
+    assert.match(restored.stdout, /, and retention with 3 years as of \d{4}-\d{2}-\d{2} \(2 donations\), and retention with 6 years as of \d{4}-\d{2}-\d{2} \(0 donations\)/);
+    assert.deepEqual(olive(), [], 'erased again');
   });
 });
