@@ -74,7 +74,8 @@ export class RateLimitError extends RetryLaterError {
 }
 
 /**
- * 503: the service's database cannot answer right now. The request was not acknowledged (in the
+ * 503: the service's database cannot answer right now; or 502 or 504 from a gateway in front of it
+ * (the shipped nginx, while the service is down or too slow), whose message then says whether a create may have been recorded. The request was not acknowledged (in the
  * rare case that the database could not confirm a commit whose answer was lost, a create may still
  * have been stored: retry it with the same Idempotency-Key),
  * so retry a create after `retryAfterSeconds` with the same idempotencyKey.

@@ -145,8 +145,24 @@ export class AlmonerClient {
     records: 'no' | 'keyed' | 'unkeyed' = 'no',
   ): Promise<{ response: Response; body: unknown }> {
     const url = `${this.apiUrl}${path}`;
-    const timeout = this.#timeoutMs === Infinity ? undefined : AbortSignal.timeout(this.#timeoutMs);
-    const signals = [timeout, signal].filter((s): s is AbortSignal => s !== undefined);
+    // One controller of the call's own, aborted by its deadline or by the caller's signal. Not
+    // AbortSignal.any: on Node 20 it keeps every signal it made alive for as long as a signal given
+    // to it lives, so an app-wide shutdown signal passed to every call held about 60 bytes a call
+    // for good (nodejs/node#55351; a review, 2026-11-29).
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer =
+      this.#timeoutMs === Infinity
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+          }, this.#timeoutMs);
+    const abortWithCaller = () => controller.abort(signal!.reason);
+    if (signal?.aborted) abortWithCaller();
+    else signal?.addEventListener('abort', abortWithCaller, { once: true });
+    // Only a key makes the retry of a create whose answer never came safe: without one, say so.
+    const outcome = OUTCOME[records];
     const doFetch = this.#fetch;
     let response: Response;
     let text: string;
@@ -157,29 +173,33 @@ export class AlmonerClient {
         ...(payload === undefined ? {} : { body: payload }),
         // A redirect is reported, not followed: following one could resend the donation elsewhere.
         redirect: 'manual',
-        ...(signals.length ? { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) } : {}),
+        signal: controller.signal,
       });
       text = await response.text(); // under the same deadline as the headers
     } catch (err) {
       if (signal?.aborted) throw err; // the caller's own abort is theirs to handle
-      // Only a key makes the retry of a create whose answer never came safe: without one, say so.
-      const outcome = {
-        no: '',
-        keyed: ' The donation may or may not have been recorded: retry with the same idempotencyKey.',
-        unkeyed:
-          ' The donation may or may not have been recorded, and it was sent without an idempotencyKey: a retry may record it twice. Check before retrying, and send an idempotencyKey with every create.',
-      }[records];
-      if (timeout?.aborted) {
+      if (timedOut) {
         throw new TimeoutError(`No answer from ${url} within ${this.#timeoutMs} ms.${outcome}`, { status: 0, cause: err });
       }
       throw new NetworkError(`Could not reach ${url}: ${reason(err)}.${outcome}`, { status: 0, cause: err });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', abortWithCaller);
     }
 
     const body = parseBody(text);
     if (response.status >= 200 && response.status < 300) return { response, body };
-    throw errorFor(url, response, body);
+    throw errorFor(url, response, body, outcome);
   }
 }
+
+/** What a caller is told of a call whose answer never came, or came from a gateway: whether it may have recorded something. */
+const OUTCOME = {
+  no: '',
+  keyed: ' The donation may or may not have been recorded: retry with the same idempotencyKey.',
+  unkeyed:
+    ' The donation may or may not have been recorded, and it was sent without an idempotencyKey: a retry may record it twice. Check before retrying, and send an idempotencyKey with every create.',
+} as const;
 
 /** The API root from a service root, tolerating a trailing `/api/v1` and slashes. */
 function apiUrlOf(baseUrl: string | URL): string {
@@ -240,7 +260,7 @@ function fieldErrors(value: unknown): Record<string, string[]> {
   return errors;
 }
 
-function errorFor(url: string, response: Response, body: unknown): AlmonerError {
+function errorFor(url: string, response: Response, body: unknown, outcome: string): AlmonerError {
   const { status } = response;
   const requestId = response.headers.get('x-request-id') ?? undefined;
   const details = { status, body, requestId };
@@ -266,6 +286,12 @@ function errorFor(url: string, response: Response, body: unknown): AlmonerError 
       return new RateLimitError(message, { ...details, retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after')) });
     case 503:
       return new UnavailableError(message, { ...details, retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after')) });
+    // A gateway in front (the shipped nginx) that could not reach the service, or gave up waiting: come back
+    // later, as for a 503, though a create may have been stored before its answer was lost (until 2026-11-29 a
+    // plain AlmonerError, which a caller retrying UnavailableErrors took for a failure for good).
+    case 502:
+    case 504:
+      return new UnavailableError(`${message}${outcome}`, { ...details, retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after')) });
     default:
       return new AlmonerError(message, details);
   }

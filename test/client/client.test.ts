@@ -1,9 +1,12 @@
 // almoner/client against the real service: an in-process app listening on a real socket, on
 // every backend. Only what no live server can produce on demand (a 503, a hang) is simulated.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { getEventListeners } from 'node:events';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.js';
@@ -21,9 +24,12 @@ import {
 } from '../../src/client/index.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { EXAMPLE_DONATION, EXAMPLE_RECORD, RECORD_KEYS, TIMESTAMP, startTestApp, type TestContext } from '../support/app.js';
-import { BACKENDS } from '../support/backends.js';
+import { BACKENDS, tempDir } from '../support/backends.js';
 import { rejection, urlOf } from '../support/client.js';
 import { watchConformance } from '../support/openapi.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 for (const backend of BACKENDS) {
   describe(`almoner/client [${backend.name}]`, () => {
@@ -270,9 +276,44 @@ describe('almoner/client without a live service', () => {
     assert.equal(missing.retryAfterSeconds, 1);
   });
 
-  test('a non-JSON error page (a proxy 502) is an AlmonerError with the status and the text', async () => {
+  test("the shipped nginx's 502 and 504 are UnavailableErrors with its Retry-After, and a create's says it may have been recorded", async () => {
+    // Until 2026-11-29 a plain AlmonerError: a caller retrying UnavailableErrors took the gateway's answer for a failure for good.
+    const gateway = (status: number, message: string) => json(status, { message }, { 'retry-after': '1' });
+    const keyed = await rejection(answering(gateway(502, 'The service is unavailable. Please try again shortly.')).client.createDonation(EXAMPLE_DONATION, { idempotencyKey: 'k-502' }), UnavailableError);
+    assert.equal(keyed.status, 502);
+    assert.equal(keyed.retryAfterSeconds, 1);
+    assert.match(keyed.message, /^The service is unavailable\. Please try again shortly\. The donation may or may not have been recorded: retry with the same idempotencyKey\.$/);
+    const unkeyed = await rejection(answering(gateway(504, 'The service did not answer in time. Please try again shortly.')).client.createDonation(EXAMPLE_DONATION), UnavailableError);
+    assert.equal(unkeyed.status, 504);
+    assert.match(unkeyed.message, /without an idempotencyKey: a retry may record it twice/);
+    const me = await rejection(answering(gateway(502, 'The service is unavailable. Please try again shortly.')).client.me(), UnavailableError);
+    assert.equal(me.message, 'The service is unavailable. Please try again shortly.');
+  });
+
+  test("a call with the caller's long-lived signal leaves nothing on it once answered (AbortSignal.any held each call's signal on Node 20)", async () => {
+    const app = new AbortController();
+    const { client } = answering(json(200, { success: true, message: 'Authenticated', data: { name: 'n', email: 'e' } }));
+    for (let i = 0; i < 50; i++) await client.me({ signal: app.signal });
+    await rejection(answering(json(503, { message: 'down' })).client.me({ signal: app.signal }), UnavailableError);
+    assert.equal(getEventListeners(app.signal, 'abort').length, 0);
+  });
+
+  test("the types of 'almoner/client' are found under every moduleResolution TypeScript offers, node10's included", () => {
+    // node10 reads no "exports": until 2026-11-29 it found no types (TS2307), typesVersions now points it at them.
+    const project = tempDir();
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(ROOT, join(project, 'node_modules', 'almoner'), 'dir');
+    writeFileSync(join(project, 'package.json'), '{"type":"module"}\n'); // as the README says a project using the client is
+    writeFileSync(join(project, 'app.ts'), "import { AlmonerClient, type DonationRecord } from 'almoner/client';\nexport const client: AlmonerClient = new AlmonerClient({ baseUrl: 'http://x', username: 'u', password: 'p' });\nexport type R = DonationRecord['id'];\n");
+    for (const [module, resolution] of [['commonjs', 'node10'], ['node16', 'node16'], ['nodenext', 'nodenext'], ['esnext', 'bundler']]) {
+      const run = spawnSync(process.execPath, [TSC, '--noEmit', '--strict', '--skipLibCheck', '--module', module!, '--moduleResolution', resolution!, 'app.ts'], { cwd: project, encoding: 'utf8' });
+      assert.equal(run.status, 0, `${resolution}: ${run.stdout}${run.stderr}`);
+    }
+  });
+
+  test('a non-JSON error page (a proxy 502) is an UnavailableError with the status and the text', async () => {
     const { client } = answering(() => new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }));
-    const err = await rejection(client.me(), AlmonerError);
+    const err = await rejection(client.me(), UnavailableError);
     assert.equal(err.status, 502);
     assert.equal(err.body, '<html>Bad Gateway</html>');
     assert.equal(err.message, 'http://almoner.invalid/api/v1/me answered HTTP 502 Bad Gateway.');
