@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { signUpCharity } from '../src/charities/signup.js';
 import { CreatesByPrimary, fromWire, toWire, writeCreatesForWorkers } from '../src/cluster/creates.js';
-import type { CreatesAnswer } from '../src/cluster/ipc.js';
+import { machineNow, type CreatesAnswer } from '../src/cluster/ipc.js';
 import { RESTARTS } from '../src/cluster/primary.js';
 import { DatabaseDeadlineError } from '../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../src/store/group-commit.js';
@@ -332,13 +332,22 @@ describe('WORKERS=2: limits and the metrics port [sqlite]', () => {
       assert.equal(wrong.status, 401, wrong.body);
       const right = await on(basic(stalled.username, stalled.password));
       assert.equal(right.status, 200, right.body);
-      const create = await on(basic(stalled.username, stalled.password), '/api/v1/donation/create', exampleDonation());
+      const create = await on(basic(stalled.username, stalled.password), '/api/v1/donation/create', exampleDonation({ donor_email: 'while-stopped@example.org' }));
       assert.equal(create.status, 503, create.body); // the primary writes SQLite's creates: not acknowledged
     } finally {
       process.kill(server.pid, 'SIGCONT');
       agent.destroy();
     }
     assert.equal((await send(server.url, '/api/v1/me', { authorization: basic(stalled.username, stalled.password) })).status, 200);
+    // The primary reads the stopped create's message once it runs again, past its time: it writes nothing
+    // (until 2026-11-29 it stored it, answered 503 long before, and a retry without a key doubled it).
+    // A create after it is answered after that message is read (one channel, in order).
+    const after = await send(server.url, '/api/v1/donation/create', { authorization: basic(stalled.username, stalled.password), body: exampleDonation({ donor_email: 'after-stop@example.org' }) });
+    assert.equal(after.status, 200, after.body);
+    for (const [email, n] of [['while-stopped@example.org', 0], ['after-stop@example.org', 1]] as const) {
+      const exported = await almoner(database.url, ['donor', 'export', '--email', email]);
+      assert.equal((JSON.parse(exported.stdout) as { donations: unknown[] }).donations.length, n, email);
+    }
   });
 });
 
@@ -382,7 +391,7 @@ test("SQLite's one writer answers a create told at its deadline then, not when t
     const worker = { isConnected: () => true, send: (answer: CreatesAnswer) => void answers.push({ at: phase, answer }) };
     outsider.exec('begin immediate');
     // One message from a worker: a create with 50 ms left of its time for the database, one with 10 s.
-    const creates = [50, 10_000].map((ms, i) => ({ charityId: charity.id, donation: validDonation(`message-${i}@example.org`), ms }));
+    const creates = [50, 10_000].map((ms, i) => ({ charityId: charity.id, donation: validDonation(`message-${i}@example.org`), until: machineNow() + ms }));
     cluster.emit('message', worker, { type: 'almoner:creates', id: 1, creates });
     await new Promise((resolve) => setTimeout(resolve, 1000));
     phase = 'released';

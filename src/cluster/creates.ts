@@ -6,8 +6,8 @@
 // each create once the commit holding it is on disk (those settled together in one answer, usually
 // the whole message). A 200 still means committed.
 //
-// Each create carries what is left of its request's time for the database, and the primary's group
-// commit keeps that deadline as it does in one process: a create told at its deadline is answered
+// Each create carries when its request's time for the database ends, and the primary's group
+// commit keeps that deadline as it does in one process (one read after it is written not at all): a create told at its deadline is answered
 // then, not when the rest of its message is. Should the primary not answer at all (it
 // is stuck; were it gone, the worker would be gone too) the worker gives up a moment later with
 // CommitOutcomeUnknownError, a 503: its creates may or may not have been stored.
@@ -17,7 +17,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget, DatabaseDeadlineError } from '../st
 import { CommitOutcomeUnknownError, WriteFailures, type BatchObserver } from '../store/group-commit.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { KeyTakenError, type CreateWrites, type Store } from '../store/store.js';
-import { isMessage, PRIMARY_GRACE_MS, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
+import { isMessage, machineNow, PRIMARY_GRACE_MS, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
 
 /** In the primary: writes the creates the workers send, through `store`'s group commit. */
 export function writeCreatesForWorkers(store: Store): void {
@@ -49,7 +49,10 @@ export function writeCreatesForWorkers(store: Store): void {
   });
 }
 
-function record(store: Store, { charityId, donation, key, ms }: WireCreate) {
+function record(store: Store, { charityId, donation, key, until }: WireCreate) {
+  const ms = until - machineNow();
+  // Read after its time ran out (this process was stuck): its worker has answered it 503 or is about to, so nothing is written.
+  if (ms <= 0) return Promise.reject(new DatabaseDeadlineError());
   const budget = new DatabaseBudget(ms);
   if (!key) return store.recordDonation(charityId, donation, { budget });
   return store.recordKeyedDonation(charityId, donation, { ...key, formerFingerprints: () => formerFingerprints(donation) }, budget);
@@ -76,10 +79,10 @@ export class CreatesByPrimary implements CreateWrites {
     });
   }
 
-  insert: CreateWrites['insert'] = (charityId, donation, deadline) => this.send({ charityId, donation, ms: msUntil(deadline) });
+  insert: CreateWrites['insert'] = (charityId, donation, deadline) => this.send({ charityId, donation, until: untilOf(deadline) });
 
   insertKeyed: CreateWrites['insertKeyed'] = (charityId, donation, { key, fingerprint, ttlMicros }, deadline) =>
-    this.send({ charityId, donation, key: { key, fingerprint, ttlMicros }, ms: msUntil(deadline) });
+    this.send({ charityId, donation, key: { key, fingerprint, ttlMicros }, until: untilOf(deadline) });
 
   writeFailure(): unknown {
     return this.failures.current();
@@ -110,7 +113,7 @@ export class CreatesByPrimary implements CreateWrites {
       const err = new CommitOutcomeUnknownError(new Error('the primary process did not answer'));
       this.failures.failed(err);
       for (const w of waiting) w?.reject(err);
-    }, Math.max(...queue.map((q) => q.create.ms)) + this.graceMs);
+    }, Math.max(...queue.map((q) => q.create.until)) - machineNow() + this.graceMs);
     this.sent.set(id, { waiting, timer });
     toPrimary({ type: 'almoner:creates', id, creates: queue.map((q) => q.create) });
   }
@@ -139,7 +142,8 @@ export class CreatesByPrimary implements CreateWrites {
   }
 }
 
-const msUntil = (deadline: number | undefined) => (deadline === undefined ? DATABASE_BUDGET_MS : Math.max(0, deadline - performance.now()));
+/** A deadline on performance.now()'s clock (none: a whole budget from now) on the machine's, which the primary reads alike. */
+const untilOf = (deadline: number | undefined) => machineNow() + (deadline === undefined ? DATABASE_BUDGET_MS : Math.max(0, deadline - performance.now()));
 
 /** An error as the primary sends it (see fromWire). */
 export function toWire(err: unknown): WireError {

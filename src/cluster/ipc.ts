@@ -49,13 +49,22 @@ export interface CreatesRequest {
   creates: WireCreate[];
 }
 
-/** A create as it crosses to the primary: `ms` is what is left of its time for the database. */
+/**
+ * A create as it crosses to the primary: `until` is when its time for the database ends, on the
+ * machine's monotonic clock (machineNow), which every process on it reads alike. Until 2026-11-29 it
+ * carried the milliseconds left, which the primary counted from when it read the message: a stuck
+ * primary read it late with its whole time still to spend, and stored creates whose workers had
+ * answered 503 long before (a review), which a client retrying without a key then doubled.
+ */
 export interface WireCreate {
   charityId: number;
   donation: NewDonation;
   key?: Omit<IdempotencyKey, 'formerFingerprints'>;
-  ms: number;
+  until: number;
 }
+
+/** Milliseconds on the machine's monotonic clock (CLOCK_MONOTONIC), the same in every process on it; not performance.now(), which starts at each process's own start. */
+export const machineNow = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /**
  * The primary's answer to a CreatesRequest, or to part of it: the outcomes of those of its creates
