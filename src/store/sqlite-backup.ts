@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { chmodSync, closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
@@ -262,8 +262,17 @@ const partialOf = (target: string, pid: number) => `${target}.partial-${pid}`;
 async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>, beforeRename: () => void = () => {}): Promise<T> {
   const partial = partialOf(target, process.pid);
   try {
+    // Made first, empty and its owner's alone (VACUUM INTO takes an empty file, and SQLite gives its
+    // journal the file's mode): until 2026-11-29 SQLite made it as the umask allowed, 0644 under the usual
+    // 022, and anyone on the machine could open it while the rows went in and read them all (a review).
+    const fd = openSync(partial, 'w', PRIVATE_FILE);
+    try {
+      fchmodSync(fd, PRIVATE_FILE);
+    } finally {
+      closeSync(fd);
+    }
     const result = await write(partial);
-    chmodSync(partial, PRIVATE_FILE); // a backup, or a restored database: SQLite made it as the umask allows (0644 until 2026-11-29)
+    chmodSync(partial, PRIVATE_FILE); // as it was made, whatever happened to it meanwhile
     syncFile(partial);
     beforeRename();
     renameSync(partial, target);
