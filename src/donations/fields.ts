@@ -68,7 +68,8 @@ export const DONATION_FIELDS = [
   field('donor_postcode', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's postcode.", example: 'SW1A 1AA', erasure: 'gift-aid' }),
   field('donor_ip', 'ip', { required: false, maxLength: TEXT_MAX, description: "Donor's IPv4 or IPv6 address; an empty string is stored and returned as null.", example: '203.0.113.7', erasure: 'now' }),
   field('gift_aid', 'yes_no', { required: true, description: 'Whether the donor made a Gift Aid declaration.', example: 'yes' }),
-  field('amount', 'amount', { required: true, description: `Amount in plain decimal notation, at most two decimals, from ${AMOUNT_MIN} to ${AMOUNT_MAX}; a string is echoed exactly as sent.`, example: '25.00' }),
+  // At most 32 characters as text: leading zeros are allowed, and until 2026-11-29 without end (a review stored a 1 MB amount).
+  field('amount', 'amount', { required: true, maxLength: 32, description: `Amount in plain decimal notation, at most two decimals, from ${AMOUNT_MIN} to ${AMOUNT_MAX}; a string is echoed exactly as sent.`, example: '25.00' }),
   field('payment_method', 'text', { required: false, maxLength: TEXT_MAX, description: 'How the donation was paid, for example `cash` or `card`.', example: 'cash', blankInFormIsAbsent: true }),
   field('payment_confirmation_number', 'text', { required: false, maxLength: TEXT_MAX, description: "The payment provider's reference; returned as given.", example: 'PAY-123456' }),
   field('donation_type', 'choice', { required: true, choices: ['one-time', 'recurring', 'renewal'], description: 'Kind of donation.', example: 'one-time' }),

@@ -63,7 +63,7 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
       return {
         ...base,
         anyOf: [
-          { type: 'string', pattern: AMOUNT_PATTERN },
+          { type: 'string', pattern: AMOUNT_PATTERN, ...maxLength },
           { type: 'number', minimum: Number(AMOUNT_MIN), maximum: Number(AMOUNT_MAX) },
         ],
       };

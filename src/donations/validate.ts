@@ -145,6 +145,8 @@ function checkAmount(f: FieldSpec, v: unknown): Check {
   if (fraction.length > 2) errors.push(msg.decimals(f));
   const aboveMax = whole.length > 9 || (whole === '999999999' && /[1-9]/.test(fraction.slice(2)));
   if (!negative && aboveMax) errors.push(msg.max(f));
+  // A value in range that is still too long can only be leading zeros: stored and echoed as sent, so bounded.
+  if (errors.length === 0 && f.maxLength !== undefined && text.length > f.maxLength) errors.push(msg.maxLength(f));
   if (errors.length) return { errors };
   const minor = Number(whole || '0') * 100 + Number(fraction.padEnd(2, '0'));
   return { value: { text, minor } };

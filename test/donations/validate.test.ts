@@ -64,6 +64,7 @@ describe('amount', () => {
     ['20.50', 2050],
     ['007.10', 710],
     ['999999999.99', 99999999999],
+    ['0'.repeat(28) + '10.0', 1000], // 32 characters, the most
   ] as const) {
     test(`the string ${given} is echoed exactly and stored as ${minor} pence`, () => {
       const d = donationOf(amountOf(given));
@@ -116,6 +117,9 @@ describe('amount', () => {
     ['999999999.999', ['The amount must not have more than 2 decimal places.', 'The amount must not be greater than 999999999.99.']],
     [1e21, ['The amount must not be greater than 999999999.99.']],
     ['1' + '0'.repeat(400), ['The amount must not be greater than 999999999.99.']],
+    // Leading zeros, in range, but stored and echoed as sent: at most 32 characters (a review stored 1 MB of them).
+    ['0'.repeat(1_000_000) + '10.00', ['The amount must not be greater than 32 characters.']],
+    ['0'.repeat(29) + '10.0', ['The amount must not be greater than 32 characters.']], // 33 characters; 32 are taken (above)
   ];
   for (const [given, messages] of cases) {
     test(`${JSON.stringify(given).slice(0, 40)} is rejected`, () => {
