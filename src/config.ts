@@ -87,6 +87,10 @@ const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
 function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
+    // A mistyped URL that is still a URL but has no host (`postgresql:user:pw@h/db`, `postgres:/user:pw@h`):
+    // its "password" is not one to the parser, so all between the first colon and the last @ goes (until
+    // 2026-11-29 such a URL was shown whole, its password with it: a review).
+    if (parsed.host === '' && url.includes('@')) return url.replace(/^([^:]*:).*@/s, '$1***@');
     if (parsed.password !== '') parsed.password = '***';
     for (const name of SECRET_PARAMETERS) if (parsed.searchParams.has(name)) parsed.searchParams.set(name, '***');
     return parsed.href;

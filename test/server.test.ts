@@ -254,6 +254,15 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           });
         }
 
+        for (const url of ['postgresql:almoner:s3cr3t@127.0.0.1:1/almoner', 'postgres:/almoner:s3cr3t@127.0.0.1:1/almoner', 'redis:almoner:s3cr3t@127.0.0.1:1']) {
+          test(`a mistyped DATABASE_URL with no host (${url.replace(/s3cr3t/, '***')}): exit 2, the password not shown (it was shown whole)`, async () => {
+            const r = await almoner(url, ['charity', 'list']);
+            assert.equal(r.code, 2, `exit ${r.code}\nstderr: ${r.stderr}`);
+            assert.match(r.stderr, /DATABASE_URL/);
+            assert.doesNotMatch(r.stderr, /s3cr3t/);
+          });
+        }
+
         test('a database it cannot open: the message names it (it gave only the driver\'s words, "file is not a database")', async () => {
           const junk = join(tempDir(), 'junk.db');
           writeFileSync(junk, 'not a database, though its name says so'.repeat(200));
