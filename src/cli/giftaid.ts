@@ -172,7 +172,9 @@ export function giftaidCommand(): Command {
         if (!changed) return print(`Claim ${id} is already ${status}: nothing changed.`);
         print(
           status === 'rejected'
-            ? `Claim ${id} marked rejected: its ${count(claim.donation_count, 'donation')} can go in the next claim.`
+            ? `Claim ${id} marked rejected: its ${count(claim.donation_count, 'donation')} can go in the next claim.\n` +
+                `  Delete the files written for it before (claim-${id}-*.ods): they still pass HMRC's checker, and uploaded after the next claim they would claim ` +
+                `those donations twice. bin/almoner giftaid files ${id} --out DIR writes them again, marked as rejected.`
             : `Claim ${id} marked ${status}.`,
         );
       });
@@ -415,7 +417,10 @@ function printLeftOut(assessed: Assessed, attentionPath: string | null, today: s
       ? '  No Gift Aid donation was left out.'
       : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${attentionPath}`,
   );
-  print(`  Donations dated before ${dayMonthYear(claimCutoff(today))} are more than four years old and cannot be claimed.`);
+  print(
+    `  Donations dated before ${dayMonthYear(claimCutoff(today))} are more than four years old and are left out. HMRC takes a claim up to four years ` +
+      'after the end of the accounting period a donation fell in: check your own dates, as some may still be in time (add them to a schedule yourself).',
+  );
   const claimed = assessed.claimedBefore;
   if (claimed > 0) print(`  ${count(claimed, 'donation')} already in a live claim ${claimed === 1 ? 'was' : 'were'} left out.`);
 }

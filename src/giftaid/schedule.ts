@@ -105,7 +105,7 @@ export const REASONS = {
   unwritable: (column: string, chars: readonly string[]) =>
     `${column} holds ${chars.map((c) => JSON.stringify(c)).join(', ')}, which HMRC's schedule cannot hold and which has no plain-letter spelling`,
   outOfTime: (cutoff: string) =>
-    `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): too late to claim`,
+    `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): left out, though HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, so it may still be in time: if it is, add it to a schedule yourself`,
   future: 'dated after the claim date',
   notPositive: 'amount is not more than 0.00',
   inKeptClaim: (claim: number) =>
@@ -245,9 +245,14 @@ export const ATTENTION_FILE_NAME = 'needs-attention.csv';
 /**
  * Whitespace of any kind (line breaks, tabs, non-breaking spaces) and control characters become
  * one space; the ends are trimmed. HMRC: "Don't include blank spaces … at the start or end of boxes".
+ * Characters that show as nothing (Unicode's format characters: a zero-width space, a left-to-right
+ * mark, a soft hyphen, picked up when text is pasted) go, as HMRC's checker deletes them; and letters
+ * written as a letter and its accent (Zoe\u0308, as macOS sends them) become one character (Zoë),
+ * which HMRC can hold. Until 2026-11-29 the first sent a good donation to needs-attention, quoting a
+ * character nobody could see, and the second lost the accent (a review).
  */
 export function normaliseSpaces(s: string): string {
-  return s.replace(/[\s\p{Cc}]+/gu, ' ').trim();
+  return s.normalize('NFC').replace(/\p{Cf}+/gu, '').replace(/[\s\p{Cc}]+/gu, ' ').trim();
 }
 
 /** Cut to `max` characters (Unicode code points, as every length in Almoner), without a trailing space. */
@@ -375,10 +380,16 @@ function numberOrName(segment: string): string {
  * else cannot be claimed as it stands, since HMRC would reject the row.
  */
 export function hmrcPostcode(raw: string | null): { value: string; valid: boolean } {
-  const compact = (raw ?? '').replace(/[\s\p{Cc}]+/gu, '').toUpperCase();
+  const parts = normaliseSpaces(raw ?? '').toUpperCase().split(' ').filter(Boolean);
+  const compact = parts.join('');
   if (compact === '') return { value: '', valid: false };
   if (compact === 'X') return { value: 'X', valid: true };
-  const value = compact.length > 3 ? `${compact.slice(0, -3)} ${compact.slice(-3)}` : compact;
+  // A space typed anywhere but before the last three characters is kept where it is, and so fails: moved,
+  // "W11 AA" became "W1 1AA", another real postcode (until 2026-11-29; a review). Spaces inside the
+  // outward code ("S W1A 1AA") say nothing of where it ends.
+  const inward = parts.length === 1 ? compact.slice(-3) : parts.at(-1)!;
+  if (inward.length !== 3) return { value: parts.join(' '), valid: false };
+  const value = compact.length > 3 ? `${compact.slice(0, -3)} ${inward}` : compact;
   return { value, valid: UK_POSTCODE.test(value) };
 }
 

@@ -260,7 +260,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(reason('noLastName'), 'no last name');
         assert.equal(reason('noAddress'), 'no house name or number (donor_address is empty)');
         assert.equal(reason('noPostcode'), 'no postcode');
-        assert.match(reason('tooOld') ?? '', /^dated more than 4 years before the claim date \(before \d\d\/\d\d\/\d{4}\): too late to claim$/);
+        assert.match(reason('tooOld') ?? '', /^dated more than 4 years before the claim date \(before \d\d\/\d\d\/\d{4}\): left out, though HMRC takes a claim up to 4 years after the end of the accounting period the donation fell in, so it may still be in time: if it is, add it to a schedule yourself$/);
         assert.equal(reason('tricky'), 'no first name; postcode "75008" is not a UK postcode (use X for a donor living outside the UK)');
         assert.equal(reason('emoji'), 'last name holds "😀", which HMRC\'s schedule cannot hold and which has no plain-letter spelling');
         assert.equal(reason('notHmrcPostcode'), 'postcode "ZZ1 1ZZ" is not a UK postcode (use X for a donor living outside the UK)');
@@ -348,7 +348,11 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(first.donations, 3);
         assert.equal((await claimIn('rejecting-blocked')).claim, null, 'nothing left while the first is live');
         const rejected = await almoner(ctx.databaseUrl, ['giftaid', 'mark', String(first.claim), 'rejected']);
-        assert.equal(rejected.stdout, `Claim ${first.claim} marked rejected: its 3 donations can go in the next claim.\n`);
+        assert.equal(
+          rejected.stdout,
+          `Claim ${first.claim} marked rejected: its 3 donations can go in the next claim.\n` +
+            `  Delete the files written for it before (claim-${first.claim}-*.ods): they still pass HMRC's checker, and uploaded after the next claim they would claim those donations twice. bin/almoner giftaid files ${first.claim} --out DIR writes them again, marked as rejected.\n`,
+        );
         const second = await claimIn('rejecting-2');
         assert.equal(second.donations, 3);
         assert.notEqual(second.claim, first.claim);

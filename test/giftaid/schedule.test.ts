@@ -139,6 +139,14 @@ describe('names', () => {
     assert.equal(hmrcLastName('\u00a0Doe\u00a0'), 'Doe');
   });
 
+  test('characters that show as nothing go, as HMRC deletes them, and a letter sent with its accent apart is written as one (both left a good donation out, or lost its accent, until 2026-11-29)', () => {
+    assert.equal(hmrcFirstName('Anna\u200b'), 'Anna', 'a zero-width space');
+    assert.equal(hmrcLastName('\u200eDoe'), 'Doe', 'a left-to-right mark');
+    assert.equal(hmrcFirstName('Zoe\u0308'), 'Zoë', 'e and a combining diaeresis');
+    const row = claimed(donation({ donor_first_name: 'Anna\u200b', donor_last_name: 'Lee\ufeff', donor_address: '\u200b12 High Street' }));
+    assert.deepEqual([row.firstName, row.lastName, row.houseNameOrNumber], ['Anna', 'Lee', '12']);
+  });
+
   test("an apostrophe (O'Brien) is kept", () => {
     assert.equal(claimed(donation({ donor_last_name: "O'Brien" })).lastName, "O'Brien");
   });
@@ -153,6 +161,13 @@ describe('postcodes', () => {
     assert.deepEqual(hmrcPostcode('M11AE'), { value: 'M1 1AE', valid: true });
     assert.deepEqual(hmrcPostcode('ec4m8ad'), { value: 'EC4M 8AD', valid: true });
     assert.deepEqual(hmrcPostcode('gir0aa'), { value: 'GIR 0AA', valid: true });
+  });
+
+  test('a space typed anywhere but before the last three characters stays where it is, so the postcode is not valid: moved, W11 AA became W1 1AA, another real postcode (until 2026-11-29)', () => {
+    assert.deepEqual(hmrcPostcode('W11 AA'), { value: 'W11 AA', valid: false });
+    assert.deepEqual(hmrcPostcode('sw1a 1 aa'), { value: 'SW1A 1 AA', valid: false });
+    assert.deepEqual(hmrcPostcode('s w1a 1aa'), { value: 'SW1A 1AA', valid: true }, 'a space inside the outward code says nothing of where it ends');
+    assert.deepEqual(hmrcPostcode('sw1a\u200b1aa'), { value: 'SW1A 1AA', valid: true }, 'a zero-width space is no space');
   });
 
   test('X (a donor outside the UK, by HMRC convention) is kept as X', () => {
