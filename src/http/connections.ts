@@ -5,6 +5,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
 import { DEFAULT_CONNECTIONS_PER_ADDRESS } from '../config.js';
+import { addressKey } from './client-address.js';
 import { rawAnswer } from './errors.js';
 
 export interface ConnectionLimits {
@@ -39,8 +40,9 @@ export function limitConnectionsPerAddress(server: Server, max: number, trustPro
   const trusted = trustProxy === false ? () => false : proxyAddr.compile(trustProxy.split(',').map((s) => s.trim()));
   const open = new Map<string, number>();
   server.prependListener('connection', (socket: Socket) => {
-    const address = (socket.remoteAddress ?? '').replace(/^::ffff:/, '');
-    if (trusted(address, 0)) return;
+    const remote = (socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    if (trusted(remote, 0)) return;
+    const address = addressKey(remote); // an IPv6 client by its /64
     const count = (open.get(address) ?? 0) + 1;
     if (count > max) {
       socket.on('error', () => {});

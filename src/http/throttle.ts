@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import type * as Limiters from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { discardBody } from './body.js';
+import { addressKey } from './client-address.js';
 import { isMessage, PRIMARY_GRACE_MS, toPrimary } from '../cluster/ipc.js';
 
 // The package's index loads every backend it supports (MongoDB, MySQL, DynamoDB...) at start-up;
@@ -243,6 +244,7 @@ export class Throttle {
    * listening); while it is not listening, every address is checked.
    */
   mayBlock(address: string): boolean {
+    address = addressKey(address); // an IPv6 client by its /64
     if (this.watch && !this.watch.listening()) return true;
     if (this.failedUntil.size >= MAX_REMEMBERED_FAILURES) {
       this.forgetEnded();
@@ -262,6 +264,7 @@ export class Throttle {
    * remembered credential mayBlock let through).
    */
   async authenticationBlocked(address: string, username: string): Promise<number> {
+    address = addressKey(address); // an IPv6 client by its /64
     if (!this.redis && !this.mayBlock(address)) return 0;
     const [ip, pair] = await Promise.all([this.byAddress.get(address), this.byAddressAndUsername.get(pairKey(address, username))]);
     const blocked = [
@@ -280,6 +283,7 @@ export class Throttle {
    * one atomic increment, so the same holds across instances.
    */
   async authenticationFailed(address: string, username: string): Promise<number> {
+    address = addressKey(address); // an IPv6 client by its /64
     const until = windowEnd();
     this.failed(address, until);
     if (this.cluster) toPrimary({ type: 'almoner:auth-failure', address, until });

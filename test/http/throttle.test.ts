@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { type CreatedDonation, type DonationInput, RateLimitError } from '../../src/client/index.js';
 import { FAILURE_DELAY } from '../../src/http/auth.js';
+import { addressKey } from '../../src/http/client-address.js';
 import { AUTH_FAILURES, openRedis, reportRedis, Throttle } from '../../src/http/throttle.js';
 import { basic, exampleDonation, NO_FAILURE_DELAY, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
@@ -275,6 +276,22 @@ for (const backend of BACKENDS) {
       } finally {
         await proxied.close();
         await direct.close();
+      }
+    });
+
+    test('an IPv6 client is counted by its /64, which it may take any address of; another /64 is another client', async () => {
+      // Counted by the whole address, 100 guesses from one /64 were 100 401s, never a 429 (a review, 2026-11-29).
+      const proxied = await freshApp(undefined, '127.0.0.1');
+      try {
+        const guess = basic(t.charity.username, 'wrong');
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) {
+          assert.equal((await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': `2001:db8:1:2::${(i + 1).toString(16)}` })).statusCode, 401);
+        }
+        assertThrottled(await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '2001:db8:1:2:ffff:ffff:ffff:ffff' }));
+        assertThrottled(await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '2001:0DB8:0001:0002:0000:0000:0000:0099' }));
+        assert.equal((await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '2001:db8:1:3::1' })).statusCode, 401, 'the next /64');
+      } finally {
+        await proxied.close();
       }
     });
 
@@ -589,3 +606,12 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+test('a client address as the limits count it: IPv4 as it is (also written as IPv6), IPv6 by its /64 however it is written', () => {
+  assert.equal(addressKey('192.0.2.1'), '192.0.2.1');
+  assert.equal(addressKey('::ffff:192.0.2.1'), '192.0.2.1');
+  for (const a of ['2001:db8:1:2::5', '2001:0DB8:0001:0002:aaaa:bbbb:cccc:dddd', '2001:db8:1:2:0:0:0:1', '2001:db8:1:2::/64']) assert.equal(addressKey(a), '2001:db8:1:2::/64', a);
+  assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64');
+  assert.equal(addressKey('fe80::1%eth0'), 'fe80:0:0:0::/64');
+  assert.equal(addressKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64');
+});
