@@ -323,8 +323,12 @@ export function hmrcLastName(name: string | null): string {
   return cut(normaliseSpaces(hmrcText(normaliseSpaces(name ?? '')).replace(/[-\u2010-\u2015\u2212]/g, ' ')), NAME_MAX_LENGTH);
 }
 
-/** A house number at the start of a segment: 12, 12a, 12-14, 12/3 (followed by a space, a comma or the end). */
-const HOUSE_NUMBER = /^\d+[A-Za-z]?(?:\s*[-/]\s*\d+[A-Za-z]?)?(?=[\s,]|$)/;
+/**
+ * A house number at the start of a segment: 12, 12a, 12 A (a letter alone after a space), 12-14,
+ * 12/3, 12 & 14 (followed by a space, a comma or the end). Until 2026-11-29 "12 A High Street" gave
+ * 12 and "12 & 14 High St" gave 12 (a review): HMRC matches a donor by house and postcode.
+ */
+const HOUSE_NUMBER = /^\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?(?:\s*[-/&]\s*\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?)?(?=[\s,]|$)/;
 /** A flat within a building: "Flat 3", "Apartment 4B", "Unit 2", "Flat A" (then the building follows). */
 const FLAT = /^((?:flat|apartment|apt\.?|unit|suite)\s+(?:[^\s,]*\d[^\s,]*|[A-Za-z]))(?:\s*,\s*|\s+)(.*)$/i;
 
@@ -332,8 +336,8 @@ const FLAT = /^((?:flat|apartment|apt\.?|unit|suite)\s+(?:[^\s,]*\d[^\s,]*|[A-Za
  * The house name or number, from the start of donor_address (Almoner has no separate field).
  * The rule, on the address with its lines joined by commas and its spaces normalised:
  *  1. The first segment is the text before the first comma.
- *  2. If it starts with a house number (12, 12a, 12-14), the house is that number:
- *     "12 High Street" -> "12"; "12a, High Street" -> "12a".
+ *  2. If it starts with a house number (12, 12a, 12 A, 12-14, 12 & 14), the house is that number:
+ *     "12 High Street" -> "12"; "12a, High Street" -> "12a"; "12 A High Street" -> "12A".
  *  3. A flat first ("Flat 3", "Apartment 4B", "Unit 2", then the building) keeps the flat and adds
  *     the building's number or name by rule 2, as "Flat 3, 12": HMRC matches a donor by house and
  *     postcode, and the flat alone would not say which building. "Flat 3, 12 High St" and
@@ -368,7 +372,7 @@ function firstSegment(text: string): string {
 }
 
 function numberOrName(segment: string): string {
-  return HOUSE_NUMBER.exec(segment)?.[0].replace(/\s+/g, '') ?? segment;
+  return HOUSE_NUMBER.exec(segment)?.[0].replace(/\s+/g, '').replace('&', ' & ') ?? segment;
 }
 
 /**

@@ -209,6 +209,13 @@ describe('house name or number, from the start of donor_address', () => {
     ['Flat Top Cottage, The Green', 'Flat Top Cottage'],
     ['  \n  7   Acacia Avenue ', '7'],
     ['1st Floor, 5 King Street', '1st Floor'],
+    // A letter alone after the number, and two numbers with &: cut to the first number until 2026-11-29.
+    ['12 A High Street', '12A'],
+    ['12 a, High Street', '12a'],
+    ['12 & 14 High St', '12 & 14'],
+    ['1&2 Church Cottages', '1 & 2'],
+    ['12 Avenue Road', '12'],
+    ['3 B&Q Way', '3'],
   ];
   for (const [address, house] of cases) {
     test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
