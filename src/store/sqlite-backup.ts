@@ -265,7 +265,12 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
     // Made first, empty and its owner's alone (VACUUM INTO takes an empty file, and SQLite gives its
     // journal the file's mode): until 2026-11-29 SQLite made it as the umask allowed, 0644 under the usual
     // 022, and anyone on the machine could open it while the rows went in and read them all (a review).
-    const fd = openSync(partial, 'w', PRIVATE_FILE);
+    let fd: number;
+    try {
+      fd = openSync(partial, 'w', PRIVATE_FILE);
+    } catch (err) {
+      throw new Error(`cannot write ${target} (first as ${basename(partial)} beside it): ${(err as Error).message}`);
+    }
     try {
       fchmodSync(fd, PRIVATE_FILE);
     } finally {
