@@ -18,6 +18,7 @@ import {
   buildSchedule,
   chunk,
   claimCutoff,
+  periodEndOf,
   dayMonthYear,
   formatPounds,
   MAX_ROWS_PER_SCHEDULE,
@@ -51,8 +52,9 @@ export function giftaidCommand(): Command {
     .requiredOption('--charity <username>', 'the charity claiming')
     .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
     .option('--to <YYYY-MM-DD>', 'donations dated on or before this UK day (default: today in the UK)', dayArgument)
+    .option('--period-end <MM-DD>', "the day the charity's accounting period ends each year (04-05 for 5 April): HMRC takes a donation up to four years after the end of its period; without it, up to four years before today", periodEndArgument)
     .option('--json', 'print {"claim","files","needs_attention","donations","total"}')
-    .action(async (opts: { charity: string; out: string; to?: string; json?: boolean }) => {
+    .action(async (opts: { charity: string; out: string; to?: string; periodEnd?: string; json?: boolean }) => {
       const today = ukDay(new Date()); // the claim is made in the UK
       const upTo = opts.to ?? today;
       if (upTo > today) {
@@ -63,7 +65,7 @@ export function giftaidCommand(): Command {
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
-        const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today);
+        const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today, opts.periodEnd);
         if (!claim) {
           // No claim, so no entry from the ledger; the donations left out are still written out (names, addresses).
           await store.audit({
@@ -110,7 +112,7 @@ export function giftaidCommand(): Command {
         } else {
           print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo)} is both claimable and in no live claim. No claim was made.`);
         }
-        printLeftOut(assessed, needsAttention, today);
+        printLeftOut(assessed, needsAttention, today, opts.periodEnd);
         // A claim recorded whose command was stopped before its files were written holds its donations with no file to show for it.
         if (assessed.claimedBefore > 0) {
           for (const c of (await store.claims.list(charity.id)).filter((c) => c.status === 'prepared' && c.id !== claim?.id).reverse()) {
@@ -212,15 +214,16 @@ export function giftaidCommand(): Command {
     .requiredOption('--from <YYYY-MM-DD>', 'donations dated on or after this UK day', dayArgument)
     .requiredOption('--to <YYYY-MM-DD>', 'donations dated on or before this UK day', dayArgument)
     .option('--out <dir>', 'the folder to write the files to, created if missing', '.')
+    .option('--period-end <MM-DD>', "the day the charity's accounting period ends each year, as for giftaid claim", periodEndArgument)
     .option('--json', 'print {"files","needs_attention","donations","total"}')
-    .action(async (opts: { charity: string; from: string; to: string; out: string; json?: boolean }) => {
+    .action(async (opts: { charity: string; from: string; to: string; out: string; periodEnd?: string; json?: boolean }) => {
       if (opts.from > opts.to) throw new UsageError('--from must not be later than --to.');
       const dir = await outputFolder(opts.out);
       const today = ukDay(new Date()); // the claim is made in the UK
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out);
-        const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today);
+        const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today, opts.periodEnd);
         const audit = () =>
           store.audit({
             action: 'giftaid schedule',
@@ -249,7 +252,7 @@ export function giftaidCommand(): Command {
         print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from} to ${opts.to} (claim date ${today}); nothing was claimed:`);
         if (files.length === 0) print('  No donations can be claimed: no schedule file was written.');
         else print(`  ${count(assessed.rows.length, 'donation')} to claim, ${pounds(assessed.claimableMinor)} in all: ${files.join(', ')}`);
-        printLeftOut(assessed, needsAttention, today);
+        printLeftOut(assessed, needsAttention, today, opts.periodEnd);
       });
     });
 
@@ -265,14 +268,14 @@ interface Assessed extends Schedule {
  * The charity's Gift Aid donations in no live claim whose UK day (the day the schedule shows) is in
  * the range of days (YYYY-MM-DD, both inclusive), decided by the rules.
  */
-async function assessUnclaimed(store: Store, charityId: number, days: { from?: string; to: string }, today: string): Promise<Assessed> {
+async function assessUnclaimed(store: Store, charityId: number, days: { from?: string; to: string }, today: string, periodEnd?: string): Promise<Assessed> {
   const range = { from: days.from === undefined ? undefined : ukStartOfDayIso(days.from), to: ukEndOfDayIso(days.to) };
   const donations: GiftAidDonation[] = [];
   for await (const d of store.claims.unclaimed(charityId, range)) donations.push(d);
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
   const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, r.houseNameOrNumber, r.postcode, r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
-  return { ...buildSchedule(donations, today, (row) => sent.get(key(row))), claimedBefore: await store.claims.countClaimed(charityId, range) };
+  return { ...buildSchedule(donations, today, (row) => sent.get(key(row)), periodEnd), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }
 
 /**
@@ -280,9 +283,9 @@ async function assessUnclaimed(store: Store, charityId: number, days: { from?: s
  * one. When another claim takes some of them at the same moment, the database refuses this one and
  * it looks again at what is left; each refusal means another claim was recorded, so this ends.
  */
-async function prepareClaim(store: Store, charityId: number, upTo: string, today: string): Promise<{ claim?: Claim; assessed: Assessed }> {
+async function prepareClaim(store: Store, charityId: number, upTo: string, today: string, periodEnd?: string): Promise<{ claim?: Claim; assessed: Assessed }> {
   for (let attempt = 1; ; attempt++) {
-    const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today);
+    const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today, periodEnd);
     if (assessed.rows.length === 0) return { assessed };
     try {
       return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length }), assessed };
@@ -410,7 +413,14 @@ async function writeAttention(dir: string, name: string, rows: readonly Attentio
 }
 
 /** What a claim or a preview left out: the donations that need attention, and those already claimed. */
-function printLeftOut(assessed: Assessed, attentionPath: string | null, today: string): void {
+/** --period-end: a day every year has, as MM-DD. */
+function periodEndArgument(value: string): string {
+  const end = periodEndOf(value);
+  if (end === undefined) throw new InvalidArgumentError('must be a day of the year as MM-DD (04-05 for 5 April; not 02-29).');
+  return end;
+}
+
+function printLeftOut(assessed: Assessed, attentionPath: string | null, today: string, periodEnd?: string): void {
   const n = assessed.needsAttention.length;
   print(
     n === 0
@@ -418,8 +428,10 @@ function printLeftOut(assessed: Assessed, attentionPath: string | null, today: s
       : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${attentionPath}`,
   );
   print(
-    `  Donations dated before ${dayMonthYear(claimCutoff(today))} are more than four years old and are left out. HMRC takes a claim up to four years ` +
-      'after the end of the accounting period a donation fell in: check your own dates, as some may still be in time (add them to a schedule yourself).',
+    periodEnd === undefined
+      ? `  Donations dated before ${dayMonthYear(claimCutoff(today))} are more than four years old and are left out. HMRC takes a claim up to four years ` +
+          "after the end of the accounting period a donation fell in: give your period's end (--period-end MM-DD) to claim those still in time."
+      : `  Donations dated before ${dayMonthYear(claimCutoff(today, periodEnd))} are in accounting periods that ended more than four years ago: too late to claim.`,
   );
   const claimed = assessed.claimedBefore;
   if (claimed > 0) print(`  ${count(claimed, 'donation')} already in a live claim ${claimed === 1 ? 'was' : 'were'} left out.`);

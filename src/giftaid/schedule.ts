@@ -104,8 +104,10 @@ export const REASONS = {
   badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
   unwritable: (column: string, chars: readonly string[]) =>
     `${column} holds ${chars.map((c) => JSON.stringify(c)).join(', ')}, which HMRC's schedule cannot hold and which has no plain-letter spelling`,
-  outOfTime: (cutoff: string) =>
-    `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): left out, though HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, so it may still be in time: if it is, add it to a schedule yourself`,
+  outOfTime: (cutoff: string, periodEnd?: string) =>
+    periodEnd === undefined
+      ? `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): left out, though HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, so it may still be in time: if it is, give your accounting period's end (--period-end)`
+      : `dated before ${dayMonthYear(cutoff)}, in an accounting period (ending ${periodEnd.slice(3)}/${periodEnd.slice(0, 2)}) that ended more than ${CLAIM_WINDOW_YEARS} years before the claim date: too late to claim`,
   future: 'dated after the claim date',
   notPositive: 'amount is not more than 0.00',
   inKeptClaim: (claim: number) =>
@@ -116,7 +118,7 @@ export const REASONS = {
  * Decides one donation against the claim date `today` (YYYY-MM-DD, the day the claim is made).
  * Donations without Gift Aid are neither claimed nor reported as needing attention.
  */
-export function assessDonation(d: GiftAidDonation, today: string): Assessment {
+export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: string): Assessment {
   assertDay(today, 'today');
   if (!d.gift_aid) return { kind: 'not-gift-aid', id: d.id };
 
@@ -151,7 +153,7 @@ export function assessDonation(d: GiftAidDonation, today: string): Assessment {
 
   const day = donationDay(d.donation_date);
   if (day > today) reasons.push(REASONS.future);
-  else if (isOutOfTime(day, today)) reasons.push(REASONS.outOfTime(claimCutoff(today)));
+  else if (isOutOfTime(day, today, periodEnd)) reasons.push(REASONS.outOfTime(claimCutoff(today, periodEnd), periodEnd));
 
   if (!(d.amount_minor > 0)) reasons.push(REASONS.notPositive);
 
@@ -202,12 +204,17 @@ export interface Schedule {
  * `claimedIn` names the claim a claimable row may be in already (a row a restore kept without its
  * donation, ClaimLedger.keepFrom): such a donation needs attention instead.
  */
-export function buildSchedule(donations: Iterable<GiftAidDonation>, today: string, claimedIn: (row: ScheduleRow) => number | undefined = () => undefined): Schedule {
+export function buildSchedule(
+  donations: Iterable<GiftAidDonation>,
+  today: string,
+  claimedIn: (row: ScheduleRow) => number | undefined = () => undefined,
+  periodEnd?: string,
+): Schedule {
   const rows: ScheduleRow[] = [];
   const needsAttention: AttentionRow[] = [];
   let claimableMinor = 0;
   for (const d of donations) {
-    const a = assessDonation(d, today);
+    const a = assessDonation(d, today, periodEnd);
     const claim = a.kind === 'claimable' ? claimedIn(a.row) : undefined;
     if (claim !== undefined) {
       needsAttention.push(attentionRow(d, [REASONS.inKeptClaim(claim)]));
@@ -421,26 +428,43 @@ export function dayMonthYear(day: string): string {
 }
 
 /**
- * The earliest donation day still claimable on `today`: the same date four years earlier (29
- * February becomes 28 February when that year has none).
+ * The earliest donation day still claimable on `today`. Without `periodEnd`: the same date four years
+ * earlier (29 February becomes 28 February when that year has none), on the safe side. With the
+ * charity's accounting period's end (`MM-DD`, as HMRC counts: four years from the end of the period
+ * the donation fell in), the day after the last period end that is more than four years before
+ * `today`: a period ending 5 April, on 2026-11-29, gives 2022-04-06.
  */
-export function claimCutoff(today: string): string {
+export function claimCutoff(today: string, periodEnd?: string): string {
   assertDay(today, 'today');
   const year = Number(today.slice(0, 4)) - CLAIM_WINDOW_YEARS;
-  let rest = today.slice(4);
-  if (rest === '-02-29' && !isLeap(year)) rest = '-02-28';
-  return `${String(year).padStart(4, '0')}${rest}`;
+  if (periodEnd === undefined) {
+    let rest = today.slice(4);
+    if (rest === '-02-29' && !isLeap(year)) rest = '-02-28';
+    return `${String(year).padStart(4, '0')}${rest}`;
+  }
+  // The period ending in `year` is out of time once its end four years on has passed.
+  const endYear = `${today.slice(0, 4)}-${periodEnd}` < today ? year : year - 1;
+  const end = new Date(`${String(endYear).padStart(4, '0')}-${periodEnd}T00:00:00Z`);
+  end.setUTCDate(end.getUTCDate() + 1);
+  return end.toISOString().slice(0, 10);
+}
+
+/** An accounting period's end as `MM-DD` (a day every year has: not 29 February), or undefined if it is not one. */
+export function periodEndOf(value: string): string | undefined {
+  const m = /^(\d{2})-(\d{2})$/.exec(value);
+  if (!m) return undefined;
+  const day = new Date(`2001-${value}T00:00:00Z`); // not a leap year
+  return !Number.isNaN(day.getTime()) && day.getUTCMonth() + 1 === Number(m[1]) && day.getUTCDate() === Number(m[2]) ? value : undefined;
 }
 
 /**
- * "Dated more than four years back": before the same date four years before the claim date;
- * a donation dated exactly four years before is still in time. Assumption, on the safe side: HMRC's
- * real limit runs four years from the end of the charity's accounting period in which the donation
- * was made, which is never earlier than this, so nothing reported in time here is out of time
- * there; a charity whose accounting period allows it may still claim what this holds back.
+ * Out of time on `today`: before claimCutoff. Without `periodEnd` that is an assumption on the safe
+ * side (HMRC's limit runs four years from the end of the charity's accounting period in which the
+ * donation was made, never earlier), so nothing reported in time here is out of time there; with
+ * it, HMRC's own rule.
  */
-export function isOutOfTime(day: string, today: string): boolean {
-  return day < claimCutoff(today);
+export function isOutOfTime(day: string, today: string, periodEnd?: string): boolean {
+  return day < claimCutoff(today, periodEnd);
 }
 
 /** Integer pence as pounds with two decimals and no currency sign: 2500 -> "25.00", 5 -> "0.05". */

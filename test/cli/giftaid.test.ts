@@ -260,7 +260,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(reason('noLastName'), 'no last name');
         assert.equal(reason('noAddress'), 'no house name or number (donor_address is empty)');
         assert.equal(reason('noPostcode'), 'no postcode');
-        assert.match(reason('tooOld') ?? '', /^dated more than 4 years before the claim date \(before \d\d\/\d\d\/\d{4}\): left out, though HMRC takes a claim up to 4 years after the end of the accounting period the donation fell in, so it may still be in time: if it is, add it to a schedule yourself$/);
+        assert.match(reason('tooOld') ?? '', /^dated more than 4 years before the claim date \(before \d\d\/\d\d\/\d{4}\): left out, though HMRC takes a claim up to 4 years after the end of the accounting period the donation fell in, so it may still be in time: if it is, give your accounting period.s end \(--period-end\)$/);
         assert.equal(reason('tricky'), 'no first name; postcode "75008" is not a UK postcode (use X for a donor living outside the UK)');
         assert.equal(reason('emoji'), 'last name holds "😀", which HMRC\'s schedule cannot hold and which has no plain-letter spelling');
         assert.equal(reason('notHmrcPostcode'), 'postcode "ZZ1 1ZZ" is not a UK postcode (use X for a donor living outside the UK)');
@@ -391,6 +391,22 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => r.lastName), ['Early']);
         const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--out', join(dir, 'dated'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => r.lastName), ['Late']);
+      });
+
+      test("--period-end: HMRC's four years from the end of the accounting period a donation fell in, so up to a year more than four years back from today", async () => {
+        // Without it, Almoner counts four years back from today, on the safe side (until 2026-11-29 the only way).
+        const period = await ctx.signUp('Period Charity', 'period@charity.example');
+        const year = Number(today.slice(0, 4));
+        await donate('periodIn', period, exampleDonation({ donor_last_name: 'Inperiod', donation_date: api(`${year - 4}-01-01`) }));
+        await donate('periodOut', period, exampleDonation({ donor_last_name: 'Outofperiod', donation_date: api(`${year - 5}-12-31`) }));
+        const r = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', period.username, '--period-end', '12-31', '--out', join(dir, 'period'), '--json']);
+        const claim = json<ClaimJson>(r);
+        assert.deepEqual(giftAidRows(await readOds(claim.files[0]!)).map((row) => row.lastName), ['Inperiod']);
+        const attentionCsv = readFileSync(claim.needs_attention!, 'utf8');
+        assert.match(attentionCsv, /Outofperiod.*dated before 01\/01\/\d{4}, in an accounting period \(ending 31\/12\) that ended more than 4 years before the claim date: too late to claim/);
+        const bad = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', period.username, '--period-end', '02-29', '--out', join(dir, 'period')]);
+        assert.equal(bad.code, 2, bad.stderr);
+        assert.match(bad.stderr, /--period-end.*must be a day of the year as MM-DD/);
       });
 
       test('--from and --to are UK days, as the schedule dates donations: one recorded at 00:30 on a British summer night falls on its UK day', async () => {

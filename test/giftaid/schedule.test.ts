@@ -16,6 +16,7 @@ import {
   hmrcPostcode,
   houseNameOrNumber,
   isOutOfTime,
+  periodEndOf,
   MAX_ROWS_PER_SCHEDULE,
   hmrcText,
   outsideHmrcCharacters,
@@ -272,6 +273,15 @@ describe('dates', () => {
 
   test('four years back: the same date four years before the claim date is still in time, the day before is not', () => {
     assert.equal(claimCutoff('2025-06-15'), '2021-06-15');
+    // With the accounting period's end (MM-DD): HMRC's four years from the end of the period the donation fell in.
+    assert.equal(claimCutoff('2026-11-29', '04-05'), '2022-04-06', 'the period ending 5 April 2022 ended more than four years before');
+    assert.equal(claimCutoff('2026-11-29', '12-31'), '2022-01-01', 'the period ending 31 December 2022 is in time until 31 December 2026');
+    assert.equal(claimCutoff('2026-11-29', '11-29'), '2021-11-30', 'four years to the day is in time');
+    assert.equal(claimCutoff('2026-11-29', '11-28'), '2022-11-29');
+    assert.equal(isOutOfTime('2022-04-05', '2026-11-29', '04-05'), true);
+    assert.equal(isOutOfTime('2022-04-06', '2026-11-29', '04-05'), false);
+    assert.deepEqual(['03-31', '04-05', '12-31', '02-28'].map(periodEndOf), ['03-31', '04-05', '12-31', '02-28']);
+    assert.deepEqual(['02-29', '04-31', '3-31', '13-01', '00-10', 'x'].map(periodEndOf), [undefined, undefined, undefined, undefined, undefined, undefined]);
     assert.equal(isOutOfTime('2021-06-15', '2025-06-15'), false);
     assert.equal(isOutOfTime('2021-06-14', '2025-06-15'), true);
     claimed(donation({ donation_date: '2021-06-15T00:00:00.000000Z' }));
