@@ -58,6 +58,10 @@ declare module 'fastify' {
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 const BUDGET = Symbol('database budget');
+/** A request already logged and counted, as one whose client had gone (onSend below). */
+const TALLIED = Symbol('tallied');
+/** The status a request whose client left before its answer is logged and counted with, as nginx does. */
+const CLIENT_CLOSED_REQUEST = 499;
 
 export async function buildApp({
   store,
@@ -133,6 +137,16 @@ export async function buildApp({
   // it may ask Redis; with no route, the not-found handler's hook answers 404 or 405 before the body is read.)
   app.addHook('onRequest', requireHost); // before the route's own: an HTTP/1.1 request must name its Host
   app.addHook('preParsing', boundBody); // the body's 1 MiB limit
+  // Below info (or with no logger), nothing is built for a line never written.
+  const access = accessLog(app.log);
+  const answered = metrics?.requestAnswered;
+  const tally = (request: FastifyRequest, status: number, ms: number) => {
+    // The route's pattern, never the raw URL: a path or query string can carry anything. The charity
+    // by its id (an authenticated request's), so abuse can be traced to an integration.
+    const route = request.routeOptions.url ?? '(no route)';
+    access?.({ reqId: request.id, method: request.method, route, status, ms, charity: request.charity?.id });
+    answered?.(route, request.method, status, ms / 1000);
+  };
   // The answers of one event-loop turn go out together at its end, one after another: a client on
   // this machine (nginx, a load generator) is then woken once for them all rather than once an
   // answer, which on a VM's vCPUs cost more than the answer itself (docs/performance.md). An
@@ -147,17 +161,19 @@ export async function buildApp({
     // request pipelined behind it was never answered: closed after this answer, the client sends it again.
     if (closing || request.raw.headers.upgrade !== undefined) reply.header('connection', 'close');
     setAnswerHeaders(reply, request.id);
-    sendAtTurnEnd.add(() => done(null, payload));
+    sendAtTurnEnd.add(() => {
+      // Its client has gone (a timeout, a reset): the answer is never sent, so onResponse never comes, though
+      // a create may be stored. Logged and counted here, as 499 (nginx's "client closed request"): until
+      // 2026-11-29 such a request left no line and no count (a review).
+      if (request.raw.socket?.destroyed) {
+        (request as { [TALLIED]?: true })[TALLIED] = true;
+        tally(request, CLIENT_CLOSED_REQUEST, reply.elapsedTime);
+      }
+      done(null, payload);
+    });
   });
-  // Below info (or with no logger), nothing is built for a line never written.
-  const access = accessLog(app.log);
-  const answered = metrics?.requestAnswered;
   app.addHook('onResponse', (request, reply, done) => {
-    // The route's pattern, never the raw URL: a path or query string can carry anything. The charity
-    // by its id (an authenticated request's), so abuse can be traced to an integration.
-    const route = request.routeOptions.url ?? '(no route)';
-    access?.({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms: reply.elapsedTime, charity: request.charity?.id });
-    answered?.(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    if (!(request as { [TALLIED]?: true })[TALLIED]) tally(request, reply.statusCode, reply.elapsedTime);
     done();
   });
 

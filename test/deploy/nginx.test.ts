@@ -183,6 +183,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     const res = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}/api/v1/me`, { method: 'POST', redirect: 'manual' });
     assert.equal(res.status, 308);
     assert.equal(res.headers.get('location'), 'https://127.0.0.1/api/v1/me');
+    assert.equal(res.headers.get('server'), 'nginx', "no version, as on 443 (until 2026-11-29 port 80 named nginx's)");
   });
 
   test("failed authentications are counted per real client address, not per nginx", async () => {

@@ -6,7 +6,8 @@ import { describe, test } from 'node:test';
 import pino from 'pino';
 import { accessLog, type AccessEntry } from '../../src/http/access-log.js';
 import { lazyRequestLogger } from '../../src/http/request-log.js';
-import { startTestApp } from '../support/app.js';
+import { exampleDonation, startTestApp } from '../support/app.js';
+import { until } from '../support/cli.js';
 
 type Line = Record<string, unknown>;
 
@@ -57,6 +58,31 @@ describe('request log lines', () => {
       while (!lines.some((l) => l.msg === 'the client closed the connection before its request body was all sent') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       assert.ok(lines.some((l) => l.msg === 'the client closed the connection before its request body was all sent' && l.level === 30), JSON.stringify(lines));
       assert.ok(!lines.some((l) => l.msg === 'database unavailable' || (l.level as number) >= 40), JSON.stringify(lines));
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('a client that leaves before its answer is logged and counted, as 499, once; its create is stored all the same', async () => {
+    // Its answer was never sent, so onResponse never came: no line and no count for a request that stored a donation (a review, 2026-11-29).
+    const { stream, lines } = capture();
+    const t = await startTestApp(undefined, { logger: { level: 'info', stream } });
+    try {
+      const url = new URL(await t.baseUrl());
+      const release = await t.holdDonationWrites();
+      const body = JSON.stringify(exampleDonation({ donor_email: 'left-early@example.org' }));
+      const socket = connect(Number(url.port), '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(`POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-early\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      await new Promise((r) => setTimeout(r, 200)); // the create waits for the lock
+      socket.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      await release();
+      await until('the create is stored', 5000, async () => (await t.donations()).some((d) => d.donor_email === 'left-early@example.org'));
+      await new Promise((r) => setTimeout(r, 200)); // any later line would be written by now
+      const access = lines.filter((l) => l.msg === 'request' && l.reqId === 'left-early');
+      assert.deepEqual(access.map(({ route, status, charity }) => ({ route, status, charity })), [{ route: '/api/v1/donation/create', status: 499, charity: t.charity.id }]);
+      assert.equal(typeof access[0]!.ms, 'number');
     } finally {
       await t.close();
     }
