@@ -226,7 +226,8 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   const taken = await withStoreAt(
     location,
     async (store) => {
-      const restored = heldBy(await store.auditTrail());
+      const current = await store.auditTrail();
+      const restored = heldBy(current);
       // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
       const entries = trail?.trail ?? [];
       if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
@@ -234,7 +235,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       }
       // A restore killed before it recorded itself (on PostgreSQL, as soon as pg_restore had committed): recorded
       // now, first, as the restore would have, so that the trail says the data went back to a backup, and which.
-      if (marked && !(await restoreRecorded(store, marked))) {
+      if (marked && !restoreRecorded(current, marked)) {
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', replaced_left: files.join(', ') } });
       }
       const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
@@ -252,10 +253,10 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   }
 }
 
-/** Whether the restore that `marked` the database recorded itself in its trail before it stopped (its `restore` entry, from its backup, since it began). */
-async function restoreRecorded(store: Store, marked: Restoring): Promise<boolean> {
+/** Whether the restore that `marked` the database recorded itself in its `trail` before it stopped (its `restore` entry, from its backup, since it began). */
+function restoreRecorded(trail: AuditRecord[], marked: Restoring): boolean {
   const began = Date.parse(marked.began);
-  return (await store.auditTrail()).some((e) => e.action === 'restore' && e.summary.from === marked.from && Date.parse(e.at) >= began);
+  return trail.some((e) => e.action === 'restore' && e.summary.from === marked.from && Date.parse(e.at) >= began);
 }
 
 /**
@@ -653,4 +654,3 @@ async function eraseAgain(store: Store, { donors, retention }: ErasuresSince): P
     runs.map((run) => `, and ${run}`).join('')
   );
 }
-

@@ -18,7 +18,6 @@ import {
   buildSchedule,
   chunk,
   claimCutoff,
-  periodEndOf,
   dayMonthYear,
   formatPounds,
   MAX_ROWS_PER_SCHEDULE,
@@ -34,7 +33,7 @@ import { ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { RFC_4180 } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
 import { print, printJson, withStore } from './io.js';
-import { dayArgument, unknownCharity, UsageError } from './usage.js';
+import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
@@ -413,13 +412,6 @@ async function writeAttention(dir: string, name: string, rows: readonly Attentio
 }
 
 /** What a claim or a preview left out: the donations that need attention, and those already claimed. */
-/** --period-end: a day every year has, as MM-DD. */
-function periodEndArgument(value: string): string {
-  const end = periodEndOf(value);
-  if (end === undefined) throw new InvalidArgumentError('must be a day of the year as MM-DD (04-05 for 5 April; not 02-29).');
-  return end;
-}
-
 function printLeftOut(assessed: Assessed, attentionPath: string | null, today: string, periodEnd?: string): void {
   const n = assessed.needsAttention.length;
   print(

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { isEmail } from '../donations/validate.js';
+import { periodEndOf } from '../giftaid/schedule.js';
 import { dayIso, endOfDayIso, isRealDate, startOfDayIso } from '../time.js';
 
 /** A mistake in what the operator asked for: exit status 2. */
@@ -39,6 +40,13 @@ function parseDay(value: string): Day {
 export function dayArgument(value: string): string {
   const d = parseDay(value);
   return dayIso(d.year, d.month, d.day);
+}
+
+/** --period-end: the day an accounting period ends each year, as MM-DD (one every year has). */
+export function periodEndArgument(value: string): string {
+  const end = periodEndOf(value);
+  if (end === undefined) throw new InvalidArgumentError('must be a day of the year as MM-DD (04-05 for 5 April; not 02-29).');
+  return end;
 }
 
 /** --from: the start of that day in UTC, in the stored timestamp format. */

@@ -10,7 +10,7 @@
 
 import { createRequire } from 'node:module';
 import type { StoredDonation } from '../donations/donation.js';
-import { ukDay } from '../time.js';
+import { isRealDate, ukDay } from '../time.js';
 
 /** The columns of needs-attention.csv: enough to find the donation and the donor, and the reasons. */
 export const ATTENTION_COLUMNS = [
@@ -452,9 +452,7 @@ export function claimCutoff(today: string, periodEnd?: string): string {
 /** An accounting period's end as `MM-DD` (a day every year has: not 29 February), or undefined if it is not one. */
 export function periodEndOf(value: string): string | undefined {
   const m = /^(\d{2})-(\d{2})$/.exec(value);
-  if (!m) return undefined;
-  const day = new Date(`2001-${value}T00:00:00Z`); // not a leap year
-  return !Number.isNaN(day.getTime()) && day.getUTCMonth() + 1 === Number(m[1]) && day.getUTCDate() === Number(m[2]) ? value : undefined;
+  return m && isRealDate(2001, Number(m[1]), Number(m[2])) ? value : undefined; // 2001: not a leap year
 }
 
 /**

@@ -75,6 +75,10 @@ export function toAuditRecord(r: { id: number | string | bigint; at: string; act
   return { id: Number(r.id), at: r.at, action: r.action, target: r.target, os_user: r.os_user, host: r.host, summary: JSON.parse(r.summary) as Record<string, unknown> };
 }
 
+/** A `retention apply` entry's target: the UK day the run was made as of (donors.ts writes it, erasuresAfter reads it). */
+export const retentionTarget = (day: string): string => `before ${day}`;
+const RETENTION_TARGET = /^before (\d{4}-\d{2}-\d{2})$/;
+
 /** Donors' erasures and retention runs a replaced database recorded after its backup was taken. */
 export interface ErasuresSince {
   /** Each `donor erase`: the donor's reference (donorReference), the charity it was limited to, if any, and the entry that first recorded it (entryKey). */
@@ -103,11 +107,14 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
   const original = (e: (typeof trail)[number]) => (typeof e.summary.again_of === 'string' ? e.summary.again_of : entryKey(e));
   const entries = trail.filter((e) => !restored.has(entryKey(e)) && !restored.has(original(e)));
   const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null, original: original(e) }));
+  // Each period's last run, in the order of those last runs (one met again moves to the end).
   const lastOfPeriod = new Map<number, (typeof trail)[number]>();
-  for (const e of entries) if (e.action === 'retention apply') lastOfPeriod.set(Number(e.summary.retention_years), e);
-  const retention = [...lastOfPeriod.values()]
-    .sort((a, b) => entries.indexOf(a) - entries.indexOf(b))
-    .map((e) => ({ years: Number(e.summary.retention_years), day: /^before (\d{4}-\d{2}-\d{2})$/.exec(e.target)?.[1], original: original(e) }));
+  for (const e of entries.filter((e) => e.action === 'retention apply')) {
+    const years = Number(e.summary.retention_years);
+    lastOfPeriod.delete(years);
+    lastOfPeriod.set(years, e);
+  }
+  const retention = [...lastOfPeriod].map(([years, e]) => ({ years, day: RETENTION_TARGET.exec(e.target)?.[1], original: original(e) }));
   return { donors, retention };
 }
 

@@ -6,7 +6,7 @@ import type { DatabaseLocation } from '../config.js';
 import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
-import { appendAudit, type AuditEntry } from './audit.js';
+import { appendAudit, retentionTarget, type AuditEntry } from './audit.js';
 import { ERASED_CLAIM_DETAILS, ERASED_IN_CLAIM } from './claims.js';
 import { donationsWithCharity, donorReference } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
@@ -93,7 +93,7 @@ export class DonorData {
         }
         await appendAudit(trx, {
           action: 'retention apply',
-          target: `before ${today}`,
+          target: retentionTarget(today),
           summary: { retention_years: retentionYears, donations: due.length, ...(claimRows > 0 && { claim_rows_without_donation: claimRows }), ...(againOf && { again_of: againOf }) },
         });
       }
