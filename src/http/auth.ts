@@ -59,6 +59,17 @@ export interface FailureDelay {
  */
 export const FAILURE_DELAY: FailureDelay = { floorMs: 20, jitterMs: 5 };
 
+/**
+ * Resolves once `performance.now()` has reached `deadline`. A timer is armed against the event
+ * loop's cached clock, which can lag the real one by the turn's work, so it may fire a little
+ * early: it is armed again for what is left.
+ */
+async function sleepUntil(deadline: number): Promise<void> {
+  for (let left = deadline - performance.now(); left > 0; left = deadline - performance.now()) {
+    await new Promise((resolve) => setTimeout(resolve, Math.ceil(left)));
+  }
+}
+
 export type CredentialLookup = (username: string, budget?: DatabaseBudget) => Promise<CharityCredential | undefined>;
 
 /** Where credentials come from: recently seen ones (in memory, or nothing), and the database itself. */
@@ -109,7 +120,7 @@ export function basicAuth(
       onFailure();
       await discardBody(request.raw, reply.raw);
       const answerAt = began + floorMs + (jitterMs > 0 ? randomInt(jitterMs * 1000) / 1000 : 0);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, answerAt - performance.now())));
+      await sleepUntil(answerAt);
       // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
       reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);
       reply.code(401).send({ message: 'Unauthorized' });
