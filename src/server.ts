@@ -10,7 +10,7 @@ import { loggable } from './loggable.js';
 import { logOutput } from './log-output.js';
 import { openRedis, reportRedis, Throttle } from './http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
-import { isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
+import { answerMetricsRequests, isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 import { PERSONAL_FIELDS } from './donations/erasure.js';
 import { osUser } from './store/audit.js';
 
@@ -84,7 +84,7 @@ export async function serve(config: Config): Promise<void> {
   const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;
   const throttle = new Throttle({ createsPerSecond: config.createRateLimit, redis, cluster: worker !== undefined, keyPrefix: config.redisPrefix });
   const metrics = config.metrics.enabled ? new (await import('./http/metrics.js')).Metrics() : undefined;
-  if (worker !== undefined) metrics?.joinCluster(metricsFromPrimary);
+  if (worker !== undefined) metrics?.joinCluster(metricsFromPrimary, answerMetricsRequests);
   const metricsPort = config.metrics.enabled && worker === undefined ? config.metrics.port : undefined;
   const app = await buildApp({
     store,

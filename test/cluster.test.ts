@@ -4,23 +4,26 @@
 // lines; a worker that dies is replaced, SIGTERM stops them all, and a worker that cannot start
 // stops the primary with its message.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import cluster from 'node:cluster';
-import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { signUpCharity } from '../src/charities/signup.js';
 import { CreatesByPrimary, fromWire, toWire, writeCreatesForWorkers } from '../src/cluster/creates.js';
 import { machineNow, type CreatesAnswer } from '../src/cluster/ipc.js';
 import { RESTARTS } from '../src/cluster/primary.js';
+import { parseDatabaseUrl } from '../src/config.js';
 import { DatabaseDeadlineError } from '../src/store/budget.js';
 import { CommitOutcomeUnknownError } from '../src/store/group-commit.js';
 import { KeyTakenError } from '../src/store/store.js';
 import { isDatabaseUnavailable } from '../src/store/unavailable.js';
 import { openStore } from '../src/store/open.js';
 import { basic, exampleDonation, validDonation } from './support/app.js';
-import { BACKENDS, SQLITE, type TestDatabase } from './support/backends.js';
+import { BACKENDS, mountTmpfs, SQLITE, tempDir, type TestDatabase } from './support/backends.js';
 import { almoner, until } from './support/cli.js';
 import { ServerProcess } from './support/server.js';
 
@@ -247,7 +250,15 @@ for (const backend of BACKENDS) {
       });
     }
 
-    test('a worker that dies is replaced, and the rest keep answering meanwhile', async () => {
+    test('a worker that dies is replaced, the rest keep answering meanwhile, and no total in /metrics goes down', async () => {
+      const totals = (text: string) => ({
+        creates: counter(text, 'almoner_http_requests_total', ['route="/api/v1/donation/create"']),
+        recorded: counter(text, 'almoner_donations_recorded_total', []),
+        batched: sample(text, 'almoner_db_batch_size_sum'),
+        createsTimed: counter(text, 'almoner_http_request_duration_seconds_count', ['route="/api/v1/donation/create"']),
+      });
+      const before = totals((await send(server.url, '/metrics', { method: 'GET' })).body);
+      assert.ok(before.creates >= 120 + 60 + 9, `${before.creates} creates counted`);
       const [victim] = workerPids(server);
       process.kill(victim!, 'SIGKILL');
       await until('a new worker listens', 10_000, () => workerPids(server).length === 3, () => server.stdout.slice(-2000));
@@ -256,6 +267,11 @@ for (const backend of BACKENDS) {
       assert.equal(noted?.level, 50);
       const answers = await Promise.all(Array.from({ length: 20 }, () => send(server.url, '/api/v1/me', { authorization })));
       assert.deepEqual(answers.map((a) => a.status), Array(20).fill(200));
+      // Each worker answered some of the creates: summed over the live workers alone, the totals fell by the victim's share.
+      const afterwards = await send(server.url, '/metrics', { method: 'GET' });
+      assert.equal(afterwards.status, 200, afterwards.body);
+      assert.deepEqual(totals(afterwards.body), before, "the gone worker's counts are kept");
+      assert.ok(sample(afterwards.body, 'process_resident_memory_bytes') > 0);
     });
 
     test('SIGTERM stops both workers and the primary, with status 0', async () => {
@@ -348,6 +364,54 @@ describe('WORKERS=2: limits and the metrics port [sqlite]', () => {
       const exported = await almoner(database.url, ['donor', 'export', '--email', email]);
       assert.equal((JSON.parse(exported.stdout) as { donations: unknown[] }).donations.length, n, email);
     }
+  });
+});
+
+describe('WORKERS=2 on SQLite: the disk is full', () => {
+  const dir = tempDir();
+  const mountPoint = join(dir, 'small');
+  const noMount = mountTmpfs(mountPoint, '2m');
+  let server: ServerProcess | undefined;
+  after(() => {
+    server?.kill();
+    if (!noMount) execFileSync('umount', ['-l', mountPoint]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** GET /health/ready on rounds of six connections of their own until both workers have answered; every status. */
+  async function readiness(running: ServerProcess): Promise<number[]> {
+    const mark = routeLines(running, '/health/ready').length;
+    const statuses: number[] = [];
+    for (let round = 1; round <= 10; round++) {
+      statuses.push(...(await Promise.all(Array.from({ length: 6 }, () => send(running.url, '/health/ready', { method: 'GET' })))).map((a) => a.status));
+      if ((await answeredBy(running, '/health/ready', mark, 6 * round)).size === 2) return statuses;
+    }
+    return assert.fail('one worker answered every readiness check');
+  }
+
+  test("each worker's /health/ready says what the one writer's writes meet, whichever worker's create met it", { skip: noMount }, async () => {
+    const url = `sqlite:${join(mountPoint, 'almoner.db')}`;
+    server = await start({ url, location: parseDatabaseUrl(url), drop: async () => {} }, { LOG_LEVEL: 'info' });
+    const created = await almoner(url, ['charity', 'create', '--name', 'Full Disk', '--email', 'full@example.org', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
+    const authorization = basic(username, password);
+    const create = (i: number) =>
+      send(server!.url, '/api/v1/donation/create', { authorization, body: exampleDonation({ donor_email: `full-${i}@example.org`, donor_address: 'x'.repeat(1000) }) });
+    writeFileSync(join(mountPoint, 'filler'), Buffer.alloc(1024 * 1024)); // most of the space
+    let full: Awaited<ReturnType<typeof create>> | undefined;
+    for (let i = 0; i < 2000 && !full; i++) {
+      const res = await create(i);
+      if (res.status !== 200) full = res;
+    }
+    assert.equal(full?.status, 503, full?.body);
+    // Connections are handed to the workers in turn, so the create before the 503 was the other worker's,
+    // and a success: until 2026-11-29 that worker went on saying ready.
+    assert.deepEqual(new Set(await readiness(server)), new Set([503]), 'neither worker is ready while the disk is full');
+
+    rmSync(join(mountPoint, 'filler'));
+    assert.equal((await create(-1)).status, 200);
+    assert.deepEqual(new Set(await readiness(server)), new Set([200]), 'both are ready once a write has succeeded');
   });
 });
 

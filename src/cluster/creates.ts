@@ -11,6 +11,9 @@
 // then, not when the rest of its message is. Should the primary not answer at all (it
 // is stuck; were it gone, the worker would be gone too) the worker gives up a moment later with
 // CommitOutcomeUnknownError, a 503: its creates may or may not have been stored.
+//
+// The primary also tells every worker whether its writes are failing for want of the database (a
+// full disk), whichever worker's create met it, so that each worker's GET /health/ready says so.
 import cluster from 'node:cluster';
 import { formerFingerprints } from '../http/idempotency.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget, DatabaseDeadlineError } from '../store/budget.js';
@@ -19,11 +22,24 @@ import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { KeyTakenError, type CreateWrites, type Store } from '../store/store.js';
 import { isMessage, machineNow, PRIMARY_GRACE_MS, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
 
+/** While the primary's writes fail, how often it tells the workers so again (they remember a failure for 5 s: WriteFailures). */
+const WRITE_HEALTH_REMINDER_MS = 1000;
+
 /** In the primary: writes the creates the workers send, through `store`'s group commit. */
 export function writeCreatesForWorkers(store: Store): void {
   /** Batches committed and not yet reported: each goes out with the next answer, to whichever worker, so the summed metrics count it once. */
   const batches: [number, number][] = [];
   store.observeBatches((size, seconds) => batches.push([size, seconds]));
+  /** What the workers were last told of the writes' health (WriteHealth), and when. */
+  let told = { failing: false, at: 0 };
+  const tellWriteHealth = () => {
+    const failure = store.writeFailure();
+    const failing = failure !== undefined;
+    if (failing === told.failing && (!failing || performance.now() - told.at < WRITE_HEALTH_REMINDER_MS)) return;
+    told = { failing, at: performance.now() };
+    const message = { type: 'almoner:write-health', failure: failing ? toWire(failure) : undefined } as const;
+    for (const worker of Object.values(cluster.workers ?? {})) if (worker) toWorker(worker, message);
+  };
   cluster.on('message', (from, m: unknown) => {
     if (!isMessage(m, 'almoner:creates')) return;
     let settled: CreatesAnswer['outcomes'] = [];
@@ -33,6 +49,7 @@ export function writeCreatesForWorkers(store: Store): void {
       if (!from.isConnected()) return;
       toWorker(from, { type: 'almoner:created', id: m.id, outcomes: settled, batches: batches.splice(0) });
       settled = [];
+      tellWriteHealth();
     };
     m.creates.forEach((c, i) => {
       void record(store, c)
@@ -76,6 +93,8 @@ export class CreatesByPrimary implements CreateWrites {
   constructor(private readonly graceMs = PRIMARY_GRACE_MS) {
     process.on('message', (m: unknown) => {
       if (isMessage(m, 'almoner:created')) this.answered(m);
+      // The one writer's health, whichever worker's create met it (a full disk): for /health/ready.
+      else if (isMessage(m, 'almoner:write-health')) m.failure ? this.failures.failed(fromWire(m.failure)) : this.failures.succeeded();
     });
   }
 

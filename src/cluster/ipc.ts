@@ -1,10 +1,10 @@
 // WORKERS > 1: what the primary process and its workers say to each other over node:cluster's
-// channel, besides the two libraries' own messages (rate-limiter-flexible's counters, prom-client's
-// metrics). The primary is cluster/primary.ts; a worker is server.ts's serve(), as with one process;
+// channel, besides rate-limiter-flexible's own messages (its counters). The primary is cluster/primary.ts; a worker is server.ts's serve(), as with one process;
 // on SQLite the primary writes the workers' creates (cluster/creates.ts).
 import cluster, { type Worker } from 'node:cluster';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import type { IdempotencyKey, KeyedOutcome } from '../store/store.js';
+import type { MetricsSnapshot } from './metrics.js';
 
 /**
  * How long a worker waits for the primary beyond what its question should take: the rate-limit
@@ -35,6 +35,27 @@ export interface MetricsAnswer {
   id: number;
   text?: string;
   error?: string;
+}
+
+/**
+ * The primary to a worker: your own metrics, please; the worker answers with the same id and its
+ * registry's getMetricsAsJSON(), which the primary sums with the rest (cluster/metrics.ts).
+ */
+export interface WorkerMetrics {
+  type: 'almoner:worker-metrics';
+  id: number;
+  metrics?: MetricsSnapshot;
+}
+
+/**
+ * On SQLite, the primary to every worker: whether its writes are failing for want of the database
+ * (a full disk), and with what. Told when that changes, and at most once a second while it lasts,
+ * so that each worker's GET /health/ready says what the one writer's writes do, not only what the
+ * worker's own last create met.
+ */
+export interface WriteHealth {
+  type: 'almoner:write-health';
+  failure?: WireError;
 }
 
 /** The primary to a worker: finish the requests in flight and exit, as on SIGTERM. */
@@ -86,7 +107,7 @@ export interface WireError {
   cause?: WireError;
 }
 
-export type Message = AuthFailure | MetricsRequest | MetricsAnswer | Stop | CreatesRequest | CreatesAnswer;
+export type Message = AuthFailure | MetricsRequest | MetricsAnswer | WorkerMetrics | WriteHealth | Stop | CreatesRequest | CreatesAnswer;
 
 export function isMessage<T extends Message['type']>(m: unknown, type: T): m is Extract<Message, { type: T }> {
   return typeof m === 'object' && m !== null && (m as { type?: unknown }).type === type;
@@ -139,3 +160,11 @@ export function metricsFromPrimary(): Promise<string> {
   });
 }
 
+
+/** In a worker: answers the primary's requests for this worker's own metrics (see WorkerMetrics). */
+export function answerMetricsRequests(own: () => Promise<MetricsSnapshot>): void {
+  process.on('message', (m: unknown) => {
+    if (!isMessage(m, 'almoner:worker-metrics')) return;
+    void own().then((metrics) => toPrimary({ type: 'almoner:worker-metrics', id: m.id, metrics }));
+  });
+}

@@ -150,12 +150,13 @@ async function openWriter(config: Config, log: Logger): Promise<Store> {
 }
 
 /**
- * prom-client sums the workers' metrics (each answers for its own registry): for a worker's GET
- * /metrics, which asks here, and for METRICS_PORT, served here. Loaded at the first scrape.
+ * Every worker's metrics summed, with what gone workers counted (cluster/metrics.ts): for a worker's
+ * GET /metrics, which asks here, and for METRICS_PORT, served here.
  */
 function shareMetrics(): () => Promise<string> {
+  // Loaded at the first scrape: before it, no total has been read that a gone worker could lower.
   let sum: Promise<() => Promise<string>> | undefined;
-  const gather = async () => (await (sum ??= import('../http/metrics.js').then((m) => m.clusterMetrics())))();
+  const gather = async () => (await (sum ??= import('./metrics.js').then((m) => m.sumWorkersMetrics())))();
   cluster.on('message', (from, m: unknown) => {
     if (!isMessage(m, 'almoner:metrics')) return;
     const answer = (a: Omit<MetricsAnswer, 'type' | 'id'>) => toWorker(from, { type: 'almoner:metrics', id: m.id, ...a });

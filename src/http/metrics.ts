@@ -1,7 +1,8 @@
 // Prometheus metrics. Labels never carry personal data or a charity's identity: routes are
 // patterns, and donations are counted by their kind only.
 import type { FastifyInstance } from 'fastify';
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { MetricsSnapshot } from '../cluster/metrics.js';
 import { loggable } from '../loggable.js';
 
 export class Metrics {
@@ -103,13 +104,12 @@ export class Metrics {
   private scrape: () => Promise<string> = () => this.registry.metrics();
 
   /**
-   * Under WORKERS: this worker answers the primary's requests for its metrics (prom-client's
-   * AggregatorRegistry), and its GET /metrics answers with every worker's, which `gather` asks the
-   * primary for: counters and histograms summed, as one server's.
+   * Under WORKERS: this worker answers the primary's requests for its own metrics, and its GET
+   * /metrics answers with every worker's, summed as one server's, which `gather` asks the primary for
+   * (cluster/metrics.ts).
    */
-  joinCluster(gather: () => Promise<string>): void {
-    AggregatorRegistry.setRegistries([this.registry]);
-    new AggregatorRegistry(); // starts answering the primary
+  joinCluster(gather: () => Promise<string>, answer: (own: () => Promise<MetricsSnapshot>) => void): void {
+    answer(() => this.registry.getMetricsAsJSON() as Promise<MetricsSnapshot>);
     this.scrape = gather;
   }
 
@@ -117,12 +117,6 @@ export class Metrics {
   async route(app: FastifyInstance): Promise<void> {
     await metricsRoute(() => this.scrape())(app);
   }
-}
-
-/** Under WORKERS, in the primary: sums the metrics every worker's registry answers with (see joinCluster). */
-export function clusterMetrics(): () => Promise<string> {
-  const registry = new AggregatorRegistry();
-  return () => registry.clusterMetrics();
 }
 
 /** The GET /metrics route, answered by `scrape`; a 503 if the metrics cannot be gathered (a worker not answering). */

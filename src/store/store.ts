@@ -86,9 +86,14 @@ export class Store {
   async ping(budget?: DatabaseBudget): Promise<void> {
     return this.tracked(budget, async (deadline) => {
       await byDeadline(deadline, this.db.selectFrom('charities').select('id').limit(1).execute());
-      const failure = this.creates.writeFailure();
+      const failure = this.writeFailure();
       if (failure !== undefined) throw failure;
     });
+  }
+
+  /** The error writes are failing with for want of the database (a full or read-only disk), if they are: what ping reports. */
+  writeFailure(): unknown {
+    return this.creates.writeFailure();
   }
 
   /**

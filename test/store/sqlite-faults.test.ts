@@ -5,7 +5,7 @@
 // themselves. SQLite only.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -18,6 +18,7 @@ import { parseDatabaseUrl } from '../../src/config.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import { basic, exampleDonation, tempDir } from '../support/app.js';
+import { mountTmpfs } from '../support/backends.js';
 
 /** The app as the server builds it on SQLite, with its log lines collected. */
 async function serverOn(path: string, databaseBudgetMs: number) {
@@ -109,17 +110,6 @@ describe('SQLite: another process holds the write lock', () => {
     assert.equal((await server.create()).statusCode, 200);
   });
 });
-
-/** Mounting a tmpfs needs root; where it cannot be mounted, why. */
-function mountTmpfs(path: string, size: string): string | undefined {
-  mkdirSync(path, { recursive: true });
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', path], { stdio: 'pipe' });
-    return undefined;
-  } catch (err) {
-    return `cannot mount a small tmpfs here (${(err as Error).message.split('\n')[0]})`;
-  }
-}
 
 describe('SQLite: the disk is full', () => {
   const dir = tempDir();

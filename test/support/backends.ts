@@ -1,7 +1,8 @@
 // The databases every HTTP and CLI test runs against: SQLite always, PostgreSQL when
 // TEST_DATABASE_URL names a server. Each test file gets its own fresh database and drops it after.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -22,6 +23,17 @@ export interface Backend {
 
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'almoner-test-'));
+}
+
+/** Mounts a tmpfs of `size` (say '2m') at `path`, for a full disk; mounting needs root: where it cannot be mounted, why. */
+export function mountTmpfs(path: string, size: string): string | undefined {
+  mkdirSync(path, { recursive: true });
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', path], { stdio: 'pipe' });
+    return undefined;
+  } catch (err) {
+    return `cannot mount a small tmpfs here (${(err as Error).message.split('\n')[0]})`;
+  }
 }
 
 const sqlite: Backend = {
