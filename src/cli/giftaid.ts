@@ -70,7 +70,7 @@ export function giftaidCommand(): Command {
           await store.audit({
             action: 'giftaid claim',
             target: opts.charity,
-            summary: { charity_id: charity.id, up_to: upTo, donations: 0, total_minor: 0, needs_attention: assessed.needsAttention.length },
+            summary: { charity_id: charity.id, up_to: upTo, donations: 0, total_minor: 0, needs_attention: assessed.needsAttention.length, period_end: opts.periodEnd ?? null },
           });
         }
 
@@ -227,7 +227,7 @@ export function giftaidCommand(): Command {
           store.audit({
             action: 'giftaid schedule',
             target: opts.charity,
-            summary: { from: opts.from, to: opts.to, donations: assessed.rows.length, needs_attention: assessed.needsAttention.length },
+            summary: { from: opts.from, to: opts.to, donations: assessed.rows.length, needs_attention: assessed.needsAttention.length, period_end: opts.periodEnd ?? null },
           });
         const parts = chunk(assessed.rows, MAX_ROWS_PER_SCHEDULE);
         const spreadsheets = parts.map((rows, i) => ({
@@ -287,7 +287,7 @@ async function prepareClaim(store: Store, charityId: number, upTo: string, today
     const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today, periodEnd);
     if (assessed.rows.length === 0) return { assessed };
     try {
-      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length }), assessed };
+      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length, periodEnd }), assessed };
     } catch (err) {
       if (!(err instanceof ClaimConflictError) || attempt === 10) throw err;
     }

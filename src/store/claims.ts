@@ -25,6 +25,8 @@ export interface NewClaim {
   rows: readonly ScheduleRow[];
   /** How many Gift Aid donations were left out for the charity's attention (written to its needs-attention file), for the audit trail. */
   needsAttention: number;
+  /** MM-DD: the accounting period's end the claim's four years were counted from (--period-end), for the audit trail; none: from the claim's day. */
+  periodEnd?: string;
 }
 
 /** A donation of the new claim was put in another live claim meanwhile; nothing was recorded. */
@@ -176,6 +178,7 @@ export class ClaimLedger {
             donations: claim.rows.length,
             total_minor: totalMinor,
             needs_attention: claim.needsAttention,
+            period_end: claim.periodEnd ?? null,
           },
         });
         for (let start = 0; start < claim.rows.length; start += INSERT_CHUNK) {

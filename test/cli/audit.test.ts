@@ -72,7 +72,7 @@ for (const backend of BACKENDS) {
       assert.equal((await almoner(database.url, ['giftaid', 'files', '1', '--out', join(out, 'files')])).code, 0);
       assert.equal((await almoner(database.url, ['giftaid', 'files', '1', '--out', join(out, 'files')])).code, 2); // the files are there: refused, nothing taken out, no entry
       assert.equal((await almoner(database.url, ['giftaid', 'schedule', '--charity', username, '--from', '2026-01-01', '--to', '2026-11-01', '--out', join(out, 'preview')])).code, 0);
-      assert.equal((await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--to', '2026-11-01', '--out', join(out, 'claim')])).code, 0); // claims nothing
+      assert.equal((await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--to', '2026-11-01', '--period-end', '04-05', '--out', join(out, 'claim')])).code, 0); // claims nothing
 
       const entries = await trail(database.url);
       assert.deepEqual(
@@ -97,11 +97,11 @@ for (const backend of BACKENDS) {
         assert.match(e.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
       }
       assert.deepEqual(entries[4]!.summary, { format: 'jsonl', from: '2026-01-01T00:00:00.000000Z', to: null });
-      assert.deepEqual(entries[5]!.summary, { charity_id: id, up_to: '2026-11-01', donations: 1, total_minor: 2500, needs_attention: 0 });
+      assert.deepEqual(entries[5]!.summary, { charity_id: id, up_to: '2026-11-01', donations: 1, total_minor: 2500, needs_attention: 0, period_end: null });
       assert.deepEqual(entries[6]!.summary, { status: 'submitted' });
       assert.deepEqual(entries[7]!.summary, { status: 'submitted', donations: 1 });
-      assert.deepEqual(entries[8]!.summary, { from: '2026-01-01', to: '2026-11-01', donations: 0, needs_attention: 1 });
-      assert.deepEqual(entries[9]!.summary, { charity_id: id, up_to: '2026-11-01', donations: 0, total_minor: 0, needs_attention: 1 });
+      assert.deepEqual(entries[8]!.summary, { from: '2026-01-01', to: '2026-11-01', donations: 0, needs_attention: 1, period_end: null });
+      assert.deepEqual(entries[9]!.summary, { charity_id: id, up_to: '2026-11-01', donations: 0, total_minor: 0, needs_attention: 1, period_end: '04-05' });
       const text = (await almoner(database.url, ['audit'])).stdout + JSON.stringify(entries);
       for (const secret of [password, newPassword, 'Jane', 'SW1A 1AA', 'jane.doe@example.com']) {
         assert.ok(!text.includes(secret), `the audit trail shows ${secret}`);
