@@ -45,8 +45,14 @@ interface Pending {
   /** Tell the writer its result, or its error; whatever comes after the first is not said. */
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
-  /** The writer has been told: by its batch, or at its deadline. */
+  /**
+   * The writer has been told: by its batch, or at its deadline; or its deadline has come while its
+   * batch's commit was unanswered, and it will be told by the claim of the batch's token (expire).
+   * Either way it takes no further part in any batch.
+   */
   told: boolean;
+  /** Tells the writer, whether or not `told` is set already: for expire's late claim alone. */
+  tell: { resolve: (value: unknown) => void; reject: (err: unknown) => void };
   /** Cuts the write short at its deadline. */
   timer: NodeJS.Timeout | undefined;
   /** The batch it is in, once it has left the queue. */
@@ -62,9 +68,15 @@ interface Batch {
   members: Pending[];
   /** Which try of its writes this is: their first, their batch's again whole, or a half of a batch that failed. */
   attempt: 'first' | 'whole' | 'half';
-  commitSent: boolean;
   /** Why the last try failed while trying again (another process holding SQLite's lock). */
   heldUpBy?: unknown;
+  /**
+   * PostgreSQL, once the commit is sent (none before): its token, the claim that settles it should
+   * its answer not come (one per batch, whoever makes it), and each member's result should it be committed.
+   */
+  sent?: { token: string; claim: string; results: unknown[] };
+  /** The claim made when a member's deadline came while the commit was unanswered (expire): committed or not, undefined if not known in time. */
+  lateClaim?: Promise<boolean | undefined>;
 }
 
 /** Batch sizes, for whoever wants to watch them (metrics). */
@@ -88,6 +100,21 @@ export interface CommitJournal {
  * connections that died in the cut. Doubled each time up to the last; asked while anyone waits.
  */
 const TOKEN_CHECK_PAUSES_MS = [25, 50, 100, 200, 400];
+
+/**
+ * How long a writer whose deadline came while its batch's commit was unanswered waits for the claim
+ * of the batch's token (one round trip; longer only while the token's row is being written by the
+ * statement itself, or the database has stalled): within the 0.5 s between the database's time
+ * (DATABASE_BUDGET_MS) and the answer's.
+ */
+const LATE_CLAIM_MS = 250;
+
+/** The journal's answer, or undefined if it does not come within `ms` or fails. */
+function claimWithin(journal: CommitJournal, token: string, claim: string, ms: number): Promise<boolean | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  return Promise.race([journal.committed(token, claim).catch(() => undefined), late]).finally(() => clearTimeout(timer));
+}
 
 /**
  * The commit was sent, its answer was lost, and the database could not be asked whether it went
@@ -215,6 +242,7 @@ export class GroupCommit<DB> {
           reject(err);
         },
         told: false,
+        tell: { resolve: resolve as (value: unknown) => void, reject },
         timer: undefined,
       };
       p.timer = setTimeout(() => this.expire(p), Math.max(0, deadline - performance.now()));
@@ -234,10 +262,29 @@ export class GroupCommit<DB> {
       this.queue.splice(queued, 1);
       p.reject(new DatabaseDeadlineError());
     } else if (p.batch && !p.told) {
-      const late = new DatabaseDeadlineError(p.batch.heldUpBy);
-      const err = p.batch.commitSent ? new CommitOutcomeUnknownError(late) : late;
-      this.failures.failed(err);
-      p.reject(err);
+      const batch = p.batch;
+      const late = new DatabaseDeadlineError(batch.heldUpBy);
+      if (!batch.sent) {
+        this.failures.failed(late);
+        return p.reject(late);
+      }
+      // The commit was sent and is not answered: waiting for a lock (another transaction's, a
+      // migration's), or the database stalled. Its token is claimed now, at once: if the claim takes
+      // it, the statement fails when it comes to write it, so nothing of it is stored, ever, and the
+      // writer is told so, a plain 503 its retry may follow; if the token is there, it was committed.
+      // Until 2026-11-29 the writer was told the outcome was unknown, and a statement held up by a
+      // lock was then committed every time (a review: 16 of 16 such 503s stored).
+      // Told now as far as the batch goes: should the statement fail (on the token the claim took), the
+      // batch's writes tried again leave this one out, whose writer is told the claim's answer.
+      p.told = true;
+      const { sent } = batch;
+      const i = batch.members.indexOf(p);
+      void (batch.lateClaim ??= claimWithin(this.journal, sent.token, sent.claim, LATE_CLAIM_MS)).then((committed) => {
+        if (committed === true) return p.tell.resolve(sent.results[i]);
+        const err = committed === false ? late : new CommitOutcomeUnknownError(late);
+        this.failures.failed(err);
+        p.tell.reject(err);
+      });
     }
   }
 
@@ -323,7 +370,7 @@ export class GroupCommit<DB> {
   }
 
   private batchOf(members: Pending[], attempt: Batch['attempt']): Batch {
-    const batch: Batch = { members, attempt, commitSent: false };
+    const batch: Batch = { members, attempt };
     for (const p of members) p.batch = batch;
     return batch;
   }
@@ -357,7 +404,6 @@ export class GroupCommit<DB> {
     const stop = () => {
       if (everyoneTold(batch)) throw new DatabaseDeadlineError();
     };
-    let results: unknown[] = []; // known before the commit is sent, so that an answer settled by the token can still return them
     try {
       // On one connection, taken first: the deadline may pass while the pool is busy, and then nothing was sent.
       return await this.db.connection().execute(async (connection) => {
@@ -377,15 +423,16 @@ export class GroupCommit<DB> {
             continue;
           }
           last.writes.forEach((i, j) => (steps[i] = { done: true, value: finish(programs[i]!, rows[j]!) }));
-          results = steps.map((step) => (step.done ? step.value : undefined));
-          batch.commitSent = true; // this statement is the commit; from here to its sending, nothing awaits
+          // Known before the commit is sent, so that an answer settled by the token can still return them.
+          const results = steps.map((step) => (step.done ? step.value : undefined));
+          batch.sent = { token, claim: randomUUID(), results }; // this statement is the commit; from here to its sending, nothing awaits
           await connection.executeQuery(commit);
           return results;
         }
       });
     } catch (err) {
       // An error PostgreSQL answered (a key another instance stored, a deadlock) means the statement did not take effect.
-      if (!batch.commitSent || isRefused(err)) throw new NotCommitted(err);
+      if (!batch.sent || isRefused(err)) throw new NotCommitted(err);
       if (everyoneTold(batch)) throw err; // nobody left to tell
       // Asked again when the asking fails: the cut that lost the commit's answer often killed the
       // pool's other connections too, and the pool hands those out until each has failed once
@@ -395,7 +442,7 @@ export class GroupCommit<DB> {
       // taking the first for the commit: a 200 for a donation never stored). While someone waits
       // for the answer (DATABASE_BUDGET_MS at most): at once until each of the pool's connections has
       // had a try (the dead ones fail at once), then after a pause, for a database that is away a moment.
-      const claim = randomUUID();
+      const claim = batch.sent.claim; // the late claim's too (expire): a claim is never taken for the batch's commit
       for (let failed = 0; ; ) {
         let committed: boolean;
         try {
@@ -407,7 +454,7 @@ export class GroupCommit<DB> {
           if (everyoneTold(batch)) throw new CommitOutcomeUnknownError(err);
           continue;
         }
-        if (committed) return results;
+        if (committed) return batch.sent.results;
         throw new NotCommitted(err);
       }
     }
