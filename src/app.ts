@@ -107,6 +107,13 @@ export async function buildApp({
   limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
   app.server.on('connect', answerConnect);
   app.server.on('checkExpectation', answerExpectation);
+  // A client that half-closes its connection once its request is sent (shutdown(SHUT_WR), `nc -N`, some
+  // proxies) still reads the answer: a half-close ends no request, nor says the client has stopped
+  // listening (RFC 9112, 9.6). By default Node ends the connection at once, unanswered, and a create
+  // already under way was stored all the same (a review: 50 of 50), which a client without a key sends
+  // again. Answered now, each request already read, and then the connection ends. (Node's own setting,
+  // read by its HTTP server since long before Node 20; @types/node does not declare it.)
+  (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
   // close() does not wait for them. A request already on an open connection is served, not refused;
