@@ -2,8 +2,6 @@
 // meets them, then the body's parsers and the routes, which bring their own hooks (authentication,
 // the create limit) that run first, as the request arrives.
 // No I/O happens here: the store arrives open, and listening is the caller's business.
-import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Store } from './store/store.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
@@ -21,6 +19,7 @@ import { docsRoutes } from './http/routes/docs.js';
 import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
 import { lazyRequestLogger } from './http/request-log.js';
+import { requestIdOf } from './http/request-id.js';
 import { accessLog } from './http/access-log.js';
 import { eachTurn } from './turn.js';
 
@@ -56,7 +55,6 @@ declare module 'fastify' {
   }
 }
 
-const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 const BUDGET = Symbol('database budget');
 /** A request already logged and counted, as one whose client had gone (onSend below). */
 const TALLIED = Symbol('tallied');
@@ -92,10 +90,7 @@ export async function buildApp({
     childLoggerFactory: lazyRequestLogger, // request.log made only when a request writes through it
     bodyLimit: DRAIN_LIMIT, // the real 1 MiB limit is enforced while reading: see http/body.ts
     requestIdHeader: false as const, // Fastify would take any X-Request-Id as it is; genReqId checks it
-    genReqId: (req: { headers: IncomingHttpHeaders }) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: requestIdOf,
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: answerUnparsableRequest,
     frameworkErrors: answerFrameworkError,

@@ -25,13 +25,15 @@ function rulesInWords(f: FieldSpec): string {
     case 'text':
       return text;
     case 'email':
-      return `${text} A valid address by validator.js's isEmail with its defaults: a local part (before the @) of at most 64 bytes of UTF-8, as the mail standards count it (a character outside ASCII takes two to four), and a domain name with a top-level domain (no IP address), with no character that shows as nothing (a zero-width space, a soft hyphen: Unicode's default-ignorable code points).`;
+      return `${text} A valid address by validator.js's isEmail with its defaults: a local part (before the @) of at most 64 bytes of UTF-8, as the mail standards count it (a character outside ASCII takes two to four), and a domain name with a top-level domain (no IP address) of at most 254 bytes of UTF-8 and labels of at most 63 characters, with no character that shows as nothing (a zero-width space, a soft hyphen: Unicode's default-ignorable code points); the whole address at most 254 UTF-16 code units (a character beyond U+FFFF counts two).`;
     case 'ip':
       return `${text} No IPv6 zone (such as %eth0).`;
     case 'amount':
-      return 'A JSON number is read by its value, as every JSON parser reads it (1e3 is 1000, 1.000 is 1, 0.010 is 0.01), and its value may have at most two decimals.';
+      return 'A string holds the amount alone: no sign, space or line break (a regular expression engine whose $ matches before a final line break, as Python\'s does, would take "25.00\\n"; Almoner does not). A JSON number is read by its value, as every JSON parser reads it (1e3 is 1000, 1.000 is 1, 0.010 is 0.01), and its value may have at most two decimals.';
     case 'date':
       return 'A real calendar date, years 0001 to 9999.';
+    case 'flag':
+      return 'A string is one of these words alone, in any case: no space or line break.';
     default:
       return '';
   }
@@ -45,7 +47,8 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
       return { ...base, type: ['string', 'null'], ...maxLength };
     case 'email':
       // idn-email, not email: an address may have non-ASCII characters (RFC 6531), as validator's isEmail allows.
-      return { ...base, type: 'string', format: 'idn-email', ...maxLength };
+      // minLength: a validator that takes format as a note only (JSON Schema 2020-12's default) still refuses "".
+      return { ...base, type: 'string', minLength: 1, format: 'idn-email', ...maxLength };
     case 'ip':
       // "" and null are both "no address"; anything else is an IPv4 or IPv6 address. Every branch
       // has its type, so generated clients type the field exactly ("" | string | null), not unknown.
@@ -68,7 +71,8 @@ function inputProperty(f: FieldSpec): Record<string, unknown> {
         ],
       };
     case 'date':
-      return { ...base, type: ['string', 'null'], pattern: DAY_MONTH_YEAR.source };
+      // Its length too, so that an engine whose $ matches before a final line break (Python's) refuses "25-02-2021\n".
+      return { ...base, type: ['string', 'null'], minLength: 10, maxLength: 10, pattern: DAY_MONTH_YEAR.source };
     case 'flag':
       return {
         ...base,

@@ -18,6 +18,7 @@ import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
 import { codeSamples } from './code-samples.js';
 import { BLANK_IS_ABSENT, BODY_LIMIT } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
+import { REQUEST_ID } from './request-id.js';
 
 /** The fields a form may leave blank for absent (body.ts), in words: "`a`, `b` or `c`". */
 const BLANK_IN_FORM_IS_ABSENT = BLANK_IS_ABSENT.map((name) => `\`${name}\``)
@@ -127,6 +128,7 @@ export function buildOpenApiDocument(version: string, { origin, contactEmail }: 
           description: 'Checks the credentials and names the charity they belong to. Takes no body: one sent anyway, of any type, is ignored (up to the 1 MiB limit).',
           tags: ['Charity'],
           'x-codeSamples': codeSamples('testConnection'),
+          parameters: [ref('parameters', 'X-Request-Id')],
           responses: {
             '200': {
               description: 'The credentials are valid.',
@@ -151,6 +153,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           tags: ['Charity'],
           'x-codeSamples': codeSamples('createDonation'),
           parameters: [
+            ref('parameters', 'X-Request-Id'),
             {
               name: 'Idempotency-Key',
               in: 'header',
@@ -214,6 +217,16 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
         ValidationError: VALIDATION_ERROR_SCHEMA,
         Error: ERROR_SCHEMA,
       },
+      parameters: {
+        'X-Request-Id': {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'Your own id for the request, to find it in the logs: 1 to 200 printable ASCII characters, no space. Echoed in the answer; a fresh UUID is made when none (or another value) is sent.',
+          schema: { type: 'string', minLength: 1, maxLength: 200, pattern: REQUEST_ID.source },
+          example: 'order-20261124-0042',
+        },
+      },
       headers: {
         // Examples, so that a mock server (Prism's) sends a value a client can read: without them it sent the word "string".
         'X-Request-Id': { description: 'Identifies the request in the logs.', schema: { type: 'string' }, required: true, example: '7d4f9a3e-52c1-4b8e-9f0a-2c6e1b3d5a77' },
@@ -221,8 +234,14 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
       },
       responses: {
         BadRequest: errorResponse(
-          `The request could not be read: the body is not valid JSON, not UTF-8, or not a JSON object; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters. ${MISSING_HOST}`,
+          `The request could not be read: the body is not valid JSON, not UTF-8, or not a JSON object; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters. ${MISSING_HOST} Or the request is not valid HTTP (a malformed header line or chunked body), answered before it could be read.`,
           'The request body is not valid JSON.',
+          {
+            'X-Request-Id': {
+              description: 'Identifies the request in the logs; absent on the 400 for a request that is not valid HTTP, answered before it was read.',
+              schema: { type: 'string' },
+            },
+          },
         ),
         Unauthorized: errorResponse('The credentials are missing or invalid.', 'Unauthorized', {
           'WWW-Authenticate': {

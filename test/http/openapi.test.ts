@@ -60,6 +60,24 @@ describe('the OpenAPI document', () => {
     for (const p of patterns) assert.doesNotMatch(p, /\(\?[=!]|\(\?<[=!]|\\[1-9]/, p);
   });
 
+  test("no pattern takes a final line break where $ matches before one (Python's re, which its JSON Schema validators use): each such value is refused by another keyword or said in words", () => {
+    // Python's $ is JavaScript's (?=\n?$): "25-02-2021\n" matched the date's pattern there, and the server refused it (a review).
+    const pythonLike = (pattern: string) => new RegExp(pattern.replace(/\$$/, '(?=\n?$)'));
+    const input = document.components.schemas.DonationInput.properties;
+    const date = input.donation_date;
+    assert.ok(pythonLike(date.pattern).test('25-02-2021\n') && !new RegExp(date.pattern).test('25-02-2021\n'), 'the engines differ here');
+    assert.equal(date.maxLength, 10, 'the date is refused by its length');
+    for (const name of ['amount', 'zakat_donation']) assert.match(input[name].description, /line break/, `${name} says so in words`);
+    assert.equal(input.donor_email.minLength, 1, 'an empty address is refused where format is a note only');
+  });
+
+  test('X-Request-Id: either operation takes one, and an answer says it is absent where it can be (a 400 for a request that is not HTTP, a 429 as a connection opens)', () => {
+    for (const path of ['/me', '/donation/create']) assert.deepEqual(op(path).parameters[0], { $ref: '#/components/parameters/X-Request-Id' }, path);
+    const param = document.components.parameters['X-Request-Id'];
+    assert.deepEqual([param.in, param.required, param.schema.maxLength], ['header', false, 200]);
+    for (const response of ['BadRequest', 'TooManyRequests']) assert.notEqual(document.components.responses[response].headers['X-Request-Id'].required, true, response);
+  });
+
   test('has exactly the two operations of the interface, under the /api/v1 server, behind Basic auth', () => {
     assert.deepEqual(document.servers[0], { url: '/api/v1', description: 'This server' }); // built without an origin
     assert.deepEqual(new URL(document.servers[1].url.replace('{scheme}', 'https').replace('{host}', 'h.example')).pathname, '/api/v1');
@@ -270,7 +288,8 @@ for (const backend of BACKENDS) describe(`GET /api/v1/openapi.json and the live 
     // An untrusted peer's X-Forwarded-* is not believed (TRUST_PROXY is off here).
     assert.equal((await servers({ host: 'a.example', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' }))[0].url, 'http://a.example/api/v1');
     // A Host that is no host name is not written into the document: the URL is relative then.
-    for (const host of ['a b', 'a.example/evil', '<script>', 'x'.repeat(300)]) assert.equal((await servers({ host }))[0].url, '/api/v1', host);
+    for (const host of ['a b', 'a.example/evil', '<script>', 'x'.repeat(300), 'example.org:99999', 'example.org:65536']) assert.equal((await servers({ host }))[0].url, '/api/v1', host);
+    assert.equal((await servers({ host: 'example.org:65535' }))[0].url, 'http://example.org:65535/api/v1');
   });
 
   test('the example request, sent with the client, gets the example response', async () => {

@@ -151,6 +151,8 @@ const HOST = /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(?::[0-9]{1,5
 function originOf(request: FastifyRequest): string | undefined {
   const host = request.host;
   if (host.length > 261 || !HOST.test(host)) return undefined;
+  const port = /:([0-9]+)$/.exec(host)?.[1];
+  if (port !== undefined && Number(port) > 65535) return undefined; // EXAMPLE.org:99999 named no server a client could reach
   const { protocol } = request; // a trusted proxy's X-Forwarded-Proto may say anything
   const scheme = protocol === 'https' || protocol === 'http' ? protocol : 'encrypted' in request.socket ? 'https' : 'http';
   return `${scheme}://${host.toLowerCase()}`;
