@@ -9,7 +9,7 @@ import { RFC_4180 } from './csv.js';
 import { checkCharity, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
-/** The record's 16 keys exactly as the API returns them, then who recorded it and when. */
+/** The record's keys exactly as the API returns them, then who recorded it and when. */
 function encoder({ format, bom }: Pick<ExportOptions, 'format' | 'bom'>): Transform {
   if (format === 'jsonl') {
     return new Transform({ objectMode: true, transform: (row, _enc, done) => done(null, `${JSON.stringify(row)}\n`) });

@@ -65,7 +65,7 @@ export interface CharityIdentity {
 }
 
 export interface CreatedDonation {
-  /** The donation as stored, exactly as the service returned it (all 16 fields). */
+  /** The donation as stored, exactly as the service returned it (every field). */
   record: DonationRecord;
   /**
    * True when this answer replays an earlier request with the same idempotencyKey: no new

@@ -3,7 +3,9 @@
 // this table: the request's and the record's types and JSON Schemas (schema.ts, and so the OpenAPI
 // document), validation and its messages (validate.ts), the record's JSON (donation.ts), the stored
 // row and its column types (store/schema.ts, store/rows.ts) and the idempotency fingerprint (the
-// validated donation, in this order). A new field is a line here and a migration adding its column.
+// validated donation, in this order). A new field is a line here and a migration adding its column
+// (a file in store/migrations/, named in its index.ts); the tests, which state the interface for
+// themselves, then want its key in test/support/app.ts (RECORD_KEYS, EXAMPLE_RECORD), as the README says.
 
 /**
  * What a field holds. Each kind fixes the field's checks, its messages, what a request may send,

@@ -160,7 +160,7 @@ function recordProperty(f: FieldSpec): Record<string, unknown> {
   }
 }
 
-/** The donation record: 16 fields, in the interface's order, every one always present. */
+/** The donation record: its fields, in the interface's order, every one always present. */
 export const DONATION_RECORD_SCHEMA = {
   type: 'object',
   additionalProperties: false,
