@@ -222,8 +222,9 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           name: 'X-Request-Id',
           in: 'header',
           required: false,
-          description: 'Your own id for the request, to find it in the logs: 1 to 200 printable ASCII characters, no space. Echoed in the answer; a fresh UUID is made when none (or another value) is sent.',
-          schema: { type: 'string', minLength: 1, maxLength: 200, pattern: REQUEST_ID.source },
+          // Any value is taken (one that is not an id is replaced), so the schema limits nothing: the rule is in words.
+          description: `Your own id for the request, to find it in the logs: 1 to 200 printable ASCII characters, no space (\`${REQUEST_ID.source}\`). Echoed in the answer; any other value is replaced by a fresh UUID, as is none.`,
+          schema: { type: 'string' },
           example: 'order-20261124-0042',
         },
       },
