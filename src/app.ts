@@ -109,6 +109,10 @@ export async function buildApp({
   // again. Answered now, each request already read, and then the connection ends. (Node's own setting,
   // read by its HTTP server since long before Node 20; @types/node does not declare it.)
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
+  // Over TLS the connection is the TLS socket, which Node makes ending its own side at the client's
+  // close_notify and FIN (a review found HTTPS clients still dropped, their creates stored): it too
+  // stays open for the answers.
+  if (https) app.server.on('secureConnection', (socket: { allowHalfOpen: boolean }) => (socket.allowHalfOpen = true));
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
   // close() does not wait for them. A request already on an open connection is served, not refused;

@@ -64,6 +64,31 @@ describe('HTTPS', () => {
     assert.equal(me.status, 200);
   });
 
+  test('a client that closes its side once its creates are sent (close_notify and FIN) is answered each, then the connection ends; each stored once', async () => {
+    // Node's TLS socket ended its own side at the client's close_notify, unanswered, and the creates were stored (a review).
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Half Closed', '--email', 'half@example.org', '--json']);
+    const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
+    const body = (n: number) => JSON.stringify({ donor_email: `tls-half-${n}@example.org`, gift_aid: 'no', amount: '5.00', donation_type: 'one-time' });
+    const create = (n: number) =>
+      `POST /api/v1/donation/create HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${basic(username, password)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body(n))}\r\n\r\n${body(n)}`;
+    for (const maxVersion of ['TLSv1.2', 'TLSv1.3'] as const) {
+      const first = maxVersion === 'TLSv1.2' ? 0 : 10;
+      const port = Number(new URL(server.url).port);
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = connect({ host: '127.0.0.1', port, ca, servername: 'localhost', maxVersion }, () => socket.end([1, 2, 3].map((n) => create(first + n)).join('')));
+        let got = '';
+        socket.setEncoding('utf8').on('data', (s: string) => (got += s));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+      });
+      assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [200, 200, 200], `${maxVersion}: ${text}`);
+      for (const n of [1, 2, 3]) {
+        const exported = await almoner(database.url, ['donor', 'export', '--email', `tls-half-${first + n}@example.org`]);
+        assert.equal((JSON.parse(exported.stdout) as { donations: unknown[] }).donations.length, 1, `${maxVersion}: create ${n}`);
+      }
+    }
+  });
+
   test('a client that does not trust the certificate is refused by TLS itself', async () => {
     await assert.rejects(get(`${server.url}/health`), /self[- ]signed|unable to verify/i);
   });
