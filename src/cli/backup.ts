@@ -13,7 +13,7 @@ import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecor
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
-import { readLedger, type KeptClaims, type LedgerCopy } from '../store/claims.js';
+import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE } from '../store/open.js';
 import { print, theDatabase, withStoreAt } from './io.js';
@@ -607,6 +607,16 @@ async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): P
   }
 }
 
+/** Why a claim of the replaced database was left out (RefusedWhy), in words. */
+const REFUSED_WHY: Record<RefusedWhy, string> = {
+  'another claim': 'this database has another claim under its number (another charity or time)',
+  status: "the two databases moved it apart (paid in one, rejected in the other, or the like), and this database's stands",
+  charity:
+    "its charity is not in the backup (it signed up after it) and so is not in this database, with its donations; sign the charity up again and its " +
+    'integration sends its donations again, which a claim would then take: the claim and its files, in the replaced database, say what HMRC already has',
+  taken: 'a donation of it is in another live claim here',
+};
+
 /** What a restore kept of the replaced database's claim ledger (ClaimLedger.keepFrom), said; nothing when it had nothing to keep. */
 function describeKept({ added, marked, refused }: KeptClaims): string | undefined {
   if (added.length + marked.length + refused.length === 0) return undefined;
@@ -621,7 +631,7 @@ function describeKept({ added, marked, refused }: KeptClaims): string | undefine
     );
   }
   for (const { id, status } of marked) lines.push(`  claim ${id} marked ${status}${status === 'rejected' ? ' (its donations are free to claim again)' : ''}`);
-  if (refused.length) lines.push(`  left out, as they cannot be this database's (another charity or time under the same id, or a donation in another live claim here): claim ${refused.join(', ')}; check them by hand`);
+  for (const { id, why } of refused) lines.push(`  claim ${id} left out: ${REFUSED_WHY[why]}; check it by hand against what was sent to HMRC`);
   return lines.join('\n');
 }
 

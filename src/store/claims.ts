@@ -87,6 +87,14 @@ export async function readLedger(
   };
 }
 
+/**
+ * Why keepFrom() left a claim out: the number is another claim's here (another charity or time), the
+ * two ledgers moved it apart (one paid, the other rejected), its charity is not in this database (it
+ * signed up after the backup, and is lost with the database replaced), or a donation of it is in
+ * another live claim here.
+ */
+export type RefusedWhy = 'another claim' | 'status' | 'charity' | 'taken';
+
 /** What keepFrom() kept of another ledger. */
 export interface KeptClaims {
   /**
@@ -97,8 +105,8 @@ export interface KeptClaims {
   added: Array<{ id: number; status: ClaimStatus; withoutDonation: number }>;
   /** Claims here that the other ledger had moved on (submitted, paid, rejected), and their status now. */
   marked: Array<{ id: number; status: ClaimStatus }>;
-  /** Claims of the other ledger that cannot be this database's (another charity or time under the same id, or a donation live here in another claim): left out. */
-  refused: number[];
+  /** Claims of the other ledger that cannot be this database's, each with why: left out. */
+  refused: Array<{ id: number; why: RefusedWhy }>;
 }
 
 export class ClaimLedger {
@@ -300,17 +308,17 @@ export class ClaimLedger {
       for (const claim of [...copy.claims].sort((a, b) => a.id - b.id)) {
         const mine = here.get(claim.id);
         if (mine) {
-          if (Number(mine.charity_id) !== claim.charity_id || mine.prepared_at !== claim.prepared_at) kept.refused.push(claim.id);
+          if (Number(mine.charity_id) !== claim.charity_id || mine.prepared_at !== claim.prepared_at) kept.refused.push({ id: claim.id, why: 'another claim' });
           else if (comesAfter(claim.status, mine.status)) {
             const { status, submitted_at, paid_at, rejected_at } = claim;
             await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at }).where('id', '=', claim.id).execute();
             if (status === 'rejected') await trx.updateTable('giftaid_claim_donations').set({ live: null }).where('claim_id', '=', claim.id).execute();
             kept.marked.push({ id: claim.id, status });
-          } else if (claim.status !== mine.status && !comesAfter(mine.status, claim.status)) kept.refused.push(claim.id);
+          } else if (claim.status !== mine.status && !comesAfter(mine.status, claim.status)) kept.refused.push({ id: claim.id, why: 'status' });
           continue;
         }
         if (!charities.has(claim.charity_id)) {
-          kept.refused.push(claim.id);
+          kept.refused.push({ id: claim.id, why: 'charity' });
           continue;
         }
         const rows = (rowsOf.get(claim.id) ?? []).sort((a, b) => a.position - b.position);
@@ -338,7 +346,7 @@ export class ClaimLedger {
           }
         }
         if (taken) {
-          kept.refused.push(claim.id);
+          kept.refused.push({ id: claim.id, why: 'taken' });
           continue;
         }
         const { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at } = claim;
@@ -365,7 +373,7 @@ export class ClaimLedger {
         await appendAudit(trx, {
           action: 'giftaid claims kept',
           target: 'the replaced database',
-          summary: { added: kept.added.map((c) => c.id).join(' ') || null, marked: kept.marked.map((c) => `${c.id} ${c.status}`).join(', ') || null, refused: kept.refused.join(' ') || null },
+          summary: { added: kept.added.map((c) => c.id).join(' ') || null, marked: kept.marked.map((c) => `${c.id} ${c.status}`).join(', ') || null, refused: kept.refused.map((c) => `${c.id} ${c.why}`).join(', ') || null },
         });
       }
     });

@@ -285,3 +285,30 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+test('a claim of a charity that signed up after the backup is left out by the restore, saying so: its charity is not in the backup', async () => {
+  // The restore said such a claim "cannot be this database's (another charity or time under the same id, or a donation in another
+  // live claim here)", neither of which it was (a review, 2026-11-29).
+  assertBuilt();
+  const database = await BACKENDS[0]!.createDatabase(); // SQLite: the reasons are the ledger's, the same on both
+  try {
+    const cli = async (args: string[], code = 0) => {
+      const run = await almoner(database.url, args);
+      assert.equal(run.code, code, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
+      return run;
+    };
+    await cli(['charity', 'create', '--name', 'Before', '--email', 'before@example.org', '--json']);
+    const backup = join(tempDir(), 'before.db');
+    await cli(['backup', '--out', backup]);
+    const { id, username } = JSON.parse((await cli(['charity', 'create', '--name', 'After', '--email', 'after@example.org', '--json'])).stdout) as { id: number; username: string };
+    await recordGiftAided(database.url, id, [{ donor_email: 'late@example.org' }]);
+    const claimed = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json'])).stdout) as { claim: number };
+    await cli(['giftaid', 'mark', String(claimed.claim), 'submitted']);
+    const restored = await cli(['restore', backup, '--replace']);
+    assert.match(restored.stdout, new RegExp(`claim ${claimed.claim} left out: its charity is not in the backup \\(it signed up after it\\)`));
+    const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
+    assert.deepEqual(trail.find((e) => e.action === 'giftaid claims kept')?.summary, { added: null, marked: null, refused: `${claimed.claim} charity` });
+  } finally {
+    await database.drop();
+  }
+});
