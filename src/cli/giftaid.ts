@@ -36,6 +36,8 @@ import { print, printJson, withStore } from './io.js';
 import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
+/** Any claim's schedule (claimFileName): a folder holding one takes no other claim's, so that no two are uploaded together. */
+const CLAIM_SCHEDULE = /^claim-\d+-\d+\.ods$/;
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
 const previewFileName = (file: number) => `preview-${file}.ods`;
 
@@ -64,6 +66,7 @@ export function giftaidCommand(): Command {
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
+        await refuseOtherClaims(dir); // and nowhere near another claim's, a rejected one's above all
         const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today, opts.periodEnd);
         if (!claim) {
           // No claim, so no entry from the ledger; the donations left out are still written out (names, addresses).
@@ -77,7 +80,7 @@ export function giftaidCommand(): Command {
         const attentionName = claim ? claimAttentionName(claim.id) : ATTENTION_FILE_NAME;
         let files: string[] = [];
         try {
-          if (claim) files = await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name));
+          if (claim) files = await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { family: CLAIM_SCHEDULE });
           await writeAttention(dir, attentionName, assessed.needsAttention);
         } catch (err) {
           if (!claim) throw err;
@@ -196,7 +199,7 @@ export function giftaidCommand(): Command {
         await makeFolder(dir, opts.out);
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
         const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count } });
-        const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { beforeWriting: audit })).map((name) => join(opts.out, name));
+        const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
         if (opts.json) return printJson({ claim: id, files });
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
         if (claim.status === 'rejected') print('  This claim was rejected: its donations may be in a newer claim. Do not send these files to HMRC.');
@@ -346,7 +349,7 @@ async function makeFolder(dir: string, out: string): Promise<void> {
   const missing: string[] = [];
   for (let d = dir; !(await exists(d)); d = dirname(d)) missing.unshift(d);
   try {
-    for (const d of missing) await mkdir(d);
+    for (const d of missing) await mkdir(d, { mode: 0o700 }); // its files' names say whose claims are in it: the owner's alone, whatever the umask
     await access(dir, constants.W_OK);
   } catch (err) {
     throw new UsageError(`--out ${out} cannot be created or written to (${(err as NodeJS.ErrnoException).code ?? String(err)}).`);
@@ -357,6 +360,21 @@ async function exists(path: string): Promise<boolean> {
   return stat(path).then(
     () => true,
     () => false,
+  );
+}
+
+/**
+ * Refuses a folder that holds a claim's schedule already: the next claim's files beside it are
+ * uploaded with it, and after `giftaid mark N rejected` the next claim takes the rejected one's
+ * donations again, so the two together claim them twice (a review: 44 donations). Until 2026-11-29
+ * only a file of the very same name was refused.
+ */
+async function refuseOtherClaims(dir: string): Promise<void> {
+  const taken = (await readdir(dir)).filter((name) => CLAIM_SCHEDULE.test(name)).sort();
+  if (taken.length === 0) return;
+  throw new UsageError(
+    `${dir} already holds ${taken.join(', ')}, another claim's schedule: give each claim a folder of its own, so that no earlier claim's ` +
+      `schedule (a rejected one's above all, whose donations this claim takes again) is uploaded with it. Move ${taken.length === 1 ? 'it' : 'them'}, or choose another --out folder.`,
   );
 }
 
@@ -416,7 +434,7 @@ function printLeftOut(assessed: Assessed, attentionPath: string | null, today: s
   const n = assessed.needsAttention.length;
   print(
     n === 0
-      ? '  No Gift Aid donation was left out.'
+      ? '  No Gift Aid donation needs attention.'
       : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${attentionPath}`,
   );
   print(

@@ -353,6 +353,12 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
           `Claim ${first.claim} marked rejected: its 3 donations can go in the next claim.\n` +
             `  Delete the files written for it before (claim-${first.claim}-*.ods): they still pass HMRC's checker, and uploaded after the next claim they would claim those donations twice. bin/almoner giftaid files ${first.claim} --out DIR writes them again, marked as rejected.\n`,
         );
+        // Into the rejected claim's folder: refused, nothing claimed. Its old files (which HMRC's checker still takes) and the
+        // new ones side by side claimed the same donations twice if the folder was uploaded (a review, 2026-11-29).
+        const beside = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', rejecting.username, '--out', join(dir, 'rejecting-1')]);
+        assert.equal(beside.code, 2, beside.stderr);
+        assert.match(beside.stderr, new RegExp(`already holds claim-${first.claim}-1\\.ods, another claim's schedule: give each claim a folder of its own`));
+        assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', rejecting.username, '--json'])).length, 1, 'no claim was made');
         const second = await claimIn('rejecting-2');
         assert.equal(second.donations, 3);
         assert.notEqual(second.claim, first.claim);
@@ -389,7 +395,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const upTo = shift(today, { days: -10 });
         const first = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--to', upTo, '--out', join(dir, 'dated'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => r.lastName), ['Early']);
-        const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--out', join(dir, 'dated'), '--json']));
+        const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--out', join(dir, 'dated-rest'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => r.lastName), ['Late']);
       });
 
@@ -418,7 +424,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(giftAidRows(await readOds(preview.files[0]!)).map((r) => [r.lastName, r.date]), [['Night', '01/07/25']]);
         const first = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', night.username, '--to', '2025-06-30', '--out', join(dir, 'night'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => [r.lastName, r.date]), [['Dated', '30/06/25']], 'a claim up to 30 June takes no donation of 1 July');
-        const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', night.username, '--to', '2025-07-01', '--out', join(dir, 'night'), '--json']));
+        const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', night.username, '--to', '2025-07-01', '--out', join(dir, 'night-rest'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => [r.lastName, r.date]), [['Night', '01/07/25']]);
       });
 
