@@ -21,7 +21,7 @@ import { UsageError } from './usage.js';
 
 const ON_POSTGRES =
   "the database is PostgreSQL: back it up with PostgreSQL's own tool, for example\n" +
-  '  pg_dump --format=custom --file=almoner.dump "$DATABASE_URL"\n' +
+  '  (umask 077; pg_dump --format=custom --file=almoner.dump "$DATABASE_URL")\n' +
   'and restore that with bin/almoner restore almoner.dump --replace (it runs pg_restore, then erases again the donors erased since);\n' +
   "for point-in-time recovery, base backups with WAL archiving (see the README, \"Looking after the data\").";
 
@@ -542,13 +542,15 @@ const AS_AT_BACKUP =
 
 /** Said when a restore had no replaced database to read the erasures since the backup from. */
 const NO_ERASURES =
-  "Donors' erasures made since the backup are not in it: erase those donors again (bin/almoner donor erase), " +
-  'as the trail of the database the backup came from lists them (by reference), before the server takes requests.';
+  "Donors' erasures made since the backup are not in it: erase those donors again before the server takes requests. " +
+  'With the database the backup came from still at hand, bin/almoner keep-replaced --not-running THAT-DATABASE (on PostgreSQL, the trail file a restore ' +
+  'wrote beside its dump) does it, and keeps its Gift Aid claims; else bin/almoner donor erase --email each donor, whom that database\'s trail names only by a hash of the address.';
 
 /** Said when a restore had no replaced database to read the claim ledger from. */
 const NO_LEDGER =
   'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
-  'Before the next claim, compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
+  'Before the next claim, keep them with bin/almoner keep-replaced --not-running THAT-DATABASE if the database the backup came from is at hand, ' +
+  'or compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
 
 /**
  * A file beside `beside` for what a restore replaced, named for now: the SQLite database itself
