@@ -19,6 +19,7 @@ import {
   chunk,
   claimCutoff,
   dayMonthYear,
+  donationDay,
   formatPounds,
   MAX_ROWS_PER_SCHEDULE,
   pounds,
@@ -270,10 +271,23 @@ interface Assessed extends Schedule {
  * The charity's Gift Aid donations in no live claim whose UK day (the day the schedule shows) is in
  * the range of days (YYYY-MM-DD, both inclusive), decided by the rules.
  */
-async function assessUnclaimed(store: Store, charityId: number, days: { from?: string; to: string }, today: string, periodEnd?: string): Promise<Assessed> {
+async function assessUnclaimed(
+  store: Store,
+  charityId: number,
+  days: { from?: string; to: string },
+  today: string,
+  periodEnd?: string,
+  { withFuture = false }: { withFuture?: boolean } = {},
+): Promise<Assessed> {
   const range = { from: days.from === undefined ? undefined : ukStartOfDayIso(days.from), to: ukEndOfDayIso(days.to) };
   const donations: GiftAidDonation[] = [];
   for await (const d of store.claims.unclaimed(charityId, range)) donations.push(d);
+  if (withFuture) {
+    // Dated after today (a year mistyped, 2062 for 2026): in no claim's range until that day, so never
+    // listed anywhere, and never claimed (a review, 2026-11-29). Listed as needing attention instead.
+    const seen = new Set(donations.map((d) => d.id));
+    for await (const d of store.claims.unclaimed(charityId, { from: ukEndOfDayIso(today), to: ukEndOfDayIso('9999-12-31') })) if (!seen.has(d.id) && donationDay(d.donation_date) > today) donations.push(d);
+  }
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
   const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, r.houseNameOrNumber, r.postcode, r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
@@ -287,7 +301,7 @@ async function assessUnclaimed(store: Store, charityId: number, days: { from?: s
  */
 async function prepareClaim(store: Store, charityId: number, upTo: string, today: string, periodEnd?: string): Promise<{ claim?: Claim; assessed: Assessed }> {
   for (let attempt = 1; ; attempt++) {
-    const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today, periodEnd);
+    const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today, periodEnd, { withFuture: true });
     if (assessed.rows.length === 0) return { assessed };
     try {
       return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length, periodEnd }), assessed };

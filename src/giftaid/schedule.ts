@@ -108,7 +108,7 @@ export const REASONS = {
     periodEnd === undefined
       ? `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): left out, though HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, so it may still be in time: if it is, give your accounting period's end (--period-end)`
       : `dated before ${dayMonthYear(cutoff)}, in an accounting period (ending ${periodEnd.slice(3)}/${periodEnd.slice(0, 2)}) that ended more than ${CLAIM_WINDOW_YEARS} years before the claim date: too late to claim`,
-  future: 'dated after the claim date',
+  future: "dated after the claim date, which HMRC's checker refuses: claimable once its day has come (if its year was mistyped, as 2062 for 2026, it never will be: correct the donation)",
   notPositive: 'amount is not more than 0.00',
   inKeptClaim: (claim: number) =>
     `the same donor, day and amount as a donation in claim ${claim} that a restore could not bring back (recorded after the backup): it may be claimed already; claim it by hand only if it is another donation`,

@@ -137,10 +137,11 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         await attention('emoji', { donor_last_name: 'Doe 😀' });
         await attention('notHmrcPostcode', { donor_postcode: 'ZZ1 1ZZ' }); // UK-shaped, but HMRC allows no Z as a second letter
 
-        // Never in this claim: no Gift Aid, another charity's, dated after today.
+        // Never in this claim: no Gift Aid, another charity's; and one dated after today, which needs attention (until
+        // 2026-11-29 it was left out without a word: in no claim's range until its day).
         await donate('noGiftAid', ctx.charity, exampleDonation({ gift_aid: 'no', donation_date: api(recent) }));
         await donate('otherCharity', other, exampleDonation({ donation_date: api(recent) }));
-        await donate('future', ctx.charity, exampleDonation({ donor_last_name: 'Future', donation_date: api(shift(today, { days: 10 })) }));
+        considered.add(await donate('future', ctx.charity, exampleDonation({ donor_last_name: 'Future', donation_date: api(shift(today, { days: 10 })) })));
 
         // Volume: straight through the store, 100 at a time, each with its own last name.
         for (let start = 0; start < BULK; start += 100) {
@@ -211,7 +212,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(files[1]!.cellAt(12, 3), hmrc(recent));
       });
 
-      test('every Gift Aid donation dated up to today is in exactly one schedule row or in needs-attention; nothing else is', () => {
+      test("every Gift Aid donation of the charity's is in exactly one schedule row or in needs-attention; nothing else is", () => {
         const seen: number[] = [];
         for (const row of allRows()) {
           const c = claimable.get(row.lastName);
@@ -221,7 +222,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         for (const row of readAttention(claim.needs_attention!)) seen.push(Number(row[0]));
         assert.equal(new Set(seen).size, seen.length, 'no donation twice');
         assert.deepEqual(new Set(seen), considered);
-        for (const name of ['noGiftAid', 'otherCharity', 'future']) assert.ok(!seen.includes(idOf(name)), `${name} is not in the claim`);
+        for (const name of ['noGiftAid', 'otherCharity']) assert.ok(!seen.includes(idOf(name)), `${name} is not in the claim`);
+        assert.ok(!allRows().some((row) => row.lastName === 'Future'), 'the one dated after today is in no schedule row');
       });
 
       test("rows in HMRC's form: names in HMRC's characters, house, postcode, DD/MM/YY, pounds with two decimals", () => {
@@ -265,7 +267,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(reason('emoji'), 'last name holds "😀", which HMRC\'s schedule cannot hold and which has no plain-letter spelling');
         assert.equal(reason('notHmrcPostcode'), 'postcode "ZZ1 1ZZ" is not a UK postcode (use X for a donor living outside the UK)');
         assert.deepEqual(rows.get(idOf('tricky'))?.slice(0, 9), [String(idOf('tricky')), '', 'Doe', 'jane.doe@example.com', 'Flat 2, "The Old Mill"\nMill Lane', 'London', '75008', recent, '25.00']);
-        assert.equal(rows.size, 7);
+        assert.match(reason('future') ?? '', /^dated after the claim date, which HMRC's checker refuses/);
+        assert.equal(rows.size, 8);
       });
 
       test('the preview wrote the same rows as previews, and claimed nothing', async () => {
@@ -297,7 +300,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
       test('a second claim finds nothing new: no claim, no schedule file, exit 0; the donations left out are listed again', async () => {
         const again = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again'), '--json']));
         assert.deepEqual(again, { claim: null, files: [], needs_attention: join(dir, 'again', 'needs-attention.csv'), donations: 0, total: '0.00' });
-        assert.equal(readAttention(again.needs_attention!).length, 7);
+        assert.equal(readAttention(again.needs_attention!).length, 8);
         const text = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again')]);
         assert.equal(text.code, 0, text.stderr);
         assert.match(text.stdout, /^Nothing to claim for .*No claim was made\./m);
@@ -397,6 +400,22 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => r.lastName), ['Early']);
         const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', dated.username, '--out', join(dir, 'dated-rest'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => r.lastName), ['Late']);
+      });
+
+      test('a Gift Aid donation dated after today (a year mistyped) is listed as needing attention by every claim, never silently left out; one dated after --to but not after today waits its turn unlisted', async () => {
+        // It was in no claim's range until its day, so no claim took it and none listed it (a review, 2026-11-29: 2062 for 2026).
+        const future = await ctx.signUp('Future Charity', 'future@charity.example');
+        await donate('mistyped', future, exampleDonation({ donor_last_name: 'Mistyped', donation_date: api(shift(today, { years: 36 })) }));
+        await donate('yesterday', future, exampleDonation({ donor_last_name: 'Yesterday', donation_date: api(shift(today, { days: -1 })) }));
+        await donate('lastWeek', future, exampleDonation({ donor_last_name: 'Lastweek', donation_date: api(shift(today, { days: -7 })) }));
+        const r = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', future.username, '--to', shift(today, { days: -3 }), '--out', join(dir, 'future'), '--json']));
+        assert.deepEqual(giftAidRows(await readOds(r.files[0]!)).map((row) => row.lastName), ['Lastweek']);
+        const listed = readAttention(r.needs_attention!);
+        assert.deepEqual(listed.map((row) => Number(row[0])), [idOf('mistyped')], 'the one dated after today, not the one waiting for a later claim');
+        assert.match(listed[0]![9]!, /^dated after the claim date, which HMRC's checker refuses: claimable once its day has come \(if its year was mistyped/);
+        const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', future.username, '--out', join(dir, 'future-rest'), '--json']));
+        assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((row) => row.lastName), ['Yesterday']);
+        assert.deepEqual(readAttention(rest.needs_attention!).map((row) => Number(row[0])), [idOf('mistyped')], 'listed again by the next claim');
       });
 
       test("--period-end: HMRC's four years from the end of the accounting period a donation fell in, so up to a year more than four years back from today", async () => {
