@@ -102,6 +102,8 @@ export const REASONS = {
   noHouse: 'no house name or number (donor_address is empty)',
   noPostcode: 'no postcode',
   badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
+  /** "BFPO 123": the advice for a donor abroad (X) is wrong for a forces address, which has a postcode of its own (a review). */
+  bfpo: (postcode: string) => `postcode ${JSON.stringify(postcode)} is a BFPO number, not a postcode: a forces address has a BF1 postcode (such as BF1 4FB), which is the one to use`,
   unwritable: (column: string, chars: readonly string[]) =>
     `${column} holds ${chars.map((c) => JSON.stringify(c)).join(', ')}, which HMRC's schedule cannot hold and which has no plain-letter spelling`,
   outOfTime: (cutoff: string, periodEnd?: string) =>
@@ -138,7 +140,10 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
 
   const postcode = hmrcPostcode(d.donor_postcode);
   if (postcode.value === '') reasons.push(REASONS.noPostcode);
-  else if (!postcode.valid) reasons.push(REASONS.badPostcode(normaliseSpaces(d.donor_postcode ?? '')));
+  else if (!postcode.valid) {
+    const given = normaliseSpaces(d.donor_postcode ?? '');
+    reasons.push(/^BFPO\b/i.test(given) ? REASONS.bfpo(given) : REASONS.badPostcode(given));
+  }
 
   // HMRC deletes every character outside its set before reading a value. Letters outside it are
   // written in plain letters already (hmrcText); anything left would reach HMRC mangled.

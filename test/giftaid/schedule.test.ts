@@ -354,6 +354,7 @@ describe('donations that need attention', () => {
     ['no postcode', { donor_postcode: null }, REASONS.noPostcode],
     ['an empty postcode', { donor_postcode: ' ' }, REASONS.noPostcode],
     ['a postcode that is not a UK one', { donor_postcode: '75008' }, REASONS.badPostcode('75008')],
+    ['a BFPO number for a postcode (not a donor abroad: a forces address has a BF1 postcode)', { donor_postcode: 'bfpo  123' }, REASONS.bfpo('bfpo 123')],
     ['a last name HMRC would mangle', { donor_last_name: 'Doe 🙂' }, REASONS.unwritable('last name', ['🙂'])],
   ];
   for (const [what, overrides, reason] of single) {
