@@ -21,7 +21,10 @@ test('a claim whose files could not be written says how to write them, and how t
     await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org', donor_postcode: 'SW1A 1AA' }, { donor_email: 'jane@example.org', donor_postcode: '' }], 30);
     const out = join(tempDir(), 'claims');
     mkdirSync(out);
-    writeFileSync(join(out, 'claim-1-1.ods'), 'in the way'); // the first claim's first file
+    // A folder where the claim's needs-attention file goes: the claim is recorded, then its files cannot all be written.
+    // (Until 2026-11-29 this test put a claim-1-1.ods in the way; a folder holding any claim's schedule is now refused
+    // before anything is claimed.)
+    mkdirSync(join(out, 'claim-1-needs-attention.csv'));
     const run = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', out]);
     assert.equal(run.code, 1, run.stderr);
     const said = /and list the 1 donation left out \(needing attention\) with: (bin\/almoner giftaid schedule .*) \(a preview: it claims nothing\)/.exec(run.stderr);
