@@ -312,7 +312,15 @@ async function readLeftOver(file: string): Promise<{ file: string; trail?: Audit
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
   const first = parsed[0];
   if (parsed.length === 1 && isObject(first) && Array.isArray(first.claims) && Array.isArray(first.rows)) {
-    return { file, ledger: { claims: first.claims, rows: first.rows, withoutDonation: Array.isArray(first.withoutDonation) ? first.withoutDonation : [] } as LedgerCopy };
+    return {
+      file,
+      ledger: {
+        claims: first.claims,
+        rows: first.rows,
+        withoutDonation: Array.isArray(first.withoutDonation) ? first.withoutDonation : [],
+        charities: Array.isArray(first.charities) ? first.charities : undefined,
+      } as LedgerCopy,
+    };
   }
   const entry = (v: unknown): v is AuditRecord =>
     isObject(v) && typeof v.id === 'number' && typeof v.at === 'string' && typeof v.action === 'string' && typeof v.target === 'string' && isObject(v.summary);
@@ -614,8 +622,9 @@ const REFUSED_WHY: Record<RefusedWhy, string> = {
   'another claim': 'this database has another claim under its number (another charity or time)',
   status: "the two databases moved it apart (paid in one, rejected in the other, or the like), and this database's stands",
   charity:
-    "its charity is not in the backup (it signed up after it) and so is not in this database, with its donations; sign the charity up again and its " +
-    'integration sends its donations again, which a claim would then take: the claim and its files, in the replaced database, say what HMRC already has',
+    'its charity is not in the backup (it signed up after it) and so is not in this database, nor are its donations (a charity here under the same id ' +
+    "is another). If the charity signs up again and sends those donations again, claim none that this claim holds: the replaced database's " +
+    'giftaid files for it say what it holds, and whether it was sent to HMRC',
   taken: 'a donation of it is in another live claim here',
 };
 

@@ -65,6 +65,11 @@ export interface LedgerCopy {
   rows: Selectable<GiftaidClaimDonationsTable>[];
   /** Rows a restore had already kept without their donation (migration 0014), if that database has them. */
   withoutDonation: Selectable<GiftaidClaimRowsWithoutDonationTable>[];
+  /**
+   * That database's charities, by id: a claim is kept only under the charity it was made for, not
+   * another that signed up since and took the same id. Absent from a copy written before 2026-11-29.
+   */
+  charities?: Array<{ id: number; username: string }>;
 }
 
 /**
@@ -84,6 +89,7 @@ export async function readLedger(
     claims: (await rowsOf('giftaid_claims', 'id')).map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
     rows: (await rowsOf('giftaid_claim_donations', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
     withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
+    charities: (await rowsOf('charities', 'id')).map((c) => ({ id: Number(c.id), username: String(c.username) })),
   };
 }
 
@@ -297,7 +303,11 @@ export class ClaimLedger {
     const kept: KeptClaims = { added: [], marked: [], refused: [] };
     await this.db.transaction().execute(async (trx) => {
       const here = new Map((await trx.selectFrom('giftaid_claims').selectAll().execute()).map((c) => [Number(c.id), c]));
-      const charities = new Set((await trx.selectFrom('charities').select('id').execute()).map((c) => Number(c.id)));
+      const charities = new Map((await trx.selectFrom('charities').select(['id', 'username']).execute()).map((c) => [Number(c.id), c.username]));
+      const theirs = copy.charities && new Map(copy.charities.map((c) => [c.id, c.username]));
+      // The claim's own charity, here: by its id, and by its username where the copy names it (a charity that signed up
+      // after the backup takes the next id here, and a claim of the one the restore lost went under it; a review, 2026-11-29).
+      const ownCharityHere = (id: number) => charities.has(id) && (theirs === undefined || theirs.get(id) === charities.get(id));
       const rowsOf = new Map<number, Array<Omit<LedgerCopy['rows'][number], 'live'>>>();
       for (const r of [...copy.rows, ...copy.withoutDonation]) {
         const of = rowsOf.get(r.claim_id);
@@ -317,7 +327,7 @@ export class ClaimLedger {
           } else if (claim.status !== mine.status && !comesAfter(mine.status, claim.status)) kept.refused.push({ id: claim.id, why: 'status' });
           continue;
         }
-        if (!charities.has(claim.charity_id)) {
+        if (!ownCharityHere(claim.charity_id)) {
           kept.refused.push({ id: claim.id, why: 'charity' });
           continue;
         }

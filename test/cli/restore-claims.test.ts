@@ -308,6 +308,15 @@ test('a claim of a charity that signed up after the backup is left out by the re
     assert.match(restored.stdout, new RegExp(`claim ${claimed.claim} left out: its charity is not in the backup \\(it signed up after it\\)`));
     const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
     assert.deepEqual(trail.find((e) => e.action === 'giftaid claims kept')?.summary, { added: null, marked: null, refused: `${claimed.claim} charity` });
+    // Another charity signs up and takes the lost one's id; keep-replaced, run again (it is safe to), still leaves the claim
+    // out: it went under the newcomer, its donor and all (a review, 2026-11-29).
+    const newcomer = JSON.parse((await cli(['charity', 'create', '--name', 'Newcomer', '--email', 'new@example.org', '--json'])).stdout) as { id: number };
+    assert.equal(newcomer.id, id, 'the same id');
+    const replaced = readdirSync(dirname(database.location.dialect === 'sqlite' ? database.location.path : '')).find((f) => f.includes('.replaced-') && !f.endsWith('-wal') && !f.endsWith('-shm'));
+    assert.ok(replaced, 'the replaced database is beside it');
+    const again = await cli(['keep-replaced', '--not-running', join(dirname(database.location.dialect === 'sqlite' ? database.location.path : ''), replaced)]);
+    assert.match(again.stdout, new RegExp(`claim ${claimed.claim} left out: its charity is not in the backup`));
+    assert.deepEqual(JSON.parse((await cli(['giftaid', 'claims', '--json'])).stdout), [], 'no claim under the newcomer');
   } finally {
     await database.drop();
   }
