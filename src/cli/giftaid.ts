@@ -38,7 +38,7 @@ import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './us
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
 /** Any claim's schedule (claimFileName): a folder holding one takes no other claim's, so that no two are uploaded together. */
-const CLAIM_SCHEDULE = /^claim-\d+-\d+\.ods$/;
+const CLAIM_SCHEDULE = /^claim-\d+-\d+\b.*\.ods$/i; // Claim-1-1.ODS, "claim-1-1 (1).ods" as a browser saves a copy: the same schedule
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
 const previewFileName = (file: number) => `preview-${file}.ods`;
 
@@ -226,7 +226,8 @@ export function giftaidCommand(): Command {
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
         await makeFolder(dir, opts.out);
-        const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today, opts.periodEnd);
+        // With those dated after today, as a claim lists them (so the preview a failed claim names shows them too).
+        const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today, opts.periodEnd, { withFuture: true });
         const audit = () =>
           store.audit({
             action: 'giftaid schedule',

@@ -4,7 +4,7 @@
 // checker does (test/support/ods.ts, no code shared with the writer) and opened in LibreOffice.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { DonationInput } from '../../src/client/index.js';
@@ -361,6 +361,11 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const beside = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', rejecting.username, '--out', join(dir, 'rejecting-1')]);
         assert.equal(beside.code, 2, beside.stderr);
         assert.match(beside.stderr, new RegExp(`already holds claim-${first.claim}-1\\.ods, another claim's schedule: give each claim a folder of its own`));
+        // A copy as a browser saves it, or in another case, is the same schedule.
+        const copyDir = join(dir, 'rejecting-copies');
+        mkdirSync(copyDir);
+        copyFileSync(first.files[0]!, join(copyDir, `Claim-${first.claim}-1 (1).ODS`));
+        assert.equal((await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', rejecting.username, '--out', copyDir])).code, 2);
         assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', rejecting.username, '--json'])).length, 1, 'no claim was made');
         const second = await claimIn('rejecting-2');
         assert.equal(second.donations, 3);
@@ -416,6 +421,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', future.username, '--out', join(dir, 'future-rest'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((row) => row.lastName), ['Yesterday']);
         assert.deepEqual(readAttention(rest.needs_attention!).map((row) => Number(row[0])), [idOf('mistyped')], 'listed again by the next claim');
+        const preview = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', future.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'future-preview'), '--json']));
+        assert.deepEqual(readAttention(preview.needs_attention!).map((row) => Number(row[0])), [idOf('mistyped')], 'a preview lists it as a claim does');
       });
 
       test("--period-end: HMRC's four years from the end of the accounting period a donation fell in, so up to a year more than four years back from today", async () => {
