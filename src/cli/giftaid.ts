@@ -89,7 +89,8 @@ export function giftaidCommand(): Command {
           const leftOut = assessed.needsAttention.length;
           throw new Error(
             `claim ${claim.id} was prepared and recorded, but its files could not all be written: ${(err instanceof Error ? err.message : String(err)).replace(/\.$/, '')}. ` +
-              `Write them with: bin/almoner giftaid files ${claim.id} --out DIR` +
+              // Another folder: one holding this claim's schedule, written before the failure, is refused (refuseOtherClaims).
+              `Write them to a new folder with: bin/almoner giftaid files ${claim.id} --out DIR` +
               (leftOut === 0
                 ? ''
                 : `, and list the ${leftOut} donation${leftOut === 1 ? '' : 's'} left out (needing attention) with: ` +

@@ -29,7 +29,7 @@ test('a claim whose files could not be written says how to write them, and how t
     assert.equal(run.code, 1, run.stderr);
     const said = /and list the 1 donation left out \(needing attention\) with: (bin\/almoner giftaid schedule .*) \(a preview: it claims nothing\)/.exec(run.stderr);
     assert.ok(said, run.stderr);
-    assert.match(run.stderr, /Write them with: bin\/almoner giftaid files 1 --out DIR/);
+    assert.match(run.stderr, /Write them to a new folder with: bin\/almoner giftaid files 1 --out DIR/);
     // The command it gives, run as given: the list is written again.
     const again = tempDir();
     const args = said[1]!.replace(/^bin\/almoner /, '').replace(/DIR$/, again).split(' ');
