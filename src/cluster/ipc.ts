@@ -160,7 +160,6 @@ export function metricsFromPrimary(): Promise<string> {
   });
 }
 
-
 /** In a worker: answers the primary's requests for this worker's own metrics (see WorkerMetrics). */
 export function answerMetricsRequests(own: () => Promise<MetricsSnapshot>): void {
   process.on('message', (m: unknown) => {

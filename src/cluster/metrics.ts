@@ -14,7 +14,7 @@ import { isMessage, toWorker } from './ipc.js';
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string> & { metricName?: string }>[];
 
 /** How long the primary waits for each worker's metrics before the scrape is a 503 (prom-client's own wait). */
-export const WORKER_METRICS_TIMEOUT_MS = 5000;
+const WORKER_METRICS_TIMEOUT_MS = 5000;
 
 /** Sums the live workers' metrics and the gone workers' counts, on each call. */
 export function sumWorkersMetrics(timeoutMs = WORKER_METRICS_TIMEOUT_MS): () => Promise<string> {
@@ -66,7 +66,7 @@ export function sumWorkersMetrics(timeoutMs = WORKER_METRICS_TIMEOUT_MS): () => 
 }
 
 /** The counters and histograms of the workers that have gone, as last seen, added together. */
-export class GoneWorkersCounts {
+class GoneWorkersCounts {
   private readonly metrics = new Map<string, { metric: MetricsSnapshot[number]; values: Map<string, MetricsSnapshot[number]['values'][number]> }>();
 
   add(snapshot: MetricsSnapshot): void {

@@ -38,7 +38,10 @@ export class DatabaseBudget {
   }
 }
 
-/** `reading`, or DatabaseDeadlineError once `deadline` has passed. Only for reads: group-commit.ts cuts a write short. */
+/**
+ * `reading`, or DatabaseDeadlineError once `deadline` has passed; what was asked runs on. For reads, and
+ * for a commit token's claim (group-commit.ts), whose running on is what settles it; group-commit.ts cuts a write short.
+ */
 export function byDeadline<T>(deadline: number | undefined, reading: Promise<T>): Promise<T> {
   if (deadline === undefined) return reading;
   let timer: NodeJS.Timeout | undefined;

@@ -29,7 +29,7 @@
 import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import { DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
+import { byDeadline, DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
 import { finish, lastStatements, queryOn, runOnSqlite, runUntilLast, type WriteProgram } from './statements.js';
 import { isBusy, isDatabaseUnavailable, isRefused } from './unavailable.js';
 
@@ -108,13 +108,6 @@ const TOKEN_CHECK_PAUSES_MS = [25, 50, 100, 200, 400];
  * (DATABASE_BUDGET_MS) and the answer's.
  */
 const LATE_CLAIM_MS = 250;
-
-/** The journal's answer, or undefined if it does not come within `ms` or fails. */
-function claimWithin(journal: CommitJournal, token: string, claim: string, ms: number): Promise<boolean | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
-  return Promise.race([journal.committed(token, claim).catch(() => undefined), late]).finally(() => clearTimeout(timer));
-}
 
 /**
  * The commit was sent, its answer was lost, and the database could not be asked whether it went
@@ -279,7 +272,9 @@ export class GroupCommit<DB> {
       p.told = true;
       const { sent } = batch;
       const i = batch.members.indexOf(p);
-      void (batch.lateClaim ??= claimWithin(this.journal, sent.token, sent.claim, LATE_CLAIM_MS)).then((committed) => {
+      // Not answered in time (or failing): undefined, the outcome unknown; the claim itself runs on, and still decides.
+      batch.lateClaim ??= byDeadline(performance.now() + LATE_CLAIM_MS, this.journal.committed(sent.token, sent.claim)).catch(() => undefined);
+      void batch.lateClaim.then((committed) => {
         if (committed === true) return p.tell.resolve(sent.results[i]);
         const err = committed === false ? late : new CommitOutcomeUnknownError(late);
         this.failures.failed(err);
