@@ -21,7 +21,9 @@ import {
   dayMonthYear,
   donationDay,
   formatPounds,
+  HOUSE_MAX_LENGTH,
   MAX_ROWS_PER_SCHEDULE,
+  NAME_MAX_LENGTH,
   pounds,
   type AttentionRow,
   type GiftAidDonation,
@@ -55,7 +57,7 @@ export function giftaidCommand(): Command {
     .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
     .option('--to <YYYY-MM-DD>', 'donations dated on or before this UK day (default: today in the UK)', dayArgument)
     .option('--period-end <MM-DD>', "the day the charity's accounting period ends each year (04-05 for 5 April): HMRC takes a donation up to four years after the end of its period; without it, up to four years before today", periodEndArgument)
-    .option('--json', 'print {"claim","files","needs_attention","donations","total"}')
+    .option('--json', 'print {"claim","files","needs_attention","donations","total","shortened"}')
     .action(async (opts: { charity: string; out: string; to?: string; periodEnd?: string; json?: boolean }) => {
       const today = ukDay(new Date()); // the claim is made in the UK
       const upTo = opts.to ?? today;
@@ -85,16 +87,20 @@ export function giftaidCommand(): Command {
           await writeAttention(dir, attentionName, assessed.needsAttention);
         } catch (err) {
           if (!claim) throw err;
+          const why = (err instanceof Error ? err.message : String(err)).replace(/\.$/, '');
           // The donations left out are in no claim, so `giftaid files` cannot write them: a preview lists them again.
           const leftOut = assessed.needsAttention.length;
+          const listThem =
+            `list the ${leftOut} donation${leftOut === 1 ? '' : 's'} left out (needing attention) with: ` +
+            `bin/almoner giftaid schedule --charity ${opts.charity} --from 0001-01-01 --to ${upTo} --out DIR (a preview: it claims nothing)`;
+          // Which were written: the schedules all or none (writeNewFiles), then the list. Until 2026-11-29 the message did not say (a review).
           throw new Error(
-            `claim ${claim.id} was prepared and recorded, but its files could not all be written: ${(err instanceof Error ? err.message : String(err)).replace(/\.$/, '')}. ` +
-              // Another folder: one holding this claim's schedule, written before the failure, is refused (refuseOtherClaims).
-              `Write them to a new folder with: bin/almoner giftaid files ${claim.id} --out DIR` +
-              (leftOut === 0
-                ? ''
-                : `, and list the ${leftOut} donation${leftOut === 1 ? '' : 's'} left out (needing attention) with: ` +
-                  `bin/almoner giftaid schedule --charity ${opts.charity} --from 0001-01-01 --to ${upTo} --out DIR (a preview: it claims nothing)`),
+            files.length > 0
+              ? `claim ${claim.id} was prepared and recorded, and its schedule${files.length === 1 ? ' was' : 's were'} written (${files.map((f) => join(opts.out, f)).join(', ')}), ` +
+                  `but not its list of the donations left out: ${why}. To see them, ${listThem}`
+              : `claim ${claim.id} was prepared and recorded, but none of its files was written: ${why}. ` +
+                  // Another folder: one holding this claim's schedule is refused (refuseOtherClaims).
+                  `Write them to a new folder with: bin/almoner giftaid files ${claim.id} --out DIR${leftOut === 0 ? '' : `, and ${listThem}`}`,
           );
         }
 
@@ -107,6 +113,7 @@ export function giftaidCommand(): Command {
             needs_attention: needsAttention,
             donations: claim?.donation_count ?? 0,
             total: formatPounds(claim?.total_minor ?? 0),
+            shortened: assessed.shortened,
           });
           return;
         }
@@ -116,6 +123,7 @@ export function giftaidCommand(): Command {
         } else {
           print(`Nothing to claim for ${opts.charity}: no Gift Aid donation dated up to ${dayMonthYear(upTo)} is both claimable and in no live claim. No claim was made.`);
         }
+        printShortened(assessed);
         printLeftOut(assessed, needsAttention, today, opts.periodEnd);
         // A claim recorded whose command was stopped before its files were written holds its donations with no file to show for it.
         if (assessed.claimedBefore > 0) {
@@ -199,6 +207,7 @@ export function giftaidCommand(): Command {
         if (!claim) throw new UsageError(`no claim has the id ${id}.`);
         const charity = await findCharity(store, claim.charity);
         await makeFolder(dir, opts.out);
+        await refuseOtherClaims(dir); // its own schedule there is refused too (writeNewFiles), as another claim's
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
         const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count } });
         const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
@@ -219,7 +228,7 @@ export function giftaidCommand(): Command {
     .requiredOption('--to <YYYY-MM-DD>', 'donations dated on or before this UK day', dayArgument)
     .option('--out <dir>', 'the folder to write the files to, created if missing', '.')
     .option('--period-end <MM-DD>', "the day the charity's accounting period ends each year, as for giftaid claim", periodEndArgument)
-    .option('--json', 'print {"files","needs_attention","donations","total"}')
+    .option('--json', 'print {"files","needs_attention","donations","total","shortened"}')
     .action(async (opts: { charity: string; from: string; to: string; out: string; periodEnd?: string; json?: boolean }) => {
       if (opts.from > opts.to) throw new UsageError('--from must not be later than --to.');
       const dir = await outputFolder(opts.out);
@@ -252,11 +261,12 @@ export function giftaidCommand(): Command {
         const files = (await writeNewFiles(dir, spreadsheets, { family: /^preview-\d+\.ods$/, beforeWriting: audit })).map((name) => join(opts.out, name));
         await writeAttention(dir, ATTENTION_FILE_NAME, assessed.needsAttention);
         const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, ATTENTION_FILE_NAME) : null;
-        if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(assessed.claimableMinor) });
+        if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(assessed.claimableMinor), shortened: assessed.shortened });
 
         print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from} to ${opts.to} (claim date ${today}); nothing was claimed:`);
         if (files.length === 0) print('  No donations can be claimed: no schedule file was written.');
         else print(`  ${count(assessed.rows.length, 'donation')} to claim, ${pounds(assessed.claimableMinor)} in all: ${files.join(', ')}`);
+        printShortened(assessed);
         printLeftOut(assessed, needsAttention, today, opts.periodEnd);
       });
     });
@@ -291,7 +301,8 @@ async function assessUnclaimed(
     for await (const d of store.claims.unclaimed(charityId, { from: ukEndOfDayIso(today), to: ukEndOfDayIso('9999-12-31') })) if (!seen.has(d.id) && donationDay(d.donation_date) > today) donations.push(d);
   }
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
-  const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, r.houseNameOrNumber, r.postcode, r.donationDay, r.amountMinor]);
+  // Not by the house, whose reading from donor_address changed on 2026-11-29: a row of an earlier claim would not match.
+  const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, r.postcode, r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
   return { ...buildSchedule(donations, today, (row) => sent.get(key(row)), periodEnd), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }
@@ -383,20 +394,37 @@ async function exists(path: string): Promise<boolean> {
  * Refuses a folder that holds a claim's schedule already: the next claim's files beside it are
  * uploaded with it, and after `giftaid mark N rejected` the next claim takes the rejected one's
  * donations again, so the two together claim them twice (a review: 44 donations). Until 2026-11-29
- * only a file of the very same name was refused.
+ * only a file of the very same name was refused, and until 2026-11-29 only one at the folder's top
+ * level (old/claim-1-1.ods was not seen). Folders within it are looked in, OTHER_CLAIMS_DEPTH deep;
+ * one that cannot be read is passed over.
  */
 async function refuseOtherClaims(dir: string): Promise<void> {
-  const taken = (await readdir(dir)).filter((name) => CLAIM_SCHEDULE.test(name)).sort();
+  const taken = (await schedulesWithin(dir, OTHER_CLAIMS_DEPTH)).sort();
   if (taken.length === 0) return;
   throw new UsageError(
-    `${dir} already holds ${taken.join(', ')}, another claim's schedule: give each claim a folder of its own, so that no earlier claim's ` +
-      `schedule (a rejected one's above all, whose donations this claim takes again) is uploaded with it. Move ${taken.length === 1 ? 'it' : 'them'}, or choose another --out folder.`,
+    `${dir} already holds ${taken.join(', ')}, a claim's schedule: give each claim's files a folder of their own, so that no other schedule ` +
+      `(a rejected claim's above all, whose donations a later claim takes again) is uploaded with them. Move ${taken.length === 1 ? 'it' : 'them'}, or choose another --out folder.`,
   );
+}
+
+/** How many folders down refuseOtherClaims looks: --out is a claim's own folder, not a whole disk. */
+const OTHER_CLAIMS_DEPTH = 3;
+
+/** The claim schedules (CLAIM_SCHEDULE) in `dir` and its folders `depth` deep, as paths relative to it. */
+async function schedulesWithin(dir: string, depth: number, under = ''): Promise<string[]> {
+  const entries = await readdir(join(dir, under), { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+    if (under === '') throw err; // the folder itself: the claim's files go there
+    return [];
+  });
+  const found = entries.filter((e) => !e.isDirectory() && CLAIM_SCHEDULE.test(e.name)).map((e) => join(under, e.name));
+  if (depth > 0) for (const e of entries.filter((e) => e.isDirectory())) found.push(...(await schedulesWithin(dir, depth - 1, join(under, e.name))));
+  return found;
 }
 
 /**
  * Writes the files, all or none: each under a hidden temporary name, renamed into place once all
- * are written. A schedule file is never overwritten (an old one could be claimed with the new):
+ * are written (and those renamed taken away again if a later one fails: half a claim's schedules
+ * uploaded would leave the rest held by the claim, never sent). A schedule file is never overwritten (an old one could be claimed with the new):
  * if any of these names, or any name `family` matches, is taken already, nothing is written.
  * Returns the names written.
  */
@@ -416,12 +444,16 @@ async function writeNewFiles(
   // Named for this run: a file left by one killed mid-write is not in the way (it was: EEXIST), nor is another run's.
   const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const partial = (name: string) => join(dir, `.${name}.${run}.partial`);
+  const placed: string[] = [];
   try {
     // Readable by their owner only, whatever the umask: they hold donors' names and addresses.
     for (const f of files) await writeFile(partial(f.name), f.bytes, { flag: 'wx', mode: PRIVATE_FILE });
-    for (const f of files) await rename(partial(f.name), join(dir, f.name));
+    for (const f of files) {
+      await rename(partial(f.name), join(dir, f.name));
+      placed.push(f.name);
+    }
   } catch (err) {
-    await Promise.all(files.map((f) => rm(partial(f.name), { force: true })));
+    await Promise.all([...files.map((f) => partial(f.name)), ...placed.map((name) => join(dir, name))].map((path) => rm(path, { force: true })));
     throw err;
   }
   return files.map((f) => f.name);
@@ -443,6 +475,17 @@ async function writeAttention(dir: string, name: string, rows: readonly Attentio
   } finally {
     await rm(partial, { force: true });
   }
+}
+
+/** The donations in the schedule with a name or house cut to fit it (Shortened): HMRC gets them as cut. */
+function printShortened({ shortened }: Assessed): void {
+  if (shortened.length === 0) return;
+  const shown = shortened.slice(0, 10).map((s) => `${s.id} (${s.columns.join(', ')})`);
+  if (shortened.length > shown.length) shown.push(`${shortened.length - shown.length} more (--json lists them all)`);
+  print(
+    `  ${count(shortened.length, 'donation')} ${shortened.length === 1 ? 'has' : 'have'} a name or house longer than HMRC's schedule takes, cut to fit ` +
+      `(names to ${NAME_MAX_LENGTH} characters, the house to ${HOUSE_MAX_LENGTH}): donation${shortened.length === 1 ? '' : 's'} ${shown.join(', ')}. Check HMRC can still tell ${shortened.length === 1 ? 'that donor' : 'those donors'}.`,
+  );
 }
 
 /** What a claim or a preview left out: the donations that need attention, and those already claimed. */

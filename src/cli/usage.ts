@@ -45,7 +45,7 @@ export function dayArgument(value: string): string {
 /** --period-end: the day an accounting period ends each year, as MM-DD (one every year has). */
 export function periodEndArgument(value: string): string {
   const end = periodEndOf(value);
-  if (end === undefined) throw new InvalidArgumentError('must be a day of the year as MM-DD (04-05 for 5 April; not 02-29).');
+  if (end === undefined) throw new InvalidArgumentError('must be a day of the year as MM-DD (04-05 for 5 April; 02-29 for the last day of February).');
   return end;
 }
 

@@ -89,9 +89,17 @@ export interface AttentionRow {
 }
 
 export type Assessment =
-  | { kind: 'claimable'; id: number; amountMinor: number; row: ScheduleRow }
+  | { kind: 'claimable'; id: number; amountMinor: number; row: ScheduleRow; shortened: Shortened[] }
   | { kind: 'needs-attention'; id: number; amountMinor: number; row: AttentionRow }
   | { kind: 'not-gift-aid'; id: number };
+
+/**
+ * A claimable donation's value longer than HMRC's schedule takes, cut to fit: names to 35
+ * characters, the house to 40. Claimed as cut (HMRC asks for the names so), but said, so that the
+ * charity can check HMRC can still tell the donor (until 2026-11-29 they were cut without a word; a
+ * review).
+ */
+export type Shortened = 'first name' | 'last name' | 'house name or number';
 
 /** The reasons, word for word, so callers and tests can recognise them. */
 export const REASONS = {
@@ -109,7 +117,7 @@ export const REASONS = {
   outOfTime: (cutoff: string, periodEnd?: string) =>
     periodEnd === undefined
       ? `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): left out, though HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, so it may still be in time: if it is, give your accounting period's end (--period-end)`
-      : `dated before ${dayMonthYear(cutoff)}, in an accounting period (ending ${periodEnd.slice(3)}/${periodEnd.slice(0, 2)}) that ended more than ${CLAIM_WINDOW_YEARS} years before the claim date: too late to claim`,
+      : `dated before ${dayMonthYear(cutoff)}, in an accounting period (ending ${periodEnd === '02-29' ? 'on the last day of February' : `${periodEnd.slice(3)}/${periodEnd.slice(0, 2)}`}) that ended more than ${CLAIM_WINDOW_YEARS} years before the claim date: too late to claim`,
   future: "dated after the claim date, which HMRC's checker refuses: claimable once its day has come (if its year was mistyped, as 2062 for 2026, it never will be: correct the donation)",
   notPositive: 'amount is not more than 0.00',
   inKeptClaim: (claim: number) =>
@@ -136,6 +144,13 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   else if (!hasLetter(lastName)) reasons.push(REASONS.lastNameNoLetters);
 
   const house = houseNameOrNumber(d.donor_address);
+  const shortened = (
+    [
+      ['first name', firstName, hmrcFirstName(d.donor_first_name, Infinity)],
+      ['last name', lastName, hmrcLastName(d.donor_last_name, Infinity)],
+      ['house name or number', house, houseNameOrNumber(d.donor_address, Infinity)],
+    ] as const
+  ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));
   if (house === '') reasons.push(REASONS.noHouse);
 
   const postcode = hmrcPostcode(d.donor_postcode);
@@ -167,6 +182,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
     kind: 'claimable',
     id: d.id,
     amountMinor: d.amount_minor,
+    shortened,
     row: {
       donationId: d.id,
       firstName,
@@ -202,6 +218,8 @@ export interface Schedule {
   needsAttention: AttentionRow[];
   /** The sum of the claimable donations, in pence. */
   claimableMinor: number;
+  /** The claimable donations with a value cut to fit (Shortened), in the donations' order. */
+  shortened: { id: number; columns: Shortened[] }[];
 }
 
 /**
@@ -217,6 +235,7 @@ export function buildSchedule(
 ): Schedule {
   const rows: ScheduleRow[] = [];
   const needsAttention: AttentionRow[] = [];
+  const shortened: Schedule['shortened'] = [];
   let claimableMinor = 0;
   for (const d of donations) {
     const a = assessDonation(d, today, periodEnd);
@@ -226,12 +245,13 @@ export function buildSchedule(
     } else if (a.kind === 'claimable') {
       rows.push(a.row);
       claimableMinor += a.amountMinor;
+      if (a.shortened.length > 0) shortened.push({ id: a.id, columns: a.shortened });
     } else if (a.kind === 'needs-attention') {
       needsAttention.push(a.row);
     }
   }
   rows.sort((x, y) => (x.donationDay < y.donationDay ? -1 : x.donationDay > y.donationDay ? 1 : x.donationId - y.donationId));
-  return { rows, needsAttention, claimableMinor };
+  return { rows, needsAttention, claimableMinor, shortened };
 }
 
 /** A needs-attention row as cells, in ATTENTION_COLUMNS order; reasons joined with "; ". */
@@ -318,21 +338,21 @@ export function outsideHmrcCharacters(text: string): string[] {
 }
 
 /**
- * First name: in HMRC's characters, spaces normalised, cut to 35 characters. Kept as given
+ * First name: in HMRC's characters, spaces normalised, cut to 35 characters (`max`). Kept as given
  * otherwise: HMRC asks for a space instead of a hyphen only in a double-barrelled surname, so
  * "Mary-Jane" stays.
  */
-export function hmrcFirstName(name: string | null): string {
-  return cut(hmrcText(normaliseSpaces(name ?? '')), NAME_MAX_LENGTH);
+export function hmrcFirstName(name: string | null, max = NAME_MAX_LENGTH): string {
+  return cut(hmrcText(normaliseSpaces(name ?? '')), max);
 }
 
 /**
  * Last name: in HMRC's characters, a double-barrelled surname with a space instead of the hyphen
  * (Smith-Jones becomes Smith Jones; any dash character counts as the hyphen), spaces normalised,
- * cut to 35 characters.
+ * cut to 35 characters (`max`).
  */
-export function hmrcLastName(name: string | null): string {
-  return cut(normaliseSpaces(hmrcText(normaliseSpaces(name ?? '')).replace(/[-\u2010-\u2015\u2212]/g, ' ')), NAME_MAX_LENGTH);
+export function hmrcLastName(name: string | null, max = NAME_MAX_LENGTH): string {
+  return cut(normaliseSpaces(hmrcText(normaliseSpaces(name ?? '')).replace(/[-\u2010-\u2015\u2212]/g, ' ')), max);
 }
 
 /**
@@ -341,8 +361,13 @@ export function hmrcLastName(name: string | null): string {
  * 12 and "12 & 14 High St" gave 12 (a review): HMRC matches a donor by house and postcode.
  */
 const HOUSE_NUMBER = /^\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?(?:\s*[-/&]\s*\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?)?(?=[\s,]|$)/;
-/** A flat within a building: "Flat 3", "Apartment 4B", "Unit 2", "Flat A" (then the building follows). */
-const FLAT = /^((?:flat|apartment|apt\.?|unit|suite)\s+(?:[^\s,]*\d[^\s,]*|[A-Za-z]))(?:\s*,\s*|\s+)(.*)$/i;
+/**
+ * A part of a building, before the building itself: a flat ("Flat 3", "Apartment 4B", "Unit 2",
+ * "Flat A", "Room 5", "Studio 2") or a floor ("2nd Floor", "Ground Floor Flat", "Basement Flat").
+ * Then, after a comma or a space, perhaps "of" or "at", comes the rest ("Flat 2 of 12 High St").
+ */
+const PART_OF_BUILDING =
+  /^((?:flat|apartment|apt\.?|unit|suite|room|studio)\s+(?:[^\s,]*\d[^\s,]*|[A-Za-z])|(?:(?:\d+(?:st|nd|rd|th)|ground|first|second|third|fourth|fifth|top|upper|lower|upper ground|lower ground)\s+floor|basement)(?:\s+(?:flat|apartment))?)(?:\s*,\s*|\s+|$)(?:(?:of|at)\s+)?(.*)$/i;
 
 /**
  * The house name or number, from the start of donor_address (Almoner has no separate field).
@@ -350,30 +375,34 @@ const FLAT = /^((?:flat|apartment|apt\.?|unit|suite)\s+(?:[^\s,]*\d[^\s,]*|[A-Za
  *  1. The first segment is the text before the first comma.
  *  2. If it starts with a house number (12, 12a, 12 A, 12-14, 12 & 14), the house is that number:
  *     "12 High Street" -> "12"; "12a, High Street" -> "12a"; "12 A High Street" -> "12A".
- *  3. A flat first ("Flat 3", "Apartment 4B", "Unit 2", then the building) keeps the flat and adds
- *     the building's number or name by rule 2, as "Flat 3, 12": HMRC matches a donor by house and
- *     postcode, and the flat alone would not say which building. "Flat 3, 12 High St" and
- *     "Flat 3 12 High St" -> "Flat 3, 12"; "Flat 2, Mill House, Mill Lane" -> "Flat 2, Mill House".
+ *  3. A part of a building first (a flat, "Flat 3", "Apartment 4B", "Unit 2", or a floor, "2nd
+ *     Floor", "Basement Flat"), then the building, keeps the part and adds the building's number or
+ *     name by rule 2, as "Flat 3, 12": HMRC matches a donor by house and postcode, and the flat
+ *     alone would not say which building. "Flat 3, 12 High St", "Flat 3 12 High St" and "Flat 3 of
+ *     12 High St" -> "Flat 3, 12"; "2nd Floor, 12 High St" -> "2nd Floor, 12"; "Flat 2, Mill
+ *     House, Mill Lane" -> "Flat 2, Mill House"; "Flat 3, 1st Floor, 12 High St" -> "Flat 3, 1st
+ *     Floor, 12". Until 2026-11-29 a floor lost the building's number and "of 12 High St" was taken
+ *     for a house name (a review).
  *  4. Otherwise the first segment is a house name and is kept whole: "Rose Cottage, Lane End" ->
  *     "Rose Cottage". (An address with no comma and no leading number, "Rose Cottage Lane End",
  *     cannot be told apart from its street, so the whole first line is taken.)
- *  5. The result is cut to 40 characters. An empty or missing address gives "".
+ *  5. The result is cut to 40 characters (`max`). An empty or missing address gives "".
  * The address is first put in HMRC's characters (hmrcText).
  */
-export function houseNameOrNumber(address: string | null): string {
-  const text = (address ?? '')
+export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH): string {
+  let text = (address ?? '')
     .split(/\r\n|\r|\n/)
     .map((line) => hmrcText(normaliseSpaces(line)))
     .filter((line) => line !== '')
     .join(', ');
-  const first = firstSegment(text);
-  if (first === '') return '';
-  const flat = FLAT.exec(text);
-  if (flat) {
-    const building = firstSegment(flat[2] ?? '');
-    return cut(building === '' ? (flat[1] ?? '') : `${flat[1]}, ${numberOrName(building)}`, HOUSE_MAX_LENGTH);
+  const parts: string[] = [];
+  for (let part = PART_OF_BUILDING.exec(text); part; part = PART_OF_BUILDING.exec(text)) {
+    parts.push(part[1]!);
+    text = part[2] ?? '';
   }
-  return cut(numberOrName(first), HOUSE_MAX_LENGTH);
+  const building = firstSegment(text);
+  if (building !== '') parts.push(numberOrName(building));
+  return cut(parts.join(', '), max);
 }
 
 function firstSegment(text: string): string {
@@ -448,16 +477,26 @@ export function claimCutoff(today: string, periodEnd?: string): string {
     return `${String(year).padStart(4, '0')}${rest}`;
   }
   // The period ending in `year` is out of time once its end four years on has passed.
-  const endYear = `${today.slice(0, 4)}-${periodEnd}` < today ? year : year - 1;
-  const end = new Date(`${String(endYear).padStart(4, '0')}-${periodEnd}T00:00:00Z`);
+  const endThisYear = `${today.slice(0, 4)}-${endOfPeriodIn(Number(today.slice(0, 4)), periodEnd)}`;
+  const endYear = endThisYear < today ? year : year - 1;
+  const end = new Date(`${String(endYear).padStart(4, '0')}-${endOfPeriodIn(endYear, periodEnd)}T00:00:00Z`);
   end.setUTCDate(end.getUTCDate() + 1);
   return end.toISOString().slice(0, 10);
 }
 
-/** An accounting period's end as `MM-DD` (a day every year has: not 29 February), or undefined if it is not one. */
+/**
+ * An accounting period's end as `MM-DD`, or undefined if it is not one. `02-29` is the last day of
+ * February, the 28th in a year without a 29th, as a period ending at the end of February runs
+ * (refused until 2026-11-29; a review).
+ */
 export function periodEndOf(value: string): string | undefined {
   const m = /^(\d{2})-(\d{2})$/.exec(value);
-  return m && isRealDate(2001, Number(m[1]), Number(m[2])) ? value : undefined; // 2001: not a leap year
+  return m && isRealDate(2000, Number(m[1]), Number(m[2])) ? value : undefined; // 2000: a leap year
+}
+
+/** The day (MM-DD) a period ending on `periodEnd` each year ends in `year`: 02-29 is 02-28 when that year has none. */
+function endOfPeriodIn(year: number, periodEnd: string): string {
+  return periodEnd === '02-29' && !isLeap(year) ? '02-28' : periodEnd;
 }
 
 /**

@@ -5,7 +5,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
-import { donationDay, hmrcFirstName, hmrcLastName, hmrcPostcode, houseNameOrNumber, type ScheduleRow } from '../giftaid/schedule.js';
+import { donationDay, hmrcFirstName, hmrcLastName, hmrcPostcode, type ScheduleRow } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
 import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
@@ -341,7 +341,7 @@ export class ClaimLedger {
             (
               await trx
                 .selectFrom('donations')
-                .select(['id', 'charity_id', 'donation_date', 'amount_minor', 'donor_first_name', 'donor_last_name', 'donor_address', 'donor_postcode'])
+                .select(['id', 'charity_id', 'donation_date', 'amount_minor', 'donor_first_name', 'donor_last_name', 'donor_postcode'])
                 .where('id', 'in', part.map((r) => r.donation_id))
                 .execute()
             ).map((d) => [Number(d.id), d]),
@@ -442,13 +442,15 @@ function scheduleRow(r: Omit<Selectable<GiftaidClaimDonationsTable>, 'live' | 'c
 
 /**
  * Whether a claim's row was made from donation `d`: the claim's charity's, of the row's day and
- * amount, and of its donor's names, house and postcode as the schedule writes them (after a restore
- * of the wrong backup, an id may name another donor's donation of the same day and amount). A row
- * whose details were erased (a donor's erasure since) is matched on the rest.
+ * amount, and of its donor's names and postcode as the schedule writes them (after a restore of the
+ * wrong backup, an id may name another donor's donation of the same day and amount). Not the house:
+ * how it is read from donor_address has changed between versions (a floor, "Flat 2 of 12", on
+ * 2026-11-29), and a row written before would no longer match its own donation, which would then be
+ * claimed again. A row whose details were erased (a donor's erasure since) is matched on the rest.
  */
 function madeFrom(
-  r: Pick<LedgerCopy['rows'][number], 'donation_day' | 'amount_minor' | 'first_name' | 'last_name' | 'house' | 'postcode'>,
-  d: { charity_id: number; donation_date: string; amount_minor: number; donor_first_name: string | null; donor_last_name: string | null; donor_address: string | null; donor_postcode: string | null },
+  r: Pick<LedgerCopy['rows'][number], 'donation_day' | 'amount_minor' | 'first_name' | 'last_name' | 'postcode'>,
+  d: { charity_id: number; donation_date: string; amount_minor: number; donor_first_name: string | null; donor_last_name: string | null; donor_postcode: string | null },
   charityId: number,
 ): boolean {
   if (d.charity_id !== charityId || d.amount_minor !== r.amount_minor || donationDay(d.donation_date) !== r.donation_day) return false;
@@ -456,7 +458,6 @@ function madeFrom(
   return (
     hmrcFirstName(d.donor_first_name) === r.first_name &&
     hmrcLastName(d.donor_last_name) === r.last_name &&
-    houseNameOrNumber(d.donor_address) === r.house &&
     hmrcPostcode(d.donor_postcode).value === r.postcode
   );
 }

@@ -59,6 +59,7 @@ interface ClaimJson {
   needs_attention: string | null;
   donations: number;
   total: string;
+  shortened: { id: number; columns: string[] }[];
 }
 interface ClaimListJson {
   id: number;
@@ -83,6 +84,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
       let claimRun: Run;
       let claim: ClaimJson;
       let previewRun: Run;
+      let previewText: Run;
       let claimsBeforeClaim: ClaimListJson[];
       const files: OdsFile[] = [];
       const today = todayInUk();
@@ -158,6 +160,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         }
 
         previewRun = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'preview'), '--json']);
+        previewText = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'preview-text')]);
         claimsBeforeClaim = json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--json']));
         claimRun = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', out, '--json']);
         claim = json<ClaimJson>(claimRun);
@@ -178,6 +181,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
           needs_attention: join(out, `claim-${claim.claim}-needs-attention.csv`),
           donations: claimable.size,
           total: `${Math.floor(pence / 100)}.${String(pence % 100).padStart(2, '0')}`,
+          // Cut to fit HMRC's 35 characters, and said (without a word until 2026-11-29; a review).
+          shortened: [{ id: idOf('long'), columns: ['first name', 'last name'] }],
         });
         assert.deepEqual(readdirSync(out).sort(), [`claim-${claim.claim}-1.ods`, `claim-${claim.claim}-2.ods`, `claim-${claim.claim}-needs-attention.csv`], 'no other file, no temporary file left');
         // Donors' names and addresses: readable by their owner only, whatever the umask (they followed it: 0644).
@@ -272,11 +277,21 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
       });
 
       test('the preview wrote the same rows as previews, and claimed nothing', async () => {
-        const preview = json<{ files: string[]; needs_attention: string | null; donations: number; total: string }>(previewRun);
+        const preview = json<{ files: string[]; needs_attention: string | null; donations: number; total: string; shortened: unknown }>(previewRun);
         assert.deepEqual(claimsBeforeClaim, [], 'no claim was made by the preview');
         assert.deepEqual(preview.files, [join(dir, 'preview', 'preview-1.ods'), join(dir, 'preview', 'preview-2.ods')]);
         assert.equal(preview.donations, claim.donations);
         assert.equal(preview.total, claim.total);
+        assert.deepEqual(preview.shortened, claim.shortened);
+        assert.equal(previewText.code, 0, previewText.stderr);
+        assert.match(
+          previewText.stdout,
+          new RegExp(
+            `^  1 donation has a name or house longer than HMRC's schedule takes, cut to fit \\(names to 35 characters, the house to 40\\): ` +
+              `donation ${idOf('long')} \\(first name, last name\\)\\. Check HMRC can still tell that donor\\.$`,
+            'm',
+          ),
+        );
         const previews = await Promise.all(preview.files.map(readOds));
         assert.deepEqual(previews.flatMap((f) => giftAidRows(f).map(cellsOf)), allRows().map(cellsOf), 'the same rows as the claim');
         // HMRC's checker refuses a preview uploaded by mistake, on its sheet's name alone (it passed until 2026-11-28, to be claimed twice).
@@ -299,7 +314,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
 
       test('a second claim finds nothing new: no claim, no schedule file, exit 0; the donations left out are listed again', async () => {
         const again = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again'), '--json']));
-        assert.deepEqual(again, { claim: null, files: [], needs_attention: join(dir, 'again', 'needs-attention.csv'), donations: 0, total: '0.00' });
+        assert.deepEqual(again, { claim: null, files: [], needs_attention: join(dir, 'again', 'needs-attention.csv'), donations: 0, total: '0.00', shortened: [] });
         assert.equal(readAttention(again.needs_attention!).length, 8);
         const text = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again')]);
         assert.equal(text.code, 0, text.stderr);
@@ -360,7 +375,17 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         // new ones side by side claimed the same donations twice if the folder was uploaded (a review, 2026-11-29).
         const beside = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', rejecting.username, '--out', join(dir, 'rejecting-1')]);
         assert.equal(beside.code, 2, beside.stderr);
-        assert.match(beside.stderr, new RegExp(`already holds claim-${first.claim}-1\\.ods, another claim's schedule: give each claim a folder of its own`));
+        assert.match(beside.stderr, new RegExp(`already holds claim-${first.claim}-1\\.ods, a claim's schedule: give each claim's files a folder of their own`));
+        // Or in a folder within it (only the top level was looked at until 2026-11-29; a review), by a claim or by files.
+        const nested = join(dir, 'rejecting-nested');
+        mkdirSync(join(nested, 'old', 'sent'), { recursive: true });
+        copyFileSync(first.files[0]!, join(nested, 'old', 'sent', `claim-${first.claim}-1.ods`));
+        for (const args of [['claim', '--charity', rejecting.username], ['files', String(first.claim)]]) {
+          const within = await almoner(ctx.databaseUrl, ['giftaid', ...args, '--out', nested]);
+          assert.equal(within.code, 2, within.stderr);
+          assert.match(within.stderr, new RegExp(`already holds ${join('old', 'sent', `claim-${first.claim}-1`).replaceAll('/', '\\/')}\\.ods, a claim's schedule`));
+        }
+        assert.deepEqual(readdirSync(nested), ['old'], 'nothing written');
         // A copy as a browser saves it, or in another case, is the same schedule.
         const copyDir = join(dir, 'rejecting-copies');
         mkdirSync(copyDir);
@@ -392,7 +417,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
       test('nothing to claim at all: exit 0, no claim, no file', async () => {
         const empty = await ctx.signUp('Empty Charity', 'empty@charity.example');
         const r = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', empty.username, '--out', join(dir, 'empty'), '--json']));
-        assert.deepEqual(r, { claim: null, files: [], needs_attention: null, donations: 0, total: '0.00' });
+        assert.deepEqual(r, { claim: null, files: [], needs_attention: null, donations: 0, total: '0.00', shortened: [] });
         assert.deepEqual(readdirSync(join(dir, 'empty')), []);
       });
 
@@ -436,9 +461,13 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(giftAidRows(await readOds(claim.files[0]!)).map((row) => row.lastName), ['Inperiod']);
         const attentionCsv = readFileSync(claim.needs_attention!, 'utf8');
         assert.match(attentionCsv, /Outofperiod.*dated before 01\/01\/\d{4}, in an accounting period \(ending 31\/12\) that ended more than 4 years before the claim date: too late to claim/);
-        const bad = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', period.username, '--period-end', '02-29', '--out', join(dir, 'period')]);
+        // 02-29 is the last day of February (refused until 2026-11-29); 02-30 is no day.
+        const bad = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', period.username, '--period-end', '02-30', '--out', join(dir, 'period')]);
         assert.equal(bad.code, 2, bad.stderr);
         assert.match(bad.stderr, /--period-end.*must be a day of the year as MM-DD/);
+        const february = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', period.username, '--from', '2000-01-01', '--to', today, '--period-end', '02-29', '--out', join(dir, 'period-february')]);
+        assert.equal(february.code, 0, february.stderr);
+        assert.match(february.stdout, new RegExp(`Donations dated before 01/03/${year - 4 - (today.slice(5) > '02-29' ? 0 : 1)} are in accounting periods that ended more than four years ago`));
       });
 
       test('--from and --to are UK days, as the schedule dates donations: one recorded at 00:30 on a British summer night falls on its UK day', async () => {

@@ -11,7 +11,7 @@ import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { ERASED_EMAIL } from '../../src/donations/erasure.js';
 import { recordGiftAided } from '../support/app.js';
-import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
 
@@ -159,6 +159,27 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+test("a kept claim's row written before 2026-11-29, whose house was read from the address otherwise, still ties to its donation: it is not claimed again [sqlite]", async () => {
+  // How the house is read changed on 2026-11-29 ("1st Floor, 5 King Street" gave "1st Floor", now "1st Floor, 5"). The
+  // restore matched a kept row to its donation by the house too, so a row written before no longer matched its own
+  // donation, and the next claim took that donation again. Backend-independent: the match is made in code.
+  assertBuilt();
+  const database = await BACKENDS.find((b) => b.name === 'sqlite')!.createDatabase();
+  try {
+    const { cli, charity, claim: claimOf, backup } = operator(database, 'sqlite');
+    const { id, username } = await charity('Alpha');
+    await recordGiftAided(database.url, id, [{ donor_email: 'floor@example.org', donor_address: '1st Floor, 5 King Street' }]); // id 1
+    const b1 = await backup('b1');
+    assert.equal((await claimOf(username)).claim, 1);
+    await rawSql(database.url, "update giftaid_claim_donations set house = '1st Floor' where claim_id = 1"); // as the version before wrote it
+    await cli(['restore', b1, '--replace']);
+    const next = await claimOf(username);
+    assert.deepEqual([next.claim, next.donations], [null, 0], 'the donation is in claim 1 still, and in no new claim');
+  } finally {
+    await database.drop();
+  }
+});
 
 /** The operator's steps on `database`, each expected to succeed: a command, a charity, a claim (marked submitted), a backup. */
 function operator(database: TestDatabase, backend: string) {

@@ -118,6 +118,17 @@ describe('names', () => {
     assert.equal(row.lastName.length, 35);
   });
 
+  test('a value cut to fit is said: the donation and its columns are in the schedule\'s shortened list (cut without a word until 2026-11-29)', () => {
+    const long = donation({ id: 2, donor_first_name: 'Wolfeschlegelsteinhausenbergerdorff Hubert', donor_address: 'The Very Long Named Farmhouse Beyond The Hill, Somewhere' });
+    const exact = donation({ id: 3, donor_last_name: 'B'.repeat(35) });
+    const s = buildSchedule([donation(), long, exact, donation({ id: 4, donor_last_name: 'x'.repeat(36), donor_postcode: null })], TODAY);
+    assert.deepEqual(s.shortened, [{ id: 2, columns: ['first name', 'house name or number'] }], 'only claimable donations, and only what was cut');
+    assert.deepEqual(
+      s.rows.map((r) => r.donationId),
+      [1, 2, 3],
+    );
+  });
+
   test("lengths count characters once written in HMRC's: a spelling that grows is cut after it", () => {
     assert.equal(hmrcFirstName('Zoë'), 'Zoë');
     assert.equal(hmrcLastName('Щ'.repeat(10)), 'Shch'.repeat(10).slice(0, 35));
@@ -209,7 +220,19 @@ describe('house name or number, from the start of donor_address', () => {
     ['Flat 3', 'Flat 3'],
     ['Flat Top Cottage, The Green', 'Flat Top Cottage'],
     ['  \n  7   Acacia Avenue ', '7'],
-    ['1st Floor, 5 King Street', '1st Floor'],
+    // A floor, or "of" before the building: the building's number was lost until 2026-11-29 (a review).
+    ['1st Floor, 5 King Street', '1st Floor, 5'],
+    ['2nd Floor, 12 High St', '2nd Floor, 12'],
+    ['Ground Floor Flat\n12 High St', 'Ground Floor Flat, 12'],
+    ['Basement Flat, 12a High St', 'Basement Flat, 12a'],
+    ['Flat 2 of 12 High St', 'Flat 2, 12'],
+    ['Flat 2, at 12 High St', 'Flat 2, 12'],
+    ['Flat 3, 1st Floor, 12 High St', 'Flat 3, 1st Floor, 12'],
+    ['Top Floor, The Old Mill, Mill Lane', 'Top Floor, The Old Mill'],
+    ['Room 5 Riverside Court, 1 Quay St', 'Room 5, Riverside Court'],
+    ['2nd Floor', '2nd Floor'],
+    ['12 Floor Street', '12'],
+    ['Top Farm, The Green', 'Top Farm'],
     // A letter alone after the number, and two numbers with &: cut to the first number until 2026-11-29.
     ['12 A High Street', '12A'],
     ['12 a, High Street', '12a'],
@@ -280,14 +303,25 @@ describe('dates', () => {
     assert.equal(claimCutoff('2026-11-29', '11-28'), '2022-11-29');
     assert.equal(isOutOfTime('2022-04-05', '2026-11-29', '04-05'), true);
     assert.equal(isOutOfTime('2022-04-06', '2026-11-29', '04-05'), false);
-    assert.deepEqual(['03-31', '04-05', '12-31', '02-28'].map(periodEndOf), ['03-31', '04-05', '12-31', '02-28']);
-    assert.deepEqual(['02-29', '04-31', '3-31', '13-01', '00-10', 'x'].map(periodEndOf), [undefined, undefined, undefined, undefined, undefined, undefined]);
+    assert.deepEqual(['03-31', '04-05', '12-31', '02-28', '02-29'].map(periodEndOf), ['03-31', '04-05', '12-31', '02-28', '02-29']);
+    assert.deepEqual(['02-30', '04-31', '3-31', '13-01', '00-10', 'x'].map(periodEndOf), [undefined, undefined, undefined, undefined, undefined, undefined]);
     assert.equal(isOutOfTime('2021-06-15', '2025-06-15'), false);
     assert.equal(isOutOfTime('2021-06-14', '2025-06-15'), true);
     claimed(donation({ donation_date: '2021-06-15T00:00:00.000000Z' }));
     const row = attention(donation({ donation_date: '2021-06-14T00:00:00.000000Z' }));
     assert.deepEqual(row.reasons, [REASONS.outOfTime('2021-06-15')]);
     assert.match(row.reasons[0]!, /more than 4 years before the claim date \(before 15\/06\/2021\)/);
+  });
+
+  test('a period ending on the last day of February (02-29, refused until 2026-11-29): the 29th in a leap year, else the 28th', () => {
+    assert.equal(claimCutoff('2026-11-29', '02-29'), '2022-03-01', 'the period ending 28 February 2022 is out of time');
+    assert.equal(claimCutoff('2029-01-10', '02-29'), '2024-03-01', 'the period ending 29 February 2024 ended more than four years before');
+    assert.equal(claimCutoff('2028-02-29', '02-29'), '2023-03-01', 'four years to the day is in time: the period to 29 February 2024 still is');
+    assert.equal(claimCutoff('2028-02-28', '02-29'), '2023-03-01');
+    assert.equal(claimCutoff('2028-03-01', '02-29'), '2024-03-01');
+    assert.equal(isOutOfTime('2024-02-29', '2029-01-10', '02-29'), true);
+    assert.equal(isOutOfTime('2024-03-01', '2029-01-10', '02-29'), false);
+    assert.match(REASONS.outOfTime('2024-03-01', '02-29'), /\(ending on the last day of February\)/);
   });
 
   test('a claim made on 29 February counts back to 28 February when that year has none', () => {
@@ -425,6 +459,6 @@ describe('the whole claim', () => {
 
   test('none claimable: no rows', () => {
     assert.deepEqual(buildSchedule([donation({ donor_postcode: null })], TODAY).rows, []);
-    assert.deepEqual(buildSchedule([], TODAY), { rows: [], needsAttention: [], claimableMinor: 0 });
+    assert.deepEqual(buildSchedule([], TODAY), { rows: [], needsAttention: [], claimableMinor: 0, shortened: [] });
   });
 });
