@@ -39,8 +39,13 @@ import { print, printJson, withStore } from './io.js';
 import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
-/** Any claim's schedule (claimFileName): a folder holding one takes no other claim's, so that no two are uploaded together. */
-const CLAIM_SCHEDULE = /^claim-\d+-\d+\b.*\.ods$/i; // Claim-1-1.ODS, "claim-1-1 (1).ods" as a browser saves a copy: the same schedule
+/**
+ * Any claim's schedule (claimFileName), under any name a person or a program gives a copy of it
+ * (Claim-1-1.ODS, "claim-1-1 (1).ods", "Copy of claim-1-1.ods", "claim-1-1_corrected.ods", which
+ * until 2026-11-29 was not seen; a review): a folder holding one takes no other claim's, so that no
+ * two are uploaded together. A spreadsheet of one's own named so ("claims 2025.ods") is refused too.
+ */
+const CLAIM_SCHEDULE = /claim.*\.ods$/i;
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
 const previewFileName = (file: number) => `preview-${file}.ods`;
 
@@ -394,12 +399,18 @@ async function exists(path: string): Promise<boolean> {
  * Refuses a folder that holds a claim's schedule already: the next claim's files beside it are
  * uploaded with it, and after `giftaid mark N rejected` the next claim takes the rejected one's
  * donations again, so the two together claim them twice (a review: 44 donations). Until 2026-11-29
- * only a file of the very same name was refused, and until 2026-11-29 only one at the folder's top
- * level (old/claim-1-1.ods was not seen). Folders within it are looked in, OTHER_CLAIMS_DEPTH deep;
- * one that cannot be read is passed over.
+ * only a file of the very same name was refused, and only one at the folder's top level (reviews:
+ * old/claim-1-1.ods, a linked folder, claims/c1/claim-1-1.ods for --out claims/c1/resubmit were not
+ * seen). The folders within it are looked in, OTHER_CLAIMS_DEPTH deep, linked ones too, and the
+ * one above it at its top level; one that cannot be read is passed over.
  */
 async function refuseOtherClaims(dir: string): Promise<void> {
-  const taken = (await schedulesWithin(dir, OTHER_CLAIMS_DEPTH)).sort();
+  const within = await schedulesWithin(dir, OTHER_CLAIMS_DEPTH).catch((err: NodeJS.ErrnoException) => {
+    throw new UsageError(`cannot read the --out folder ${dir} (${err.code ?? err.message}): it must be one this user can read and write.`);
+  });
+  const parent = dirname(dir);
+  const above = parent === dir ? [] : (await schedulesWithin(parent, 0).catch(() => [])).map((name) => join('..', name));
+  const taken = [...within.sort(), ...above.sort()];
   if (taken.length === 0) return;
   throw new UsageError(
     `${dir} already holds ${taken.join(', ')}, a claim's schedule: give each claim's files a folder of their own, so that no other schedule ` +
@@ -416,8 +427,14 @@ async function schedulesWithin(dir: string, depth: number, under = ''): Promise<
     if (under === '') throw err; // the folder itself: the claim's files go there
     return [];
   });
-  const found = entries.filter((e) => !e.isDirectory() && CLAIM_SCHEDULE.test(e.name)).map((e) => join(under, e.name));
-  if (depth > 0) for (const e of entries.filter((e) => e.isDirectory())) found.push(...(await schedulesWithin(dir, depth - 1, join(under, e.name))));
+  const found: string[] = [];
+  for (const e of entries) {
+    const path = join(under, e.name);
+    // A link is followed to what it names (a loop ends at the depth).
+    const folder = e.isDirectory() || (e.isSymbolicLink() && (await stat(join(dir, path)).then((s) => s.isDirectory(), () => false)));
+    if (!folder && CLAIM_SCHEDULE.test(e.name)) found.push(path);
+    else if (folder && depth > 0) found.push(...(await schedulesWithin(dir, depth - 1, path)));
+  }
   return found;
 }
 

@@ -107,7 +107,10 @@ export const REASONS = {
   firstNameNoLetters: 'first name has no letters',
   noLastName: 'no last name',
   lastNameNoLetters: 'last name has no letters',
-  noHouse: 'no house name or number (donor_address is empty)',
+  noHouse: 'no house name or number (donor_address is empty, or stands for none: "-", "N/A")',
+  /** HMRC: a donor's home address, which "cannot be a place of work or care of address" (a review: claimed as the house until 2026-11-29). */
+  careOf: "donor_address is a care-of address (c/o): HMRC needs the donor's own home address",
+  poBox: "donor_address is a PO box: HMRC needs the donor's home address",
   noPostcode: 'no postcode',
   badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
   /** "BFPO 123": the advice for a donor abroad (X) is wrong for a forces address, which has a postcode of its own (a review). */
@@ -152,6 +155,8 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
     ] as const
   ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));
   if (house === '') reasons.push(REASONS.noHouse);
+  else if (/^(?:c\/o|care of)\b/i.test(house)) reasons.push(REASONS.careOf);
+  else if (/^p\.?\s?o\.?\s?box\b/i.test(house)) reasons.push(REASONS.poBox);
 
   const postcode = hmrcPostcode(d.donor_postcode);
   if (postcode.value === '') reasons.push(REASONS.noPostcode);
@@ -357,63 +362,123 @@ export function hmrcLastName(name: string | null, max = NAME_MAX_LENGTH): string
 
 /**
  * A house number at the start of a segment: 12, 12a, 12 A (a letter alone after a space), 12-14,
- * 12/3, 12 & 14 (followed by a space, a comma or the end). Until 2026-11-29 "12 A High Street" gave
- * 12 and "12 & 14 High St" gave 12 (a review): HMRC matches a donor by house and postcode.
+ * 12/3, 12 & 14, 12 to 14, 12 and 14, perhaps after "No." (followed by a space, a comma or the end).
+ * Until 2026-11-29 "12 A High Street" gave 12 and "12 & 14 High St" gave 12, and "No. 12 High St"
+ * and "12 to 14" were not read (reviews): HMRC matches a donor by house and postcode.
  */
-const HOUSE_NUMBER = /^\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?(?:\s*[-/&]\s*\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?)?(?=[\s,]|$)/;
+const HOUSE_NUMBER =
+  /^(?:no\.?\s*|number\s+)?(\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?(?:(?:\s*[-/&]\s*|\s+(?:to|and)\s+)\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?)?)(?=[\s,]|$)/i;
+
+/** The number a segment starts with, written as HMRC gets it ("12 to 14" as 12-14), and what follows it. */
+function leadingNumber(segment: string): { value: string; rest: string } | undefined {
+  const m = HOUSE_NUMBER.exec(segment);
+  if (!m) return undefined;
+  const value = m[1]!
+    .replace(/\s+to\s+/i, '-')
+    .replace(/\s+and\s+/i, '&')
+    .replace(/\s+/g, '')
+    .replace('&', ' & ');
+  return { value, rest: segment.slice(m[0].length).trim() };
+}
+
+const NUMBER_WORD = 'one|two|three|four|five|six|seven|eight|nine|ten';
+const ORDINAL = `\\d+(?:st|nd|rd|th)|ground|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|top|upper|lower|upper ground|lower ground|basement|mezzanine`;
 /**
- * A part of a building, before the building itself: a flat ("Flat 3", "Apartment 4B", "Unit 2",
- * "Flat A", "Room 5", "Studio 2") or a floor ("2nd Floor", "Ground Floor Flat", "Basement Flat").
- * Then, after a comma or a space, perhaps "of" or "at", comes the rest ("Flat 2 of 12 High St").
+ * A part of a building, as a whole segment: a flat with its number or letter ("Flat 3", "Apartment
+ * 4B", "Flat GF", "Flat No 4", "Flat Two", "Fflat 2", "Block B", "Floor 2", "Level 3"), a floor or a
+ * flat named by where it is ("2nd Floor", "Ground Floor Flat A", "Top Flat", "Garden Flat", "Rear
+ * Maisonette", "Basement"), or an Edinburgh flat ("2F1": second floor, first door).
  */
-const PART_OF_BUILDING =
-  /^((?:flat|apartment|apt\.?|unit|suite|room|studio)\s+(?:[^\s,]*\d[^\s,]*|[A-Za-z])|(?:(?:\d+(?:st|nd|rd|th)|ground|first|second|third|fourth|fifth|top|upper|lower|upper ground|lower ground)\s+floor|basement)(?:\s+(?:flat|apartment))?)(?:\s*,\s*|\s+|$)(?:(?:of|at)\s+)?(.*)$/i;
+const PART_OF_BUILDING = new RegExp(
+  '^(?:' +
+    `(?:flat|fflat|apartment|apt\\.?|unit|suite|room|studio|maisonette|block|floor|level)\\s+(?:no\\.?\\s*)?(?:[^\\s,]*\\d[^\\s,]*|[A-Za-z]{1,2}|${NUMBER_WORD})(?:\\s+floor)?` +
+    `|(?:(?:${ORDINAL}|garden|rear|front|side)\\s+)+(?:floor|flat|maisonette|apartment)(?:\\s+(?:flat|apartment|maisonette))?(?:\\s+(?:no\\.?\\s*)?(?:[A-Za-z]{1,2}|\\d+[A-Za-z]?|left|right|front|rear|${NUMBER_WORD}))?` +
+    `|basement|maisonette|\\d+f\\d+` +
+    ')$',
+  'i',
+);
+/** A street, by its last word ("High Street", "Elm Rd", "Heol y Frenhines"): after the house, never part of it. */
+const STREET = /(?:^|\s)(?:street|st|road|rd|lane|ln|avenue|ave|drive|dr|close|way|crescent|cres|place|pl|terrace|grove|hill|row|walk|mews|square|sq|parade|boulevard|wynd|brae|heol\s.+|stryd\s.+|ffordd\s.+)\.?$/i;
+/** What stands for no address at all: "N/A", "none", "unknown" (and anything with no letter or digit, "-", "?"). */
+const NO_ADDRESS = /^(?:n\/?a|none|nil|unknown|not known|tbc|tba|no address)$/i;
 
 /**
  * The house name or number, from the start of donor_address (Almoner has no separate field).
- * The rule, on the address with its lines joined by commas and its spaces normalised:
- *  1. The first segment is the text before the first comma.
- *  2. If it starts with a house number (12, 12a, 12 A, 12-14, 12 & 14), the house is that number:
- *     "12 High Street" -> "12"; "12a, High Street" -> "12a"; "12 A High Street" -> "12A".
- *  3. A part of a building first (a flat, "Flat 3", "Apartment 4B", "Unit 2", or a floor, "2nd
- *     Floor", "Basement Flat"), then the building, keeps the part and adds the building's number or
- *     name by rule 2, as "Flat 3, 12": HMRC matches a donor by house and postcode, and the flat
- *     alone would not say which building. "Flat 3, 12 High St", "Flat 3 12 High St" and "Flat 3 of
- *     12 High St" -> "Flat 3, 12"; "2nd Floor, 12 High St" -> "2nd Floor, 12"; "Flat 2, Mill
- *     House, Mill Lane" -> "Flat 2, Mill House"; "Flat 3, 1st Floor, 12 High St" -> "Flat 3, 1st
- *     Floor, 12". Until 2026-11-29 a floor lost the building's number and "of 12 High St" was taken
- *     for a house name (a review).
- *  4. Otherwise the first segment is a house name and is kept whole: "Rose Cottage, Lane End" ->
- *     "Rose Cottage". (An address with no comma and no leading number, "Rose Cottage Lane End",
- *     cannot be told apart from its street, so the whole first line is taken.)
- *  5. The result is cut to 40 characters (`max`). An empty or missing address gives "".
- * The address is first put in HMRC's characters (hmrcText).
+ * The rule, on the address with its lines joined by commas and its spaces normalised, segment by
+ * segment (the text between commas):
+ *  1. A segment that starts with a house number (12, 12a, 12 A, 12-14, 12 & 14, No. 12) gives that
+ *     number, and the house ends there: "12 High Street" -> "12"; "12a, High Street" -> "12a". A
+ *     Glasgow flat's number ("3/2, 12 Byres Road", "0/1 12 Byres Rd") takes the building's after it.
+ *  2. A part of a building (PART_OF_BUILDING: "Flat 3", "2nd Floor", "Top Flat", "2F1") is kept, and
+ *     the next segment read by these rules: "Flat 3, 12 High St" -> "Flat 3, 12"; "Flat 3, 1st
+ *     Floor, 12 High St" -> "Flat 3, 1st Floor, 12". Within one segment, a part followed by a house
+ *     number (perhaps after "of" or "at") is read the same: "Flat 2 of 12 High St" -> "Flat 2, 12".
+ *  3. After the first segment, a street ends the house unread: "Flat 3, High Street" -> "Flat 3".
+ *  4. Any other segment is a house name, kept whole, with the building's number when the next
+ *     segment starts with one: "Rose Cottage, Lane End" -> "Rose Cottage"; "The Old Mill, 12 High
+ *     St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" -> "Flat 2, Mill House". (An
+ *     address with no comma and no leading number, "Rose Cottage Lane End", cannot be told apart
+ *     from its street, so the whole first line is taken.)
+ *  5. Over 40 characters (`max`), a house name between a flat and the number goes first ("Apartment
+ *     12B, 7" rather than losing the 7), and then the end is cut. A segment with no letter or digit
+ *     ("-", "?"), or standing for none ("N/A", "unknown"), is passed over: an address of nothing else
+ *     gives "", as an empty one does (until 2026-11-29 "-" was claimed as the house; a review).
+ * The address is first put in HMRC's characters (hmrcText). Until 2026-11-29 a floor or a named flat
+ * lost the building's number ("2nd Floor, 12 High St" gave "2nd Floor"), and "of 12 High St" was
+ * taken for a house name (reviews).
  */
 export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH): string {
-  let text = (address ?? '')
+  const segments = (address ?? '')
     .split(/\r\n|\r|\n/)
     .map((line) => hmrcText(normaliseSpaces(line)))
-    .filter((line) => line !== '')
-    .join(', ');
-  const parts: string[] = [];
-  for (let part = PART_OF_BUILDING.exec(text); part; part = PART_OF_BUILDING.exec(text)) {
-    parts.push(part[1]!);
-    text = part[2] ?? '';
-  }
-  const building = firstSegment(text);
-  if (building !== '') parts.push(numberOrName(building));
-  return cut(parts.join(', '), max);
-}
-
-function firstSegment(text: string): string {
-  return text
+    .join(',')
     .split(',')
-    .map((s) => s.trim())
-    .find((s) => s !== '') ?? '';
+    .map((segment) => segment.trim())
+    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment));
+  const parts: { text: string; name: boolean }[] = [];
+  for (let i = 0; i < segments.length && parts.length < 4; i++) {
+    let segment = i === 0 ? segments[i]! : segments[i]!.replace(/^(?:of|at)\s+(?=\d)/i, ''); // "Flat 2, at 12 High St"
+    if (PART_OF_BUILDING.test(segment)) {
+      parts.push({ text: segment, name: false });
+      continue;
+    }
+    const within = partWithin(segment);
+    if (within) {
+      parts.push({ text: within.part, name: false });
+      if (!leadingNumber(within.rest)) break; // a street
+      segment = within.rest;
+    }
+    const number = leadingNumber(segment);
+    if (number) {
+      parts.push({ text: number.value, name: false });
+      const building = number.value.includes('/') ? leadingNumber(number.rest === '' ? (segments[i + 1] ?? '') : number.rest) : undefined;
+      if (building) parts.push({ text: building.value, name: false });
+      break;
+    }
+    if (i > 0 && STREET.test(segment)) break;
+    parts.push({ text: segment, name: true });
+    const building = leadingNumber(segments[i + 1] ?? '');
+    if (building) parts.push({ text: building.value, name: false });
+    break;
+  }
+  let house = parts.map((p) => p.text).join(', ');
+  if (Array.from(house).length > max && parts.length > 2) {
+    const withoutNames = parts.filter((p, i) => !p.name || i === 0).map((p) => p.text).join(', ');
+    if (Array.from(withoutNames).length <= max) house = withoutNames;
+  }
+  return cut(house, max).replace(/[\s,]+$/, '');
 }
 
-function numberOrName(segment: string): string {
-  return HOUSE_NUMBER.exec(segment)?.[0].replace(/\s+/g, '').replace('&', ' & ') ?? segment;
+/** A part of a building at the start of a segment, then the rest ("Flat 2 of 12 High St", "Top Flat 7 Elm Road"), if the rest is a number or a street. */
+function partWithin(segment: string): { part: string; rest: string } | undefined {
+  const words = segment.split(' ');
+  for (let n = Math.min(words.length - 1, 5); n >= 1; n--) {
+    const part = words.slice(0, n).join(' ');
+    if (!PART_OF_BUILDING.test(part)) continue;
+    const rest = words.slice(n).join(' ').replace(/^(?:of|at)\s+/i, '');
+    if (leadingNumber(rest) || STREET.test(rest)) return { part, rest };
+  }
+  return undefined;
 }
 
 /**

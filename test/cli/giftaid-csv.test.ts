@@ -17,7 +17,7 @@ const ATTENTION_HEADER = ['id', 'donor_first_name', 'donor_last_name', 'donor_em
 const AWKWARD: Array<{ body: Record<string, unknown>; reason: string }> = [
   { body: { donor_first_name: 'Ann\nMarie', donor_last_name: null, donor_address: '42\nMain Road' }, reason: 'no last name' },
   { body: { donor_address: 'Flat 1\rRose Court', donor_city: 'St\rIves', donor_postcode: undefined }, reason: 'no postcode' },
-  { body: { donor_last_name: 'O"Brien', donor_address: '', donor_city: 'Hull, East Riding' }, reason: 'no house name or number (donor_address is empty)' },
+  { body: { donor_last_name: 'O"Brien', donor_address: '', donor_city: 'Hull, East Riding' }, reason: 'no house name or number (donor_address is empty, or stands for none: "-", "N/A")' },
   {
     body: { donor_address: '7 Rue "Haute", Paris', donor_postcode: '75008, Paris', donor_email: '"x,\ny"@example.com' },
     reason: 'postcode "75008, Paris" is not a UK postcode (use X for a donor living outside the UK)',

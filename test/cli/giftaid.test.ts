@@ -4,7 +4,7 @@
 // checker does (test/support/ods.ts, no code shared with the writer) and opened in LibreOffice.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { DonationInput } from '../../src/client/index.js';
@@ -240,7 +240,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(byLastName.get('W'.repeat(35)), row('Wolfeschlegelsteinhausenbergerdorff', 'W'.repeat(35), '12', 'SW1A 1AA', recent, '0.01'));
         assert.deepEqual(byLastName.get('Oncutoff'), row('Jane', 'Oncutoff', '12', 'SW1A 1AA', shift(today, { years: -4 }), '7.00'));
         assert.deepEqual(byLastName.get('Zolkiewski'), row('Lukasz', 'Zolkiewski', '12', 'SW1A 1AA', recent, '12.34'));
-        assert.deepEqual(byLastName.get("O'Brien"), row('Zoë', "O'Brien", 'Château Rouge', 'SW1A 1AA', recent, '5.00'));
+        assert.deepEqual(byLastName.get("O'Brien"), row('Zoë', "O'Brien", 'Château Rouge, 5', 'SW1A 1AA', recent, '5.00'));
         assert.deepEqual(byLastName.get('Petrov'), row('Ivan', 'Petrov', '12', 'SW1A 1AA', recent, '3.00'));
         assert.deepEqual(byLastName.get('Dupont'), row('Jane', 'Dupont', '100', 'X', recent, '42.00'));
         assert.deepEqual(byLastName.get('Todays'), row('Jane', 'Todays', '12', 'SW1A 1AA', today, '1.00'));
@@ -265,7 +265,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const rows = new Map(readAttention(claim.needs_attention!).map((r) => [Number(r[0]), r]));
         const reason = (name: string) => rows.get(idOf(name))?.[9];
         assert.equal(reason('noLastName'), 'no last name');
-        assert.equal(reason('noAddress'), 'no house name or number (donor_address is empty)');
+        assert.equal(reason('noAddress'), 'no house name or number (donor_address is empty, or stands for none: "-", "N/A")');
         assert.equal(reason('noPostcode'), 'no postcode');
         assert.match(reason('tooOld') ?? '', /^dated more than 4 years before the claim date \(before \d\d\/\d\d\/\d{4}\): left out, though HMRC takes a claim up to 4 years after the end of the accounting period the donation fell in, so it may still be in time: if it is, give your accounting period.s end \(--period-end\)$/);
         assert.equal(reason('tricky'), 'no first name; postcode "75008" is not a UK postcode (use X for a donor living outside the UK)');
@@ -386,6 +386,25 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
           assert.match(within.stderr, new RegExp(`already holds ${join('old', 'sent', `claim-${first.claim}-1`).replaceAll('/', '\\/')}\\.ods, a claim's schedule`));
         }
         assert.deepEqual(readdirSync(nested), ['old'], 'nothing written');
+        // A copy renamed by a person, a linked folder, or the folder above (a second review, 2026-11-29): refused too.
+        const refusedIn = async (folder: string, shown: string) => {
+          for (const args of [['claim', '--charity', rejecting.username], ['files', String(first.claim)]]) {
+            const run = await almoner(ctx.databaseUrl, ['giftaid', ...args, '--out', folder]);
+            assert.equal(run.code, 2, `${folder}: ${run.stderr}`);
+            assert.ok(run.stderr.includes(`already holds ${shown}, a claim's schedule`), run.stderr);
+          }
+        };
+        for (const name of ['Copy of claim-1-1.ods', 'claim-1-1_corrected.ods', 'claim1-1.ods']) {
+          const renamed = join(dir, `rejecting-renamed-${name.length}`);
+          mkdirSync(renamed);
+          copyFileSync(first.files[0]!, join(renamed, name));
+          await refusedIn(renamed, name);
+        }
+        const linked = join(dir, 'rejecting-linked');
+        mkdirSync(linked);
+        symlinkSync(join(dir, 'rejecting-1'), join(linked, 'old'));
+        await refusedIn(linked, join('old', `claim-${first.claim}-1.ods`));
+        await refusedIn(join(dir, 'rejecting-1', 'resubmit'), join('..', `claim-${first.claim}-1.ods`));
         // A copy as a browser saves it, or in another case, is the same schedule.
         const copyDir = join(dir, 'rejecting-copies');
         mkdirSync(copyDir);
