@@ -280,8 +280,9 @@ export const ATTENTION_FILE_NAME = 'needs-attention.csv';
 // --- the rules, one by one ---
 
 /**
- * Whitespace of any kind (line breaks, tabs, non-breaking spaces) and control characters become
- * one space; the ends are trimmed. HMRC: "Don't include blank spaces … at the start or end of boxes".
+ * Whitespace of any kind (line breaks, tabs, non-breaking spaces) becomes one space; the ends are
+ * trimmed. Other control characters (U+0001, DEL) stay, for outsideHmrcCharacters to report: until
+ * 2026-11-29 they became spaces, and "Ja\u0001ne" was claimed as "Ja ne" without a word (a review). HMRC: "Don't include blank spaces … at the start or end of boxes".
  * Characters that show as nothing (Unicode's format characters: a zero-width space, a left-to-right
  * mark, a soft hyphen, picked up when text is pasted) go, as HMRC's checker deletes them; and letters
  * written as a letter and its accent (Zoe\u0308, as macOS sends them) become one character (Zoë),
@@ -289,7 +290,7 @@ export const ATTENTION_FILE_NAME = 'needs-attention.csv';
  * character nobody could see, and the second lost the accent (a review).
  */
 export function normaliseSpaces(s: string): string {
-  return s.normalize('NFC').replace(/\p{Cf}+/gu, '').replace(/[\s\p{Cc}]+/gu, ' ').trim();
+  return s.normalize('NFC').replace(/\p{Cf}+/gu, '').replace(/\s+/gu, ' ').trim();
 }
 
 /** Cut to `max` characters (Unicode code points, as every length in Almoner), without a trailing space. */

@@ -43,6 +43,11 @@ function errorResponse(description: string, example: string, headers: Record<str
   return { description, headers: { 'X-Request-Id': ref('headers', 'X-Request-Id'), ...headers }, content: json(ref('schemas', 'Error'), { message: example }) };
 }
 
+/** An answer sent before there is a request to name: the HTTP parser's, or Node's own (no X-Request-Id). */
+function beforeRequestResponse(description: string, example: string) {
+  return { description: `${description} Sent before the request is read, so without an X-Request-Id.`, content: json(ref('schemas', 'Error'), { message: example }) };
+}
+
 const MISSING_HOST = 'An HTTP/1.1 request has no Host header, which HTTP/1.1 requires (every HTTP client sends one).';
 
 /** Answers every operation can give, whatever it does. */
@@ -50,9 +55,13 @@ const COMMON_RESPONSES = {
   '400': ref('responses', 'BadRequest'),
   '401': ref('responses', 'Unauthorized'),
   '405': ref('responses', 'MethodNotAllowed'),
+  // Declared for each operation since 2026-11-29 (only the document's description named them; a review).
+  '408': ref('responses', 'RequestTimeout'),
   '413': ref('responses', 'PayloadTooLarge'),
   '415': ref('responses', 'UnsupportedMediaType'),
+  '417': ref('responses', 'ExpectationFailed'),
   '429': ref('responses', 'TooManyRequests'),
+  '431': ref('responses', 'HeadersTooLarge'),
   '500': ref('responses', 'InternalServerError'),
   '503': ref('responses', 'Unavailable'),
 };
@@ -256,6 +265,15 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           'The GET method is not supported for this route. Supported methods: POST.',
           { Allow: { description: 'The methods the path takes.', schema: { type: 'string', const: 'POST' }, required: true } },
         ),
+        RequestTimeout: beforeRequestResponse(
+          'The request (its headers, or its whole body) did not arrive in time; the connection is closed.',
+          'The request took too long to arrive.',
+        ),
+        ExpectationFailed: beforeRequestResponse(
+          'The request has an `Expect` header other than `100-continue`; the connection is closed.',
+          'Only "Expect: 100-continue" is supported: send the request without this Expect header.',
+        ),
+        HeadersTooLarge: beforeRequestResponse('The request\'s headers are larger than the server takes; the connection is closed.', 'The request headers are too large.'),
         PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT / 1024 / 1024} MiB.`, 'The request body must not be larger than 1 MiB.'),
         UnsupportedMediaType: errorResponse(
           'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8, or is JSON sent as a form, or has a Content-Encoding (such as gzip): send it uncompressed.',

@@ -424,6 +424,9 @@ describe('donations that need attention', () => {
     ['a postcode that is not a UK one', { donor_postcode: '75008' }, REASONS.badPostcode('75008')],
     ['a BFPO number for a postcode (not a donor abroad: a forces address has a BF1 postcode)', { donor_postcode: 'bfpo  123' }, REASONS.bfpo('bfpo 123')],
     ['a last name HMRC would mangle', { donor_last_name: 'Doe 🙂' }, REASONS.unwritable('last name', ['🙂'])],
+    // Made spaces and claimed as "Ja ne" until 2026-11-29 (a review).
+    ['a first name with a control character', { donor_first_name: 'Ja\u0001ne' }, REASONS.unwritable('first name', ['\u0001'])],
+    ['a last name with DEL', { donor_last_name: 'Ray\u007f' }, REASONS.unwritable('last name', ['\u007f'])],
   ];
   for (const [what, overrides, reason] of single) {
     test(`${what}: ${reason}`, () => {
