@@ -93,7 +93,7 @@ const BARE_PERCENT = /%(?![0-9A-Fa-f]{2})/;
  * a Latin-1 page sends é as %E9: a 400, not "%E9" or U+FFFD stored in a donor's name), parsed by
  * fast-querystring, a blank value of a field the table marks blankInFormIsAbsent dropped, and a
  * JSON text sent as a form (curl's -d without a Content-Type: one key beginning with `{`) refused
- * with the fix, not read as fields. A `%` not followed by two hex digits is a 400 too: the parser
+ * with the fix, not read as fields. A field sent twice takes its last value. A `%` not followed by two hex digits is a 400 too: the parser
  * would keep that whole value as sent, escapes and all (`%zz%C3%A9`, not `%zzé`).
  */
 function parseForm(text: string): Record<string, unknown> {
@@ -113,6 +113,9 @@ function parseForm(text: string): Record<string, unknown> {
   const body = parseQueryString(text) as Record<string, unknown>;
   const keys = Object.keys(body);
   if (keys.length === 1 && keys[0]!.trimStart().startsWith('{')) throw jsonAsForm(); // escaped: %7B…
+  // A field sent twice takes its last value, as PHP reads a form: a hidden "no" before a checkbox's "on"
+  // (until 2026-11-29 it failed on that field, "must be yes or no", though both values were good; a review).
+  for (const key of keys) if (Array.isArray(body[key])) body[key] = (body[key] as unknown[]).at(-1);
   for (const name of BLANK_IS_ABSENT) if (body[name] === '') delete body[name];
   return body;
 }
@@ -124,6 +127,9 @@ function utf8Text(request: FastifyRequest, bytes: Buffer, kind: 'JSON' | 'form')
   // No content coding is decoded: a gzip body was told it was not UTF-8, and a plain one labelled br was taken.
   const coding = request.headers['content-encoding']?.trim().toLowerCase();
   if (coding && coding !== 'identity') return new HttpError(415, `Content-Encoding ${JSON.stringify(coding)} is not supported: send the body uncompressed, without a Content-Encoding header.`);
+  // Node undoes only the chunked framing: "gzip, chunked" handed over the gzip bytes, and a plain body so labelled was taken (until 2026-11-29; a review).
+  const transfer = request.headers['transfer-encoding']?.trim().toLowerCase();
+  if (transfer && transfer !== 'chunked') return new HttpError(415, `Transfer-Encoding ${JSON.stringify(transfer)} is not supported: send the body uncompressed, with a Content-Length or Transfer-Encoding: chunked alone.`);
   const charset = charsetOf(request.headers['content-type']);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return new HttpError(415, `Unsupported charset: ${kind} bodies must be UTF-8.`);
   try {

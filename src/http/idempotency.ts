@@ -4,7 +4,7 @@ import { hash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { NewDonation } from '../donations/donation.js';
 import { VALUE_WHEN_ABSENT } from '../donations/validate.js';
-import { HttpError } from './errors.js';
+import { headerCount, HttpError } from './errors.js';
 
 export const IDEMPOTENCY = {
   /** A key is remembered this long. */
@@ -24,25 +24,11 @@ export function idempotencyKeyOf(request: Pick<IncomingMessage, 'headers' | 'raw
   // Node joins repeated headers with ", ": two keys were taken as the one key "a1, a2". rawHeaders
   // can hold a few more lines than headers (up to 1,023 of them, against Node's limit of 1,000): a second
   // key past that limit is counted too, a 400 where headersDistinct took the first key alone.
-  if (count(request.rawHeaders, 'idempotency-key') > 1) throw new HttpError(400, 'Send one Idempotency-Key header, not several.');
+  if (headerCount(request.rawHeaders, 'idempotency-key') > 1) throw new HttpError(400, 'Send one Idempotency-Key header, not several.');
   if (typeof raw !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(raw)) {
     throw new HttpError(400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.');
   }
   return raw;
-}
-
-/**
- * How many headers named `name` (in lower case) the request has, in any case. From the raw
- * headers, not Node's headersDistinct, which makes an array of every header's values when first
- * read (1.2 µs of a keyed create, and garbage to collect).
- */
-function count(rawHeaders: readonly string[], name: string): number {
-  let n = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const header = rawHeaders[i]!;
-    if (header.length === name.length && header.toLowerCase() === name) n++;
-  }
-  return n;
 }
 
 /**

@@ -244,7 +244,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
       },
       responses: {
         BadRequest: errorResponse(
-          `The request could not be read: the body is not valid JSON, not UTF-8, or not a JSON object; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters. ${MISSING_HOST} Or the request is not valid HTTP (a malformed header line or chunked body), answered before it could be read.`,
+          `The request could not be read: the body is not valid JSON, not UTF-8, or not a JSON object; a form whose percent-escapes are not UTF-8 (a Latin-1 page sends é as %E9) or escape nothing (a bare %); or the Idempotency-Key header is not 1 to 255 printable ASCII characters. ${MISSING_HOST} Or it has more than one Host or Authorization header. Or the request is not valid HTTP (a malformed header line or chunked body), answered before it could be read.`,
           'The request body is not valid JSON.',
           {
             'X-Request-Id': {
@@ -276,7 +276,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
         HeadersTooLarge: beforeRequestResponse('The request\'s headers are larger than the server takes; the connection is closed.', 'The request headers are too large.'),
         PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT / 1024 / 1024} MiB.`, 'The request body must not be larger than 1 MiB.'),
         UnsupportedMediaType: errorResponse(
-          'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8, or is JSON sent as a form, or has a Content-Encoding (such as gzip): send it uncompressed.',
+          'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8, or is JSON sent as a form, or has a Content-Encoding (such as gzip) or a Transfer-Encoding other than chunked: send it uncompressed.',
           'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
         ),
         TooManyRequests: errorResponse(

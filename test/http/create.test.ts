@@ -244,11 +244,14 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.equal((await t.donations()).length, before);
   });
 
-  test('a form field sent twice is not a string: 422 on that field', async () => {
-    // Raw: a form body, with a repeated field JSON cannot express.
-    const res = await postForm('donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&donor_city=a&donor_city=b');
-    assert.equal(res.statusCode, 422);
-    assert.deepEqual(res.json().errors, { donor_city: ['The donor city must be a string.'] });
+  test('a form field sent twice takes its last value, as PHP reads a form: a hidden "no" before a checkbox', async () => {
+    // Raw: a form body, with a repeated field JSON cannot express. Until 2026-11-29 a 422 on that field (a review).
+    const res = await postForm('donor_email=a@example.com&gift_aid=no&amount=1&amount=5&donation_type=renewal&donor_city=a&donor_city=b&zakat_donation=no&zakat_donation=on');
+    assert.equal(res.statusCode, 200, res.body);
+    const { data } = res.json();
+    assert.deepEqual([data.amount, data.donor_city, data.zakat_donation], ['5', 'b', true]);
+    const unchecked = await postForm('donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&zakat_donation=no');
+    assert.equal(unchecked.json().data.zakat_donation, false);
   });
 
   test('no body at all: 422 naming the required fields', async () => {

@@ -875,10 +875,13 @@ for (const backend of BACKENDS) describe(`hostile input [${backend.name}]`, () =
           if (framing === 'length') lines.push(body);
           if (framing === 'chunked') lines.push(Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n'));
           // Without any valid Authorization the answer is a 401, unless Node's own parser refused the
-          // request first (a JSON 400 without the app's headers). With several, Node keeps the first.
+          // request first (a JSON 400 without the app's headers). With several, a 400 (since 2026-11-29:
+          // Node kept the first, where a proxy in front may read another).
           const res = await raw({ op, authenticated: undefined, charity }, Buffer.concat(lines));
-          if (!auths.includes('valid') && res.headers['x-request-id'] !== undefined) {
-            assert.equal(res.status, 401, describeAnswer(res));
+          const authorizations = auths.length + extra.filter(([name]) => name.toLowerCase() === 'authorization').length;
+          if (res.headers['x-request-id'] !== undefined) {
+            if (authorizations > 1) assert.equal(res.status, 400, describeAnswer(res));
+            else if (!auths.includes('valid')) assert.equal(res.status, 401, describeAnswer(res));
           }
         },
       ),

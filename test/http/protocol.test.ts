@@ -252,6 +252,34 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.deepEqual(statuses, Array(10).fill(413));
     });
 
+    test('a Transfer-Encoding other than chunked alone: 415 naming it, nothing stored (gzip, chunked was taken until 2026-11-29)', async () => {
+      const json = Buffer.from(JSON.stringify(exampleDonation({ donor_email: 'transfer@example.org' })));
+      for (const [coding, body] of [['gzip, chunked', json], ['gzip, chunked', gzipSync(json)], ['deflate,chunked', json]] as const) {
+        const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${coding}`;
+        const res = await rawRequest(port, head, body, true);
+        assert.equal(res.status, 415, `${coding}: ${res.text}`);
+        assert.match(res.text, new RegExp(`"message":"Transfer-Encoding \\\\"${coding}\\\\" is not supported`));
+      }
+      const stored = [];
+      for await (const d of t.store.exportDonations({ donorEmail: 'transfer@example.org' })) stored.push(d);
+      assert.deepEqual(stored, []);
+      const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked`;
+      assert.equal((await rawRequest(port, head, json, true)).status, 200);
+    });
+
+    test('more than one Host or Authorization header: 400 naming it, whichever comes first (the first was taken until 2026-11-29)', async () => {
+      const wrong = `Basic ${Buffer.from('nobody:wrong').toString('base64')}`;
+      for (const [headers, name] of [
+        [`Host: x\r\nHost: y\r\nAuthorization: ${t.charity.authorization}`, 'Host'],
+        [`Host: x\r\nAuthorization: ${t.charity.authorization}\r\nauthorization: ${wrong}`, 'Authorization'],
+        [`Host: x\r\nAuthorization: ${wrong}\r\nAuthorization: ${t.charity.authorization}`, 'Authorization'],
+      ] as const) {
+        const res = await rawRequest(port, `POST /api/v1/me HTTP/1.1\r\n${headers}`, null);
+        assert.equal(res.status, 400, res.text);
+        assert.match(res.text, new RegExp(`"message":"The request has more than one ${name} header: send one\\."`));
+      }
+    });
+
     test('over 1 MiB, chunked without a Content-Length: 413 as well', async () => {
       const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked`;
       const res = await rawRequest(port, head, Buffer.alloc(8 * MiB, ' '), true);
