@@ -7,7 +7,7 @@ import type { Store } from './store/store.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
-import { boundBody, DRAIN_LIMIT, registerBodyParsing } from './http/body.js';
+import { boundBody, DRAIN_LIMIT, holdContinue, registerBodyParsing } from './http/body.js';
 import { answerConnect, answerExpectation, answerFrameworkError, answerUnparsableRequest, registerErrorHandling, requireHost, setAnswerHeaders } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
@@ -102,6 +102,7 @@ export async function buildApp({
   limitConnectionsPerAddress(app.server, limits.perAddress, trustProxy, https !== undefined);
   app.server.on('connect', answerConnect);
   app.server.on('checkExpectation', answerExpectation);
+  app.server.on('checkContinue', holdContinue(app.server)); // the 100 once the request may send its body (http/body.ts)
   // A client that half-closes its connection once its request is sent (shutdown(SHUT_WR), `nc -N`, some
   // proxies) still reads the answer: a half-close ends no request, nor says the client has stopped
   // listening (RFC 9112, 9.6). By default Node ends the connection at once, unanswered, and a create

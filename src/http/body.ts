@@ -46,6 +46,8 @@ export async function discardBody(req: IncomingMessage, res: ServerResponse): Pr
   const declared = Number(req.headers['content-length'] ?? 0);
   const chunked = req.headers['transfer-encoding'] !== undefined;
   if (req.readableEnded || (!chunked && !(declared > 0))) return;
+  // Told nothing yet, the client has not sent its body: the answer goes now, and the connection closes after it.
+  if (AWAITING_CONTINUE.delete(req)) return void res.setHeader('Connection', 'close');
   if (declared > DRAIN_LIMIT) return void res.setHeader('Connection', 'close');
   let seen = 0;
   await new Promise<void>((resolve) => {
@@ -69,9 +71,35 @@ function charsetOf(contentType: string | undefined): string | undefined {
   return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
 }
 
+/**
+ * Requests sent with `Expect: 100-continue` whose client waits for the 100 before sending its body.
+ * Node sent the 100 at once, before the credentials or the declared size were looked at, so a wrong
+ * password uploaded the whole body before its 401, and a body of 20 MB was sent into a connection
+ * closing on its 413 (until 2026-11-29; a review). Now the 100 goes once the request is
+ * authenticated and its Content-Length is within the limit (boundBody), and an answer given before
+ * that (401, 404, 405, 413, 429) is given at once, and closes the connection (discardBody).
+ */
+export const AWAITING_CONTINUE = new WeakSet<IncomingMessage>();
+
+/** The server's `checkContinue` listener: the request goes on to the app with its 100 held back. */
+export function holdContinue(server: { emit(event: 'request', req: IncomingMessage, res: ServerResponse): boolean }) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    AWAITING_CONTINUE.add(req);
+    server.emit('request', req, res);
+  };
+}
+
 /** A preParsing hook: a body without a Content-Length within the limit is counted as it arrives. */
-export function boundBody(request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (err: Error | null, body?: RequestPayload) => void): void {
+export function boundBody(request: FastifyRequest, reply: FastifyReply, payload: RequestPayload, done: (err: Error | null, body?: RequestPayload) => void): void {
   const { headers } = request;
+  if (AWAITING_CONTINUE.has(request.raw)) {
+    if (Number(headers['content-length']) > BODY_LIMIT) {
+      reply.raw.setHeader('Connection', 'close'); // the body is never sent, nor read: nothing after it is a request
+      return done(tooLarge());
+    }
+    AWAITING_CONTINUE.delete(request.raw);
+    reply.raw.writeContinue();
+  }
   // Node's parser delivers exactly Content-Length bytes: within the limit, the body needs no counting.
   if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > BODY_LIMIT)) return done(null, payload);
   // pipe(), not pipeline(): pipeline costs an AbortController per request. Errors are forwarded by hand.

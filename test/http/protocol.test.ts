@@ -563,6 +563,56 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.match(res.text, /\r\nX-Content-Type-Options: nosniff\r\n/);
     });
 
+    /**
+     * A client of `Expect: 100-continue` as curl and PHP's cURL are for larger bodies: the headers, then
+     * the body only once a `100 Continue` comes. Returns what it read before and after sending the body
+     * (or without sending it, when a final answer came first), until the server closed or 2 s passed.
+     */
+    async function expectingContinue(head: string, body: string): Promise<{ first: string; all: string; sentBody: boolean }> {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      let all = '';
+      let sentBody = false;
+      let first: string | undefined;
+      await new Promise<void>((resolve) => {
+        const done = setTimeout(() => resolve(), 2000);
+        socket.on('data', (d) => {
+          all += d.toString('utf8');
+          first ??= all.split('\r\n')[0]!;
+          if (!sentBody && all.startsWith('HTTP/1.1 100 ')) {
+            sentBody = true;
+            socket.write(body);
+          }
+        });
+        socket.on('close', () => {
+          clearTimeout(done);
+          resolve();
+        });
+        socket.write(`${head}\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
+      });
+      socket.destroy();
+      return { first: first ?? '', all, sentBody };
+    }
+
+    test('Expect: 100-continue: the 100 comes only once the credentials are good and the size within the limit; else the answer comes at once, the body unsent (a 100 came first until 2026-11-29)', async () => {
+      const body = JSON.stringify(exampleDonation({ donor_email: 'continue@example.org' }));
+      const wrong = `Basic ${Buffer.from('nobody:wrong').toString('base64')}`;
+      const refused = await expectingContinue(`POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${wrong}\r\nContent-Type: application/json`, body);
+      assert.equal(refused.first, 'HTTP/1.1 401 Unauthorized', refused.all);
+      assert.equal(refused.sentBody, false);
+      assert.match(refused.all, /\r\nconnection: close\r\n/i);
+      const huge = await expectingContinue(`POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json`, ' '.repeat(20 * MiB));
+      assert.equal(huge.first, 'HTTP/1.1 413 Payload Too Large', huge.all.slice(0, 300));
+      assert.equal(huge.sentBody, false);
+      const nowhere = await expectingContinue(`POST /api/v1/nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/json`, body);
+      assert.equal(nowhere.first, 'HTTP/1.1 404 Not Found', nowhere.all);
+      const good = await expectingContinue(`POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\nConnection: close`, body);
+      assert.equal(good.first, 'HTTP/1.1 100 Continue', good.all);
+      assert.equal(good.sentBody, true);
+      assert.match(good.all, /HTTP\/1\.1 200 OK\r\n/);
+      assert.match(good.all, /"donor_email":"continue@example\.org"/);
+    });
+
     test('an Expect other than 100-continue gets a 417 in our JSON error shape (Node answered a bare 417 with no body)', async () => {
       const res = await rawRequest(port, `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nExpect: 200-ok`, null);
       assert.equal(res.status, 417, res.error);
