@@ -101,6 +101,11 @@ export type Assessment =
  */
 export type Shortened = 'first name' | 'last name' | 'house name or number';
 
+/** A care-of address anywhere in donor_address ("c/o Mrs Smith", "Flat 2, c/o J Smith", "Care of", "C.O."). */
+const CARE_OF = /(?:^|[\s,])(?:c\/o|c\.o\.|care of)(?=[\s:,]|$)/i;
+/** A PO box anywhere in donor_address ("PO Box 12", "P.O. Box", "POBox12", "Post Office Box 12"). */
+const PO_BOX = /(?:^|[\s,])(?:p\.?\s?o\.?\s?box|post office box)(?=[\s\d:,]|$)/i;
+
 /** The reasons, word for word, so callers and tests can recognise them. */
 export const REASONS = {
   noFirstName: 'no first name',
@@ -111,6 +116,7 @@ export const REASONS = {
   /** HMRC: a donor's home address, which "cannot be a place of work or care of address" (a review: claimed as the house until 2026-11-29). */
   careOf: "donor_address is a care-of address (c/o): HMRC needs the donor's own home address",
   poBox: "donor_address is a PO box: HMRC needs the donor's home address",
+  houseIsPostcode: "donor_address holds a postcode where the house should be: HMRC needs the house's name or number",
   noPostcode: 'no postcode',
   badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
   /** "BFPO 123": the advice for a donor abroad (X) is wrong for a forces address, which has a postcode of its own (a review). */
@@ -154,9 +160,11 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
       ['house name or number', house, houseNameOrNumber(d.donor_address, Infinity)],
     ] as const
   ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));
+  const address = normaliseSpaces(d.donor_address ?? '');
   if (house === '') reasons.push(REASONS.noHouse);
-  else if (/^(?:c\/o|care of)\b/i.test(house)) reasons.push(REASONS.careOf);
-  else if (/^p\.?\s?o\.?\s?box\b/i.test(house)) reasons.push(REASONS.poBox);
+  else if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
+  else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
+  else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);
 
   const postcode = hmrcPostcode(d.donor_postcode);
   if (postcode.value === '') reasons.push(REASONS.noPostcode);
@@ -362,19 +370,21 @@ export function hmrcLastName(name: string | null, max = NAME_MAX_LENGTH): string
 }
 
 /**
- * A house number at the start of a segment: 12, 12a, 12 A (a letter alone after a space), 12-14,
- * 12/3, 12 & 14, 12 to 14, 12 and 14, perhaps after "No." (followed by a space, a comma or the end).
- * Until 2026-11-29 "12 A High Street" gave 12 and "12 & 14 High St" gave 12, and "No. 12 High St"
- * and "12 to 14" were not read (reviews): HMRC matches a donor by house and postcode.
+ * A house number at the start of a segment: 12, 12a, 12 A (a letter alone after a space), 12½ or
+ * 12 1/2, 12-14, 12/3, 12 & 14, 12 to 14, 12 and 14, perhaps after "No.", "#" or "Nº" (followed by a
+ * space, a comma or the end). Until 2026-11-29 "12 A High Street" gave 12 and "12 & 14 High St" gave
+ * 12, and "No. 12 High St" and "12 to 14" were not read (reviews): HMRC matches a donor by house and
+ * postcode.
  */
-const HOUSE_NUMBER =
-  /^(?:no\.?\s*|number\s+)?(\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?(?:(?:\s*[-/&]\s*|\s+(?:to|and)\s+)\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?)?)(?=[\s,]|$)/i;
+const ONE_NUMBER = String.raw`\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?(?:\s?1/2(?=[\s,]|$)|½)?`;
+const HOUSE_NUMBER = new RegExp(String.raw`^(?:no\.?\s*|number\s+|#\s*|nº\s*)?(${ONE_NUMBER}(?:(?:\s*[-/&]\s*|\s+(?:to|and)\s+)${ONE_NUMBER})?)(?=[\s,]|$)`, 'i');
 
 /** The number a segment starts with, written as HMRC gets it ("12 to 14" as 12-14), and what follows it. */
 function leadingNumber(segment: string): { value: string; rest: string } | undefined {
   const m = HOUSE_NUMBER.exec(segment);
   if (!m) return undefined;
   const value = m[1]!
+    .replace(/\s?1\/2$/, '½')
     .replace(/\s+to\s+/i, '-')
     .replace(/\s+and\s+/i, '&')
     .replace(/\s+/g, '')
@@ -382,48 +392,75 @@ function leadingNumber(segment: string): { value: string; rest: string } | undef
   return { value, rest: segment.slice(m[0].length).trim() };
 }
 
+/** A building's number after a house name: a UK house number has at most four digits ("00100 Roma" is a postcode). */
+function buildingNumber(segment: string): string | undefined {
+  const number = leadingNumber(segment);
+  return number && !/\d{5}/.test(number.value) ? number.value : undefined;
+}
+
 const NUMBER_WORD = 'one|two|three|four|five|six|seven|eight|nine|ten';
 const ORDINAL = `\\d+(?:st|nd|rd|th)|ground|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|top|upper|lower|upper ground|lower ground|basement|mezzanine`;
+/** A flat's letter: one or two, not a little word ("Flat on top of 12", "Room in 12"). */
+const FLAT_LETTERS = '(?!(?:on|in|at|of|to|by|or|an|is)\\b)[A-Za-z]{1,2}';
 /**
  * A part of a building, as a whole segment: a flat with its number or letter ("Flat 3", "Apartment
- * 4B", "Flat GF", "Flat No 4", "Flat Two", "Fflat 2", "Block B", "Floor 2", "Level 3"), a floor or a
- * flat named by where it is ("2nd Floor", "Ground Floor Flat A", "Top Flat", "Garden Flat", "Rear
- * Maisonette", "Basement"), or an Edinburgh flat ("2F1": second floor, first door).
+ * 4B", "Flat GF", "Flat No 4", "Flat Two", "Fflat 2", "Flt 3", "flat3", "Block B", "Floor 2", "Level
+ * 3", "Room 12", "Unit 4"), a floor or a flat named by where it is, perhaps with its letter ("2nd
+ * Floor", "Ground Floor Flat A", "Top Flat", "Garden Flat", "Rear Maisonette", "Basement"; a number
+ * after them is the building's: "Basement Flat 12 Elm Rd" is flat and building), or an Edinburgh flat
+ * ("2F1": second floor, first door).
  */
 const PART_OF_BUILDING = new RegExp(
   '^(?:' +
-    `(?:flat|fflat|apartment|apt\\.?|unit|suite|room|studio|maisonette|block|floor|level)\\s+(?:no\\.?\\s*)?(?:[^\\s,]*\\d[^\\s,]*|[A-Za-z]{1,2}|${NUMBER_WORD})(?:\\s+floor)?` +
-    `|(?:(?:${ORDINAL}|garden|rear|front|side)\\s+)+(?:floor|flat|maisonette|apartment)(?:\\s+(?:flat|apartment|maisonette))?(?:\\s+(?:no\\.?\\s*)?(?:[A-Za-z]{1,2}|\\d+[A-Za-z]?|left|right|front|rear|${NUMBER_WORD}))?` +
+    `(?:flat|flt|fflat|apartment|apt\\.?|unit|suite|room|studio|maisonette|block|floor|level)(?:\\s+(?:no\\.?\\s*)?(?:[^\\s,]*\\d[^\\s,]*|${FLAT_LETTERS}|${NUMBER_WORD})|\\d[^\\s,]*)(?:\\s+floor)?` +
+    `|(?:(?:${ORDINAL}|garden|rear|front|side)\\s+)+(?:floor|flat|maisonette|apartment)(?:\\s+(?:flat|apartment|maisonette))?(?:\\s+(?:${FLAT_LETTERS}|left|right|front|rear|${NUMBER_WORD}))?` +
     `|basement|maisonette|\\d+f\\d+` +
     ')$',
   'i',
 );
-/** A street, by its last word ("High Street", "Elm Rd", "Heol y Frenhines"): after the house, never part of it. */
-const STREET = /(?:^|\s)(?:street|st|road|rd|lane|ln|avenue|ave|drive|dr|close|way|crescent|cres|place|pl|terrace|grove|hill|row|walk|mews|square|sq|parade|boulevard|wynd|brae|heol\s.+|stryd\s.+|ffordd\s.+)\.?$/i;
+/**
+ * A street, by its last word ("High Street", "Elm Rd", "Heol y Frenhines"): never part of the house.
+ * Only words seldom a building's name: "Rose Mews", "Park Terrace", "Canary Wharf Square" are often
+ * blocks of flats, and are kept as names.
+ */
+const STREET_WORD = String.raw`(?:street|st|road|rd|lane|ln|avenue|ave|drive|dr|close|way|crescent|cres|boulevard)\.?`;
+const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
+/** The street at the end of a text with no comma, and the word before it: "Mill House Mill Lane" is "Mill House" and "Mill Lane". */
+const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /** What stands for no address at all: "N/A", "none", "unknown" (and anything with no letter or digit, "-", "?"). */
-const NO_ADDRESS = /^(?:n\/?a|none|nil|unknown|not known|tbc|tba|no address)$/i;
+const NO_ADDRESS = /^(?:n\/?a|n\.a\.?|none|none given|nil|unknown|not known|not applicable|tbc|tba|no address|nfa|no fixed abode|same as above|x+)$/i;
+/** A person's name, by the title before it ("Mrs Jane Smith", "Dr Smith"): never a house. */
+const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s/i;
 
 /**
  * The house name or number, from the start of donor_address (Almoner has no separate field).
- * The rule, on the address with its lines joined by commas and its spaces normalised, segment by
- * segment (the text between commas):
- *  1. A segment that starts with a house number (12, 12a, 12 A, 12-14, 12 & 14, No. 12) gives that
- *     number, and the house ends there: "12 High Street" -> "12"; "12a, High Street" -> "12a". A
- *     Glasgow flat's number ("3/2, 12 Byres Road", "0/1 12 Byres Rd") takes the building's after it.
+ * The rule, on the address with its lines joined by commas (or semicolons) and its spaces
+ * normalised, segment by segment (the text between commas):
+ *  1. A segment that starts with a house number (12, 12a, 12 A, 12½, 12-14, 12 & 14, No. 12) gives
+ *     that number, and the house ends there: "12 High Street" -> "12"; "12a, High Street" -> "12a".
+ *     A Glasgow flat's number ("3/2, 12 Byres Road", "0/1 12 Byres Rd") takes the building's after it.
  *  2. A part of a building (PART_OF_BUILDING: "Flat 3", "2nd Floor", "Top Flat", "2F1") is kept, and
  *     the next segment read by these rules: "Flat 3, 12 High St" -> "Flat 3, 12"; "Flat 3, 1st
- *     Floor, 12 High St" -> "Flat 3, 1st Floor, 12". Within one segment, a part followed by a house
- *     number (perhaps after "of" or "at") is read the same: "Flat 2 of 12 High St" -> "Flat 2, 12".
- *  3. After the first segment, a street ends the house unread: "Flat 3, High Street" -> "Flat 3".
- *  4. Any other segment is a house name, kept whole, with the building's number when the next
- *     segment starts with one: "Rose Cottage, Lane End" -> "Rose Cottage"; "The Old Mill, 12 High
- *     St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" -> "Flat 2, Mill House". (An
- *     address with no comma and no leading number, "Rose Cottage Lane End", cannot be told apart
- *     from its street, so the whole first line is taken.)
- *  5. Over 40 characters (`max`), a house name between a flat and the number goes first ("Apartment
+ *     Floor, 12 High St" -> "Flat 3, 1st Floor, 12". Within one segment, a part followed by the rest
+ *     of the address is read the same (perhaps after "of", "at", "-" or "/"): "Flat 2 of 12 High St"
+ *     -> "Flat 2, 12"; "Flat 3 Ivy Court 5 Elm Road" -> "Flat 3, Ivy Court, 5"; "Flat 2 Mill House
+ *     Mill Lane" -> "Flat 2, Mill House"; "Flat 10 Downing St" -> "Flat 10".
+ *  3. A street (STREET) is not part of the house: after a flat it ends the house ("Flat 3, High
+ *     Street" -> "Flat 3"), unless a number follows, when it is a building's name ("Flat 2, Rose
+ *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
+ *     house ("Station Road, 12" -> "12"); first and alone, it is read as rule 5 reads a name.
+ *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over.
+ *  5. Any other segment is a house name, kept whole, with what follows it when that is a part of the
+ *     building or the building's number (up to four digits): "Rose Cottage, Lane End" -> "Rose
+ *     Cottage"; "The Old Mill, 12 High St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" ->
+ *     "Flat 2, Mill House"; "Cartwright Hall, Room 12" -> "Cartwright Hall, Room 12". (An address
+ *     with no comma and no leading number, "Rose Cottage Lane End", cannot be told apart from its
+ *     street, so the whole first line is taken.)
+ *  6. Over 40 characters (`max`), a house name between a flat and the number goes first ("Apartment
  *     12B, 7" rather than losing the 7), and then the end is cut. A segment with no letter or digit
- *     ("-", "?"), or standing for none ("N/A", "unknown"), is passed over: an address of nothing else
- *     gives "", as an empty one does (until 2026-11-29 "-" was claimed as the house; a review).
+ *     ("-", "?"), or standing for none ("N/A", "unknown", "no fixed abode"), is passed over: an
+ *     address of nothing else gives "", as an empty one does (until 2026-11-29 "-" was claimed as
+ *     the house; a review).
  * The address is first put in HMRC's characters (hmrcText). Until 2026-11-29 a floor or a named flat
  * lost the building's number ("2nd Floor, 12 High St" gave "2nd Floor"), and "of 12 High St" was
  * taken for a house name (reviews).
@@ -433,12 +470,13 @@ export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH
     .split(/\r\n|\r|\n/)
     .map((line) => hmrcText(normaliseSpaces(line)))
     .join(',')
-    .split(',')
+    .split(/[,;]/)
     .map((segment) => segment.trim())
-    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment));
+    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment));
   const parts: { text: string; name: boolean }[] = [];
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
     let segment = i === 0 ? segments[i]! : segments[i]!.replace(/^(?:of|at)\s+(?=\d)/i, ''); // "Flat 2, at 12 High St"
+    const next = segments[i + 1] ?? '';
     if (PART_OF_BUILDING.test(segment)) {
       parts.push({ text: segment, name: false });
       continue;
@@ -446,38 +484,61 @@ export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH
     const within = partWithin(segment);
     if (within) {
       parts.push({ text: within.part, name: false });
-      if (!leadingNumber(within.rest)) break; // a street
-      segment = within.rest;
+      if (within.name !== '') parts.push({ text: within.name, name: true });
+      if (within.number === undefined) break;
+      segment = within.number;
     }
     const number = leadingNumber(segment);
     if (number) {
       parts.push({ text: number.value, name: false });
-      const building = number.value.includes('/') ? leadingNumber(number.rest === '' ? (segments[i + 1] ?? '') : number.rest) : undefined;
+      const building = number.value.includes('/') ? leadingNumber(number.rest === '' ? next : number.rest) : undefined;
       if (building) parts.push({ text: building.value, name: false });
       break;
     }
-    if (i > 0 && STREET.test(segment)) break;
+    if (STREET.test(segment)) {
+      const numbered = buildingNumber(next) !== undefined;
+      if (!numbered && parts.length > 0) break; // "Flat 3, High Street": the street, after the house
+      if (numbered && parts.length === 0) continue; // "Station Road, 12": the number is the house
+    }
     parts.push({ text: segment, name: true });
-    const building = leadingNumber(segments[i + 1] ?? '');
-    if (building) parts.push({ text: building.value, name: false });
+    if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
+    const building = buildingNumber(next);
+    if (building) parts.push({ text: building, name: false });
     break;
   }
   let house = parts.map((p) => p.text).join(', ');
   if (Array.from(house).length > max && parts.length > 2) {
-    const withoutNames = parts.filter((p, i) => !p.name || i === 0).map((p) => p.text).join(', ');
+    const withoutNames = parts
+      .filter((p, i) => !p.name || i === 0)
+      .map((p) => p.text)
+      .join(', ');
     if (Array.from(withoutNames).length <= max) house = withoutNames;
   }
   return cut(house, max).replace(/[\s,]+$/, '');
 }
 
-/** A part of a building at the start of a segment, then the rest ("Flat 2 of 12 High St", "Top Flat 7 Elm Road"), if the rest is a number or a street. */
-function partWithin(segment: string): { part: string; rest: string } | undefined {
+/**
+ * A part of a building at the start of a segment with no comma, then the rest: a house name, the
+ * building's number (from its start), neither, or both ("Flat 3 Ivy Court 5 Elm Road": "Flat 3",
+ * "Ivy Court", "5 Elm Road"); a street at the end is no name ("Flat 2 Mill House Mill Lane").
+ */
+function partWithin(segment: string): { part: string; name: string; number?: string } | undefined {
   const words = segment.split(' ');
   for (let n = Math.min(words.length - 1, 5); n >= 1; n--) {
     const part = words.slice(0, n).join(' ');
     if (!PART_OF_BUILDING.test(part)) continue;
-    const rest = words.slice(n).join(' ').replace(/^(?:of|at)\s+/i, '');
-    if (leadingNumber(rest) || STREET.test(rest)) return { part, rest };
+    const rest = words
+      .slice(n)
+      .join(' ')
+      .replace(/^(?:of|at|[-/:])\s*/i, '');
+    if (leadingNumber(rest)) return { part, name: '', number: rest };
+    // The building's number after a name: "Ivy Court 5 Elm Road".
+    const inside = /^(.*?\D)\s+(?=\d)(.*)$/.exec(rest);
+    if (inside && leadingNumber(inside[2]!) && !/\d/.test(inside[1]!)) return { part, name: inside[1]!.replace(/\s+(?:of|at)$/i, ''), number: inside[2]! };
+    if (/\d/.test(rest)) continue;
+    const street = TRAILING_STREET.exec(rest);
+    if (street) return { part, name: street[1]! };
+    if (STREET.test(rest)) return { part, name: '' };
   }
   return undefined;
 }
