@@ -8,7 +8,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, holdContinue, registerBodyParsing } from './http/body.js';
-import { answerConnect, answerExpectation, answerFrameworkError, answerUnparsableRequest, registerErrorHandling, requireHost, setAnswerHeaders } from './http/errors.js';
+import { answerConnect, answerExpectation, answerFrameworkError, answerPlainHttp, answerUnparsableRequest, registerErrorHandling, requireHost, setAnswerHeaders } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { Clock } from './time.js';
@@ -114,6 +114,7 @@ export async function buildApp({
   // close_notify and FIN (a review found HTTPS clients still dropped, their creates stored): it too
   // stays open for the answers.
   if (https) app.server.on('secureConnection', (socket: { allowHalfOpen: boolean }) => (socket.allowHalfOpen = true));
+  if (https) app.server.on('tlsClientError', answerPlainHttp); // plain HTTP to the HTTPS port: a plain 400 saying so
 
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
   // close() does not wait for them. A request already on an open connection is served, not refused;

@@ -93,9 +93,13 @@ describe('HTTPS', () => {
     await assert.rejects(get(`${server.url}/health`), /self[- ]signed|unable to verify/i);
   });
 
-  test('plain HTTP to the HTTPS port gets no API answer', async () => {
-    const res = await fetch(server.url.replace('https:', 'http:') + '/health').catch((err: Error) => err);
-    assert.ok(res instanceof Error || res.status === 400, String(res));
+  test('plain HTTP to the HTTPS port gets a plain 400 saying to use https:// (no answer at all until 2026-11-29), and serves nothing', async () => {
+    for (const path of ['/health', '/api/v1/me']) {
+      const res = await fetch(server.url.replace('https:', 'http:') + path, { method: path === '/health' ? 'GET' : 'POST' });
+      assert.equal(res.status, 400);
+      assert.deepEqual(await res.json(), { message: 'This server takes HTTPS only: send the request to https:// rather than http://.' });
+    }
+    assert.equal((await get(`${server.url}/health`, { ca })).status, 200); // and HTTPS goes on
   });
 
   test('only one of TLS_CERT_FILE and TLS_KEY_FILE, or an unreadable file, stops serve with exit status 2', async () => {

@@ -218,6 +218,19 @@ export function answerExpectation(_request: IncomingMessage, response: ServerRes
 }
 
 /**
+ * Plain HTTP sent to the HTTPS port (a URL typed with http://): answered in plain HTTP, saying so,
+ * on the TCP connection under the TLS socket (its `_parent`, Node's own name, as in connections.ts).
+ * Any other failed handshake is closed at once, as Node does. Until 2026-11-29 plain HTTP got no
+ * answer at all, an "empty reply" with nothing to say why (a review).
+ */
+export function answerPlainHttp(err: Error & { code?: string }, tlsSocket: Socket): void {
+  const tcp = (tlsSocket as Socket & { _parent?: Socket })._parent;
+  if (err.code !== 'ERR_SSL_HTTP_REQUEST' || !tcp?.writable) return void tlsSocket.destroy();
+  tcp.on('error', () => {});
+  answerRaw(tcp, 400, 'This server takes HTTPS only: send the request to https:// rather than http://.');
+}
+
+/**
  * An answer written straight to the socket, in the app's JSON shape and headers, and the connection
  * closed once it is sent: ended only, a CONNECT's socket (which Node no longer watches) stayed
  * half-open for as long as the client kept its side, holding one of its address's slots.
