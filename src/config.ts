@@ -95,7 +95,11 @@ function redactUrl(url: string): string {
     for (const name of SECRET_PARAMETERS) if (parsed.searchParams.has(name)) parsed.searchParams.set(name, '***');
     return parsed.href;
   } catch {
-    return url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@').replace(/([?&](?:ssl)?password=)[^&]*/gi, '$1***');
+    // Not a URL at all: a libpq keyword string ("host=db user=almoner password=…") had its password shown until 2026-11-29 (a review).
+    return url
+      .replace(/\/\/([^:/@]*):.*@/, '//$1:***@')
+      .replace(/([?&](?:ssl)?password=)[^&]*/gi, '$1***')
+      .replace(/(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&]*)/gi, '$1***');
   }
 }
 

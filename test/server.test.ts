@@ -254,7 +254,8 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           });
         }
 
-        for (const url of ['postgresql:almoner:s3cr3t@127.0.0.1:1/almoner', 'postgres:/almoner:s3cr3t@127.0.0.1:1/almoner', 'redis:almoner:s3cr3t@127.0.0.1:1']) {
+        // The last two, libpq's keyword form, not a URL: shown whole until 2026-11-29 (a review).
+        for (const url of ['postgresql:almoner:s3cr3t@127.0.0.1:1/almoner', 'postgres:/almoner:s3cr3t@127.0.0.1:1/almoner', 'redis:almoner:s3cr3t@127.0.0.1:1', 'host=db.internal user=almoner password=s3cr3t dbname=almoner', "host=db password = 's3cr3t and more' dbname=x"]) {
           test(`a mistyped DATABASE_URL with no host (${url.replace(/s3cr3t/, '***')}): exit 2, the password not shown (it was shown whole)`, async () => {
             const r = await almoner(url, ['charity', 'list']);
             assert.equal(r.code, 2, `exit ${r.code}\nstderr: ${r.stderr}`);

@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
@@ -261,16 +261,17 @@ const partialOf = (target: string, pid: number) => `${target}.partial-${pid}`;
  */
 async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>, beforeRename: () => void = () => {}): Promise<T> {
   const partial = partialOf(target, process.pid);
+  // Made first, empty and its owner's alone (VACUUM INTO takes an empty file, and SQLite gives its
+  // journal the file's mode): until 2026-11-29 SQLite made it as the umask allowed, 0644 under the usual
+  // 022, and anyone on the machine could open it while the rows went in and read them all (a review).
+  // Refused, a file that is not this run's to make is left where it is.
+  let fd: number;
   try {
-    // Made first, empty and its owner's alone (VACUUM INTO takes an empty file, and SQLite gives its
-    // journal the file's mode): until 2026-11-29 SQLite made it as the umask allowed, 0644 under the usual
-    // 022, and anyone on the machine could open it while the rows went in and read them all (a review).
-    let fd: number;
-    try {
-      fd = openSync(partial, 'w', PRIVATE_FILE);
-    } catch (err) {
-      throw new Error(`cannot write ${target} (first as ${basename(partial)} beside it): ${(err as Error).message}`);
-    }
+    fd = openAsNew(partial);
+  } catch (err) {
+    throw new Error(`cannot write ${target} (first as ${basename(partial)} beside it): ${(err as Error).message}`);
+  }
+  try {
     try {
       fchmodSync(fd, PRIVATE_FILE);
     } finally {
@@ -286,6 +287,27 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
+  }
+}
+
+/**
+ * Creates `path`, which must be new: opened plainly, a file already there was written into, so
+ * another user of a folder both could write to (a shared backup folder, /tmp) could make the file
+ * first, guessing the pid in its name, and own the backup written into it, every donor in it
+ * (until 2026-11-29; a review). One of this user's own, left by a run killed with the same pid, is
+ * removed first; anything else there (another's file, a link) is refused.
+ */
+function openAsNew(path: string): number {
+  try {
+    return openSync(path, 'wx', PRIVATE_FILE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const there = lstatSync(path);
+    if (!there.isFile() || there.uid !== process.getuid?.()) {
+      throw new Error(`${path} is already there and is not a file of this user's: remove it, and write to a folder only this user can write to`, { cause: err });
+    }
+    rmSync(path);
+    return openSync(path, 'wx', PRIVATE_FILE);
   }
 }
 

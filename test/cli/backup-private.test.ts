@@ -5,11 +5,12 @@
 // (a review read a 61 MB backup so, as `nobody`). Seen with strace: each open of the file, in order.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv } from '../support/cli.js';
+import { backUpSqlite } from '../../src/store/sqlite-backup.js';
 
 const STRACE = spawnSync('strace', ['-f', '-qq', '-o', '/dev/null', 'true']).status === 0;
 
@@ -39,4 +40,34 @@ test('backup and restore write their copy into a file that is 0600 from the star
     assert.ok(first, `${args[0]} opened its copy: ${opens.join('\n')}`);
     assert.match(first, /, 0600\) = \d+$/, `${args[0]}: the copy's first open makes it 0600: ${first}`);
   }
+});
+
+const ROOT = process.getuid?.() === 0;
+
+test("the copy's file must be new: another user's file in its place is refused, and one of this user's left by a killed run is replaced [sqlite]", { skip: !ROOT && 'needs root, to make a file owned by another user' }, async () => {
+  // Opened plainly until 2026-11-29: another user of a shared folder made the file first, guessing the pid in its
+  // name, and owned the backup written into it, every donor in it (a review, as `nobody`, in a folder of mode 777).
+  assertBuilt();
+  const dir = tempDir();
+  const source = join(dir, 'almoner.db');
+  const made = await almoner(`sqlite:${source}`, ['charity', 'create', '--name', 'Shared', '--email', 's@example.org']);
+  assert.equal(made.code, 0, made.stderr);
+  const shared = join(dir, 'shared');
+  mkdirSync(shared, { mode: 0o777 });
+  chmodSync(shared, 0o777);
+  const out = join(shared, 'backup.db');
+  const planted = `${out}.partial-${process.pid}`;
+  writeFileSync(planted, '');
+  chownSync(planted, 65534, 65534); // nobody's
+  chmodSync(planted, 0o666);
+  await assert.rejects(backUpSqlite(source, out), /is already there and is not a file of this user's/);
+  assert.equal(statSync(planted).uid, 65534, "the other user's file is left as it was");
+  assert.equal(existsSync(out), false, 'no backup');
+  // A copy of this user's own, left by a run killed with this pid: replaced, and the backup is this user's alone.
+  rmSync(planted);
+  writeFileSync(planted, 'half a copy', { mode: 0o644 });
+  await backUpSqlite(source, out);
+  const written = statSync(out);
+  assert.deepEqual([written.uid, written.mode & 0o777], [0, 0o600]);
+  assert.equal(existsSync(planted), false);
 });
