@@ -427,6 +427,14 @@ const STREET_WORD = String.raw`(?:street|st|road|rd|lane|ln|avenue|ave|drive|dr|
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /** The street at the end of a text with no comma, and the word before it: "Mill House Mill Lane" is "Mill House" and "Mill Lane". */
 const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
+/**
+ * A house name run on into its street with no comma ("Hillview Farm Long Road Ambridge"): the name,
+ * when two words or more come before the street's (so "Rose Cottage Lane End" stays whole). Until
+ * 2026-11-29 the whole line was the house, and a donor's erasure kept street and village for seven
+ * years with it (a review).
+ */
+const NAME_THEN_STREET = /^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+\S+\s+(?:street|road|rd|lane|avenue|ave|drive|close|way|crescent|boulevard)\b/i;
+
 /** What stands for no address at all: "N/A", "none", "unknown" (and anything with no letter or digit, "-", "?"). */
 const NO_ADDRESS = /^(?:n\/?a|n\.a\.?|none|none given|nil|unknown|not known|not applicable|tbc|tba|no address|nfa|no fixed abode|same as above|x+)$/i;
 /** A person's name, by the title before it ("Mrs Jane Smith", "Dr Smith"): never a house. */
@@ -454,7 +462,8 @@ const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s/
  *     building or the building's number (up to four digits): "Rose Cottage, Lane End" -> "Rose
  *     Cottage"; "The Old Mill, 12 High St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" ->
  *     "Flat 2, Mill House"; "Cartwright Hall, Room 12" -> "Cartwright Hall, Room 12". (An address
- *     with no comma and no leading number, "Rose Cottage Lane End", cannot be told apart from its
+ *     with no comma, "Hillview Farm Long Road Ambridge", is cut before its street, "Hillview Farm",
+ *     when two words or more come before it; "Rose Cottage Lane End" cannot be told apart from its
  *     street, so the whole first line is taken.)
  *  6. Over 40 characters (`max`), a house name between a flat and the number goes first ("Apartment
  *     12B, 7" rather than losing the 7), and then the end is cut. A segment with no letter or digit
@@ -500,7 +509,7 @@ export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH
       if (!numbered && parts.length > 0) break; // "Flat 3, High Street": the street, after the house
       if (numbered && parts.length === 0) continue; // "Station Road, 12": the number is the house
     }
-    parts.push({ text: segment, name: true });
+    parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
     const building = buildingNumber(next);
     if (building) parts.push({ text: building, name: false });

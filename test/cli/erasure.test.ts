@@ -57,6 +57,17 @@ test('a blank field is nothing kept: an erasure does not say it keeps a blank la
   assert.deepEqual([blankOnly.kept, blankOnly.keptUntil], [[], null]);
 });
 
+test('an erasure keeps the house alone, not the street and village run on after it with no comma (kept whole for seven years until 2026-11-29)', () => {
+  for (const [address, kept] of [
+    ['Hillview Farm Long Road Ambridge', 'Hillview Farm'],
+    ['Flat 3 Ivy Court 5 Elm Road, Ambridge', 'Flat 3, Ivy Court, 5'],
+    ['Mrs Jane Smith, 12 High Street', '12'],
+  ]) {
+    const d = { ...SAM, donor_email: 'sam@example.org', donor_address: address, gift_aid: true, donation_date: '2026-01-02T00:00:00.000000Z' };
+    assert.equal(erasureOf(d as Parameters<typeof erasureOf>[0], '2026-11-28').set.donor_address, kept, address);
+  }
+});
+
 for (const backend of BACKENDS) {
   describe(`donor erase and retention apply [${backend.name}]`, () => {
     let database: TestDatabase;
