@@ -7,7 +7,7 @@
 // Which fields are personal, and what erasing each does, is the field table's (fields.ts).
 import { donationDay, houseNameOrNumber } from '../giftaid/schedule.js';
 import { DONATION_FIELDS, type StoredDonation } from './fields.js';
-import { dayIso } from '../time.js';
+import { dayIso, ukDay } from '../time.js';
 
 export const GIFT_AID_RETENTION_YEARS = 7;
 
@@ -50,7 +50,20 @@ export interface Erasure {
   keptUntil: string | null;
 }
 
-type ErasableDonation = Pick<StoredDonation, 'gift_aid' | 'donation_date' | PersonalField>;
+type ErasableDonation = Pick<StoredDonation, 'gift_aid' | 'donation_date' | PersonalField> & Partial<Pick<StoredDonation, 'recorded_at'>>;
+
+/**
+ * The day a donation's retention counts from: its own day, or the UK day it was recorded when that
+ * is earlier (a date typed in the future, 2062 for 2026: until 2026-11-29 such a donation was kept
+ * decades, to 7 years after 2062, and a date of 31-12-9999 for ever; a review). A donation is
+ * recorded once it is made, so the day it was recorded is never before it.
+ */
+export function retentionDay(d: Pick<StoredDonation, 'donation_date'> & Partial<Pick<StoredDonation, 'recorded_at'>>): string {
+  const day = donationDay(d.donation_date);
+  if (d.recorded_at === undefined) return day;
+  const recorded = ukDay(new Date(d.recorded_at));
+  return recorded < day ? recorded : day;
+}
 
 /**
  * Erasing `d`'s personal data on `today` (YYYY-MM-DD, in the UK): everything goes, except, on a
@@ -59,7 +72,7 @@ type ErasableDonation = Pick<StoredDonation, 'gift_aid' | 'donation_date' | Pers
  * values are not counted again.
  */
 export function erasureOf(d: ErasableDonation, today: string): Erasure {
-  const keptUntil = d.gift_aid ? giftAidKeptUntil(donationDay(d.donation_date)) : null;
+  const keptUntil = d.gift_aid ? giftAidKeptUntil(retentionDay(d)) : null;
   const keep = keptUntil !== null && today <= keptUntil;
   const erasure: Erasure = { set: {}, erased: [], kept: [], keptUntil: null };
   for (const f of PERSONAL_FIELDS) {

@@ -3,7 +3,7 @@
 // exports, Gift Aid claims and idempotent replays still add up and agree with one another.
 import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
-import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, yearsLater, type Erasure } from '../donations/erasure.js';
+import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, retentionDay, yearsLater, type Erasure } from '../donations/erasure.js';
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit, retentionTarget, type AuditEntry } from './audit.js';
@@ -21,6 +21,8 @@ export interface DonationErasure {
   charity: string;
   /** YYYY-MM-DD, the donation's day. */
   day: string;
+  /** YYYY-MM-DD, the day its retention counts from (retentionDay): its day, or the day it was recorded if earlier. */
+  retainedFrom: string;
   giftAid: boolean;
   erasure: Erasure;
 }
@@ -73,7 +75,7 @@ export class DonorData {
       const since = `${Number(today.slice(0, 4)) - Math.min(retentionYears, GIFT_AID_RETENTION_YEARS)}${today.slice(4)}T00:00:00.000000Z`;
       const rows = await (await donationsWithCharity(trx))
         .where((eb) => eb.or([eb('donations.erased_at', 'is', null), eb('donations.erase_after', 'is not', null)]))
-        .where((eb) => eb.or([eb('donations.erase_after', '<', today), eb('donations.donation_date', '<', since)]))
+        .where((eb) => eb.or([eb('donations.erase_after', '<', today), eb('donations.donation_date', '<', since), eb('donations.recorded_at', '<', since)]))
         .orderBy('donations.id')
         .execute();
       const due = rows.map((row) => toErasure(row, today)).filter((d) => endOfRetention(d, retentionYears) < today);
@@ -174,12 +176,12 @@ export class DonorData {
 
 function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: string }, today: string): DonationErasure {
   const d = toStoredDonation(row);
-  return { id: d.id, charity: row.charity, day: donationDay(d.donation_date), giftAid: d.gift_aid, erasure: erasureOf(d, today) };
+  return { id: d.id, charity: row.charity, day: donationDay(d.donation_date), retainedFrom: retentionDay(d), giftAid: d.gift_aid, erasure: erasureOf(d, today) };
 }
 
 /** The last day a donation's personal data may be kept. */
 function endOfRetention(d: DonationErasure, retentionYears: number): string {
-  return d.giftAid ? giftAidKeptUntil(d.day) : yearsLater(retentionYears, d.day);
+  return d.giftAid ? giftAidKeptUntil(d.retainedFrom) : yearsLater(retentionYears, d.retainedFrom);
 }
 
 /** A donor's erasure as the trail records it: whose (by reference), of which charity's donations or all, how many, and the entry a restore's repeat repeats. */

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { signUpCharity } from '../../src/charities/signup.js';
-import { ERASED_EMAIL, erasureOf, giftAidKeptUntil } from '../../src/donations/erasure.js';
+import { ERASED_EMAIL, erasureOf, giftAidKeptUntil, yearsLater } from '../../src/donations/erasure.js';
 import type { StoredDonation } from '../../src/donations/fields.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
@@ -206,5 +206,30 @@ for (const backend of BACKENDS) {
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, /RETENTION_YEARS/);
     });
+  });
+}
+
+for (const backend of BACKENDS) {
+  test(`retention counts a donation dated after it was recorded (a year mistyped) from the day it was recorded: it was kept for decades, or for ever [${backend.name}]`, async () => {
+    // Until 2026-11-29 from its typed day: 31-12-9999 was never erased, 2062 only in 2068 (a review).
+    const database = await backend.createDatabase();
+    const store = await openStore(database.location);
+    try {
+      const charityId = (await signUpCharity(store, { name: 'Typos', email: 't@example.org' })).charity.id;
+      const recordedDay = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London' }).format(new Date());
+      const year = Number(recordedDay.slice(0, 4));
+      const forEver = (await record(store, charityId, { ...SAM, donor_email: 'typo@example.org', gift_aid: 'no', amount: '5.00', donation_date: '31-12-9999' })).id;
+      const giftAid = (await record(store, charityId, { ...SAM, donor_email: 'typo@example.org', gift_aid: 'yes', amount: '6.00', donation_date: `01-01-${year + 36}` })).id;
+      const due = async (today: string) => (await store.donors.applyRetention({ today, retentionYears: 6, dryRun: true })).map((d) => d.id).sort((a, b) => a - b);
+      const dayAfter = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+      assert.deepEqual(await due(yearsLater(6, recordedDay)), [], 'nothing until six years have passed');
+      assert.deepEqual(await due(dayAfter(yearsLater(6, recordedDay))), [forEver], 'six years after it was recorded, without Gift Aid');
+      assert.deepEqual(await due(dayAfter(giftAidKeptUntil(recordedDay))), [forEver, giftAid], 'seven with Gift Aid');
+      const erased = await store.donors.erase({ email: 'typo@example.org', today: recordedDay, dryRun: true });
+      assert.equal(erased.find((e) => e.id === giftAid)?.erasure.keptUntil, giftAidKeptUntil(recordedDay), 'kept for Gift Aid seven years from when it was recorded');
+    } finally {
+      await store.close();
+      await database.drop();
+    }
   });
 }
