@@ -53,16 +53,16 @@ export interface Erasure {
 type ErasableDonation = Pick<StoredDonation, 'gift_aid' | 'donation_date' | PersonalField> & Partial<Pick<StoredDonation, 'recorded_at'>>;
 
 /**
- * The day a donation's retention counts from: its own day, or the UK day it was recorded when that
- * is earlier (a date typed in the future, 2062 for 2026: until 2026-11-29 such a donation was kept
- * decades, to 7 years after 2062, and a date of 31-12-9999 for ever; a review). A donation is
- * recorded once it is made, so the day it was recorded is never before it.
+ * The day a donation's retention counts from: its own day, but never more than a year after the UK
+ * day it was recorded. A date typed in the future (2062 for 2026) kept a donor's details for
+ * decades, and 31-12-9999 for ever, until 2026-11-29 (a review); a donation truly dated ahead of its
+ * recording (a payment on a set day, within the year) keeps its own day, and with it HMRC's period.
  */
 export function retentionDay(d: Pick<StoredDonation, 'donation_date'> & Partial<Pick<StoredDonation, 'recorded_at'>>): string {
   const day = donationDay(d.donation_date);
   if (d.recorded_at === undefined) return day;
-  const recorded = ukDay(new Date(d.recorded_at));
-  return recorded < day ? recorded : day;
+  const latest = yearsLater(1, ukDay(new Date(d.recorded_at)));
+  return latest < day ? latest : day;
 }
 
 /**

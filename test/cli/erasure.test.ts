@@ -210,7 +210,7 @@ for (const backend of BACKENDS) {
 }
 
 for (const backend of BACKENDS) {
-  test(`retention counts a donation dated after it was recorded (a year mistyped) from the day it was recorded: it was kept for decades, or for ever [${backend.name}]`, async () => {
+  test(`retention counts a donation dated more than a year after it was recorded (a year mistyped) from a year after it was recorded: it was kept for decades, or for ever [${backend.name}]`, async () => {
     // Until 2026-11-29 from its typed day: 31-12-9999 was never erased, 2062 only in 2068 (a review).
     const database = await backend.createDatabase();
     const store = await openStore(database.location);
@@ -222,11 +222,17 @@ for (const backend of BACKENDS) {
       const giftAid = (await record(store, charityId, { ...SAM, donor_email: 'typo@example.org', gift_aid: 'yes', amount: '6.00', donation_date: `01-01-${year + 36}` })).id;
       const due = async (today: string) => (await store.donors.applyRetention({ today, retentionYears: 6, dryRun: true })).map((d) => d.id).sort((a, b) => a - b);
       const dayAfter = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-      assert.deepEqual(await due(yearsLater(6, recordedDay)), [], 'nothing until six years have passed');
-      assert.deepEqual(await due(dayAfter(yearsLater(6, recordedDay))), [forEver], 'six years after it was recorded, without Gift Aid');
-      assert.deepEqual(await due(dayAfter(giftAidKeptUntil(recordedDay))), [forEver, giftAid], 'seven with Gift Aid');
+      // Dated within a year of its recording, a donation keeps its own day (a payment on a set day, in HMRC's period of that day).
+      const nextMonth = new Date(Date.now() + 31 * 86_400_000).toISOString().slice(0, 10);
+      const ahead = (await record(store, charityId, { ...SAM, donor_email: 'ahead@example.org', gift_aid: 'yes', amount: '7.00', donation_date: `${nextMonth.slice(8, 10)}-${nextMonth.slice(5, 7)}-${nextMonth.slice(0, 4)}` })).id;
+      const yearOn = yearsLater(1, recordedDay);
+      assert.deepEqual(await due(yearsLater(6, yearOn)), [], 'nothing until six years after a year past its recording');
+      assert.deepEqual(await due(dayAfter(yearsLater(6, yearOn))), [forEver], 'then the one without Gift Aid');
+      assert.deepEqual(await due(dayAfter(giftAidKeptUntil(yearOn))), [forEver, giftAid, ahead], 'seven with Gift Aid');
       const erased = await store.donors.erase({ email: 'typo@example.org', today: recordedDay, dryRun: true });
-      assert.equal(erased.find((e) => e.id === giftAid)?.erasure.keptUntil, giftAidKeptUntil(recordedDay), 'kept for Gift Aid seven years from when it was recorded');
+      assert.equal(erased.find((e) => e.id === giftAid)?.erasure.keptUntil, giftAidKeptUntil(yearOn), 'kept for Gift Aid seven years from a year after it was recorded');
+      const aheadErased = await store.donors.erase({ email: 'ahead@example.org', today: recordedDay, dryRun: true });
+      assert.equal(aheadErased[0]?.erasure.keptUntil, giftAidKeptUntil(nextMonth), 'its own day');
     } finally {
       await store.close();
       await database.drop();
