@@ -46,21 +46,35 @@ export async function discardBody(req: IncomingMessage, res: ServerResponse): Pr
   const declared = Number(req.headers['content-length'] ?? 0);
   const chunked = req.headers['transfer-encoding'] !== undefined;
   if (req.readableEnded || (!chunked && !(declared > 0))) return;
-  // Told nothing yet, the client has not sent its body: the answer goes now, and the connection closes after it.
-  if (AWAITING_CONTINUE.delete(req)) return void res.setHeader('Connection', 'close');
   if (declared > DRAIN_LIMIT) return void res.setHeader('Connection', 'close');
+  // Told nothing yet, a client of Expect: 100-continue has not sent its body: the answer goes without
+  // it, and the connection closes after it. Unless the body comes anyway, as from a client that does
+  // not wait (Python's http.client): read as any other, or the answer was lost in the reset.
+  const awaiting = AWAITING_CONTINUE.delete(req);
   let seen = 0;
   await new Promise<void>((resolve) => {
+    const unsent = awaiting
+      ? setTimeout(() => {
+          if (seen > 0) return;
+          res.setHeader('Connection', 'close');
+          req.pause();
+          resolve();
+        }, CONTINUE_GRACE_MS)
+      : undefined;
+    const done = () => {
+      clearTimeout(unsent);
+      resolve();
+    };
     req.on('data', (chunk: Buffer) => {
       seen += chunk.length;
       if (seen > DRAIN_LIMIT) {
         res.setHeader('Connection', 'close');
-        resolve();
+        done();
       }
     });
-    req.once('end', resolve);
-    req.once('close', resolve);
-    req.once('error', resolve);
+    req.once('end', done);
+    req.once('close', done);
+    req.once('error', done);
     req.resume();
   });
 }
@@ -81,6 +95,9 @@ function charsetOf(contentType: string | undefined): string | undefined {
  */
 export const AWAITING_CONTINUE = new WeakSet<IncomingMessage>();
 
+/** How long an answer given without the 100 waits for a body sent without waiting for it. */
+export const CONTINUE_GRACE_MS = 250;
+
 /** The server's `checkContinue` listener: the request goes on to the app with its 100 held back. */
 export function holdContinue(server: { emit(event: 'request', req: IncomingMessage, res: ServerResponse): boolean }) {
   return (req: IncomingMessage, res: ServerResponse): void => {
@@ -94,8 +111,8 @@ export function boundBody(request: FastifyRequest, reply: FastifyReply, payload:
   const { headers } = request;
   if (AWAITING_CONTINUE.has(request.raw)) {
     if (Number(headers['content-length']) > BODY_LIMIT) {
-      reply.raw.setHeader('Connection', 'close'); // the body is never sent, nor read: nothing after it is a request
-      return done(tooLarge());
+      // Not sent, the body is not read; sent anyway, it is read and thrown away (up to DRAIN_LIMIT) so the 413 arrives.
+      return void discardBody(request.raw, reply.raw).then(() => done(tooLarge()));
     }
     AWAITING_CONTINUE.delete(request.raw);
     reply.raw.writeContinue();
