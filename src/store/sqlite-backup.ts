@@ -267,6 +267,7 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
   // Refused, a file that is not this run's to make is left where it is.
   let fd: number;
   try {
+    refuseSharedFolder(dirname(target));
     fd = openAsNew(partial);
   } catch (err) {
     throw new Error(`cannot write ${target} (first as ${basename(partial)} beside it): ${(err as Error).message}`);
@@ -287,6 +288,21 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
+  }
+}
+
+/**
+ * Refuses a folder other users can write to, unless it has the sticky bit (as /tmp): there one of
+ * them can remove the copy's file between its making and SQLite's writing into it by name, and put
+ * their own in its place, to own the backup (a review, as `nobody`, in a folder of mode 0777, after
+ * the copy was made O_EXCL). With the sticky bit, nobody but its owner can remove or rename it.
+ */
+function refuseSharedFolder(dir: string): void {
+  const { mode } = statSync(dir);
+  if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
+    throw new Error(
+      `the folder ${dir} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to, or one with the sticky bit, as /tmp has`,
+    );
   }
 }
 

@@ -5,7 +5,7 @@
 // (a review read a 61 MB backup so, as `nobody`). Seen with strace: each open of the file, in order.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../support/backends.js';
@@ -52,9 +52,17 @@ test("the copy's file must be new: another user's file in its place is refused, 
   const source = join(dir, 'almoner.db');
   const made = await almoner(`sqlite:${source}`, ['charity', 'create', '--name', 'Shared', '--email', 's@example.org']);
   assert.equal(made.code, 0, made.stderr);
+  // A folder anyone can write to, without the sticky bit: refused outright (another user could swap the file
+  // between its making and SQLite's opening it by name; a review of the O_EXCL fix did so).
+  const open = join(dir, 'open');
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  await assert.rejects(backUpSqlite(source, join(open, 'backup.db')), /the folder .*open can be written by other users \(mode 0777\)/);
+  assert.deepEqual(readdirSync(open), [], 'nothing written there');
+  // With the sticky bit, as /tmp: taken, but a file of another user's in the copy's place is refused.
   const shared = join(dir, 'shared');
-  mkdirSync(shared, { mode: 0o777 });
-  chmodSync(shared, 0o777);
+  mkdirSync(shared);
+  chmodSync(shared, 0o1777);
   const out = join(shared, 'backup.db');
   const planted = `${out}.partial-${process.pid}`;
   writeFileSync(planted, '');
