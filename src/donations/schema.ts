@@ -135,6 +135,7 @@ function asText(property: Record<string, unknown>): Record<string, unknown> {
  */
 export const DONATION_FORM_SCHEMA = {
   ...DONATION_INPUT_SCHEMA,
+  description: 'A donation as an HTML form or PHP sends it: each field as text; a field sent more than once takes its last value (a hidden "no" before a checkbox\'s "on" gives "on").',
   properties: Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, 'blankInFormIsAbsent' in f ? blankInForm(asText(inputProperty(f))) : asText(inputProperty(f))])),
 } as const;
 
