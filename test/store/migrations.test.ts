@@ -1,7 +1,8 @@
 // Migrations on a database that has data: 0005 keeps every idempotency key that has its donation
 // (it still replays) and frees the keys a dead request left claimed without one; 0010 moves the
 // day until which an erased donation keeps its Gift Aid data to the seven-year rule; 0013 gives
-// the donations a donor's erasure kept before 0012 their donor's reference, read from the trail.
+// the donations a donor's erasure kept before 0012 their donor's reference, read from the trail;
+// 0016 reads the house an erasure kept again, and brings forward a far-future-dated donation's day.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
@@ -208,6 +209,71 @@ for (const backend of BACKENDS) {
           const found: number[] = [];
           for await (const d of store.exportDonations({ donorEmail: 'ANN@example.org' })) found.push(d.id);
           assert.deepEqual(found.sort((a, b) => a - b), [ids.annKept1, ids.annKept2]);
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test("0016: what a donor's erasure kept is as today's rules keep it: the house read again, and a year typed far ahead counted from a year after its recording", async () => {
+      const database = await backend.createDatabase();
+      try {
+        const old = await migratedTo(database, '0015_audit_log_not_replaced');
+        const now = '2026-11-23T12:00:00.000000Z';
+        const ids: Record<string, number> = {};
+        try {
+          const { id: charityId } = await old
+            .insertInto('charities')
+            .values({ name: 'Old', email: 'old@example.org', username: 'old-charity', password_hash: 'x', active: 1, created_at: now, updated_at: now })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          // Kept by 0015's rules: the whole first line of an address without commas, and 31-12-9999's day.
+          const rows: Array<[string, string, string | null, string]> = [
+            ['runOn', '2026-01-02T00:00:00.000000Z', 'Hillview Farm Long Road Ambridge', '2033-01-02'],
+            ['flat', '2026-01-02T00:00:00.000000Z', 'Flat 3, 12', '2033-01-02'],
+            ['farAhead', '9999-12-31T00:00:00.000000Z', '12', '9999-12-31'],
+            ['noAddress', '2026-01-02T00:00:00.000000Z', null, '2033-01-02'],
+          ];
+          for (const [name, day, address, until] of rows) {
+            const { id } = await old
+              .insertInto('donations')
+              .values({
+                charity_id: charityId,
+                donor_email: 'erased@erased.invalid',
+                donor_first_name: 'Ann',
+                donor_address: address,
+                gift_aid: 1,
+                amount: '25.00',
+                amount_minor: 2500,
+                donation_type: 'one-time',
+                zakat_donation: 0,
+                donation_date: day,
+                recorded_at: now,
+                erased_at: now,
+                erase_after: until,
+              })
+              .returning('id')
+              .executeTakeFirstOrThrow();
+            ids[name] = Number(id);
+          }
+        } finally {
+          await old.destroy();
+        }
+        const store = await openStore(database.location); // applies 0016
+        try {
+          const db = (store as unknown as { db: Kysely<any> }).db;
+          const after = await db.selectFrom('donations').select(['id', 'donor_address', 'erase_after']).orderBy('id').execute();
+          assert.deepEqual(
+            after.map((r) => [Number(r.id), r.donor_address, r.erase_after]),
+            [
+              [ids.runOn, 'Hillview Farm', '2033-01-02'],
+              [ids.flat, 'Flat 3, 12', '2033-01-02'],
+              [ids.farAhead, '12', '2034-11-23'], // seven years from 2027-11-23, a year after it was recorded
+              [ids.noAddress, null, '2033-01-02'],
+            ],
+          );
         } finally {
           await store.close();
         }

@@ -18,6 +18,7 @@ import { erasedDonorReference } from './0012_erased_donor_reference.js';
 import { erasedDonorFromAudit } from './0013_erased_donor_from_audit.js';
 import { claimRowsWithoutDonation } from './0014_claim_rows_without_donation.js';
 import { auditLogNotReplaced } from './0015_audit_log_not_replaced.js';
+import { keptHouseReadAgain } from './0016_kept_house_read_again.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -36,5 +37,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0013_erased_donor_from_audit': erasedDonorFromAudit(),
     '0014_claim_rows_without_donation': claimRowsWithoutDonation(dialect),
     '0015_audit_log_not_replaced': auditLogNotReplaced(dialect),
+    '0016_kept_house_read_again': keptHouseReadAgain(),
   };
 }
