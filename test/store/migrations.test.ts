@@ -28,6 +28,21 @@ async function migratedTo(database: TestDatabase, version: string): Promise<Kyse
   return db;
 }
 
+/** A charity and the donations a donor's erasure left, as an old schema's tables hold them: each row's extra columns over an erased Gift Aid donation recorded `now`. */
+async function erasedDonations(old: Kysely<any>, now: string, rows: Record<string, Record<string, unknown>>): Promise<Record<string, number>> {
+  const { id: charityId } = await old
+    .insertInto('charities')
+    .values({ name: 'Old', email: 'old@example.org', username: 'old-charity', password_hash: 'x', active: 1, created_at: now, updated_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const ids: Record<string, number> = {};
+  for (const [name, columns] of Object.entries(rows)) {
+    const erased = { charity_id: charityId, donor_email: 'erased@erased.invalid', gift_aid: 1, amount: '25.00', amount_minor: 2500, donation_type: 'one-time', zakat_donation: 0, recorded_at: now, erased_at: now };
+    ids[name] = Number((await old.insertInto('donations').values({ ...erased, ...columns }).returning('id').executeTakeFirstOrThrow()).id);
+  }
+  return ids;
+}
+
 for (const backend of BACKENDS) {
   describe(`migrations on a database with data [${backend.name}]`, () => {
     let database: TestDatabase;
@@ -93,41 +108,15 @@ for (const backend of BACKENDS) {
       const database = await backend.createDatabase();
       try {
         const old = await migratedTo(database, '0009_donations_by_charity');
-        const now = '2026-11-23T12:00:00.000000Z';
-        const ids: Record<string, number> = {};
+        let ids: Record<string, number>;
         try {
-          const { id: charityId } = await old
-            .insertInto('charities')
-            .values({ name: 'Old', email: 'old@example.org', username: 'old-charity', password_hash: 'x', active: 1, created_at: now, updated_at: now })
-            .returning('id')
-            .executeTakeFirstOrThrow();
           // Rows as 0009's table had them, each kept until the old rule's day, and one fully erased.
-          const rows: Array<[string, string, string | null]> = [
-            ['dated', '2026-01-02T00:00:00.000000Z', '2032-04-05'],
-            ['lastOfTaxYear', '2025-04-05T00:00:00.000000Z', '2031-04-05'],
-            ['summerNight', '2025-06-30T23:30:00.000001Z', '2032-04-05'], // recorded without a date at 00:30 BST on 1 July
-            ['erased', '2026-01-02T00:00:00.000000Z', null],
-          ];
-          for (const [name, day, until] of rows) {
-            const { id } = await old
-              .insertInto('donations')
-              .values({
-                charity_id: charityId,
-                donor_email: 'erased@erased.invalid',
-                gift_aid: 1,
-                amount: '25.00',
-                amount_minor: 2500,
-                donation_type: 'one-time',
-                zakat_donation: 0,
-                donation_date: day,
-                recorded_at: now,
-                erased_at: now,
-                erase_after: until,
-              })
-              .returning('id')
-              .executeTakeFirstOrThrow();
-            ids[name] = Number(id);
-          }
+          ids = await erasedDonations(old, '2026-11-23T12:00:00.000000Z', {
+            dated: { donation_date: '2026-01-02T00:00:00.000000Z', erase_after: '2032-04-05' },
+            lastOfTaxYear: { donation_date: '2025-04-05T00:00:00.000000Z', erase_after: '2031-04-05' },
+            summerNight: { donation_date: '2025-06-30T23:30:00.000001Z', erase_after: '2032-04-05' }, // recorded without a date at 00:30 BST on 1 July
+            erased: { donation_date: '2026-01-02T00:00:00.000000Z', erase_after: null },
+          });
         } finally {
           await old.destroy();
         }
@@ -221,43 +210,16 @@ for (const backend of BACKENDS) {
       const database = await backend.createDatabase();
       try {
         const old = await migratedTo(database, '0015_audit_log_not_replaced');
-        const now = '2026-11-23T12:00:00.000000Z';
-        const ids: Record<string, number> = {};
+        let ids: Record<string, number>;
         try {
-          const { id: charityId } = await old
-            .insertInto('charities')
-            .values({ name: 'Old', email: 'old@example.org', username: 'old-charity', password_hash: 'x', active: 1, created_at: now, updated_at: now })
-            .returning('id')
-            .executeTakeFirstOrThrow();
           // Kept by 0015's rules: the whole first line of an address without commas, and 31-12-9999's day.
-          const rows: Array<[string, string, string | null, string]> = [
-            ['runOn', '2026-01-02T00:00:00.000000Z', 'Hillview Farm Long Road Ambridge', '2033-01-02'],
-            ['flat', '2026-01-02T00:00:00.000000Z', 'Flat 3, 12', '2033-01-02'],
-            ['farAhead', '9999-12-31T00:00:00.000000Z', '12', '9999-12-31'],
-            ['noAddress', '2026-01-02T00:00:00.000000Z', null, '2033-01-02'],
-          ];
-          for (const [name, day, address, until] of rows) {
-            const { id } = await old
-              .insertInto('donations')
-              .values({
-                charity_id: charityId,
-                donor_email: 'erased@erased.invalid',
-                donor_first_name: 'Ann',
-                donor_address: address,
-                gift_aid: 1,
-                amount: '25.00',
-                amount_minor: 2500,
-                donation_type: 'one-time',
-                zakat_donation: 0,
-                donation_date: day,
-                recorded_at: now,
-                erased_at: now,
-                erase_after: until,
-              })
-              .returning('id')
-              .executeTakeFirstOrThrow();
-            ids[name] = Number(id);
-          }
+          const kept = (donation_date: string, donor_address: string | null, erase_after: string) => ({ donation_date, donor_address, donor_first_name: 'Ann', erase_after });
+          ids = await erasedDonations(old, '2026-11-23T12:00:00.000000Z', {
+            runOn: kept('2026-01-02T00:00:00.000000Z', 'Hillview Farm Long Road Ambridge', '2033-01-02'),
+            flat: kept('2026-01-02T00:00:00.000000Z', 'Flat 3, 12', '2033-01-02'),
+            farAhead: kept('9999-12-31T00:00:00.000000Z', '12', '9999-12-31'),
+            noAddress: kept('2026-01-02T00:00:00.000000Z', null, '2033-01-02'),
+          });
         } finally {
           await old.destroy();
         }
