@@ -437,8 +437,11 @@ const NAME_THEN_STREET = /^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+\S+\s+(?:street|road|r
 
 /** What stands for no address at all: "N/A", "none", "unknown" (and anything with no letter or digit, "-", "?"). */
 const NO_ADDRESS = /^(?:n\/?a|n\.a\.?|none|none given|nil|unknown|not known|not applicable|tbc|tba|no address|nfa|no fixed abode|same as above|x+)$/i;
-/** A person's name, by the title before it ("Mrs Jane Smith", "Dr Smith"): never a house. */
-const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s/i;
+/**
+ * A person's name, by the title before it ("Mrs Jane Smith", "Dr Smith"): never a house. But not a
+ * building named after one ("Lord Nelson House", "Lady Margaret Hall", "Dr Smith's Surgery"; a review).
+ */
+const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|surgery|mansions|buildings|chambers|college|school|church|centre|center|barn|mill|villa|place|gardens|terrace)$)/i;
 
 /**
  * The house name or number, from the start of donor_address (Almoner has no separate field).

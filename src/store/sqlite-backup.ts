@@ -301,7 +301,7 @@ function refuseSharedFolder(dir: string): void {
   const { mode } = statSync(dir);
   if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
     throw new Error(
-      `the folder ${dir} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to, or one with the sticky bit, as /tmp has`,
+      `the folder ${dir} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to (chmod go-w ${dir}), or one with the sticky bit, as /tmp has`,
     );
   }
 }

@@ -274,6 +274,8 @@ describe('house name or number, from the start of donor_address', () => {
     ['Villa Rosa, 00100 Roma', 'Villa Rosa'],
     ['Dr Smith, 12 High St', '12'],
     ['Mrs Jane Smith, Flat 3, 12 High St', 'Flat 3, 12'],
+    ['Lord Nelson House, 3 Quay St', 'Lord Nelson House, 3'],
+    ['Lady Margaret Hall', 'Lady Margaret Hall'],
     ['Station Road, 12', '12'],
     ['12 1/2 Elm Road', '12½'],
     ['The Old Mill, Flat 3, 12 High St', 'The Old Mill, Flat 3, 12'],

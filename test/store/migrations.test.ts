@@ -217,6 +217,9 @@ for (const backend of BACKENDS) {
           ids = await erasedDonations(old, '2026-11-23T12:00:00.000000Z', {
             runOn: kept('2026-01-02T00:00:00.000000Z', 'Hillview Farm Long Road Ambridge', '2033-01-02'),
             flat: kept('2026-01-02T00:00:00.000000Z', 'Flat 3, 12', '2033-01-02'),
+            // Left as they are: read again as an address, they lost their building or their name (a review of the first version).
+            flatAndBuilding: kept('2026-01-02T00:00:00.000000Z', 'Flat 3, Ivy Court 5 Elm Road', '2033-01-02'),
+            titled: kept('2026-01-02T00:00:00.000000Z', 'Lord Nelson House', '2033-01-02'),
             farAhead: kept('9999-12-31T00:00:00.000000Z', '12', '9999-12-31'),
             noAddress: kept('2026-01-02T00:00:00.000000Z', null, '2033-01-02'),
           });
@@ -232,6 +235,8 @@ for (const backend of BACKENDS) {
             [
               [ids.runOn, 'Hillview Farm', '2033-01-02'],
               [ids.flat, 'Flat 3, 12', '2033-01-02'],
+              [ids.flatAndBuilding, 'Flat 3, Ivy Court 5 Elm Road', '2033-01-02'],
+              [ids.titled, 'Lord Nelson House', '2033-01-02'],
               [ids.farAhead, '12', '2034-11-23'], // seven years from 2027-11-23, a year after it was recorded
               [ids.noAddress, null, '2033-01-02'],
             ],
