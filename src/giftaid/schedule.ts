@@ -145,18 +145,21 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
 
   // HMRC requires a first name ("first initial is acceptable") and a last name for an individual's
   // donation; only aggregated donations go without, and Almoner never aggregates.
-  const firstName = hmrcFirstName(d.donor_first_name);
+  // Each name whole first, then cut to HMRC's length, so that a cut can be said (shortened).
+  const wholeFirstName = hmrcFirstName(d.donor_first_name, Infinity);
+  const firstName = cut(wholeFirstName, NAME_MAX_LENGTH);
   if (firstName === '') reasons.push(REASONS.noFirstName);
   else if (!hasLetter(firstName)) reasons.push(REASONS.firstNameNoLetters);
-  const lastName = hmrcLastName(d.donor_last_name);
+  const wholeLastName = hmrcLastName(d.donor_last_name, Infinity);
+  const lastName = cut(wholeLastName, NAME_MAX_LENGTH);
   if (lastName === '') reasons.push(REASONS.noLastName);
   else if (!hasLetter(lastName)) reasons.push(REASONS.lastNameNoLetters);
 
   const house = houseNameOrNumber(d.donor_address);
   const shortened = (
     [
-      ['first name', firstName, hmrcFirstName(d.donor_first_name, Infinity)],
-      ['last name', lastName, hmrcLastName(d.donor_last_name, Infinity)],
+      ['first name', firstName, wholeFirstName],
+      ['last name', lastName, wholeLastName],
       ['house name or number', house, houseNameOrNumber(d.donor_address, Infinity)],
     ] as const
   ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));

@@ -93,10 +93,10 @@ function charsetOf(contentType: string | undefined): string | undefined {
  * authenticated and its Content-Length is within the limit (boundBody), and an answer given before
  * that (401, 404, 405, 413, 429) is given at once, and closes the connection (discardBody).
  */
-export const AWAITING_CONTINUE = new WeakSet<IncomingMessage>();
+const AWAITING_CONTINUE = new WeakSet<IncomingMessage>();
 
 /** How long an answer given without the 100 waits for a body sent without waiting for it. */
-export const CONTINUE_GRACE_MS = 250;
+const CONTINUE_GRACE_MS = 250;
 
 /** The server's `checkContinue` listener: the request goes on to the app with its 100 held back. */
 export function holdContinue(server: { emit(event: 'request', req: IncomingMessage, res: ServerResponse): boolean }) {

@@ -174,8 +174,8 @@ export function requireHost(request: FastifyRequest, reply: FastifyReply, done: 
   }
   // Node keeps the first of each and drops the rest, where a proxy in front may read another (RFC 9112,
   // 3.2: more than one Host is a 400). Until 2026-11-29 the first was taken (a review).
-  for (const name of ONE_ONLY) {
-    if (headerCount(raw.rawHeaders, name.toLowerCase()) > 1) {
+  for (const [name, lowerCase] of ONE_ONLY) {
+    if (headerCount(raw.rawHeaders, lowerCase) > 1) {
       void reply.code(400).send({ message: `The request has more than one ${name} header: send one.` });
       return;
     }
@@ -184,7 +184,10 @@ export function requireHost(request: FastifyRequest, reply: FastifyReply, done: 
 }
 
 /** Headers a request may have only one of (Idempotency-Key too: idempotencyKeyOf). */
-const ONE_ONLY = ['Host', 'Authorization'] as const;
+const ONE_ONLY = [
+  ['Host', 'host'],
+  ['Authorization', 'authorization'],
+] as const;
 
 /**
  * How many headers named `name` (in lower case) the request has, in any case. From the raw
