@@ -78,7 +78,7 @@ export function erasureOf(d: ErasableDonation, today: string): Erasure {
   for (const f of PERSONAL_FIELDS) {
     const now: string | null = d[f.name];
     const erased = f.required ? ERASED_EMAIL : null;
-    const next = !keep || f.erasure === 'now' ? erased : f.erasure === 'house' ? houseNameOrNumber(now) || null : now;
+    const next = !keep || f.erasure === 'now' ? erased : f.erasure === 'house' ? houseNameOrNumber(now, d) || null : now;
     if (next !== now) {
       erasure.set[f.name] = next;
       if (next === erased) erasure.erased.push(f.name);

@@ -155,12 +155,12 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   if (lastName === '') reasons.push(REASONS.noLastName);
   else if (!hasLetter(lastName)) reasons.push(REASONS.lastNameNoLetters);
 
-  const house = houseNameOrNumber(d.donor_address);
+  const house = houseNameOrNumber(d.donor_address, d);
   const shortened = (
     [
       ['first name', firstName, wholeFirstName],
       ['last name', lastName, wholeLastName],
-      ['house name or number', house, houseNameOrNumber(d.donor_address, Infinity)],
+      ['house name or number', house, houseNameOrNumber(d.donor_address, d, Infinity)],
     ] as const
   ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));
   const address = normaliseSpaces(d.donor_address ?? '');
@@ -453,6 +453,8 @@ const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s(
  *  1. A segment that starts with a house number (12, 12a, 12 A, 12½, 12-14, 12 & 14, No. 12) gives
  *     that number, and the house ends there: "12 High Street" -> "12"; "12a, High Street" -> "12a".
  *     A Glasgow flat's number ("3/2, 12 Byres Road", "0/1 12 Byres Rd") takes the building's after it.
+ *     A flat after the number's street, or in the next segment, goes first: "12 High Street, Flat 3"
+ *     -> "Flat 3, 12".
  *  2. A part of a building (PART_OF_BUILDING: "Flat 3", "2nd Floor", "Top Flat", "2F1") is kept, and
  *     the next segment read by these rules: "Flat 3, 12 High St" -> "Flat 3, 12"; "Flat 3, 1st
  *     Floor, 12 High St" -> "Flat 3, 1st Floor, 12". Within one segment, a part followed by the rest
@@ -463,7 +465,10 @@ const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s(
  *     Street" -> "Flat 3"), unless a number follows, when it is a building's name ("Flat 2, Rose
  *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
  *     house ("Station Road, 12" -> "12"); first and alone, it is read as rule 5 reads a name.
- *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over.
+ *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
+ *     the donor (`donor`), is their own name ("John Smith", "J Smith"). The donor's town (their
+ *     donor_city) or a UK postcode ends the house ("Flat 3, London" -> "Flat 3"); an address of the
+ *     town alone has no house.
  *  5. Any other segment is a house name, kept whole, with what follows it when that is a part of the
  *     building or the building's number (up to four digits): "Rose Cottage, Lane End" -> "Rose
  *     Cottage"; "The Old Mill, 12 High St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" ->
@@ -480,18 +485,24 @@ const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s(
  * lost the building's number ("2nd Floor, 12 High St" gave "2nd Floor"), and "of 12 High St" was
  * taken for a house name (reviews).
  */
-export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH): string {
+export function houseNameOrNumber(address: string | null, donor?: HouseDonor, max = HOUSE_MAX_LENGTH): string {
+  const ownName = donor === undefined ? undefined : donorsOwnName(donor);
+  const town = donor?.donor_city ? hmrcText(normaliseSpaces(donor.donor_city)).toLowerCase() : '';
   const segments = (address ?? '')
     .split(/\r\n|\r|\n/)
     .map((line) => hmrcText(normaliseSpaces(line)))
     .join(',')
     .split(/[,;]/)
     .map((segment) => segment.trim())
-    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment));
+    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment) && !ownName?.(segment));
   const parts: { text: string; name: boolean }[] = [];
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
     let segment = i === 0 ? segments[i]! : segments[i]!.replace(/^(?:of|at)\s+(?=\d)/i, ''); // "Flat 2, at 12 High St"
     const next = segments[i + 1] ?? '';
+    if (isTownOrPostcode(segment, town)) {
+      if (parts.length > 0) break; // "Flat 3, London": the town, after the house
+      if (town !== '' && segment.toLowerCase() === town) continue; // an address of the town alone has no house
+    }
     if (PART_OF_BUILDING.test(segment)) {
       parts.push({ text: segment, name: false });
       continue;
@@ -505,8 +516,10 @@ export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH
     }
     const number = leadingNumber(segment);
     if (number) {
-      parts.push({ text: number.value, name: false });
       const building = number.value.includes('/') ? leadingNumber(number.rest === '' ? next : number.rest) : undefined;
+      const flatAfter = parts.length === 0 && !building ? trailingPartOfBuilding(number.rest, next) : undefined;
+      if (flatAfter) parts.push({ text: flatAfter, name: false }); // "12 High Street, Flat 3" -> "Flat 3, 12"
+      parts.push({ text: number.value, name: false });
       if (building) parts.push({ text: building.value, name: false });
       break;
     }
@@ -530,6 +543,52 @@ export function houseNameOrNumber(address: string | null, max = HOUSE_MAX_LENGTH
     if (Array.from(withoutNames).length <= max) house = withoutNames;
   }
   return cut(house, max).replace(/[\s,]+$/, '');
+}
+
+/** What else a donation says that tells a house from its donor's name or town: the names and the city. */
+export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'donor_last_name' | 'donor_city'>>;
+
+const TITLE_WORD = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)$/;
+
+/**
+ * The donor's own name at the head of the address, without a title ("John Smith, 12 High St", "J
+ * Smith", "Smith"): every word one of their names', an initial, a title or "&", their last name
+ * among them. Until 2026-11-29 it was taken for a house name ("John Smith, 12"), which HMRC cannot
+ * match to the donor. A house named from other words too ("Smith House") stays a house.
+ */
+function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | undefined {
+  const words = (text: string | null | undefined): string[] =>
+    hmrcText(normaliseSpaces(text ?? ''))
+      .toLowerCase()
+      .split(/[\s'.-]+/)
+      .filter((w) => w !== '');
+  const last = new Set(words(donor.donor_last_name));
+  if (last.size === 0) return undefined;
+  const own = new Set([...words(donor.donor_first_name), ...last]);
+  return (segment) => {
+    const ws = words(segment);
+    return ws.some((w) => last.has(w)) && ws.every((w) => own.has(w) || TITLE_WORD.test(w) || /^\p{L}$/u.test(w) || w === '&' || w === 'and');
+  };
+}
+
+/** The donor's town (their donor_city, in any case) or a UK postcode: where a house has ended ("Flat 3, London"). */
+function isTownOrPostcode(segment: string, town: string): boolean {
+  return (town !== '' && segment.toLowerCase() === town) || UK_POSTCODE.test(hmrcPostcode(segment).value);
+}
+
+/**
+ * A flat written after its building's number and street ("12 High Street, Flat 3", "12 High Street
+ * Flat 3"): HMRC's order puts it first, "Flat 3, 12". Until 2026-11-29 it was dropped ("12"), and
+ * every flat of the building was one house.
+ */
+function trailingPartOfBuilding(rest: string, next: string): string | undefined {
+  if (PART_OF_BUILDING.test(next)) return next;
+  const words = rest.split(' ');
+  for (let n = 1; n < words.length; n++) {
+    const tail = words.slice(n).join(' ');
+    if (PART_OF_BUILDING.test(tail)) return tail;
+  }
+  return undefined;
 }
 
 /**

@@ -62,6 +62,10 @@ test('an erasure keeps the house alone, not the street and village run on after 
     ['Hillview Farm Long Road Ambridge', 'Hillview Farm'],
     ['Flat 3 Ivy Court 5 Elm Road, Ambridge', 'Flat 3, Ivy Court, 5'],
     ['Mrs Jane Smith, 12 High Street', '12'],
+    // Read as a claim reads it, beside the donor's names and city (Sam Smith of London): until 2026-11-29 an erasure kept "Sam Smith, 12" and "Flat 3, London".
+    ['Sam Smith, 12 High Street', '12'],
+    ['Flat 3, London', 'Flat 3'],
+    ['12 High Street, Flat 3', 'Flat 3, 12'],
   ]) {
     const d = { ...SAM, donor_email: 'sam@example.org', donor_address: address, gift_aid: true, donation_date: '2026-01-02T00:00:00.000000Z' };
     assert.equal(erasureOf(d as Parameters<typeof erasureOf>[0], '2026-11-28').set.donor_address, kept, address);

@@ -306,6 +306,53 @@ describe('house name or number, from the start of donor_address', () => {
     });
   }
 
+  // A flat after its street goes first, and a town or postcode after a flat ends the house: until 2026-11-29 "12" and "Flat 3, SW1A 1AA".
+  for (const [address, house] of [
+    ['12 High Street, Flat 3', 'Flat 3, 12'],
+    ['12 High Street Flat 3', 'Flat 3, 12'],
+    ['12a, Flat 3', 'Flat 3, 12a'],
+    ['12 High Street, Basement Flat', 'Basement Flat, 12'],
+    ['Flat 3, SW1A 1AA', 'Flat 3'],
+    ['Rose Cottage, SW1A 1AA', 'Rose Cottage'],
+    ['12 Floor Street', '12'],
+    ['3/2, 12 Byres Road', '3/2, 12'],
+  ] as const) {
+    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address), house);
+    });
+  }
+
+  // Read beside the donor's names and city (John Smith of London): their own name is no house, nor is their town.
+  // Until 2026-11-29 "John Smith, 12" and "Flat 3, London" were claimed, houses HMRC cannot match to the donor.
+  const johnSmith = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'London' };
+  for (const [address, house] of [
+    ['John Smith, 12 High Street', '12'],
+    ['J. Smith, Flat 2, 12 High St', 'Flat 2, 12'],
+    ['Mr & Mrs Smith, Rose Cottage, Lane End', 'Rose Cottage'],
+    ['john smith\n12 high st', '12'],
+    ['Smith House, 3 Elm Rd', 'Smith House, 3'],
+    ['Smithfield Farm, Lane End', 'Smithfield Farm'],
+    ['John Smith', ''],
+    ['Flat 3, London', 'Flat 3'],
+    ['Flat 3, LONDON, SW1A 1AA', 'Flat 3'],
+    ['Rose Court, London', 'Rose Court'],
+    ['London', ''],
+    ['London Road, 12', '12'],
+    ['Flat 3, London Road', 'Flat 3'],
+    ['Flat 3, Londonderry House', 'Flat 3, Londonderry House'],
+  ] as const) {
+    test(`${JSON.stringify(address)} of John Smith of London -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address, johnSmith), house);
+    });
+  }
+
+  test("a claim reads the house beside the donor's names and city; an address of only the donor's name needs attention", () => {
+    const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
+    assert.equal(claimed(donation({ ...john, donor_address: 'John Smith, 12 High St' })).houseNameOrNumber, '12');
+    assert.equal(claimed(donation({ ...john, donor_address: 'Flat 3, Leeds' })).houseNameOrNumber, 'Flat 3');
+    assert.match(attention(donation({ ...john, donor_address: 'John Smith, Leeds' })).reasons.join('; '), /no house name or number/);
+  });
+
   test('cut to 40 characters', () => {
     const name = 'The Very Long Named Farmhouse Beyond The Hill';
     assert.equal(houseNameOrNumber(`${name}, Somewhere`), name.slice(0, 40).trimEnd());
