@@ -1,11 +1,11 @@
 // Request bodies: JSON or application/x-www-form-urlencoded, both UTF-8, at most 1 MiB.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import { parse as parseQueryString } from 'fast-querystring';
 import sjson from 'secure-json-parse';
 import { DONATION_FIELDS } from '../donations/fields.js';
-import { HttpError } from './errors.js';
+import { HttpError, UNSUPPORTED_MEDIA_TYPE } from './errors.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 /**
@@ -110,10 +110,11 @@ export function holdContinue(server: { emit(event: 'request', req: IncomingMessa
 export function boundBody(request: FastifyRequest, reply: FastifyReply, payload: RequestPayload, done: (err: Error | null, body?: RequestPayload) => void): void {
   const { headers } = request;
   if (AWAITING_CONTINUE.has(request.raw)) {
-    if (Number(headers['content-length']) > BODY_LIMIT) {
-      // Not sent, the body is not read; sent anyway, it is read and thrown away (up to DRAIN_LIMIT) so the 413 arrives.
-      return void discardBody(request.raw, reply.raw).then(() => done(tooLarge()));
-    }
+    // Not sent, the body is not read; sent anyway, it is read and thrown away (up to DRAIN_LIMIT) so the answer arrives.
+    // Until 2026-11-29 a 415 its headers alone decide came after the 100, and the body was sent for nothing (a review).
+    const declared = Number(headers['content-length']);
+    const refused = declared > BODY_LIMIT ? tooLarge() : declared > 0 || headers['transfer-encoding'] !== undefined ? refusedByHeaders(headers) : undefined;
+    if (refused) return void discardBody(request.raw, reply.raw).then(() => done(refused));
     AWAITING_CONTINUE.delete(request.raw);
     reply.raw.writeContinue();
   }
@@ -167,16 +168,32 @@ function parseForm(text: string): Record<string, unknown> {
 
 const jsonAsForm = () => new HttpError(415, 'The body is JSON but was sent as a form (application/x-www-form-urlencoded): send it with Content-Type: application/json.');
 
-/** The body as text: UTF-8 by its Content-Type's charset (or none) and by its bytes, strictly, else the HttpError. */
-function utf8Text(request: FastifyRequest, bytes: Buffer, kind: 'JSON' | 'form'): string | HttpError {
+/** The media types a body may have (the parsers registerBodyParsing adds), and what each is called in a message. */
+const MEDIA_TYPES = { 'application/json': 'JSON', 'application/x-www-form-urlencoded': 'form' } as const;
+
+/**
+ * What the headers alone refuse in a body, before a byte of it is read: a media type with no parser,
+ * a content coding, a transfer coding other than chunked, a charset other than UTF-8.
+ */
+function refusedByHeaders(headers: IncomingHttpHeaders): HttpError | undefined {
+  const essence = headers['content-type']?.split(';', 1)[0]!.trim().toLowerCase() ?? '';
+  const kind = MEDIA_TYPES[essence as keyof typeof MEDIA_TYPES] as string | undefined;
+  if (kind === undefined) return new HttpError(415, UNSUPPORTED_MEDIA_TYPE);
   // No content coding is decoded: a gzip body was told it was not UTF-8, and a plain one labelled br was taken.
-  const coding = request.headers['content-encoding']?.trim().toLowerCase();
+  const coding = headers['content-encoding']?.trim().toLowerCase();
   if (coding && coding !== 'identity') return new HttpError(415, `Content-Encoding ${JSON.stringify(coding)} is not supported: send the body uncompressed, without a Content-Encoding header.`);
   // Node undoes only the chunked framing: "gzip, chunked" handed over the gzip bytes, and a plain body so labelled was taken (until 2026-11-29; a review).
-  const transfer = request.headers['transfer-encoding']?.trim().toLowerCase();
+  const transfer = headers['transfer-encoding']?.trim().toLowerCase();
   if (transfer && transfer !== 'chunked') return new HttpError(415, `Transfer-Encoding ${JSON.stringify(transfer)} is not supported: send the body uncompressed, with a Content-Length or Transfer-Encoding: chunked alone.`);
-  const charset = charsetOf(request.headers['content-type']);
+  const charset = charsetOf(headers['content-type']);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return new HttpError(415, `Unsupported charset: ${kind} bodies must be UTF-8.`);
+  return undefined;
+}
+
+/** The body as text: UTF-8 by its headers (refusedByHeaders) and by its bytes, strictly, else the HttpError. */
+function utf8Text(request: FastifyRequest, bytes: Buffer): string | HttpError {
+  const refused = refusedByHeaders(request.headers);
+  if (refused) return refused;
   try {
     // Strict: invalid bytes are an error, not U+FFFD stored in place of what was meant.
     return STRICT_UTF8.decode(bytes);
@@ -190,7 +207,7 @@ export function registerBodyParsing(app: FastifyInstance): void {
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, bytes, done) => {
-    const text = utf8Text(request, bytes as Buffer, 'form');
+    const text = utf8Text(request, bytes as Buffer);
     if (text instanceof HttpError) return done(text, undefined);
     try {
       done(null, parseForm(text));
@@ -200,7 +217,7 @@ export function registerBodyParsing(app: FastifyInstance): void {
   });
 
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
-    const text = utf8Text(request, bytes as Buffer, 'JSON');
+    const text = utf8Text(request, bytes as Buffer);
     if (text instanceof HttpError) return done(text, undefined);
     const source = text.trim();
     if (source === '') return done(null, {}); // an empty JSON body is an empty object, as in Laravel

@@ -17,9 +17,11 @@ export class HttpError extends Error {
   }
 }
 
+export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.';
+
 // Fastify's own client errors, reworded to say what to do about them.
 const FASTIFY_MESSAGES: Record<string, string> = {
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: UNSUPPORTED_MEDIA_TYPE,
   FST_ERR_CTP_BODY_TOO_LARGE: 'The request body must not be larger than 1 MiB.',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The request body does not match its Content-Length header.',
 };

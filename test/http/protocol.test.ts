@@ -620,6 +620,36 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       }
     });
 
+    test('Expect: 100-continue: a body its headers alone refuse (media type, codings, charset) gets its 415 at once, the body unsent, as the same request gets it without Expect (it came after the 100 until 2026-11-29)', async () => {
+      const body = JSON.stringify(exampleDonation({ donor_email: 'refused-by-headers@example.org' }));
+      const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}`;
+      for (const headers of [
+        'Content-Type: text/plain',
+        'Content-Type: application/json-patch+json',
+        '',
+        'Content-Type: application/json\r\nContent-Encoding: gzip',
+        'Content-Type: application/json; charset=latin1',
+        'Content-Type: application/x-www-form-urlencoded; charset=iso-8859-1',
+      ]) {
+        const withHeaders = headers === '' ? head : `${head}\r\n${headers}`;
+        const refused = await expectingContinue(withHeaders, body);
+        assert.equal(refused.first, 'HTTP/1.1 415 Unsupported Media Type', `${headers}: ${refused.all}`);
+        assert.equal(refused.sentBody, false, headers);
+        const plain = await rawRequest(port, `${withHeaders}\r\nContent-Length: ${Buffer.byteLength(body)}`, Buffer.from(body));
+        assert.equal(plain.status, 415, headers);
+        assert.equal(plain.text.split('\r\n\r\n')[1], refused.all.split('\r\n\r\n')[1], `${headers}: the same message with Expect as without`);
+      }
+      // What the headers allow still gets its 100: any case, any parameter, UTF-8 spelt either way.
+      for (const type of ['Application/JSON', 'application/json; charset=UTF-8', 'application/json;charset="utf8"']) {
+        const good = await expectingContinue(`${head}\r\nContent-Type: ${type}\r\nConnection: close`, JSON.stringify(exampleDonation({ donor_email: 'allowed-by-headers@example.org' })));
+        assert.equal(good.first, 'HTTP/1.1 100 Continue', `${type}: ${good.all}`);
+        assert.match(good.all, /HTTP\/1\.1 200 OK\r\n/, type);
+      }
+      const stored = [];
+      for await (const d of t.store.exportDonations({ donorEmail: 'refused-by-headers@example.org' })) stored.push(d);
+      assert.equal(stored.length, 0);
+    });
+
     test('an Expect other than 100-continue gets a 417 in our JSON error shape (Node answered a bare 417 with no body)', async () => {
       const res = await rawRequest(port, `POST /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nExpect: 200-ok`, null);
       assert.equal(res.status, 417, res.error);
