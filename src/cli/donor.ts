@@ -2,7 +2,8 @@
 // request: every donation recorded with the donor's e-mail address, as JSON.
 import { Command, InvalidArgumentError } from 'commander';
 import { ERASED_EMAIL } from '../donations/erasure.js';
-import { donorReference, foldEmail } from '../store/donation-query.js';
+import { foldEmail } from '../donations/donation.js';
+import { donorReference } from '../store/donation-query.js';
 import { DONATION_FIELDS } from '../donations/fields.js';
 import type { DonationErasure } from '../store/donors.js';
 import { nowIso, ukDay } from '../time.js';

@@ -11,6 +11,7 @@ import { Argument, Command, InvalidArgumentError } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { CLAIM_STATUSES, NEXT_STATUSES, type ClaimStatus } from '../giftaid/claim.js';
 import { scheduleSpreadsheet } from '../giftaid/ods.js';
+import { twinsAmong } from '../giftaid/twins.js';
 import {
   ATTENTION_COLUMNS,
   ATTENTION_FILE_NAME,
@@ -309,7 +310,10 @@ async function assessUnclaimed(
   // Not by the house, whose reading from donor_address changed on 2026-11-29: a row of an earlier claim would not match.
   const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, r.postcode, r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
-  return { ...buildSchedule(donations, today, (row) => sent.get(key(row)), periodEnd), claimedBefore: await store.claims.countClaimed(charityId, range) };
+  // One gift recorded twice (sent again under another Idempotency-Key): looked for among every donation of the candidates' days.
+  const dated = donations.map((d) => donationDay(d.donation_date)).sort();
+  const twinOf = dated.length === 0 ? () => undefined : await twinsAmong(donations, store.claims.dated(charityId, { from: ukStartOfDayIso(dated[0]!), to: ukEndOfDayIso(dated.at(-1)!) }));
+  return { ...buildSchedule(donations, today, { claimedIn: (row) => sent.get(key(row)), twinOf, periodEnd }), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }
 
 /**

@@ -10,3 +10,11 @@ export const toDonationRecord = compiledObject<[d: StoredDonation], DonationReco
   ['d'],
   [['id', read('d', 'id')], ...DONATION_FIELDS.map((f): Entry => [f.name, f.kind === 'yes_no' ? `${read('d', f.name)} ? "yes" : "no"` : read('d', f.name)])],
 );
+
+/**
+ * An e-mail address as a person means it: Unicode's composed form (NFC: an "ë" typed as one
+ * character or as "e" and a combining mark is the same), then lower case as JavaScript folds it.
+ * The same on both databases: SQL's lower() follows PostgreSQL's locale (a C locale folds A to Z
+ * only) and folds some letters unlike JavaScript, and neither composes.
+ */
+export const foldEmail = (email: string): string => email.normalize('NFC').toLowerCase();

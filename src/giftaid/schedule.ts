@@ -49,6 +49,7 @@ export type GiftAidDonation = Pick<
   | 'donor_address'
   | 'donor_city'
   | 'donor_postcode'
+  | 'payment_confirmation_number'
   | 'gift_aid'
   | 'amount_minor'
   | 'donation_date'
@@ -129,6 +130,8 @@ export const REASONS = {
       : `dated before ${dayMonthYear(cutoff)}, in an accounting period (ending ${periodEnd === '02-29' ? 'on the last day of February' : `${periodEnd.slice(3)}/${periodEnd.slice(0, 2)}`}) that ended more than ${CLAIM_WINDOW_YEARS} years before the claim date: too late to claim`,
   future: "dated after the claim date, which HMRC's checker refuses: claimable once its day has come (if its year was mistyped, as 2062 for 2026, it never will be: correct the donation)",
   notPositive: 'amount is not more than 0.00',
+  twin: (id: number) =>
+    `the same donor (e-mail address, names, address, postcode), day and amount as donation ${id}, and no other payment_confirmation_number: one gift recorded twice, it seems (sent again under another Idempotency-Key, or none), which is claimed once; if the donor did give twice, claim this one by hand`,
   inKeptClaim: (claim: number) =>
     `the same donor, day and amount as a donation in claim ${claim} that a restore could not bring back (recorded after the backup): it may be claimed already; claim it by hand only if it is another donation`,
 } as const;
@@ -241,13 +244,17 @@ export interface Schedule {
 /**
  * Decides every donation against the claim date `today`; donations without Gift Aid are left out.
  * `claimedIn` names the claim a claimable row may be in already (a row a restore kept without its
- * donation, ClaimLedger.keepFrom): such a donation needs attention instead.
+ * donation, ClaimLedger.keepFrom), and `twinOf` the earlier donation a donation seems to record
+ * again (twins.ts): such a donation needs attention instead.
  */
 export function buildSchedule(
   donations: Iterable<GiftAidDonation>,
   today: string,
-  claimedIn: (row: ScheduleRow) => number | undefined = () => undefined,
-  periodEnd?: string,
+  {
+    claimedIn = () => undefined,
+    twinOf = () => undefined,
+    periodEnd,
+  }: { claimedIn?: (row: ScheduleRow) => number | undefined; twinOf?: (d: GiftAidDonation) => number | undefined; periodEnd?: string } = {},
 ): Schedule {
   const rows: ScheduleRow[] = [];
   const needsAttention: AttentionRow[] = [];
@@ -255,15 +262,19 @@ export function buildSchedule(
   let claimableMinor = 0;
   for (const d of donations) {
     const a = assessDonation(d, today, periodEnd);
+    if (a.kind === 'not-gift-aid') continue;
+    const twin = twinOf(d);
     const claim = a.kind === 'claimable' ? claimedIn(a.row) : undefined;
-    if (claim !== undefined) {
+    if (a.kind === 'claimable' && twin !== undefined) {
+      needsAttention.push(attentionRow(d, [REASONS.twin(twin)]));
+    } else if (claim !== undefined) {
       needsAttention.push(attentionRow(d, [REASONS.inKeptClaim(claim)]));
     } else if (a.kind === 'claimable') {
       rows.push(a.row);
       claimableMinor += a.amountMinor;
       if (a.shortened.length > 0) shortened.push({ id: a.id, columns: a.shortened });
-    } else if (a.kind === 'needs-attention') {
-      needsAttention.push(a.row);
+    } else {
+      needsAttention.push(twin === undefined ? a.row : { ...a.row, reasons: [...a.row.reasons, REASONS.twin(twin)] });
     }
   }
   rows.sort((x, y) => (x.donationDay < y.donationDay ? -1 : x.donationDay > y.donationDay ? 1 : x.donationId - y.donationId));

@@ -6,6 +6,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
 import { donationDay, hmrcFirstName, hmrcLastName, hmrcPostcode, type ScheduleRow } from '../giftaid/schedule.js';
+import type { GiftFacts } from '../giftaid/twins.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
 import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
@@ -144,6 +145,20 @@ export class ClaimLedger {
       );
     if (range.from !== undefined) q = q.where('donation_date', '>=', range.from);
     for await (const row of q.orderBy('id').stream(500)) yield toStoredDonation(row);
+  }
+
+  /**
+   * Every donation of the charity dated from `from` to `to` (stored timestamps, inclusive), Gift
+   * Aid or not, claimed or not, erased or not: where a gift recorded twice is looked for (giftaid/twins.ts).
+   */
+  async *dated(charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
+    const q = this.db
+      .selectFrom('donations')
+      .select(['id', 'payment_confirmation_number', 'donor_email', 'donor_first_name', 'donor_last_name', 'donor_address', 'donor_postcode', 'amount_minor', 'donation_date'])
+      .where('charity_id', '=', charityId)
+      .where('donation_date', '>=', range.from)
+      .where('donation_date', '<=', range.to);
+    yield* q.stream(1000);
   }
 
   /** How many of the charity's Gift Aid donations in the range are in a live claim. */

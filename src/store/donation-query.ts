@@ -2,6 +2,7 @@
 // erasure read. One statement of the filters, so the three always pick the same donations.
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
+import { foldEmail } from '../donations/donation.js';
 import type { Database } from './schema.js';
 
 export interface DonationFilter {
@@ -14,13 +15,6 @@ export interface DonationFilter {
   donorEmail?: string;
 }
 
-/**
- * An e-mail address as a person means it: Unicode's composed form (NFC: an "ë" typed as one
- * character or as "e" and a combining mark is the same), then lower case as JavaScript folds it.
- * The same on both databases: SQL's lower() follows PostgreSQL's locale (a C locale folds A to Z
- * only) and folds some letters unlike JavaScript, and neither composes.
- */
-export const foldEmail = (email: string): string => email.normalize('NFC').toLowerCase();
 
 /**
  * How a donor is named without their personal data (in the audit trail, and on their donations

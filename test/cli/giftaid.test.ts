@@ -433,6 +433,34 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.match(copy.rows(3)[2]![1]!, /^REJECTED CLAIM: do not send this file to HMRC\./);
       });
 
+      test('one gift sent twice, under two Idempotency-Keys, is claimed once: the second record, and a third sent after the claim, need attention (all were claimed until 2026-11-29)', async () => {
+        const twice = await ctx.signUp('Twice Charity', 'twice@charity.example');
+        const client = await ctx.client(twice);
+        const body = exampleDonation({ donation_date: api(recent), payment_confirmation_number: 'ch_twice' }) as unknown as DonationInput;
+        const send = async (key: string, input = body) => (await client.createDonation(input, { idempotencyKey: key })).record.id;
+        const first = await send('twice-1');
+        const second = await send('twice-2');
+        const anotherPayment = await send('twice-3', { ...body, payment_confirmation_number: 'ch_other' });
+        const sameDonorOtherDay = await send('twice-4', { ...body, donation_date: api(shift(recent, { days: -1 })) });
+        const claimed = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', twice.username, '--out', join(dir, 'twice-1'), '--json']));
+        assert.equal(claimed.files.length, 1);
+        // The first record, another payment of the same donor that day, and their gift of the day before.
+        assert.equal(giftAidRows(await readOds(claimed.files[0]!)).length, 3);
+        const why = new RegExp(`^the same donor \\(e-mail address, names, address, postcode\\), day and amount as donation ${first}, and no other payment_confirmation_number: one gift recorded twice, it seems`);
+        const listed = readAttention(claimed.needs_attention!);
+        assert.deepEqual(listed.map((r) => Number(r[0])), [second]);
+        assert.match(listed[0]![9]!, why);
+        assert.ok(![first, anotherPayment, sameDonorOtherDay].includes(second));
+
+        // Sent once more after the claim (a retry of the integration's own): the first is in a live claim, and this is it again.
+        const third = await send('twice-5');
+        const next = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', twice.username, '--out', join(dir, 'twice-2'), '--json']));
+        assert.equal(next.claim, null);
+        const again = readAttention(next.needs_attention ?? join(dir, 'twice-2', 'needs-attention.csv'));
+        assert.deepEqual(again.map((r) => Number(r[0])), [second, third]);
+        for (const r of again) assert.match(r[9]!, why);
+      });
+
       test('nothing to claim at all: exit 0, no claim, no file', async () => {
         const empty = await ctx.signUp('Empty Charity', 'empty@charity.example');
         const r = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', empty.username, '--out', join(dir, 'empty'), '--json']));

@@ -41,6 +41,7 @@ function donation(overrides: Partial<GiftAidDonation> = {}): GiftAidDonation {
     donor_address: '12 High Street',
     donor_city: 'London',
     donor_postcode: 'SW1A 1AA',
+    payment_confirmation_number: null,
     gift_aid: true,
     amount_minor: 2500,
     donation_date: '2025-02-25T00:00:00.000000Z',

@@ -1,0 +1,78 @@
+// One gift recorded twice (src/giftaid/twins.ts): which donations a claim leaves for a person to claim by hand.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ERASED_EMAIL } from '../../src/donations/erasure.js';
+import { twinsAmong, type GiftFacts } from '../../src/giftaid/twins.js';
+
+const gift = (id: number, overrides: Partial<GiftFacts> = {}): GiftFacts => ({
+  id,
+  payment_confirmation_number: null,
+  donor_email: 'jane.doe@example.com',
+  donor_first_name: 'Jane',
+  donor_last_name: 'Doe',
+  donor_address: '12 High Street',
+  donor_postcode: 'SW1A 1AA',
+  amount_minor: 2500,
+  donation_date: '2026-03-02T10:00:00.000000Z',
+  ...overrides,
+});
+
+/** The twin found for each donation, by id, among them all. */
+async function twins(...donations: GiftFacts[]): Promise<Record<number, number | undefined>> {
+  const twinOf = await twinsAmong(donations, donations);
+  return Object.fromEntries(donations.map((d) => [d.id, twinOf(d)]));
+}
+
+describe('one gift recorded twice', () => {
+  test('the same donor, day and amount: the later record is the earlier one again, sent without a reference or with the same one', async () => {
+    assert.deepEqual(await twins(gift(1), gift(2)), { 1: undefined, 2: 1 });
+    assert.deepEqual(await twins(gift(1, { payment_confirmation_number: 'ch_1' }), gift(2, { payment_confirmation_number: 'ch_1' })), { 1: undefined, 2: 1 });
+    // In any order: the lower id is the first record.
+    assert.deepEqual(await twins(gift(7), gift(3), gift(5)), { 7: 3, 3: undefined, 5: 3 });
+  });
+
+  test('read as a person would: the address in any case, spaces aside; the same UK day at other hours', async () => {
+    const again = gift(2, { donor_email: 'Jane.Doe@Example.COM', donor_first_name: 'JANE', donor_address: '12 high street', donor_postcode: 'sw1a1aa', donation_date: '2026-03-02T23:30:00.000000Z' });
+    assert.deepEqual(await twins(gift(1), again), { 1: undefined, 2: 1 });
+    // 23:30 UTC on 1 July is 00:30 on 2 July in London: the UK day is the gift's day, as in the schedule.
+    const summer = gift(3, { donation_date: '2026-07-02T09:00:00.000000Z' });
+    assert.deepEqual(await twins(summer, gift(4, { donation_date: '2026-07-01T23:30:00.000000Z' })), { 3: undefined, 4: 3 });
+  });
+
+  test('two different payment references are two payments, however alike; one with a reference and one without may be one', async () => {
+    assert.deepEqual(await twins(gift(1, { payment_confirmation_number: 'ch_1' }), gift(2, { payment_confirmation_number: 'ch_2' })), { 1: undefined, 2: undefined });
+    assert.deepEqual(await twins(gift(1, { payment_confirmation_number: 'ch_1' }), gift(2)), { 1: undefined, 2: 1 });
+    assert.deepEqual(await twins(gift(1), gift(2, { payment_confirmation_number: 'ch_1' })), { 1: undefined, 2: 1 });
+    // The second of three: ch_2 differs from ch_1, but the first (none) may be it.
+    assert.deepEqual(await twins(gift(1), gift(2, { payment_confirmation_number: 'ch_1' }), gift(3, { payment_confirmation_number: 'ch_2' })), { 1: undefined, 2: 1, 3: 1 });
+  });
+
+  test('another day, amount, donor, address or postcode is another gift; so is an erased donor, who cannot be told', async () => {
+    for (const other of [
+      { donation_date: '2026-03-03T10:00:00.000000Z' },
+      { amount_minor: 2501 },
+      { donor_email: 'john@example.com' },
+      { donor_first_name: 'John' },
+      { donor_last_name: 'Dee' },
+      { donor_address: '14 High Street' },
+      { donor_postcode: 'SW1A 2AA' },
+      { donor_email: ERASED_EMAIL },
+    ]) {
+      assert.deepEqual(await twins(gift(1, other), gift(2)), { 1: undefined, 2: undefined }, JSON.stringify(other));
+    }
+    assert.deepEqual(await twins(gift(1, { donor_email: ERASED_EMAIL }), gift(2, { donor_email: ERASED_EMAIL })), { 1: undefined, 2: undefined });
+  });
+
+  test('only the candidates are looked up; the others are where their earlier records are found', async () => {
+    const twinOf = await twinsAmong([gift(5)], [gift(2, { donor_first_name: 'John' }), gift(3), gift(5), gift(4)]);
+    assert.equal(twinOf(gift(5)), 3);
+    assert.equal(twinOf(gift(9, { donor_first_name: 'John' })), undefined, 'not a candidate: not looked for');
+  });
+
+  test('a payment reference alone is not enough: the same placeholder sent with every gift ("N/A") makes no twins of different donors', async () => {
+    assert.deepEqual(await twins(gift(1, { payment_confirmation_number: 'N/A' }), gift(2, { payment_confirmation_number: 'N/A', donor_email: 'john@example.com', donor_first_name: 'John' })), {
+      1: undefined,
+      2: undefined,
+    });
+  });
+});
