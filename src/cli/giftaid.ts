@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Argument, Command, InvalidArgumentError } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { CLAIM_STATUSES, NEXT_STATUSES, type ClaimStatus } from '../giftaid/claim.js';
-import { scheduleSpreadsheet } from '../giftaid/ods.js';
+import { scheduleSpreadsheet, type SHEET_NAMES } from '../giftaid/ods.js';
 import { twinsAmong } from '../giftaid/twins.js';
 import {
   ATTENTION_COLUMNS,
@@ -219,7 +219,7 @@ export function giftaidCommand(): Command {
         const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
         if (opts.json) return printJson({ claim: id, files });
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
-        if (claim.status === 'rejected') print('  This claim was rejected: its donations may be in a newer claim. Do not send these files to HMRC.');
+        if (NOT_FOR_HMRC[claim.status] !== undefined) print(`  ${NOT_FOR_HMRC[claim.status]} HMRC's checker refuses these files.`);
       });
     });
 
@@ -333,6 +333,16 @@ async function prepareClaim(store: Store, charityId: number, upTo: string, today
   }
 }
 
+/** What a claim's files are for, by its status: only a claim not yet sent to HMRC is for HMRC (ods.ts's SHEET_NAMES). */
+const FILE_USE = { prepared: 'claim', submitted: 'sent', paid: 'sent', rejected: 'rejected' } as const satisfies Record<ClaimStatus, keyof typeof SHEET_NAMES>;
+
+/** What a claim's files say first, and `giftaid files` after them, when they are not for HMRC. */
+const NOT_FOR_HMRC: Partial<Record<ClaimStatus, string>> = {
+  submitted: 'COPY OF A CLAIM SENT TO HMRC: do not send this file again, or its donations are claimed twice. It is for your records.',
+  paid: 'COPY OF A CLAIM HMRC HAS PAID: do not send this file again, or its donations are claimed twice. It is for your records.',
+  rejected: 'REJECTED CLAIM: do not send this file to HMRC. Its donations may be in a newer claim.',
+};
+
 /** A claim's spreadsheets, from its rows as recorded: the same bytes every time. */
 async function claimSpreadsheets(store: Store, claim: Claim, charityName: string): Promise<Array<{ name: string; bytes: Uint8Array }>> {
   const all = await store.claims.rows(claim.id);
@@ -346,10 +356,10 @@ async function claimSpreadsheets(store: Store, claim: Claim, charityName: string
     bytes: scheduleSpreadsheet({
       rows,
       preparedAt: claim.prepared_at,
-      use: claim.status === 'rejected' ? 'rejected' : 'claim',
+      use: FILE_USE[claim.status],
       title: `Gift Aid claim ${claim.id} for ${charityName}, ${i + 1} of ${parts.length}`,
       about: [
-        ...(claim.status === 'rejected' ? ['REJECTED CLAIM: do not send this file to HMRC. Its donations may be in a newer claim.'] : []),
+        ...(NOT_FOR_HMRC[claim.status] === undefined ? [] : [NOT_FOR_HMRC[claim.status]!]),
         `Gift Aid claim ${claim.id} for ${charityName} (${claim.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}, ${pounds(rows.reduce((s, r) => s + r.amountMinor, 0))}.`,
         `Prepared by Almoner on ${dayMonthYear(claim.prepared_at.slice(0, 10))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
           "Check it, then attach it to a claim in HMRC Charities Online. Don't change the layout of the schedule or the name of the worksheet.",

@@ -23,8 +23,10 @@ const ODS_MIME_TYPE = 'application/vnd.oasis.opendocument.spreadsheet';
  * R68GAD_V1_00_0 (a claim's is the English template's), and refuses any other: so a preview, or a
  * rejected claim's files written again, whose donations may be in a live claim, is refused if
  * uploaded, not claimed twice (until 2026-11-28 both passed HMRC's checker).
+ * A claim marked submitted or paid has its files written again as a copy HMRC refuses too: one
+ * uploaded again would claim its donations twice (until 2026-11-29 it was the file as first written; a review).
  */
-export const SHEET_NAMES = { claim: 'R68GAD_V1_00_0_EN', preview: 'PREVIEW not for HMRC', rejected: 'REJECTED not for HMRC' } as const;
+export const SHEET_NAMES = { claim: 'R68GAD_V1_00_0_EN', preview: 'PREVIEW not for HMRC', rejected: 'REJECTED not for HMRC', sent: 'SENT not for HMRC' } as const;
 
 /** 0-based rows of the sheet that HMRC reads. */
 const LAYOUT = {

@@ -358,6 +358,19 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--json']))[0]!.status, 'paid');
       });
 
+      test("files of a claim sent to HMRC (submitted, then paid) are a copy HMRC's checker refuses: uploaded again, they would claim the same donations twice (until 2026-11-29 they were the first files, byte for byte)", async () => {
+        const id = String(claim.claim);
+        assert.equal(json<ClaimListJson[]>(await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--json'])).find((c) => c.id === claim.claim)?.status, 'paid', 'marked paid by the test before');
+        const copied = await almoner(ctx.databaseUrl, ['giftaid', 'files', id, '--out', join(dir, 'paid-copy')]);
+        assert.equal(copied.code, 0, copied.stderr);
+        assert.match(copied.stdout, /COPY OF A CLAIM HMRC HAS PAID: do not send this file again, or its donations are claimed twice\. It is for your records\. HMRC's checker refuses these files\./);
+        const copy = await readOds(join(dir, 'paid-copy', `claim-${id}-1.ods`));
+        assert.deepEqual(hmrcProblems(copy, today), ['sheet name "SENT not for HMRC" does not start with R68GAD_V1_00_0']);
+        assert.match(copy.rows(3)[2]![1]!, /^COPY OF A CLAIM HMRC HAS PAID/);
+        // The rows are the claim's, as first written.
+        assert.deepEqual(giftAidRows(copy).map(cellsOf), giftAidRows(files[0]!).map(cellsOf));
+      });
+
       test('a rejected claim frees its donations: the next claim takes the same rows', async () => {
         const rejecting = await ctx.signUp('Rejecting Charity', 'rejecting@charity.example');
         for (const last of ['Alpha', 'Beta', 'Gamma']) await donate(last, rejecting, exampleDonation({ donor_last_name: last, donation_date: api(recent) }));
@@ -426,7 +439,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         );
         const oldFiles = await almoner(ctx.databaseUrl, ['giftaid', 'files', String(first.claim), '--out', join(dir, 'rejected-copy')]);
         assert.equal(oldFiles.code, 0, oldFiles.stderr);
-        assert.match(oldFiles.stdout, /This claim was rejected: its donations may be in a newer claim\. Do not send these files to HMRC\./);
+        assert.match(oldFiles.stdout, /REJECTED CLAIM: do not send this file to HMRC\. Its donations may be in a newer claim\. HMRC's checker refuses these files\./);
         // And HMRC's checker refuses the file itself, which says so too (it passed until 2026-11-28).
         const copy = await readOds(join(dir, 'rejected-copy', `claim-${first.claim}-1.ods`));
         assert.deepEqual(hmrcProblems(copy, today), ['sheet name "REJECTED not for HMRC" does not start with R68GAD_V1_00_0']);
