@@ -21,6 +21,7 @@ import {
   claimCutoff,
   dayMonthYear,
   donationDay,
+  matchablePostcode,
   formatPounds,
   HOUSE_MAX_LENGTH,
   MAX_ROWS_PER_SCHEDULE,
@@ -308,7 +309,7 @@ async function assessUnclaimed(
   }
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
   // Not by the house, whose reading from donor_address changed on 2026-11-29: a row of an earlier claim would not match.
-  const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, r.postcode, r.donationDay, r.amountMinor]);
+  const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
   // One gift recorded twice (sent again under another Idempotency-Key): looked for among every donation of the candidates' days.
   const dated = donations.map((d) => donationDay(d.donation_date)).sort();

@@ -630,11 +630,12 @@ function partWithin(segment: string): { part: string; name: string; number?: str
 
 /**
  * A UK postcode as HMRC wants it: capital letters, one space before the last three characters
- * ("sw1a1aa" and " SW1A   1AA " both become "SW1A 1AA"). `valid` says whether HMRC's checker takes
- * it: GIR 0AA, or an outward code (A9, A99, A9A, AA9, AA99 or AA9A, where a second letter is never
- * I or Z), a space, a digit and two letters. HMRC's convention for a donor living outside the UK is
- * "X" in the postcode column; a recorded "X" (any case) is kept as X and counts as valid. Anything
- * else cannot be claimed as it stands, since HMRC would reject the row.
+ * ("sw1a1aa" and " SW1A   1AA " both become "SW1A 1AA"). `valid` says whether it can be a real
+ * postcode (REAL_POSTCODE), which HMRC's checker then takes. A letter O typed where only a digit can
+ * stand, or a 0 where only a letter can, is read as meant when one reading alone can be real ("N1 OAA"
+ * -> "N1 0AA", "0X1 4AA" -> "OX1 4AA", "N1O 1AA" -> "N10 1AA"). HMRC's convention for a donor living
+ * outside the UK is "X" in the postcode column; a recorded "X" (any case) is kept as X and counts as
+ * valid. Anything else cannot be claimed as it stands.
  */
 export function hmrcPostcode(raw: string | null): { value: string; valid: boolean } {
   const parts = normaliseSpaces(raw ?? '').toUpperCase().split(' ').filter(Boolean);
@@ -647,10 +648,42 @@ export function hmrcPostcode(raw: string | null): { value: string; valid: boolea
   const inward = parts.length === 1 ? compact.slice(-3) : parts.at(-1)!;
   if (inward.length !== 3) return { value: parts.join(' '), valid: false };
   const value = compact.length > 3 ? `${compact.slice(0, -3)} ${inward}` : compact;
-  return { value, valid: UK_POSTCODE.test(value) };
+  if (REAL_POSTCODE.test(value)) return { value, valid: true };
+  const meant = [...oAndZeroSwapped(value)].filter((v) => REAL_POSTCODE.test(v));
+  return meant.length === 1 ? { value: meant[0]!, valid: true } : { value, valid: false };
 }
 
+/** `value` with each of its letters O and digits 0 (at most six of them) swapped or not, every way but as it is. */
+function* oAndZeroSwapped(value: string): Generator<string> {
+  const at = [...value].flatMap((c, i) => (c === 'O' || c === '0' ? [i] : []));
+  if (at.length > 6) return;
+  for (let mask = 1; mask < 1 << at.length; mask++) {
+    const chars = [...value];
+    at.forEach((i, bit) => {
+      if (mask & (1 << bit)) chars[i] = chars[i] === 'O' ? '0' : 'O';
+    });
+    yield chars.join('');
+  }
+}
+
+/**
+ * The shapes HMRC's checker takes: GIR 0AA, or an outward code (A9, A99, A9A, AA9, AA99 or AA9A,
+ * where a second letter is never I or Z), a space, a digit and two letters.
+ */
 const UK_POSTCODE = /^(?:GIR 0AA|[A-Z][A-HJ-Y]?[0-9][0-9A-Z]? [0-9][A-Z]{2})$/;
+/**
+ * A postcode that can be real, by Royal Mail's rules, tighter than HMRC's checker: no Q, V or X
+ * first, no I, J or Z second; A9A's letter one of ABCDEFGHJKPSTUW, AA9A's one of ABEHMNPRVWXY; the
+ * last two letters never C, I, K, M, O or V. HMRC's checker takes "N1O 1AA" or "M1 1AO", which can
+ * be no one's postcode and so match no donor (until 2026-11-29 they were claimed; a review).
+ */
+const REAL_POSTCODE = /^(?:GIR 0AA|(?:[A-PR-UWYZ][0-9][0-9]?|[A-PR-UWYZ][A-HK-Y][0-9][0-9]?|[A-PR-UWYZ][0-9][A-HJKPSTUW]|[A-PR-UWYZ][A-HK-Y][0-9][ABEHMNPRVWXY]) [0-9][ABD-HJLNP-UW-Z]{2})$/;
+
+/**
+ * A postcode as the schedule wrote it, for matching a ledger's row with a donation read today,
+ * whatever the reading of O and 0 was when the row was written (it changed on 2026-11-29).
+ */
+export const matchablePostcode = (postcode: string): string => postcode.replaceAll('O', '0');
 
 /**
  * The day of a stored donation_date: the day the charity gave (stored as midnight UTC of it), or,

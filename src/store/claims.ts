@@ -5,7 +5,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
-import { donationDay, hmrcFirstName, hmrcLastName, hmrcPostcode, type ScheduleRow } from '../giftaid/schedule.js';
+import { donationDay, hmrcFirstName, hmrcLastName, hmrcPostcode, matchablePostcode, type ScheduleRow } from '../giftaid/schedule.js';
 import type { GiftFacts } from '../giftaid/twins.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
@@ -473,6 +473,6 @@ function madeFrom(
   return (
     hmrcFirstName(d.donor_first_name) === r.first_name &&
     hmrcLastName(d.donor_last_name) === r.last_name &&
-    hmrcPostcode(d.donor_postcode).value === r.postcode
+    matchablePostcode(hmrcPostcode(d.donor_postcode).value) === matchablePostcode(r.postcode)
   );
 }

@@ -181,6 +181,26 @@ test("a kept claim's row written before 2026-11-29, whose house was read from th
   }
 });
 
+test("a kept claim's row written before 2026-11-29, whose postcode's O was not yet read as 0, still ties to its donation: it is not claimed again [sqlite]", async () => {
+  // "N1O 1AA" was claimed as typed until 2026-11-29, and is now read as meant, "N10 1AA" (hmrcPostcode); the row written
+  // before must still match its donation, or the next claim takes it again, as with the house above.
+  assertBuilt();
+  const database = await BACKENDS.find((b) => b.name === 'sqlite')!.createDatabase();
+  try {
+    const { cli, charity, claim: claimOf, backup } = operator(database, 'sqlite');
+    const { id, username } = await charity('Alpha');
+    await recordGiftAided(database.url, id, [{ donor_email: 'typo@example.org', donor_postcode: 'N1O 1AA' }]); // id 1
+    const b1 = await backup('b1');
+    assert.equal((await claimOf(username)).claim, 1);
+    await rawSql(database.url, "update giftaid_claim_donations set postcode = 'N1O 1AA' where claim_id = 1"); // as the version before wrote it
+    await cli(['restore', b1, '--replace']);
+    const next = await claimOf(username);
+    assert.deepEqual([next.claim, next.donations], [null, 0], 'the donation is in claim 1 still, and in no new claim');
+  } finally {
+    await database.drop();
+  }
+});
+
 /** The operator's steps on `database`, each expected to succeed: a command, a charity, a claim (marked submitted), a backup. */
 function operator(database: TestDatabase, backend: string) {
   const cli = async (args: string[]) => {

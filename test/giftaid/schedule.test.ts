@@ -198,6 +198,28 @@ describe('postcodes', () => {
     }
   });
 
+  test('an O typed for a 0, or a 0 for an O, is read as meant where one reading alone can be real (until 2026-11-29 these needed attention, or were claimed as no real postcode)', () => {
+    for (const [raw, meant] of [
+      ['N1 OAA', 'N1 0AA'],
+      ['so14 oaa', 'SO14 0AA'],
+      ['0X1 4AA', 'OX1 4AA'],
+      ['N1O 1AA', 'N10 1AA'],
+      ['SW1O 9AA', 'SW10 9AA'],
+      ['E1O 5AA', 'E10 5AA'],
+      ['0L1 1AA', 'OL1 1AA'],
+    ] as const) {
+      assert.deepEqual(hmrcPostcode(raw), { value: meant, valid: true }, raw);
+    }
+    // Real as typed: left as it is, though a swap would be real too.
+    assert.deepEqual(hmrcPostcode('W1A 0AX'), { value: 'W1A 0AX', valid: true });
+    assert.deepEqual(hmrcPostcode('NO1 1AA'), { value: 'NO1 1AA', valid: true });
+  });
+
+  test("what HMRC's checker takes but no postcode can be is not valid: an A9A or AA9A letter, or last letters, Royal Mail never uses", () => {
+    for (const raw of ['M1 1AO', 'M1 1AC', 'B1Q 1AA', 'SW1C 1AA', 'QA1 1AA', 'AJ1 1AA', 'W1I 1AA']) assert.equal(hmrcPostcode(raw).valid, false, raw);
+    for (const raw of ['E1W 1AA', 'N1C 4AA', 'EC1V 9LT', 'WC2H 7LT', 'W1J 7NT', 'SE1P 5AA', 'BX1 1LT', 'BF1 4FB', 'CF10 1EP', 'EH1 1YZ']) assert.equal(hmrcPostcode(raw).valid, true, raw);
+  });
+
   test('the claimable row carries the normalised postcode', () => {
     assert.equal(claimed(donation({ donor_postcode: 'sw1a1aa' })).postcode, 'SW1A 1AA');
   });
