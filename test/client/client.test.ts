@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import {
@@ -258,6 +259,14 @@ describe('almoner/client without a live service', () => {
   };
   const json = (status: number, body: unknown, headers: Record<string, string> = {}) => () =>
     new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+
+  test("a client written to a log shows no credential: console.log's inspection and JSON.stringify alike", () => {
+    const { client } = answering(json(200, {}));
+    const basic = Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64');
+    for (const shown of [inspect(client, { showHidden: true, depth: Infinity }), JSON.stringify(client)]) {
+      assert.ok(!shown.includes(credentials.password) && !shown.includes(basic), shown);
+    }
+  });
 
   test('UnavailableError: 503 with retryAfterSeconds from Retry-After', async () => {
     const { client } = answering(json(503, { message: 'The database is unavailable. Please try again shortly.' }, { 'retry-after': '1', 'x-request-id': 'req-1' }));
