@@ -14,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { signUpCharity } from '../src/charities/signup.js';
 import { CreatesByPrimary, fromWire, toWire, writeCreatesForWorkers } from '../src/cluster/creates.js';
+import { loggable } from '../src/loggable.js';
 import { machineNow, type CreatesAnswer } from '../src/cluster/ipc.js';
 import { RESTARTS } from '../src/cluster/primary.js';
 import { parseDatabaseUrl } from '../src/config.js';
@@ -425,9 +426,12 @@ test("errors from SQLite's one writer reach the worker as what they were", () =>
   assert.ok(unknown instanceof CommitOutcomeUnknownError && isDatabaseUnavailable(unknown));
   assert.match(unknown.message, /connection lost/);
   assert.ok(cross(new KeyTakenError()) instanceof KeyTakenError, 'a 409');
-  const full = cross(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
+  const sqliteError = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL', name: 'SqliteError' });
+  const full = cross(sqliteError);
   assert.equal((full as { code?: string }).code, 'SQLITE_FULL');
   assert.ok(isDatabaseUnavailable(full), 'a full disk is a 503');
+  // Logged by the worker as the primary met it: its class and the primary's stack (a plain Error made here until 2026-11-29).
+  assert.deepEqual({ ...loggable(full) }, { ...loggable(sqliteError) });
   const bug = cross(new TypeError('x is undefined'));
   assert.equal(bug.message, 'x is undefined');
   assert.ok(!isDatabaseUnavailable(bug), 'anything else is a 500');

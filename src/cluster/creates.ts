@@ -20,6 +20,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget, DatabaseDeadlineError } from '../st
 import { CommitOutcomeUnknownError, WriteFailures, type BatchObserver } from '../store/group-commit.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { KeyTakenError, type CreateWrites, type Store } from '../store/store.js';
+import { loggable } from '../loggable.js';
 import { isMessage, machineNow, PRIMARY_GRACE_MS, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
 
 /** While the primary's writes fail, how often it tells the workers so again (they remember a failure for 5 s: WriteFailures). */
@@ -170,7 +171,9 @@ export function toWire(err: unknown): WireError {
   if (err instanceof DatabaseDeadlineError) return { kind: 'deadline', message: err.message, cause: err.cause === undefined ? undefined : toWire(err.cause) };
   if (err instanceof CommitOutcomeUnknownError) return { kind: 'outcome unknown', message: err.message, cause: toWire(err.cause) };
   const code = (err as { code?: unknown } | null)?.code;
-  return { kind: 'error', message: err instanceof Error ? err.message : String(err), code: typeof code === 'string' ? code : undefined };
+  if (!(err instanceof Error)) return { kind: 'error', message: String(err), code: typeof code === 'string' ? code : undefined };
+  // Its class and stack too: a worker logged the primary's SqliteError as a plain Error made in fromWire (until 2026-11-29; a review).
+  return { kind: 'error', message: err.message, code: typeof code === 'string' ? code : undefined, name: loggable(err).type, stack: err.stack };
 }
 
 /** The error again, in the worker, of the class its routes and readiness check know it by. */
@@ -183,7 +186,11 @@ export function fromWire(w: WireError): Error {
       return new DatabaseDeadlineError(cause);
     case 'outcome unknown':
       return new CommitOutcomeUnknownError(cause);
-    default:
-      return Object.assign(new Error(w.message), w.code === undefined ? {} : { code: w.code });
+    default: {
+      const err = Object.assign(new Error(w.message), w.code === undefined ? {} : { code: w.code });
+      if (w.name !== undefined) err.name = w.name;
+      if (w.stack !== undefined) err.stack = w.stack;
+      return err;
+    }
   }
 }

@@ -105,6 +105,9 @@ export interface WireError {
   message: string;
   code?: string;
   cause?: WireError;
+  /** The class it was (SqliteError), and where the primary met it: what the worker's log line says (loggable). */
+  name?: string;
+  stack?: string;
 }
 
 export type Message = AuthFailure | MetricsRequest | MetricsAnswer | WorkerMetrics | WriteHealth | Stop | CreatesRequest | CreatesAnswer;
