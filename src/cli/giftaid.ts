@@ -21,6 +21,7 @@ import {
   claimCutoff,
   dayMonthYear,
   donationDay,
+  matchableFirstName,
   matchablePostcode,
   formatPounds,
   HOUSE_MAX_LENGTH,
@@ -308,8 +309,9 @@ async function assessUnclaimed(
     for await (const d of store.claims.unclaimed(charityId, { from: ukEndOfDayIso(today), to: ukEndOfDayIso('9999-12-31') })) if (!seen.has(d.id) && donationDay(d.donation_date) > today) donations.push(d);
   }
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
-  // Not by the house, whose reading from donor_address changed on 2026-11-29: a row of an earlier claim would not match.
-  const key = (r: ScheduleRow) => JSON.stringify([r.firstName, r.lastName, matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
+  // Not by the house, whose reading changed on 2026-11-29, and the first name and postcode as read today: a row of an
+  // earlier claim would not match (as madeFrom in store/claims.ts).
+  const key = (r: ScheduleRow) => JSON.stringify([matchableFirstName(r.firstName, r.lastName), r.lastName, matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
   // One gift recorded twice (sent again under another Idempotency-Key): looked for among every donation of the candidates' days.
   const dated = donations.map((d) => donationDay(d.donation_date)).sort();

@@ -110,6 +110,7 @@ const PO_BOX = /(?:^|[\s,])(?:p\.?\s?o\.?\s?box|post office box)(?=[\s\d:,]|$)/i
 /** The reasons, word for word, so callers and tests can recognise them. */
 export const REASONS = {
   noFirstName: 'no first name',
+  firstNameOnlyTitle: (title: string) => `first name is only a title (${JSON.stringify(title)}): HMRC needs the donor's first name or initial`,
   firstNameNoLetters: 'first name has no letters',
   noLastName: 'no last name',
   lastNameNoLetters: 'last name has no letters',
@@ -149,9 +150,10 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   // HMRC requires a first name ("first initial is acceptable") and a last name for an individual's
   // donation; only aggregated donations go without, and Almoner never aggregates.
   // Each name whole first, then cut to HMRC's length, so that a cut can be said (shortened).
-  const wholeFirstName = hmrcFirstName(d.donor_first_name, Infinity);
+  const wholeFirstName = hmrcFirstName(d.donor_first_name, d.donor_last_name, Infinity);
   const firstName = cut(wholeFirstName, NAME_MAX_LENGTH);
   if (firstName === '') reasons.push(REASONS.noFirstName);
+  else if (TITLE.test(firstName)) reasons.push(REASONS.firstNameOnlyTitle(firstName));
   else if (!hasLetter(firstName)) reasons.push(REASONS.firstNameNoLetters);
   const wholeLastName = hmrcLastName(d.donor_last_name, Infinity);
   const lastName = cut(wholeLastName, NAME_MAX_LENGTH);
@@ -366,13 +368,25 @@ export function outsideHmrcCharacters(text: string): string[] {
 }
 
 /**
- * First name: in HMRC's characters, spaces normalised, cut to 35 characters (`max`). Kept as given
- * otherwise: HMRC asks for a space instead of a hyphen only in a double-barrelled surname, so
- * "Mary-Jane" stays.
+ * First name: in HMRC's characters, spaces normalised, without a title before it ("Mr John" is
+ * "John") or the donor's last name after it ("John Smith", last name Smith, is "John"), cut to 35
+ * characters (`max`). HMRC asks for the first name or initial: until 2026-11-29 "Mr" was claimed as
+ * one, and "Mr John" and "John Smith" as given (a review). Kept as given otherwise: HMRC asks for a
+ * space instead of a hyphen only in a double-barrelled surname, so "Mary-Jane" stays.
  */
-export function hmrcFirstName(name: string | null, max = NAME_MAX_LENGTH): string {
-  return cut(hmrcText(normaliseSpaces(name ?? '')), max);
+export function hmrcFirstName(name: string | null, lastName: string | null = null, max = NAME_MAX_LENGTH): string {
+  const words = normaliseSpaces(hmrcText(normaliseSpaces(name ?? ''))).split(' ');
+  let text = (words.length > 1 && TITLE.test(words[0]!) ? words.slice(1) : words).join(' ');
+  // The last name at the end, after a space (not a hyphen: "Mary-Jane" Jane stays), read as hmrcLastName reads it.
+  const last = hmrcLastName(lastName, Infinity).toLowerCase();
+  const at = text.length - last.length - 1;
+  if (last !== '' && at > 0 && text[at] === ' ' && text.replace(DASHES, ' ').toLowerCase().endsWith(` ${last}`)) text = text.slice(0, at);
+  return cut(text, max);
 }
+
+
+/** Any dash character, as a double-barrelled surname's hyphen. */
+const DASHES = /[-\u2010-\u2015\u2212]/g;
 
 /**
  * Last name: in HMRC's characters, a double-barrelled surname with a space instead of the hyphen
@@ -380,7 +394,7 @@ export function hmrcFirstName(name: string | null, max = NAME_MAX_LENGTH): strin
  * cut to 35 characters (`max`).
  */
 export function hmrcLastName(name: string | null, max = NAME_MAX_LENGTH): string {
-  return cut(normaliseSpaces(hmrcText(normaliseSpaces(name ?? '')).replace(/[-\u2010-\u2015\u2212]/g, ' ')), max);
+  return cut(normaliseSpaces(hmrcText(normaliseSpaces(name ?? '')).replace(DASHES, ' ')), max);
 }
 
 /**
@@ -449,13 +463,18 @@ const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(
  */
 const NAME_THEN_STREET = /^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+\S+\s+(?:street|road|rd|lane|avenue|ave|drive|close|way|crescent|boulevard)\b/i;
 
+/** The titles before a person's name: Mr, Mrs, Ms, Miss, Mx, Dr, Rev, Revd, Prof, Sir, Lady, Lord, Dame. */
+const TITLES = 'mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame';
+/** A title alone, as a word (TITLES), perhaps with a dot. */
+const TITLE = new RegExp(`^(?:${TITLES})\\.?$`, 'i');
+
 /** What stands for no address at all: "N/A", "none", "unknown" (and anything with no letter or digit, "-", "?"). */
 const NO_ADDRESS = /^(?:n\/?a|n\.a\.?|none|none given|nil|unknown|not known|not applicable|tbc|tba|no address|nfa|no fixed abode|same as above|x+)$/i;
 /**
  * A person's name, by the title before it ("Mrs Jane Smith", "Dr Smith"): never a house. But not a
  * building named after one ("Lord Nelson House", "Lady Margaret Hall", "Dr Smith's Surgery"; a review).
  */
-const PERSON = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)\.?\s(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|surgery|mansions|buildings|chambers|college|school|church|centre|center|barn|mill|villa|place|gardens|terrace)$)/i;
+const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|surgery|mansions|buildings|chambers|college|school|church|centre|center|barn|mill|villa|place|gardens|terrace)$)`, 'i');
 
 /**
  * The house name or number, from the start of donor_address (Almoner has no separate field).
@@ -559,8 +578,6 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
 /** What else a donation says that tells a house from its donor's name or town: the names and the city. */
 export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'donor_last_name' | 'donor_city'>>;
 
-const TITLE_WORD = /^(?:mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame)$/;
-
 /**
  * The donor's own name at the head of the address, without a title ("John Smith, 12 High St", "J
  * Smith", "Smith"): every word one of their names', an initial, a title or "&", their last name
@@ -578,7 +595,7 @@ function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | unde
   const own = new Set([...words(donor.donor_first_name), ...last]);
   return (segment) => {
     const ws = words(segment);
-    return ws.some((w) => last.has(w)) && ws.every((w) => own.has(w) || TITLE_WORD.test(w) || /^\p{L}$/u.test(w) || w === '&' || w === 'and');
+    return ws.some((w) => last.has(w)) && ws.every((w) => own.has(w) || TITLE.test(w) || /^\p{L}$/u.test(w) || w === '&' || w === 'and');
   };
 }
 
@@ -678,6 +695,14 @@ const UK_POSTCODE = /^(?:GIR 0AA|[A-Z][A-HJ-Y]?[0-9][0-9A-Z]? [0-9][A-Z]{2})$/;
  * be no one's postcode and so match no donor (until 2026-11-29 they were claimed; a review).
  */
 const REAL_POSTCODE = /^(?:GIR 0AA|(?:[A-PR-UWYZ][0-9][0-9]?|[A-PR-UWYZ][A-HK-Y][0-9][0-9]?|[A-PR-UWYZ][0-9][A-HJKPSTUW]|[A-PR-UWYZ][A-HK-Y][0-9][ABEHMNPRVWXY]) [0-9][ABD-HJLNP-UW-Z]{2})$/;
+
+/**
+ * A first name as a schedule wrote it, for matching a ledger's row with a donation read today,
+ * whatever the reading was when the row was written (a title and a trailing last name were kept
+ * until 2026-11-29): read again, in lower case, its first 30 characters (a row's is cut to 35, and
+ * may have had a title of up to five before it).
+ */
+export const matchableFirstName = (written: string | null, lastName: string | null): string => hmrcFirstName(written, lastName, Infinity).toLowerCase().slice(0, 30);
 
 /**
  * A postcode as the schedule wrote it, for matching a ledger's row with a donation read today,

@@ -5,7 +5,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
-import { donationDay, hmrcFirstName, hmrcLastName, hmrcPostcode, matchablePostcode, type ScheduleRow } from '../giftaid/schedule.js';
+import { donationDay, hmrcLastName, hmrcPostcode, matchableFirstName, matchablePostcode, type ScheduleRow } from '../giftaid/schedule.js';
 import type { GiftFacts } from '../giftaid/twins.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
@@ -458,10 +458,12 @@ function scheduleRow(r: Omit<Selectable<GiftaidClaimDonationsTable>, 'live' | 'c
 /**
  * Whether a claim's row was made from donation `d`: the claim's charity's, of the row's day and
  * amount, and of its donor's names and postcode as the schedule writes them (after a restore of the
- * wrong backup, an id may name another donor's donation of the same day and amount). Not the house:
- * how it is read from donor_address has changed between versions (a floor, "Flat 2 of 12", on
- * 2026-11-29), and a row written before would no longer match its own donation, which would then be
- * claimed again. A row whose details were erased (a donor's erasure since) is matched on the rest.
+ * wrong backup, an id may name another donor's donation of the same day and amount: a couple giving
+ * alike, say). Not the house: how it is read from donor_address has changed between versions (a
+ * floor, "Flat 2 of 12", on 2026-11-29), and a row written before would no longer match its own
+ * donation, which would then be claimed again; for the same reason the first name and the postcode
+ * are compared as read today (matchableFirstName: "Mr John" is "John"; matchablePostcode: O and 0). A
+ * row whose details were erased (a donor's erasure since) is matched on the rest.
  */
 function madeFrom(
   r: Pick<LedgerCopy['rows'][number], 'donation_day' | 'amount_minor' | 'first_name' | 'last_name' | 'postcode'>,
@@ -471,7 +473,7 @@ function madeFrom(
   if (d.charity_id !== charityId || d.amount_minor !== r.amount_minor || donationDay(d.donation_date) !== r.donation_day) return false;
   if (r.first_name === ERASED_IN_CLAIM) return true;
   return (
-    hmrcFirstName(d.donor_first_name) === r.first_name &&
+    matchableFirstName(d.donor_first_name, d.donor_last_name) === matchableFirstName(r.first_name, r.last_name) &&
     hmrcLastName(d.donor_last_name) === r.last_name &&
     matchablePostcode(hmrcPostcode(d.donor_postcode).value) === matchablePostcode(r.postcode)
   );

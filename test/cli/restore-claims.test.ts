@@ -181,18 +181,19 @@ test("a kept claim's row written before 2026-11-29, whose house was read from th
   }
 });
 
-test("a kept claim's row written before 2026-11-29, whose postcode's O was not yet read as 0, still ties to its donation: it is not claimed again [sqlite]", async () => {
-  // "N1O 1AA" was claimed as typed until 2026-11-29, and is now read as meant, "N10 1AA" (hmrcPostcode); the row written
-  // before must still match its donation, or the next claim takes it again, as with the house above.
+test("a kept claim's row written before 2026-11-29, whose postcode's O was not yet read as 0 and whose first name kept its title, still ties to its donation: it is not claimed again [sqlite]", async () => {
+  // "N1O 1AA" and "Mr Sam" were claimed as typed until 2026-11-29, and are now read as meant, "N10 1AA" and "Sam"
+  // (hmrcPostcode, hmrcFirstName); the row written before must still match its donation, or the next claim takes it
+  // again, as with the house above.
   assertBuilt();
   const database = await BACKENDS.find((b) => b.name === 'sqlite')!.createDatabase();
   try {
     const { cli, charity, claim: claimOf, backup } = operator(database, 'sqlite');
     const { id, username } = await charity('Alpha');
-    await recordGiftAided(database.url, id, [{ donor_email: 'typo@example.org', donor_postcode: 'N1O 1AA' }]); // id 1
+    await recordGiftAided(database.url, id, [{ donor_email: 'typo@example.org', donor_postcode: 'N1O 1AA', donor_first_name: 'Mr Sam' }]); // id 1
     const b1 = await backup('b1');
     assert.equal((await claimOf(username)).claim, 1);
-    await rawSql(database.url, "update giftaid_claim_donations set postcode = 'N1O 1AA' where claim_id = 1"); // as the version before wrote it
+    await rawSql(database.url, "update giftaid_claim_donations set postcode = 'N1O 1AA', first_name = 'Mr Sam' where claim_id = 1"); // as the version before wrote it
     await cli(['restore', b1, '--replace']);
     const next = await claimOf(username);
     assert.deepEqual([next.claim, next.donations], [null, 0], 'the donation is in claim 1 still, and in no new claim');

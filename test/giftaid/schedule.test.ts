@@ -225,6 +225,34 @@ describe('postcodes', () => {
   });
 });
 
+describe("first name: without a title, or the last name after it (until 2026-11-29 'Mr' was claimed as a first name; a review)", () => {
+  for (const [first, last, meant] of [
+    ['Mr John', 'Smith', 'John'],
+    ['mrs. J', 'Smith', 'J'],
+    ['John Smith', 'Smith', 'John'],
+    ['Jane Smith-Jones', 'Smith-Jones', 'Jane'],
+    ['Jane Smith Jones', 'Smith-Jones', 'Jane'],
+    ['Dr Mary-Jane Smith', 'Smith', 'Mary-Jane'],
+    ['Mary-Jane', 'Doe', 'Mary-Jane'],
+    ['Smith', 'Smith', 'Smith'],
+    ['Miss', 'Doe', 'Miss'],
+    ['Mrsmith', 'Doe', 'Mrsmith'],
+    ['a \u0308 b', 'Doe', 'a b'],
+  ] as const) {
+    test(`${JSON.stringify(first)} ${JSON.stringify(last)} -> ${JSON.stringify(meant)}`, () => {
+      assert.equal(hmrcFirstName(first, last), meant);
+    });
+  }
+
+  test('a first name that is only a title needs attention; with a name after it, it is claimed without the title', () => {
+    for (const title of ['Mr', 'Mrs', 'Dr.', 'lady']) {
+      assert.deepEqual(attention(donation({ donor_first_name: title })).reasons, [REASONS.firstNameOnlyTitle(title)], title);
+    }
+    assert.equal(claimed(donation({ donor_first_name: 'Mr John', donor_last_name: 'Smith' })).firstName, 'John');
+    assert.equal(claimed(donation({ donor_first_name: 'John Smith', donor_last_name: 'Smith' })).firstName, 'John');
+  });
+});
+
 describe('house name or number, from the start of donor_address', () => {
   const cases: [string, string][] = [
     ['12 High Street', '12'],
