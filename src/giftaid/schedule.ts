@@ -461,7 +461,9 @@ const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(
  * 2026-11-29 the whole line was the house, and a donor's erasure kept street and village for seven
  * years with it (a review).
  */
-const NAME_THEN_STREET = /^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+\S+\s+(?:street|road|rd|lane|avenue|ave|drive|close|way|crescent|boulevard)\b/i;
+const NAME_THEN_STREET = new RegExp(String.raw`^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+\S+\s+${STREET_WORD}(?!\S)`, 'i');
+/** A house name, its number and the street, with no comma ("Rose Cottage 12 High St"): the name and the number; not a description ending in "of", "above"… ("Flat on top of 12 High St"). */
+const NAME_NUMBER_STREET = new RegExp(String.raw`^(\D*\p{L}\D*?)(?<!\b(?:of|on|at|in|above|over|below|behind|near|by|to|and))\s+(\d{1,4}[A-Za-z]?)\s+(?:.*\s)?${STREET_WORD}(?!\S)`, 'iu');
 
 /** The titles before a person's name: Mr, Mrs, Ms, Miss, Mx, Dr, Rev, Revd, Prof, Sir, Lady, Lord, Dame. */
 const TITLES = 'mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame';
@@ -484,7 +486,7 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     that number, and the house ends there: "12 High Street" -> "12"; "12a, High Street" -> "12a".
  *     A Glasgow flat's number ("3/2, 12 Byres Road", "0/1 12 Byres Rd") takes the building's after it.
  *     A flat after the number's street, or in the next segment, goes first: "12 High Street, Flat 3"
- *     -> "Flat 3, 12".
+ *     -> "Flat 3, 12"; "14 Byres Road, 2/1" -> "2/1, 14"; "10 Marchmont Road (2F1)" -> "2F1, 10".
  *  2. A part of a building (PART_OF_BUILDING: "Flat 3", "2nd Floor", "Top Flat", "2F1") is kept, and
  *     the next segment read by these rules: "Flat 3, 12 High St" -> "Flat 3, 12"; "Flat 3, 1st
  *     Floor, 12 High St" -> "Flat 3, 1st Floor, 12". Within one segment, a part followed by the rest
@@ -494,18 +496,20 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *  3. A street (STREET) is not part of the house: after a flat it ends the house ("Flat 3, High
  *     Street" -> "Flat 3"), unless a number follows, when it is a building's name ("Flat 2, Rose
  *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
- *     house ("Station Road, 12" -> "12"); first and alone, it is read as rule 5 reads a name.
+ *     house ("Station Road, 12" -> "12"); first with none, there is no house ("High Street", "The
+ *     Close": until 2026-11-29 claimed as the house).
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith"). The donor's town (their
- *     donor_city) or a UK postcode ends the house ("Flat 3, London" -> "Flat 3"); an address of the
- *     town alone has no house.
+ *     donor_city), perhaps with a postcode after it, or a UK postcode ends the house ("Flat 3, London"
+ *     and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has no house.
  *  5. Any other segment is a house name, kept whole, with what follows it when that is a part of the
  *     building or the building's number (up to four digits): "Rose Cottage, Lane End" -> "Rose
  *     Cottage"; "The Old Mill, 12 High St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" ->
  *     "Flat 2, Mill House"; "Cartwright Hall, Room 12" -> "Cartwright Hall, Room 12". (An address
  *     with no comma, "Hillview Farm Long Road Ambridge", is cut before its street, "Hillview Farm",
  *     when two words or more come before it; "Rose Cottage Lane End" cannot be told apart from its
- *     street, so the whole first line is taken.)
+ *     street, so the whole first line is taken; a number before the street is the building's: "Rose
+ *     Cottage 12 High St" -> "Rose Cottage, 12".)
  *  6. Over 40 characters (`max`), a house name between a flat and the number goes first ("Apartment
  *     12B, 7" rather than losing the 7), and then the end is cut. A segment with no letter or digit
  *     ("-", "?"), or standing for none ("N/A", "unknown", "no fixed abode"), is passed over: an
@@ -520,7 +524,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
   const town = donor?.donor_city ? hmrcText(normaliseSpaces(donor.donor_city)).toLowerCase() : '';
   const segments = (address ?? '')
     .split(/\r\n|\r|\n/)
-    .map((line) => hmrcText(normaliseSpaces(line)))
+    .map((line) => normaliseSpaces(hmrcText(normaliseSpaces(line))))
     .join(',')
     .split(/[,;]/)
     .map((segment) => segment.trim())
@@ -529,9 +533,10 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
     let segment = i === 0 ? segments[i]! : segments[i]!.replace(/^(?:of|at)\s+(?=\d)/i, ''); // "Flat 2, at 12 High St"
     const next = segments[i + 1] ?? '';
-    if (isTownOrPostcode(segment, town)) {
-      if (parts.length > 0) break; // "Flat 3, London": the town, after the house
-      if (town !== '' && segment.toLowerCase() === town) continue; // an address of the town alone has no house
+    const place = townOrPostcode(segment, town);
+    if (place !== undefined) {
+      if (parts.length > 0) break; // "Flat 3, London", "Flat 3, London SW1A 1AA": the town, after the house
+      if (place === 'town') continue; // an address of the town alone has no house (a postcode alone is said to be one: houseIsPostcode)
     }
     if (PART_OF_BUILDING.test(segment)) {
       parts.push({ text: segment, name: false });
@@ -557,6 +562,12 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       const numbered = buildingNumber(next) !== undefined;
       if (!numbered && parts.length > 0) break; // "Flat 3, High Street": the street, after the house
       if (numbered && parts.length === 0) continue; // "Station Road, 12": the number is the house
+      if (parts.length === 0 && TRAILING_STREET.exec(segment)?.[1] === '') break; // "High Street" alone: no house, where it was claimed as one
+    }
+    const numberedStreet = NAME_NUMBER_STREET.exec(segment); // "Rose Cottage 12 High St"
+    if (numberedStreet) {
+      parts.push({ text: numberedStreet[1]!, name: true }, { text: leadingNumber(numberedStreet[2]!)!.value, name: false });
+      break;
     }
     parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
@@ -599,9 +610,19 @@ function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | unde
   };
 }
 
-/** The donor's town (their donor_city, in any case) or a UK postcode: where a house has ended ("Flat 3, London"). */
-function isTownOrPostcode(segment: string, town: string): boolean {
-  return (town !== '' && segment.toLowerCase() === town) || UK_POSTCODE.test(hmrcPostcode(segment).value);
+/**
+ * The donor's town (their donor_city, in any case), perhaps with a UK postcode after it, or a
+ * postcode alone: where a house has ended ("Flat 3, London", "Flat 3, London SW1A 1AA").
+ */
+function townOrPostcode(segment: string, town: string): 'town' | 'postcode' | undefined {
+  const words = segment.split(' ');
+  for (const n of [2, 1]) {
+    if (words.length < n || !UK_POSTCODE.test(hmrcPostcode(words.slice(-n).join(' ')).value)) continue;
+    const before = words.slice(0, -n).join(' ').toLowerCase();
+    if (before === '') return 'postcode';
+    if (before === town) return 'town';
+  }
+  return town !== '' && segment.toLowerCase() === town ? 'town' : undefined;
 }
 
 /**
@@ -610,11 +631,16 @@ function isTownOrPostcode(segment: string, town: string): boolean {
  * every flat of the building was one house.
  */
 function trailingPartOfBuilding(rest: string, next: string): string | undefined {
-  if (PART_OF_BUILDING.test(next)) return next;
+  const part = (text: string) => {
+    const bare = text.replace(/^\((.*)\)$/, '$1'); // "10 Marchmont Road (2F1)"
+    return PART_OF_BUILDING.test(bare) || /^\d+\/\d+$/.test(bare) ? bare : undefined; // "14 Byres Road, 2/1": a Glasgow flat
+  };
+  const after = part(next);
+  if (after) return after;
   const words = rest.split(' ');
   for (let n = 1; n < words.length; n++) {
-    const tail = words.slice(n).join(' ');
-    if (PART_OF_BUILDING.test(tail)) return tail;
+    const tail = part(words.slice(n).join(' '));
+    if (tail) return tail;
   }
   return undefined;
 }

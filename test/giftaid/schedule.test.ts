@@ -321,7 +321,7 @@ describe('house name or number, from the start of donor_address', () => {
     ['Fflat 2 Ty Gwyn Heol y Frenhines', 'Fflat 2, Ty Gwyn'],
     ['Top Flat 7 Elm Road', 'Top Flat, 7'],
     ['Basement Flat 12 Elm Rd', 'Basement Flat, 12'],
-    ['Flat on top of 12 High St', 'Flat on top of 12 High St'],
+    ['Flat on top of 12 High St', 'Flat on top of 12'], // the street cut off since 2026-11-29, as 'st' is read as a street's word
     ['Villa Rosa, 00100 Roma', 'Villa Rosa'],
     ['Dr Smith, 12 High St', '12'],
     ['Mrs Jane Smith, Flat 3, 12 High St', 'Flat 3, 12'],
@@ -367,6 +367,18 @@ describe('house name or number, from the start of donor_address', () => {
     ['Rose Cottage, SW1A 1AA', 'Rose Cottage'],
     ['12 Floor Street', '12'],
     ['3/2, 12 Byres Road', '3/2, 12'],
+    // From a review of 2026-11-29's changes: a Scottish flat after the street, abbreviated streets run on, a name and its number run on, a street alone.
+    ['14 Byres Road, 2/1', '2/1, 14'],
+    ['10 Marchmont Road (2F1)', '2F1, 10'],
+    ['The Old Mill High St', 'The Old Mill'],
+    ['Hill View Farm Long Ln', 'Hill View Farm'],
+    ['St Marys Cottage High St', 'St Marys Cottage'],
+    ['Rose Cottage 12 High St', 'Rose Cottage, 12'],
+    ['High Street', ''],
+    ['The Close', ''],
+    ['High Street, Rose Cottage', ''],
+    ['Mill House Mill Lane', 'Mill House'],
+    ['Flat 3, SW1A1AA', 'Flat 3'],
   ] as const) {
     test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
       assert.equal(houseNameOrNumber(address), house);
@@ -386,6 +398,8 @@ describe('house name or number, from the start of donor_address', () => {
     ['John Smith', ''],
     ['Flat 3, London', 'Flat 3'],
     ['Flat 3, LONDON, SW1A 1AA', 'Flat 3'],
+    ['Flat 3, London SW1A 1AA', 'Flat 3'],
+    ['London SW1A 1AA', ''],
     ['Rose Court, London', 'Rose Court'],
     ['London', ''],
     ['London Road, 12', '12'],
