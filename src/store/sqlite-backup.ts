@@ -2,7 +2,7 @@
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
 import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
 import { readLedger, type LedgerCopy } from './claims.js';
@@ -292,17 +292,23 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
 }
 
 /**
- * Refuses a folder other users can write to, unless it has the sticky bit (as /tmp): there one of
+ * Refuses a folder other users can write to, or one inside such a folder, unless it has the sticky bit (as /tmp): there one of
  * them can remove the copy's file between its making and SQLite's writing into it by name, and put
  * their own in its place, to own the backup (a review, as `nobody`, in a folder of mode 0777, after
  * the copy was made O_EXCL). With the sticky bit, nobody but its owner can remove or rename it.
  */
 function refuseSharedFolder(dir: string): void {
-  const { mode } = statSync(dir);
-  if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
-    throw new Error(
-      `the folder ${dir} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to (chmod go-w ${dir}), or one with the sticky bit, as /tmp has`,
-    );
+  // And each folder above it: in one other users can write to, one of them could rename the folder the
+  // copy goes in and put one of theirs in its place (until 2026-11-29 only the folder itself was looked at; a review).
+  for (let folder = resolve(dir); ; folder = dirname(folder)) {
+    const { mode } = statSync(folder);
+    if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
+      const above = folder === resolve(dir) ? '' : `, which holds ${dir},`;
+      throw new Error(
+        `the folder ${folder}${above} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to (chmod go-w ${folder}), or one with the sticky bit, as /tmp has`,
+      );
+    }
+    if (dirname(folder) === folder) return;
   }
 }
 

@@ -59,6 +59,11 @@ test("the copy's file must be new: another user's file in its place is refused, 
   chmodSync(open, 0o777);
   await assert.rejects(backUpSqlite(source, join(open, 'backup.db')), /the folder .*open can be written by other users \(mode 0777\)/);
   assert.deepEqual(readdirSync(open), [], 'nothing written there');
+  // Nor a private folder inside it: another user could rename it away and put one of theirs in its place (until 2026-11-29 taken).
+  const inside = join(open, 'mine');
+  mkdirSync(inside, { mode: 0o700 });
+  await assert.rejects(backUpSqlite(source, join(inside, 'backup.db')), /the folder .*open, which holds .*mine, can be written by other users \(mode 0777\)/);
+  assert.deepEqual(readdirSync(inside), [], 'nothing written there');
   // With the sticky bit, as /tmp: taken, but a file of another user's in the copy's place is refused.
   const shared = join(dir, 'shared');
   mkdirSync(shared);
