@@ -17,6 +17,7 @@ import {
   ATTENTION_FILE_NAME,
   attentionCells,
   buildSchedule,
+  setAsideTwins,
   chunk,
   claimCutoff,
   dayMonthYear,
@@ -207,21 +208,27 @@ export function giftaidCommand(): Command {
     .description("write a claim's HMRC schedule spreadsheets again, with the same rows (claim-ID-1.ods, …)")
     .argument('<claim>', 'the claim id', claimIdArgument)
     .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
+    .option('--resend', 'a submitted claim: write files HMRC takes, to upload again the one HMRC refused (and no other)')
     .option('--json', 'print {"claim","files"}')
-    .action(async (id: number, opts: { out: string; json?: boolean }) => {
+    .action(async (id: number, opts: { out: string; resend?: boolean; json?: boolean }) => {
       const dir = await outputFolder(opts.out);
       await withStore(async (store) => {
         const claim = await store.claims.find(id);
         if (!claim) throw new UsageError(`no claim has the id ${id}.`);
+        if (opts.resend && claim.status !== 'submitted') {
+          throw new UsageError(`--resend is for a submitted claim, one of whose files HMRC refused; claim ${id} is ${claim.status}${claim.status === 'prepared' ? ': its files are written for HMRC without it' : ''}.`);
+        }
         const charity = await findCharity(store, claim.charity);
         await makeFolder(dir, opts.out);
         await refuseOtherClaims(dir); // its own schedule there is refused too (writeNewFiles), as another claim's
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
-        const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count } });
-        const files = (await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
+        const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count, ...(opts.resend && { resend: true }) } });
+        const spreadsheets = await claimSpreadsheets(store, claim, charity.name, { resend: opts.resend === true });
+        const files = (await writeNewFiles(dir, spreadsheets, { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
         if (opts.json) return printJson({ claim: id, files });
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
-        if (NOT_FOR_HMRC[claim.status] !== undefined) print(`  ${NOT_FOR_HMRC[claim.status]} HMRC's checker refuses these files.`);
+        if (opts.resend) print(`  ${RESENT} Delete the others.`);
+        else if (NOT_FOR_HMRC[claim.status] !== undefined) print(`  ${NOT_FOR_HMRC[claim.status]} HMRC's checker refuses these files.`);
       });
     });
 
@@ -313,10 +320,18 @@ async function assessUnclaimed(
   // earlier claim would not match (as madeFrom in store/claims.ts).
   const key = (r: ScheduleRow) => JSON.stringify([matchableFirstName(r.firstName, r.lastName), r.lastName, matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
-  // One gift recorded twice (sent again under another Idempotency-Key): looked for among every donation of the candidates' days.
-  const dated = donations.map((d) => donationDay(d.donation_date)).sort();
-  const twinOf = dated.length === 0 ? () => undefined : await twinsAmong(donations, store.claims.dated(charityId, { from: ukStartOfDayIso(dated[0]!), to: ukEndOfDayIso(dated.at(-1)!) }));
-  return { ...buildSchedule(donations, today, { claimedIn: (row) => sent.get(key(row)), twinOf, periodEnd }), claimedBefore: await store.claims.countClaimed(charityId, range) };
+  const schedule = buildSchedule(donations, today, { claimedIn: (row) => sent.get(key(row)), periodEnd });
+  // One gift recorded twice (sent again under another Idempotency-Key): each claimable one looked for among every donation of their days.
+  const byId = new Map(donations.map((d) => [d.id, d]));
+  const [first, last] = [schedule.rows[0], schedule.rows.at(-1)]; // earliest first
+  const twinOf =
+    first === undefined || last === undefined
+      ? () => undefined
+      : await twinsAmong(
+          schedule.rows.map((r) => byId.get(r.donationId)!),
+          store.claims.dated(charityId, { from: ukStartOfDayIso(first.donationDay), to: ukEndOfDayIso(last.donationDay) }),
+        );
+  return { ...setAsideTwins(schedule, byId, twinOf), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }
 
 /**
@@ -347,7 +362,10 @@ const NOT_FOR_HMRC: Partial<Record<ClaimStatus, string>> = {
 };
 
 /** A claim's spreadsheets, from its rows as recorded: the same bytes every time. */
-async function claimSpreadsheets(store: Store, claim: Claim, charityName: string): Promise<Array<{ name: string; bytes: Uint8Array }>> {
+/** What files written with --resend say first: for the one file HMRC refused. */
+const RESENT = 'WRITTEN AGAIN TO RESEND: upload only the file HMRC refused; the others are claimed already, and sent again would claim their donations twice.';
+
+async function claimSpreadsheets(store: Store, claim: Claim, charityName: string, { resend = false } = {}): Promise<Array<{ name: string; bytes: Uint8Array }>> {
   const all = await store.claims.rows(claim.id);
   // Never a schedule short of what HMRC has (a ledger from before 0014 kept no rows without their donation).
   if (all.length !== claim.donation_count) {
@@ -359,10 +377,10 @@ async function claimSpreadsheets(store: Store, claim: Claim, charityName: string
     bytes: scheduleSpreadsheet({
       rows,
       preparedAt: claim.prepared_at,
-      use: FILE_USE[claim.status],
+      use: resend ? 'claim' : FILE_USE[claim.status],
       title: `Gift Aid claim ${claim.id} for ${charityName}, ${i + 1} of ${parts.length}`,
       about: [
-        ...(NOT_FOR_HMRC[claim.status] === undefined ? [] : [NOT_FOR_HMRC[claim.status]!]),
+        ...(resend ? [RESENT] : NOT_FOR_HMRC[claim.status] === undefined ? [] : [NOT_FOR_HMRC[claim.status]!]),
         `Gift Aid claim ${claim.id} for ${charityName} (${claim.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}, ${pounds(rows.reduce((s, r) => s + r.amountMinor, 0))}.`,
         `Prepared by Almoner on ${dayMonthYear(claim.prepared_at.slice(0, 10))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
           "Check it, then attach it to a claim in HMRC Charities Online. Don't change the layout of the schedule or the name of the worksheet.",

@@ -110,7 +110,9 @@ const PO_BOX = /(?:^|[\s,])(?:p\.?\s?o\.?\s?box|post office box)(?=[\s\d:,]|$)/i
 /** The reasons, word for word, so callers and tests can recognise them. */
 export const REASONS = {
   noFirstName: 'no first name',
-  firstNameOnlyTitle: (title: string) => `first name is only a title (${JSON.stringify(title)}): HMRC needs the donor's first name or initial`,
+  firstNameOnlyTitle: (given: string) => `first name is only a title (${JSON.stringify(given)}): HMRC needs the donor's first name or initial`,
+  twoPeople: (firstName: string) =>
+    `first name names two people (${JSON.stringify(firstName)}): HMRC's schedule takes one donor a row, so claim each donor's part by hand, each with their own declaration`,
   firstNameNoLetters: 'first name has no letters',
   noLastName: 'no last name',
   lastNameNoLetters: 'last name has no letters',
@@ -119,6 +121,7 @@ export const REASONS = {
   careOf: "donor_address is a care-of address (c/o): HMRC needs the donor's own home address",
   poBox: "donor_address is a PO box: HMRC needs the donor's home address",
   houseIsPostcode: "donor_address holds a postcode where the house should be: HMRC needs the house's name or number",
+  houseIsName: "donor_address holds the donor's name where the house should be: HMRC needs the house's name or number",
   noPostcode: 'no postcode',
   badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
   /** "BFPO 123": the advice for a donor abroad (X) is wrong for a forces address, which has a postcode of its own (a review). */
@@ -152,8 +155,9 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   // Each name whole first, then cut to HMRC's length, so that a cut can be said (shortened).
   const wholeFirstName = hmrcFirstName(d.donor_first_name, d.donor_last_name, Infinity);
   const firstName = cut(wholeFirstName, NAME_MAX_LENGTH);
-  if (firstName === '') reasons.push(REASONS.noFirstName);
-  else if (TITLE.test(firstName)) reasons.push(REASONS.firstNameOnlyTitle(firstName));
+  const givenFirstName = normaliseSpaces(d.donor_first_name ?? '');
+  if (firstName === '') reasons.push(TITLE.test(givenFirstName.split(' ')[0]!) ? REASONS.firstNameOnlyTitle(givenFirstName) : REASONS.noFirstName);
+  else if (TWO_PEOPLE.test(firstName)) reasons.push(REASONS.twoPeople(firstName));
   else if (!hasLetter(firstName)) reasons.push(REASONS.firstNameNoLetters);
   const wholeLastName = hmrcLastName(d.donor_last_name, Infinity);
   const lastName = cut(wholeLastName, NAME_MAX_LENGTH);
@@ -173,6 +177,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   else if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);
+  else if (house.includes(' ') && donorsOwnName(d)?.(house)) reasons.push(REASONS.houseIsName);
 
   const postcode = hmrcPostcode(d.donor_postcode);
   if (postcode.value === '') reasons.push(REASONS.noPostcode);
@@ -246,17 +251,12 @@ export interface Schedule {
 /**
  * Decides every donation against the claim date `today`; donations without Gift Aid are left out.
  * `claimedIn` names the claim a claimable row may be in already (a row a restore kept without its
- * donation, ClaimLedger.keepFrom), and `twinOf` the earlier donation a donation seems to record
- * again (twins.ts): such a donation needs attention instead.
+ * donation, ClaimLedger.keepFrom): such a donation needs attention instead.
  */
 export function buildSchedule(
   donations: Iterable<GiftAidDonation>,
   today: string,
-  {
-    claimedIn = () => undefined,
-    twinOf = () => undefined,
-    periodEnd,
-  }: { claimedIn?: (row: ScheduleRow) => number | undefined; twinOf?: (d: GiftAidDonation) => number | undefined; periodEnd?: string } = {},
+  { claimedIn = () => undefined, periodEnd }: { claimedIn?: (row: ScheduleRow) => number | undefined; periodEnd?: string } = {},
 ): Schedule {
   const rows: ScheduleRow[] = [];
   const needsAttention: AttentionRow[] = [];
@@ -264,23 +264,38 @@ export function buildSchedule(
   let claimableMinor = 0;
   for (const d of donations) {
     const a = assessDonation(d, today, periodEnd);
-    if (a.kind === 'not-gift-aid') continue;
-    const twin = twinOf(d);
     const claim = a.kind === 'claimable' ? claimedIn(a.row) : undefined;
-    if (a.kind === 'claimable' && twin !== undefined) {
-      needsAttention.push(attentionRow(d, [REASONS.twin(twin)]));
-    } else if (claim !== undefined) {
+    if (claim !== undefined) {
       needsAttention.push(attentionRow(d, [REASONS.inKeptClaim(claim)]));
     } else if (a.kind === 'claimable') {
       rows.push(a.row);
       claimableMinor += a.amountMinor;
       if (a.shortened.length > 0) shortened.push({ id: a.id, columns: a.shortened });
-    } else {
-      needsAttention.push(twin === undefined ? a.row : { ...a.row, reasons: [...a.row.reasons, REASONS.twin(twin)] });
+    } else if (a.kind === 'needs-attention') {
+      needsAttention.push(a.row);
     }
   }
   rows.sort((x, y) => (x.donationDay < y.donationDay ? -1 : x.donationDay > y.donationDay ? 1 : x.donationId - y.donationId));
   return { rows, needsAttention, claimableMinor, shortened };
+}
+
+/**
+ * `schedule` with the claimable donations that `twinOf` says record again an earlier donation
+ * (twins.ts) set aside as needing attention: one gift recorded twice is claimed once.
+ */
+export function setAsideTwins(schedule: Schedule, donations: ReadonlyMap<number, GiftAidDonation>, twinOf: (d: GiftAidDonation) => number | undefined): Schedule {
+  const twins = new Map<number, number>();
+  for (const r of schedule.rows) {
+    const twin = twinOf(donations.get(r.donationId)!);
+    if (twin !== undefined) twins.set(r.donationId, twin);
+  }
+  if (twins.size === 0) return schedule;
+  return {
+    rows: schedule.rows.filter((r) => !twins.has(r.donationId)),
+    needsAttention: [...schedule.needsAttention, ...[...twins].map(([id, twin]) => attentionRow(donations.get(id)!, [REASONS.twin(twin)]))].sort((x, y) => x.id - y.id),
+    claimableMinor: schedule.rows.reduce((sum, r) => (twins.has(r.donationId) ? sum : sum + r.amountMinor), 0),
+    shortened: schedule.shortened.filter((s) => !twins.has(s.id)),
+  };
 }
 
 /** A needs-attention row as cells, in ATTENTION_COLUMNS order; reasons joined with "; ". */
@@ -368,22 +383,30 @@ export function outsideHmrcCharacters(text: string): string[] {
 }
 
 /**
- * First name: in HMRC's characters, spaces normalised, without a title before it ("Mr John" is
- * "John") or the donor's last name after it ("John Smith", last name Smith, is "John"), cut to 35
- * characters (`max`). HMRC asks for the first name or initial: until 2026-11-29 "Mr" was claimed as
- * one, and "Mr John" and "John Smith" as given (a review). Kept as given otherwise: HMRC asks for a
- * space instead of a hyphen only in a double-barrelled surname, so "Mary-Jane" stays.
+ * First name: in HMRC's characters, spaces normalised, without the titles before it ("Mr John", "Rev
+ * Dr John" are "John"; "Mr & Mrs", and "Mrs Smith" with the last name Smith, are no first name) or
+ * the donor's last name after it ("John Smith", last name Smith, is "John"), cut to 35 characters
+ * (`max`). Read again, a first name so read is the same (matchableFirstName relies on it). HMRC asks
+ * for the first name or initial: until 2026-11-29 "Mr" was claimed as one, and "Mr John" and "John
+ * Smith" as given (reviews). Kept as given otherwise: HMRC asks for a space instead of a hyphen only
+ * in a double-barrelled surname, so "Mary-Jane" stays.
  */
 export function hmrcFirstName(name: string | null, lastName: string | null = null, max = NAME_MAX_LENGTH): string {
   const words = normaliseSpaces(hmrcText(normaliseSpaces(name ?? ''))).split(' ');
-  let text = (words.length > 1 && TITLE.test(words[0]!) ? words.slice(1) : words).join(' ');
-  // The last name at the end, after a space (not a hyphen: "Mary-Jane" Jane stays), read as hmrcLastName reads it.
+  let titles = 0;
+  while (titles < words.length && (TITLE.test(words[titles]!) || /^(?:&|and)$/i.test(words[titles]!))) titles++;
+  let text = words.slice(titles).join(' ');
+  // The last name alone after a title ("Mrs Smith"), or at the end after a space (not a hyphen: "Mary-Jane" Jane stays), read as hmrcLastName reads it.
   const last = hmrcLastName(lastName, Infinity).toLowerCase();
+  const folded = text.replace(DASHES, ' ').toLowerCase();
   const at = text.length - last.length - 1;
-  if (last !== '' && at > 0 && text[at] === ' ' && text.replace(DASHES, ' ').toLowerCase().endsWith(` ${last}`)) text = text.slice(0, at);
+  if (last !== '' && titles > 0 && folded === last) text = '';
+  else if (last !== '' && at > 0 && text[at] === ' ' && folded.endsWith(` ${last}`)) text = text.slice(0, at);
   return cut(text, max);
 }
 
+/** Two people in one name: "J & Mrs K", "John and Mary". */
+const TWO_PEOPLE = /(?:^|\s)(?:&|and)(?:\s|$)/i;
 
 /** Any dash character, as a double-barrelled surname's hyphen. */
 const DASHES = /[-\u2010-\u2015\u2212]/g;
@@ -452,18 +475,24 @@ const PART_OF_BUILDING = new RegExp(
  * blocks of flats, and are kept as names.
  */
 const STREET_WORD = String.raw`(?:street|st|road|rd|lane|ln|avenue|ave|drive|dr|close|way|crescent|cres|boulevard)\.?`;
+/**
+ * A street's word within a line, where more follows: "St" and "Dr" only at the line's end, as within
+ * it they are Saint and Doctor ("The Old Rectory St Andrews Lane": until a review, "The Old").
+ */
+const STREET_WORD_WITHIN = String.raw`(?:(?:street|road|rd|lane|ln|avenue|ave|drive|close|way|crescent|cres|boulevard)\.?(?!\S)|(?:st|dr)\.?$)`;
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /** The street at the end of a text with no comma, and the word before it: "Mill House Mill Lane" is "Mill House" and "Mill Lane". */
 const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /**
  * A house name run on into its street with no comma ("Hillview Farm Long Road Ambridge"): the name,
- * when two words or more come before the street's (so "Rose Cottage Lane End" stays whole). Until
+ * when two words or more come before the street's (so "Rose Cottage Lane End" stays whole); a
+ * saint's street is one ("The Old Rectory St Andrews Lane" is "The Old Rectory"). Until
  * 2026-11-29 the whole line was the house, and a donor's erasure kept street and village for seven
  * years with it (a review).
  */
-const NAME_THEN_STREET = new RegExp(String.raw`^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+\S+\s+${STREET_WORD}(?!\S)`, 'i');
+const NAME_THEN_STREET = new RegExp(String.raw`^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+(?:(?:st|dr)\.?\s+)?\S+\s+${STREET_WORD_WITHIN}`, 'i');
 /** A house name, its number and the street, with no comma ("Rose Cottage 12 High St"): the name and the number; not a description ending in "of", "above"… ("Flat on top of 12 High St"). */
-const NAME_NUMBER_STREET = new RegExp(String.raw`^(\D*\p{L}\D*?)(?<!\b(?:of|on|at|in|above|over|below|behind|near|by|to|and))\s+(\d{1,4}[A-Za-z]?)\s+(?:.*\s)?${STREET_WORD}(?!\S)`, 'iu');
+const NAME_NUMBER_STREET = new RegExp(String.raw`^(\D*\p{L}\D*?)(?<!\b(?:of|on|at|in|above|over|below|behind|near|by|to|and))\s+(\d{1,4}[A-Za-z]?)\s+(?:.*\s)?${STREET_WORD_WITHIN}`, 'iu');
 
 /** The titles before a person's name: Mr, Mrs, Ms, Miss, Mx, Dr, Rev, Revd, Prof, Sir, Lady, Lord, Dame. */
 const TITLES = 'mr|mrs|ms|miss|mx|dr|rev|revd|prof|sir|lady|lord|dame';
@@ -496,10 +525,13 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *  3. A street (STREET) is not part of the house: after a flat it ends the house ("Flat 3, High
  *     Street" -> "Flat 3"), unless a number follows, when it is a building's name ("Flat 2, Rose
  *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
- *     house ("Station Road, 12" -> "12"); first with none, there is no house ("High Street", "The
- *     Close": until 2026-11-29 claimed as the house).
+ *     house ("Station Road, 12" -> "12"); first with none, it is passed over ("High Street" alone
+ *     gives no house, where until 2026-11-29 it was claimed as the house; "Station Road, The Old
+ *     Forge" gives "The Old Forge").
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
- *     the donor (`donor`), is their own name ("John Smith", "J Smith"). The donor's town (their
+ *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
+ *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
+ *     the house's name). The donor's town (their
  *     donor_city), perhaps with a postcode after it, or a UK postcode ends the house ("Flat 3, London"
  *     and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has no house.
  *  5. Any other segment is a house name, kept whole, with what follows it when that is a part of the
@@ -528,7 +560,9 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     .join(',')
     .split(/[,;]/)
     .map((segment) => segment.trim())
-    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment) && !ownName?.(segment));
+    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment))
+    // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
+    .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later) !== undefined));
   const parts: { text: string; name: boolean }[] = [];
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
     let segment = i === 0 ? segments[i]! : segments[i]!.replace(/^(?:of|at)\s+(?=\d)/i, ''); // "Flat 2, at 12 High St"
@@ -562,11 +596,12 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       const numbered = buildingNumber(next) !== undefined;
       if (!numbered && parts.length > 0) break; // "Flat 3, High Street": the street, after the house
       if (numbered && parts.length === 0) continue; // "Station Road, 12": the number is the house
-      if (parts.length === 0 && TRAILING_STREET.exec(segment)?.[1] === '') break; // "High Street" alone: no house, where it was claimed as one
+      if (parts.length === 0 && TRAILING_STREET.exec(segment)?.[1] === '') continue; // "High Street" first: not the house, which may follow ("Station Road, The Old Forge")
     }
     const numberedStreet = NAME_NUMBER_STREET.exec(segment); // "Rose Cottage 12 High St"
     if (numberedStreet) {
-      parts.push({ text: numberedStreet[1]!, name: true }, { text: leadingNumber(numberedStreet[2]!)!.value, name: false });
+      if (!ownName?.(numberedStreet[1]!)) parts.push({ text: numberedStreet[1]!, name: true }); // "John Smith 12 High St": the number alone
+      parts.push({ text: leadingNumber(numberedStreet[2]!)!.value, name: false });
       break;
     }
     parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? segment, name: true });

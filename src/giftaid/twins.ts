@@ -56,12 +56,15 @@ export async function twinsAmong(
 
 const reference = (d: GiftFacts): string => d.payment_confirmation_number ?? '';
 
+const SPACES = /\s+/g;
+
 /**
  * The donor as sent (the e-mail address folded, foldEmail; the names, address and postcode in lower
  * case, their spaces aside) and the gift (UK day, amount); none once erased.
  */
 function donorKey(d: GiftFacts): string | undefined {
   if (d.donor_email === ERASED_EMAIL) return undefined;
-  const text = (n: string | null) => (n ?? '').normalize('NFC').replace(/\s+/g, '').toLowerCase();
-  return JSON.stringify([donationDay(d.donation_date), d.amount_minor, foldEmail(d.donor_email), ...[d.donor_first_name, d.donor_last_name, d.donor_address, d.donor_postcode].map(text)]);
+  const text = (n: string | null) => (n === null ? '' : n.normalize('NFC').replace(SPACES, '').toLowerCase());
+  // Joined by a character no value holds (a NUL is refused in every field): cheaper than JSON, read a million times in a first claim.
+  return `${donationDay(d.donation_date)}\0${d.amount_minor}\0${foldEmail(d.donor_email)}\0${text(d.donor_first_name)}\0${text(d.donor_last_name)}\0${text(d.donor_address)}\0${text(d.donor_postcode)}`;
 }

@@ -369,6 +369,21 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.match(copy.rows(3)[2]![1]!, /^COPY OF A CLAIM HMRC HAS PAID/);
         // The rows are the claim's, as first written.
         assert.deepEqual(giftAidRows(copy).map(cellsOf), giftAidRows(files[0]!).map(cellsOf));
+        // --resend is for a submitted claim one of whose files HMRC refused: not for a paid one.
+        const paidResend = await almoner(ctx.databaseUrl, ['giftaid', 'files', id, '--resend', '--out', join(dir, 'paid-resend')]);
+        assert.equal(paidResend.code, 2, paidResend.stderr);
+        assert.match(paidResend.stderr, new RegExp(`--resend is for a submitted claim, one of whose files HMRC refused; claim ${id} is paid\\.`));
+        const resending = await ctx.signUp('Resending Charity', 'resending@charity.example');
+        await donate('resent', resending, exampleDonation({ donor_last_name: 'Resent', donation_date: api(recent) }));
+        const small = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', resending.username, '--out', join(dir, 'resending'), '--json']));
+        assert.equal((await almoner(ctx.databaseUrl, ['giftaid', 'mark', String(small.claim), 'submitted'])).code, 0);
+        const resent = await almoner(ctx.databaseUrl, ['giftaid', 'files', String(small.claim), '--resend', '--out', join(dir, 'resent')]);
+        assert.equal(resent.code, 0, resent.stderr);
+        assert.match(resent.stdout, /WRITTEN AGAIN TO RESEND: upload only the file HMRC refused/);
+        const again = await readOds(join(dir, 'resent', `claim-${small.claim}-1.ods`));
+        assert.deepEqual(hmrcProblems(again, today), [], 'HMRC takes it');
+        assert.match(again.rows(3)[2]![1]!, /^WRITTEN AGAIN TO RESEND/);
+        assert.deepEqual(giftAidRows(again).map(cellsOf), giftAidRows(await readOds(small.files[0]!)).map(cellsOf));
       });
 
       test('a rejected claim frees its donations: the next claim takes the same rows', async () => {

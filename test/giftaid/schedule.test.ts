@@ -235,7 +235,11 @@ describe("first name: without a title, or the last name after it (until 2026-11-
     ['Dr Mary-Jane Smith', 'Smith', 'Mary-Jane'],
     ['Mary-Jane', 'Doe', 'Mary-Jane'],
     ['Smith', 'Smith', 'Smith'],
-    ['Miss', 'Doe', 'Miss'],
+    ['Miss', 'Doe', ''],
+    ['Rev Dr Jane', 'Doe', 'Jane'],
+    ['Mr & Mrs', 'Doe', ''],
+    ['Mrs Smith', 'Smith', ''],
+    ['Mr J & Mrs K', 'Smith', 'J & Mrs K'],
     ['Mrsmith', 'Doe', 'Mrsmith'],
     ['a \u0308 b', 'Doe', 'a b'],
   ] as const) {
@@ -244,9 +248,20 @@ describe("first name: without a title, or the last name after it (until 2026-11-
     });
   }
 
-  test('a first name that is only a title needs attention; with a name after it, it is claimed without the title', () => {
-    for (const title of ['Mr', 'Mrs', 'Dr.', 'lady']) {
+  test('read again, a first name so read is the same (a restore matches rows by it: "Rev Dr Jane" was "Dr Jane" once and "Jane" twice; a review)', () => {
+    for (const [first, last] of [['Rev Dr Jane', 'Doe'], ['Prof Sir John Smith', 'Smith'], ['Mr & Mrs Smith', 'Smith'], ['Dr Smith Smith', 'Smith'], ['Mrs Jane Smith-Jones', 'Smith-Jones'], ['Mr', null], ['Jane', 'Doe']] as const) {
+      const once = hmrcFirstName(first, last);
+      assert.equal(hmrcFirstName(once, last), once, `${first} ${last}`);
+    }
+  });
+
+  test('a first name that is only a title needs attention, as does one naming two people; with a name after it, it is claimed without the title', () => {
+    for (const title of ['Mr', 'Mrs', 'Dr.', 'lady', 'Mr & Mrs', 'Rev Dr']) {
       assert.deepEqual(attention(donation({ donor_first_name: title })).reasons, [REASONS.firstNameOnlyTitle(title)], title);
+    }
+    assert.deepEqual(attention(donation({ donor_first_name: 'Mrs Smith', donor_last_name: 'Smith' })).reasons, [REASONS.firstNameOnlyTitle('Mrs Smith')]);
+    for (const [first, read] of [['Mr J & Mrs K', 'J & Mrs K'], ['John and Mary', 'John and Mary']] as const) {
+      assert.deepEqual(attention(donation({ donor_first_name: first })).reasons, [REASONS.twoPeople(read)], first);
     }
     assert.equal(claimed(donation({ donor_first_name: 'Mr John', donor_last_name: 'Smith' })).firstName, 'John');
     assert.equal(claimed(donation({ donor_first_name: 'John Smith', donor_last_name: 'Smith' })).firstName, 'John');
@@ -376,7 +391,11 @@ describe('house name or number, from the start of donor_address', () => {
     ['Rose Cottage 12 High St', 'Rose Cottage, 12'],
     ['High Street', ''],
     ['The Close', ''],
-    ['High Street, Rose Cottage', ''],
+    ['High Street, Rose Cottage', 'Rose Cottage'],
+    ['Station Road, The Old Forge', 'The Old Forge'],
+    ['The Old Rectory St Andrews Lane', 'The Old Rectory'],
+    ['Holly Tree Farm St Ives Road', 'Holly Tree Farm'],
+    ['The Old Post Office Dr Smiths Lane', 'The Old Post Office'],
     ['Mill House Mill Lane', 'Mill House'],
     ['Flat 3, SW1A1AA', 'Flat 3'],
   ] as const) {
@@ -395,7 +414,9 @@ describe('house name or number, from the start of donor_address', () => {
     ['john smith\n12 high st', '12'],
     ['Smith House, 3 Elm Rd', 'Smith House, 3'],
     ['Smithfield Farm, Lane End', 'Smithfield Farm'],
-    ['John Smith', ''],
+    ['John Smith', 'John Smith'], // alone, it may be the house's name (claimed only if it is not the donor's whole name: see below)
+    ['Smith, Station Road', 'Smith'],
+    ['John Smith 12 High Street', '12'],
     ['Flat 3, London', 'Flat 3'],
     ['Flat 3, LONDON, SW1A 1AA', 'Flat 3'],
     ['Flat 3, London SW1A 1AA', 'Flat 3'],
@@ -415,7 +436,9 @@ describe('house name or number, from the start of donor_address', () => {
     const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
     assert.equal(claimed(donation({ ...john, donor_address: 'John Smith, 12 High St' })).houseNameOrNumber, '12');
     assert.equal(claimed(donation({ ...john, donor_address: 'Flat 3, Leeds' })).houseNameOrNumber, 'Flat 3');
-    assert.match(attention(donation({ ...john, donor_address: 'John Smith, Leeds' })).reasons.join('; '), /no house name or number/);
+    assert.deepEqual(attention(donation({ ...john, donor_address: 'John Smith, Leeds' })).reasons, [REASONS.houseIsName]);
+    // A house named as the donor is only by their last name is claimed: "Woodlands" of Anne Woodlands (a review).
+    assert.equal(claimed(donation({ donor_first_name: 'Anne', donor_last_name: 'Woodlands', donor_address: 'Woodlands, Station Road' })).houseNameOrNumber, 'Woodlands');
   });
 
   test('cut to 40 characters', () => {
