@@ -5,21 +5,24 @@ import { Command, Option } from 'commander';
 import { stringify } from 'csv-stringify';
 import { toDonationRecord } from '../donations/donation.js';
 import type { ExportedDonation } from '../store/store.js';
-import { RFC_4180 } from './csv.js';
+import { asText, RFC_4180 } from './csv.js';
 import { checkCharity, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
 /** The record's keys exactly as the API returns them, then who recorded it and when. */
-function encoder({ format, bom }: Pick<ExportOptions, 'format' | 'bom'>): Transform {
+function encoder({ format, bom, spreadsheet }: Pick<ExportOptions, 'format' | 'bom' | 'spreadsheet'>): Transform {
   if (format === 'jsonl') {
     return new Transform({ objectMode: true, transform: (row, _enc, done) => done(null, `${JSON.stringify(row)}\n`) });
   }
   return stringify({
     header: true,
     columns: COLUMNS,
-    bom: bom === true,
+    bom: bom === true || spreadsheet === true,
     ...RFC_4180,
-    cast: { boolean: (v) => (v ? 'true' : 'false') }, // as in the JSON record, not csv-stringify's 1/""
+    cast: {
+      boolean: (v) => (v ? 'true' : 'false'), // as in the JSON record, not csv-stringify's 1/""
+      ...(spreadsheet && { string: asText }),
+    },
   });
 }
 
@@ -37,6 +40,7 @@ interface ExportOptions {
   to?: string;
   format: 'csv' | 'jsonl';
   bom?: boolean;
+  spreadsheet?: boolean;
 }
 
 export function donationsCommand(): Command {
@@ -50,9 +54,15 @@ export function donationsCommand(): Command {
     .option('--to <YYYY-MM-DD>', 'donations dated on or before this day', toArgument)
     .addOption(new Option('--format <format>', 'csv (RFC 4180, with a header row) or jsonl (one JSON object per line)').choices(['csv', 'jsonl']).default('csv'))
     .addOption(new Option('--bom', 'start the CSV with a UTF-8 byte order mark, for spreadsheet programs (without one, Excel reads UTF-8 as Windows-1252)'))
+    .addOption(
+      new Option('--spreadsheet', "for a spreadsheet program: --bom, and a cell that would start a formula (=, +, -, @) with an apostrophe first, so it shows as text"),
+    )
     .action(async (opts: ExportOptions) => {
       if (opts.bom && opts.format === 'jsonl') {
         throw new UsageError('--bom is for --format csv only: JSON Lines never starts with a byte order mark.');
+      }
+      if (opts.spreadsheet && opts.format === 'jsonl') {
+        throw new UsageError('--spreadsheet is for --format csv only: JSON Lines is for programs, and holds every value as it is.');
       }
       if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
         throw new UsageError('--from must not be later than --to.');
@@ -63,7 +73,7 @@ export function donationsCommand(): Command {
         await store.audit({
           action: 'donations export',
           target: opts.charity ?? '(every charity)',
-          summary: { format: opts.format, from: opts.from ?? null, to: opts.to ?? null },
+          summary: { format: opts.format, from: opts.from ?? null, to: opts.to ?? null, ...(opts.spreadsheet && { spreadsheet: true }) },
         });
         const source = Readable.from(
           (async function* () {

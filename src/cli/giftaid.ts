@@ -37,7 +37,7 @@ import {
 import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { Store } from '../store/store.js';
 import { ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
-import { RFC_4180 } from './csv.js';
+import { asText, RFC_4180 } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
 import { print, printJson, withStore } from './io.js';
 import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
@@ -519,7 +519,7 @@ async function writeNewFiles(
 async function writeAttention(dir: string, name: string, rows: readonly AttentionRow[]): Promise<void> {
   const path = join(dir, name);
   if (rows.length === 0) return void (await rm(path, { force: true })); // no stale to-do list left behind
-  const csv = stringify([[...ATTENTION_COLUMNS], ...rows.map(attentionCells)], { bom: true, ...RFC_4180 });
+  const csv = stringify([[...ATTENTION_COLUMNS], ...rows.map((r) => attentionCells(r).map(asText))], { bom: true, ...RFC_4180 });
   const partial = join(dir, `.${name}.${process.pid}-${randomBytes(4).toString('hex')}.partial`); // another run's is not this one's
   try {
     await writeFile(partial, csv, { flag: 'wx', mode: PRIVATE_FILE });

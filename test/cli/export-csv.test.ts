@@ -186,6 +186,33 @@ describe('bin/almoner donations export: CSV that reads back exactly', { concurre
         );
       });
 
+      test("--spreadsheet: the BOM, and a cell that would start a formula with an apostrophe first, so a spreadsheet shows it as text (a donor's =HYPERLINK was a live link until 2026-11-29); nothing else changes", async () => {
+        const attack = '=HYPERLINK("http://evil.example","click")';
+        const { username, rows } = await recordAll([
+          exampleDonation({ donor_first_name: attack, donor_last_name: '-Smith', donor_phone: '+44 7700 900123', donor_city: '@home', donor_address: '\t=1+1' }),
+          exampleDonation({ donor_first_name: 'Jane', donor_address: 'Flat 2 = top' }),
+        ]);
+        const [plain, sheet] = await Promise.all([exportOut(['--charity', username]), exportOut(['--charity', username, '--spreadsheet'])]);
+        assert.ok(sheet.startsWith('\uFEFF'), 'with a byte order mark, as --bom');
+        const read = readCsv(sheet.slice(1));
+        assert.deepEqual(read[0], HEADER);
+        const cell = (row: number, key: string) => read[row]![HEADER.indexOf(key)];
+        assert.deepEqual(
+          ['donor_first_name', 'donor_last_name', 'donor_phone', 'donor_city', 'donor_address'].map((key) => cell(1, key)),
+          [`'${attack}`, "'-Smith", "'+44 7700 900123", "'@home", "'\t=1+1"],
+        );
+        assert.equal(cell(2, 'donor_address'), 'Flat 2 = top', 'a formula character within a cell is no formula');
+        // Every other cell as the plain export has it.
+        const plainRead = readCsv(plain);
+        for (let row = 1; row < read.length; row++) {
+          for (const [i, value] of read[row]!.entries()) assert.equal(value.replace(/^'(?=[=+\-@\t\r])/, ''), plainRead[row]![i], `${HEADER[i]}`);
+        }
+        assert.equal(rows.length, 2);
+        const jsonl = await almoner(ctx.databaseUrl, ['donations', 'export', '--spreadsheet', '--format', 'jsonl']);
+        assert.equal(jsonl.code, 2);
+        assert.match(jsonl.stderr, /--spreadsheet is for --format csv only/);
+      });
+
       test('--bom with --format jsonl is a usage error: exit 2 with a message, no output', async () => {
         for (const args of [['--bom', '--format', 'jsonl'], ['--format', 'jsonl', '--bom']]) {
           const r = await almoner(ctx.databaseUrl, ['donations', 'export', ...args]);

@@ -1,5 +1,6 @@
 // bin/almoner giftaid: the needs-attention CSV that a claim and a preview write, read back by a
-// standard CSV parser, with a bare LF, a bare CR, CRLF, double quotes and commas in its fields.
+// standard CSV parser, with a bare LF, a bare CR, CRLF, double quotes and commas in its fields, and
+// a formula opener shown as text.
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,7 +69,8 @@ describe('bin/almoner giftaid: needs-attention CSV that reads back exactly', { c
         for (const { body, reason } of AWKWARD) {
           const { record: r } = await client.createDonation(exampleDonation({ donation_date: donationDate, ...body }) as unknown as DonationInput);
           const cells = [r.donor_first_name, r.donor_last_name, r.donor_email, r.donor_address, r.donor_city, r.donor_postcode].map((v) => v ?? '');
-          expected.push([String(r.id), ...cells, recent, r.amount, reason]);
+          // For a spreadsheet: a cell that would start a formula has an apostrophe first (=1+2 was a formula until 2026-11-29).
+          expected.push([String(r.id), ...cells.map((v) => (v === '=1+2' ? "'=1+2" : v)), recent, r.amount, reason]);
         }
       });
 
