@@ -450,7 +450,10 @@ function buildingNumber(segment: string): string | undefined {
 }
 
 const NUMBER_WORD = 'one|two|three|four|five|six|seven|eight|nine|ten';
-const ORDINAL = `\\d+(?:st|nd|rd|th)|ground|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|top|upper|lower|upper ground|lower ground|basement|mezzanine`;
+// "Upper ground" is "upper" and "ground", each a word of the repeated group below: named as one too, every run
+// of them could be matched two ways, and a failing match tried each (an address of "upper ground " forty
+// times never finished, and held giftaid claim and donor erase; a security review).
+const ORDINAL = `\\d+(?:st|nd|rd|th)|ground|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|top|upper|lower|basement|mezzanine`;
 /** A flat's letter: one or two, not a little word ("Flat on top of 12", "Room in 12"). */
 const FLAT_LETTERS = '(?!(?:on|in|at|of|to|by|or|an|is)\\b)[A-Za-z]{1,2}';
 /**
@@ -464,7 +467,7 @@ const FLAT_LETTERS = '(?!(?:on|in|at|of|to|by|or|an|is)\\b)[A-Za-z]{1,2}';
 const PART_OF_BUILDING = new RegExp(
   '^(?:' +
     `(?:flat|flt|fflat|apartment|apt\\.?|unit|suite|room|studio|maisonette|block|floor|level)(?:\\s+(?:no\\.?\\s*)?(?:[^\\s,]*\\d[^\\s,]*|${FLAT_LETTERS}|${NUMBER_WORD})|\\d[^\\s,]*)(?:\\s+floor)?` +
-    `|(?:(?:${ORDINAL}|garden|rear|front|side)\\s+)+(?:floor|flat|maisonette|apartment)(?:\\s+(?:flat|apartment|maisonette))?(?:\\s+(?:${FLAT_LETTERS}|left|right|front|rear|${NUMBER_WORD}))?` +
+    `|(?:(?:${ORDINAL}|garden|rear|front|side)\\s+){1,4}(?:floor|flat|maisonette|apartment)(?:\\s+(?:flat|apartment|maisonette))?(?:\\s+(?:${FLAT_LETTERS}|left|right|front|rear|${NUMBER_WORD}))?` +
     `|basement|maisonette|\\d+f\\d+` +
     ')$',
   'i',
