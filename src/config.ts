@@ -57,6 +57,8 @@ export function parseDatabaseUrl(url: string, poolMax = DEFAULT_POOL_MAX): Datab
       // A # is never part of a connection string: one in a user name or password cut the string there (host "alm").
       if (url.includes('#')) throw new Error('#');
       const { username, password } = new URL(url);
+      // A / or ? in a user name ended the URL's host there: the password the string holds is not one to the parser (a review).
+      if (password === '' && hiddenPassword(url)) throw new Error('/ or ?');
       decodeURIComponent(username);
       decodeURIComponent(password);
     } catch {
@@ -77,6 +79,17 @@ export function describeDatabase(location: DatabaseLocation): string {
   return location.dialect === 'sqlite' ? `sqlite:${location.path === ':memory:' ? ':memory:' : resolve(location.path)}` : redactUrl(location.url);
 }
 
+/**
+ * Whether a connection string holds a password the URL parser does not see: a colon between `//`
+ * and the last `@`, where that stretch also holds a `/`, `?` or `#` (`postgres://app?x:pw@host/db`,
+ * whose host the parser takes to be "app").
+ */
+function hiddenPassword(url: string): boolean {
+  const start = url.indexOf('//') + 2;
+  const userinfo = start > 1 ? url.slice(start, url.lastIndexOf('@')) : '';
+  return userinfo.includes(':') && /[/?#]/.test(userinfo);
+}
+
 /** Query parameters of a connection string that hold a secret (node-postgres reads them). */
 const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
 
@@ -87,6 +100,8 @@ const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
 function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
+    // A user name holding an unencoded / ? or #, which ends the URL's host: what is between // and the last @ holds the password (until 2026-11-29 shown whole; a review).
+    if (parsed.password === '' && hiddenPassword(url)) return url.replace(/^([^/]*\/\/).*@/s, '$1***@');
     // A mistyped URL that is still a URL but has no host (`postgresql:user:pw@h/db`, `postgres:/user:pw@h`):
     // its "password" is not one to the parser, so all between the first colon and the last @ goes (until
     // 2026-11-29 such a URL was shown whole, its password with it: a review).

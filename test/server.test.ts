@@ -254,6 +254,17 @@ describe('bin/almoner serve', { concurrency: true }, () => {
           });
         }
 
+        // A / ? or # in the user name ends the URL's host there, and the parser sees no password: it was looked up as a host
+        // ("ENOTFOUND app") and the string shown whole, password and all, until 2026-11-29 (an operator's review).
+        for (const url of ['postgres://app?x:s3cr3t@127.0.0.1:1/almoner', 'postgres://app/x:s3cr3t@127.0.0.1:1/almoner', 'postgres://app#1:s3cr3t@127.0.0.1:1/almoner']) {
+          test(`DATABASE_URL with a user name not percent-encoded (${url.replace(/s3cr3t/, '***')}): exit 2, saying how to encode it, the password not shown`, async () => {
+            const r = await almoner(url, ['charity', 'list']);
+            assert.equal(r.code, 2, `exit ${r.code}\nstderr: ${r.stderr}`);
+            assert.match(r.stderr, /must be percent-encoded/);
+            assert.doesNotMatch(r.stderr, /s3cr3t|ENOTFOUND/);
+          });
+        }
+
         // The last two, libpq's keyword form, not a URL: shown whole until 2026-11-29 (a review).
         for (const url of ['postgresql:almoner:s3cr3t@127.0.0.1:1/almoner', 'postgres:/almoner:s3cr3t@127.0.0.1:1/almoner', 'redis:almoner:s3cr3t@127.0.0.1:1', 'host=db.internal user=almoner password=s3cr3t dbname=almoner', "host=db password = 's3cr3t and more' dbname=x"]) {
           test(`a mistyped DATABASE_URL with no host (${url.replace(/s3cr3t/, '***')}): exit 2, the password not shown (it was shown whole)`, async () => {
