@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
-import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.js';
+import { ConfigError, describeDatabase, parseDatabaseUrl, type DatabaseLocation } from '../config.js';
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
@@ -151,7 +151,7 @@ export function keepReplacedCommand(): Command {
     )
     .argument(
       '[files...]',
-      "what the restore left, if its mark does not name it: on SQLite the replaced database (almoner.db.replaced-<time>); on PostgreSQL its trail (<dump>.replaced-trail-<time>.jsonl) and, if there is one, its claims (<dump>.replaced-claims-<time>.json)",
+      "what the restore left, if its mark does not name it: on SQLite the replaced database (almoner.db.replaced-<time>); on PostgreSQL its trail (<dump>.replaced-trail-<time>.jsonl) and, if there is one, its claims (<dump>.replaced-claims-<time>.json); or, after a restore into another database, the one the backup came from (its SQLite file, or its postgres:// URL)",
     )
     .option('--not-running', 'the restore that marked the database is not running, though this cannot tell (it ran on another machine or in another container): go ahead')
     .action(async (given: string[], { notRunning = false }: { notRunning?: boolean }) => {
@@ -203,7 +203,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before its backup was in place; there is no database yet (restore it again)`);
   }
   // The files the mark names that the restore got as far as writing, and those given.
-  const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => resolve(f))])];
+  const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => (isPostgresUrl(f) ? f : resolve(f)))])];
   if (files.length === 0) {
     // Run when unsure whether a restore finished: it did (until 2026-11-29 this was exit 2).
     if (!marked) return print(`nothing to do: no restore of ${describeDatabase(location)} is unfinished (it bears no mark); to take in what a restore left that it never marked, give its files`);
@@ -214,7 +214,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     print(NO_LEDGER);
     return done(`the restore begun at ${marked.began} (from ${marked.from}) is finished`);
   }
-  const read = await Promise.all(files.map((f) => readLeftOver(f)));
+  const read = await Promise.all(files.map((f) => readLeftOver(f, location)));
   const of = (what: 'trail' | 'ledger') => {
     const from = read.filter((r) => r[what] !== undefined);
     if (from.length > 1) throw new UsageError(`give one replaced ${what === 'trail' ? 'audit trail' : 'claim ledger'}, not ${from.length} (${from.map((r) => r.file).join(', ')})`);
@@ -282,7 +282,8 @@ async function lockRestore(client: pg.Client): Promise<void> {
  * A file a restore left, read: the replaced SQLite database (its trail and ledger), a PostgreSQL
  * restore's trail (JSON lines, as `audit --json` prints them) or its claim ledger (one JSON object).
  */
-async function readLeftOver(file: string): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy }> {
+async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy }> {
+  if (isPostgresUrl(file)) return readOtherPostgres(file, location);
   if (!existsSync(file)) throw new UsageError(`there is no file at ${file}`);
   const text = (() => {
     try {
@@ -427,6 +428,30 @@ async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number
   return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, trail, ledger };
 }
 
+const isPostgresUrl = (text: string): boolean => /^postgres(?:ql)?:\/\//.test(text);
+
+/**
+ * The audit trail and claim ledger of the PostgreSQL database at `url`, the one a backup came from, as
+ * a restore over it would have kept them in files: for a restore made into another database (an
+ * empty one), whose replaced database is still at hand. Until 2026-11-29 keep-replaced took files
+ * only, and the restore's advice could not be followed on PostgreSQL (an operator's review).
+ */
+async function readOtherPostgres(url: string, location: DatabaseLocation): Promise<{ file: string; trail: AuditRecord[]; ledger?: LedgerCopy }> {
+  let other: DatabaseLocation;
+  try {
+    other = parseDatabaseUrl(url);
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/^DATABASE_URL/, 'the database given'));
+  }
+  const shown = describeDatabase(other);
+  if (location.dialect === 'postgres' && shown === describeDatabase(location)) throw new UsageError(`${shown} is the database being finished: give the one the backup came from`);
+  const now = await withPostgres(url, (client) => beforeRestore(client)).catch((err: unknown) => {
+    throw new UsageError(`${shown} cannot be read: ${(err as Error).message}`);
+  });
+  if (now.schema.length === 0) throw new UsageError(`${shown} holds no Almoner database`);
+  return { file: shown, trail: now.trail, ...(now.ledger.claims.length > 0 && { ledger: now.ledger }) };
+}
+
 /** One plain connection to the PostgreSQL database at `url` (which migrates nothing), for `work`. */
 async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const { default: pgModule } = await import('pg');
@@ -551,13 +576,13 @@ const AS_AT_BACKUP =
 /** Said when a restore had no replaced database to read the erasures since the backup from. */
 const NO_ERASURES =
   "Donors' erasures made since the backup are not in it: erase those donors again before the server takes requests. " +
-  'With the database the backup came from still at hand, bin/almoner keep-replaced --not-running THAT-DATABASE (on PostgreSQL, the trail file a restore ' +
-  'wrote beside its dump) does it, and keeps its Gift Aid claims; else bin/almoner donor erase --email each donor, whom that database\'s trail names only by a hash of the address.';
+  'With the database the backup came from still at hand, bin/almoner keep-replaced --not-running THAT-DATABASE (its SQLite file, or its postgres:// URL) ' +
+  'does it, and keeps its Gift Aid claims; else bin/almoner donor erase --email each donor, whom that database\'s trail names only by a hash of the address.';
 
 /** Said when a restore had no replaced database to read the claim ledger from. */
 const NO_LEDGER =
   'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
-  'Before the next claim, keep them with bin/almoner keep-replaced --not-running THAT-DATABASE if the database the backup came from is at hand, ' +
+  'Before the next claim, keep them with bin/almoner keep-replaced --not-running THAT-DATABASE (its SQLite file, or its postgres:// URL) if the database the backup came from is at hand, ' +
   'or compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
 
 /**

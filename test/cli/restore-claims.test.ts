@@ -374,3 +374,42 @@ test('a claim of a charity that signed up after the backup is left out by the re
     await database.drop();
   }
 });
+
+for (const backend of BACKENDS) {
+  test(`a restore into another database, the one the backup came from still at hand: keep-replaced given it (its file, or its postgres:// URL) erases again and keeps the claims it made since, so the next claim takes nothing twice (on PostgreSQL it took files only, and the next claim took the same donations again) [${backend.name}]`, async () => {
+    assertBuilt();
+    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
+    try {
+      const { cli, charity, claim: claimOf, backup } = operator(old, backend.name);
+      const { id, username } = await charity('Alpha');
+      await recordGiftAided(old.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }, { donor_email: 'gone@example.org', donor_first_name: 'Gone' }]);
+      const b = await backup('before');
+      // After the backup, in the old database: a claim of both sent to HMRC, and a donor erased.
+      assert.equal((await claimOf(username)).claim, 1);
+      await cli(['donor', 'erase', '--email', 'gone@example.org']);
+      // Restored into another, new database (SQLite: a new file; PostgreSQL: an empty database).
+      const freshCli = async (args: string[]) => almoner(fresh.url, args);
+      const restored = await freshCli(['restore', b]);
+      assert.equal(restored.code, 0, restored.stderr);
+      assert.match(restored.stdout, /keep-replaced --not-running THAT-DATABASE \(its SQLite file, or its postgres:\/\/ URL\)/);
+      const that = backend.name === 'sqlite' ? old.location.dialect === 'sqlite' && old.location.path : old.url;
+      const kept = await freshCli(['keep-replaced', '--not-running', String(that)]);
+      assert.equal(kept.code, 0, kept.stderr + kept.stdout);
+      const claims = JSON.parse((await freshCli(['giftaid', 'claims', '--json'])).stdout) as Array<{ id: number; status: string }>;
+      assert.deepEqual(claims.map((c) => [c.id, c.status]), [[1, 'submitted']], 'the claim made since the backup is kept');
+      const next = JSON.parse((await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json'])).stdout) as { claim: number | null };
+      assert.equal(next.claim, null, 'nothing claimed twice');
+      const exported = JSON.parse((await freshCli(['donor', 'export', '--email', 'gone@example.org'])).stdout) as { donations: Array<{ donor_email: string }> };
+      assert.ok(exported.donations.every((d) => d.donor_email === ERASED_EMAIL), 'the donor erased since the backup is erased again');
+      // The database being finished is no database the backup came from.
+      if (backend.name === 'postgres') {
+        const itself = await freshCli(['keep-replaced', '--not-running', fresh.url]);
+        assert.equal(itself.code, 2);
+        assert.match(itself.stderr, /is the database being finished/);
+      }
+    } finally {
+      await old.drop();
+      await fresh.drop();
+    }
+  });
+}
