@@ -107,14 +107,18 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
   const original = (e: (typeof trail)[number]) => (typeof e.summary.again_of === 'string' ? e.summary.again_of : entryKey(e));
   const entries = trail.filter((e) => !restored.has(entryKey(e)) && !restored.has(original(e)));
   const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null, original: original(e) }));
-  // Each period's last run, in the order of those last runs (one met again moves to the end).
+  // Each period's last run of all, in the order of those last runs (one met again moves to the end), then
+  // those the backup does not hold: picked among those it does not hold, a run made again held its own, and
+  // the run before it became the last, made again by the next keep-replaced (until 2026-11-29; a review).
   const lastOfPeriod = new Map<number, (typeof trail)[number]>();
-  for (const e of entries.filter((e) => e.action === 'retention apply')) {
+  for (const e of trail.filter((e) => e.action === 'retention apply')) {
     const years = Number(e.summary.retention_years);
     lastOfPeriod.delete(years);
     lastOfPeriod.set(years, e);
   }
-  const retention = [...lastOfPeriod].map(([years, e]) => ({ years, day: RETENTION_TARGET.exec(e.target)?.[1], original: original(e) }));
+  const retention = [...lastOfPeriod]
+    .filter(([, e]) => !restored.has(entryKey(e)) && !restored.has(original(e)))
+    .map(([years, e]) => ({ years, day: RETENTION_TARGET.exec(e.target)?.[1], original: original(e) }));
   return { donors, retention };
 }
 

@@ -178,6 +178,10 @@ test("a restore's erasures again are the replaced trail's entries the backup's d
   assert.deepEqual(erasuresAfter(replaced, keys(1, 4)), { donors: [b], retention: [{ years: 7, day: '2026-01-01', original: key(2) }, { years: 6, day: '2026-11-28', original: key(5) }] });
   const sixAgain = [...replaced, entry(6, 'retention apply', 'before 2026-11-29', { retention_years: 6 })];
   assert.deepEqual(erasuresAfter(sixAgain, keys(1, 2, 3, 4)).retention, [{ years: 6, day: '2026-11-29', original: entryKey(sixAgain[5]!) }], "a period's later run erased all its earlier one did");
+  // Its last run made again (as a keep-replaced does, again_of entry 6), that period is done: the run before it is not
+  // made again in turn (until 2026-11-29 the second keep-replaced made entry 5 again, and only the third said nothing to do).
+  const madeAgain = heldBy([...[1, 2, 3, 4].map((id) => replaced[id - 1]!), entry(8, 'retention apply', 'before 2026-11-29', { retention_years: 6, again_of: entryKey(sixAgain[5]!) })]);
+  assert.deepEqual(erasuresAfter(sixAgain, madeAgain).retention, []);
   // Donor b's erasure made again by a restore (entry 7, again_of entry 3): a backup that holds entry 3 holds it.
   const again = [...replaced, entry(6, 'restore', '/srv/almoner.db'), entry(7, 'donor erase', 'donor b', { charity: 'helping-hands', again_of: key(3) })];
   assert.deepEqual(erasuresAfter(again, keys(1, 2, 3, 4, 5)), { donors: [], retention: [] });
