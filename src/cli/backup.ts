@@ -12,7 +12,7 @@ import { ConfigError, describeDatabase, parseDatabaseUrl, type DatabaseLocation 
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, giveToFolderOwner, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE } from '../store/open.js';
@@ -127,6 +127,8 @@ export function restoreCommand(): Command {
       if (again.finished) await unmark(place);
       if (swapped) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${target}: ${describe(summary)}`);
+      const owner = giveToFolderOwner(target);
+      if (owner) print(`the restored database is ${owner}'s, as its folder is: the server runs as that user (the restore ran as root)`);
       for (const line of again.said) if (line) print(line);
       if (!replaced) {
         if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);

@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
@@ -233,6 +233,32 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
     },
   );
   return { summary, replaced: exists };
+}
+
+/**
+ * Run as root, gives the database at `target` and its side files to the user and group that own its
+ * folder, when that is not root (the service's state directory): restored by root, the file was
+ * root's, and the server, run as the service's user, refused it (exit 2), which a restore as root
+ * did not warn of (until 2026-11-29; an operator's review). Whose it is now, or undefined if unchanged.
+ */
+export function giveToFolderOwner(target: string): string | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const { uid, gid } = statSync(dirname(target));
+  if (uid === 0) return undefined;
+  for (const file of [target, ...SIDE_FILES.map((suffix) => target + suffix)]) if (existsSync(file)) chownSync(file, uid, gid);
+  return userName(uid);
+}
+
+/** A user's name by id, from /etc/passwd, or the id itself. */
+function userName(uid: number): string {
+  try {
+    const line = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.split(':')[2] === String(uid));
+    return line?.split(':')[0] ?? String(uid);
+  } catch {
+    return String(uid);
+  }
 }
 
 /**

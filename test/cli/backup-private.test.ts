@@ -84,3 +84,24 @@ test("the copy's file must be new: another user's file in its place is refused, 
   assert.deepEqual([written.uid, written.mode & 0o777], [0, 0o600]);
   assert.equal(existsSync(planted), false);
 });
+
+test("a restore run as root into a folder another user owns (the service's state directory) gives the database to that user, so the server, run as them, opens it (it was root's, and serve refused it, exit 2) [sqlite]", { skip: !ROOT && 'needs root, to own a folder as another user' }, async () => {
+  assertBuilt();
+  const dir = tempDir();
+  chmodSync(dir, 0o755);
+  const source = join(dir, 'source.db');
+  assert.equal((await almoner(`sqlite:${source}`, ['charity', 'create', '--name', 'Served', '--email', 's@example.org'])).code, 0);
+  const backup = join(dir, 'backup.db');
+  await backUpSqlite(source, backup);
+  const state = join(dir, 'state');
+  mkdirSync(state, { mode: 0o700 });
+  chownSync(state, 65534, 65534); // nobody's, as /var/lib/almoner is almoner's
+  const target = join(state, 'almoner.db');
+  const restored = await almoner(`sqlite:${target}`, ['restore', backup]);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.match(restored.stdout, /the restored database is nobody's, as its folder is/);
+  for (const file of readdirSync(state)) assert.equal(statSync(join(state, file)).uid, 65534, `${file} is nobody's`);
+  const listed = await almoner(`sqlite:${target}`, ['charity', 'list'], {}, { uid: 65534, gid: 65534 });
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(listed.stdout, /Served/);
+});
