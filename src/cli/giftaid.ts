@@ -29,6 +29,7 @@ import {
   MAX_ROWS_PER_SCHEDULE,
   NAME_MAX_LENGTH,
   pounds,
+  REASONS,
   type AttentionRow,
   type GiftAidDonation,
   type Schedule,
@@ -548,12 +549,16 @@ function printLeftOut(assessed: Assessed, attentionPath: string | null, today: s
       ? '  No Gift Aid donation needs attention.'
       : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${attentionPath}`,
   );
-  print(
-    periodEnd === undefined
-      ? `  Donations dated before ${dayMonthYear(claimCutoff(today))} are more than four years old and are left out. HMRC takes a claim up to four years ` +
-          "after the end of the accounting period a donation fell in: give your period's end (--period-end MM-DD) to claim those still in time."
-      : `  Donations dated before ${dayMonthYear(claimCutoff(today, periodEnd))} are in accounting periods that ended more than four years ago: too late to claim.`,
-  );
+  // Said of donations left out for their age alone: a line saying so of none read as if some had been (an operator's review).
+  const tooOld = assessed.needsAttention.filter((r) => r.reasons.includes(REASONS.outOfTime(claimCutoff(today, periodEnd), periodEnd))).length;
+  if (tooOld > 0) {
+    print(
+      periodEnd === undefined
+        ? `  ${count(tooOld, 'donation')} dated before ${dayMonthYear(claimCutoff(today))} ${tooOld === 1 ? 'is' : 'are'} more than four years old and left out. HMRC takes a claim up to four years ` +
+            "after the end of the accounting period a donation fell in: give your period's end (--period-end MM-DD) to claim those still in time."
+        : `  ${count(tooOld, 'donation')} dated before ${dayMonthYear(claimCutoff(today, periodEnd))} ${tooOld === 1 ? 'is in an accounting period' : 'are in accounting periods'} that ended more than four years ago: too late to claim.`,
+    );
+  }
   const claimed = assessed.claimedBefore;
   if (claimed > 0) print(`  ${count(claimed, 'donation')} already in a live claim ${claimed === 1 ? 'was' : 'were'} left out.`);
 }
