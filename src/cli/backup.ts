@@ -12,7 +12,7 @@ import { ConfigError, describeDatabase, parseDatabaseUrl, type DatabaseLocation 
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, giveToFolderOwner, readReplaced, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE } from '../store/open.js';
@@ -91,6 +91,12 @@ export function restoreCommand(): Command {
       if (!existsSync(dirname(target))) throw new UsageError(`the folder ${dirname(target)} does not exist`);
       // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
       if (!writable(dirname(target))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(target)}: run the command as the user the server runs as`);
+      // Before the mark is written there: a folder another user can write, or owns (root restoring into the service's), is refused first.
+      try {
+        refuseSharedFolder(dirname(target));
+      } catch (err) {
+        throw new Error(`cannot restore to ${target}: ${(err as Error).message}`);
+      }
       // Marked before anything is looked at, so that a server starting from now on refuses, and one started before is seen by restoreSqlite.
       const place = { path: target };
       const began = new Date();
@@ -127,8 +133,6 @@ export function restoreCommand(): Command {
       if (again.finished) await unmark(place);
       if (swapped) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${target}: ${describe(summary)}`);
-      const owner = giveToFolderOwner(target);
-      if (owner) print(`the restored database is ${owner}'s, as its folder is: the server runs as that user (the restore ran as root)`);
       for (const line of again.said) if (line) print(line);
       if (!replaced) {
         if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);

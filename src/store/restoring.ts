@@ -96,7 +96,8 @@ export async function mark(place: MarkPlace, what: Restoring): Promise<void> {
 /** `file`, with `text`, whole (written beside it, then linked into place), and only if there is none: else `taken()` is thrown. */
 function createWhole(file: string, text: string, taken: () => Error): void {
   const beside = `${file}.${process.pid}`;
-  writeFileSync(beside, text, { mode: 0o644 });
+  rmSync(beside, { force: true }); // a killed run's, with this pid (a link is removed, not followed)
+  writeFileSync(beside, text, { mode: 0o644, flag: 'wx' });
   try {
     linkSync(beside, file);
   } catch (err) {

@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { chmodSync, chownSync, closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
@@ -236,32 +236,6 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
 }
 
 /**
- * Run as root, gives the database at `target` and its side files to the user and group that own its
- * folder, when that is not root (the service's state directory): restored by root, the file was
- * root's, and the server, run as the service's user, refused it (exit 2), which a restore as root
- * did not warn of (until 2026-11-29; an operator's review). Whose it is now, or undefined if unchanged.
- */
-export function giveToFolderOwner(target: string): string | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const { uid, gid } = statSync(dirname(target));
-  if (uid === 0) return undefined;
-  for (const file of [target, ...SIDE_FILES.map((suffix) => target + suffix)]) if (existsSync(file)) chownSync(file, uid, gid);
-  return userName(uid);
-}
-
-/** A user's name by id, from /etc/passwd, or the id itself. */
-function userName(uid: number): string {
-  try {
-    const line = readFileSync('/etc/passwd', 'utf8')
-      .split('\n')
-      .find((l) => l.split(':')[2] === String(uid));
-    return line?.split(':')[0] ?? String(uid);
-  } catch {
-    return String(uid);
-  }
-}
-
-/**
  * Puts back what the restore of process `pid`, killed in the middle of its swap (restoreSqlite),
  * had moved aside to `keptAs`: the database `target` was, with its side files, when the backup is
  * not yet in its place; or side files moved without their database, which is still in place
@@ -318,23 +292,47 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
 }
 
 /**
- * Refuses a folder other users can write to, or one inside such a folder, unless it has the sticky bit (as /tmp): there one of
- * them can remove the copy's file between its making and SQLite's writing into it by name, and put
- * their own in its place, to own the backup (a review, as `nobody`, in a folder of mode 0777, after
- * the copy was made O_EXCL). With the sticky bit, nobody but its owner can remove or rename it.
+ * Refuses a folder other users can write to, or one inside such a folder, unless it has the sticky
+ * bit (as /tmp): there one of them can remove the copy's file between its making and SQLite's
+ * writing into it by name, and put their own in its place, to own the backup (a review, as
+ * `nobody`, in a folder of mode 0777, after the copy was made O_EXCL), or rename the folder away and
+ * put theirs in its place. So too a folder another user owns, or one inside it: its owner can do
+ * the same (as OpenSSH's StrictModes holds). Run as root into the service's own folder, that was a
+ * copy root wrote by name where the service's user could point the name anywhere, and a restored
+ * database the server, run as that user, then refused (until 2026-11-29; reviews): it is to be run
+ * as that user. The folder is looked at as named and as it really is, through any link.
  */
-function refuseSharedFolder(dir: string): void {
-  // And each folder above it: in one other users can write to, one of them could rename the folder the
-  // copy goes in and put one of theirs in its place (until 2026-11-29 only the folder itself was looked at; a review).
-  for (let folder = resolve(dir); ; folder = dirname(folder)) {
-    const { mode } = statSync(folder);
-    if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
-      const above = folder === resolve(dir) ? '' : `, which holds ${dir},`;
-      throw new Error(
-        `the folder ${folder}${above} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to (chmod go-w ${folder}), or one with the sticky bit, as /tmp has`,
-      );
+export function refuseSharedFolder(dir: string): void {
+  const me = process.getuid?.();
+  for (const start of new Set([resolve(dir), realpathSync(dir)])) {
+    for (let folder = start; ; folder = dirname(folder)) {
+      const { mode, uid } = statSync(folder);
+      const holds = folder === start ? '' : `, which holds ${dir},`;
+      if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
+        throw new Error(
+          `the folder ${folder}${holds} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to (chmod go-w ${folder}), or one with the sticky bit, as /tmp has`,
+        );
+      }
+      if (me !== undefined && uid !== 0 && uid !== me) {
+        const owner = userName(uid);
+        throw new Error(
+          `the folder ${folder}${holds} is ${owner}'s, so ${owner} could put a file of theirs where the copy is written: run the command as ${owner} (sudo -u ${owner} …), or use a folder of this user's`,
+        );
+      }
+      if (dirname(folder) === folder) break;
     }
-    if (dirname(folder) === folder) return;
+  }
+}
+
+/** A user's name by id, from /etc/passwd, or the id itself. */
+function userName(uid: number): string {
+  try {
+    const line = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.split(':')[2] === String(uid));
+    return line?.split(':')[0] ?? `user ${uid}`;
+  } catch {
+    return `user ${uid}`;
   }
 }
 

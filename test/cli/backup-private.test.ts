@@ -5,7 +5,7 @@
 // (a review read a 61 MB backup so, as `nobody`). Seen with strace: each open of the file, in order.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../support/backends.js';
@@ -85,7 +85,7 @@ test("the copy's file must be new: another user's file in its place is refused, 
   assert.equal(existsSync(planted), false);
 });
 
-test("a restore run as root into a folder another user owns (the service's state directory) gives the database to that user, so the server, run as them, opens it (it was root's, and serve refused it, exit 2) [sqlite]", { skip: !ROOT && 'needs root, to own a folder as another user' }, async () => {
+test("a restore or backup run as root into a folder another user owns (the service's state directory) is refused before anything is written, naming the user to run it as: root wrote there by names that user could point anywhere, and the database it left was root's, which the server, run as that user, refused (exit 2) [sqlite]", { skip: !ROOT && 'needs root, to own a folder as another user' }, async () => {
   assertBuilt();
   const dir = tempDir();
   chmodSync(dir, 0o755);
@@ -93,15 +93,34 @@ test("a restore run as root into a folder another user owns (the service's state
   assert.equal((await almoner(`sqlite:${source}`, ['charity', 'create', '--name', 'Served', '--email', 's@example.org'])).code, 0);
   const backup = join(dir, 'backup.db');
   await backUpSqlite(source, backup);
+  chmodSync(backup, 0o644); // for nobody to read, below
   const state = join(dir, 'state');
   mkdirSync(state, { mode: 0o700 });
   chownSync(state, 65534, 65534); // nobody's, as /var/lib/almoner is almoner's
   const target = join(state, 'almoner.db');
-  const restored = await almoner(`sqlite:${target}`, ['restore', backup]);
-  assert.equal(restored.code, 0, restored.stderr);
-  assert.match(restored.stdout, /the restored database is nobody's, as its folder is/);
-  for (const file of readdirSync(state)) assert.equal(statSync(join(state, file)).uid, 65534, `${file} is nobody's`);
+  const asRoot = await almoner(`sqlite:${target}`, ['restore', backup]);
+  assert.equal(asRoot.code, 1, asRoot.stderr);
+  assert.match(asRoot.stderr, /the folder .*state is nobody's, so nobody could put a file of theirs where the copy is written: run the command as nobody \(sudo -u nobody …\)/);
+  assert.deepEqual(readdirSync(state), [], 'nothing written there, not even the mark');
+  await assert.rejects(backUpSqlite(source, join(state, 'b.db')), /is nobody's/);
+  // As nobody, as the README says: restored, and opened by nobody.
+  const asNobody = await almoner(`sqlite:${target}`, ['restore', backup], {}, { uid: 65534, gid: 65534 });
+  assert.equal(asNobody.code, 0, asNobody.stderr);
   const listed = await almoner(`sqlite:${target}`, ['charity', 'list'], {}, { uid: 65534, gid: 65534 });
   assert.equal(listed.code, 0, listed.stderr);
   assert.match(listed.stdout, /Served/);
+});
+
+test('a folder reached through a link is looked at as it really is: one inside a folder others can write to is refused (it was taken through the link) [sqlite]', async () => {
+  const dir = tempDir();
+  const source = join(dir, 'source.db');
+  assert.equal((await almoner(`sqlite:${source}`, ['charity', 'create', '--name', 'Linked', '--email', 'l@example.org'])).code, 0);
+  const shared = join(dir, 'shared');
+  mkdirSync(join(shared, 'almoner'), { recursive: true });
+  chmodSync(shared, 0o777);
+  chmodSync(join(shared, 'almoner'), 0o700);
+  const lib = join(dir, 'lib');
+  mkdirSync(lib);
+  symlinkSync(join(shared, 'almoner'), join(lib, 'almoner'));
+  await assert.rejects(backUpSqlite(source, join(lib, 'almoner', 'b.db')), /the folder .*shared, which holds .*lib\/almoner, can be written by other users/);
 });
