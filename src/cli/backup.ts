@@ -242,7 +242,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       // A restore killed before it recorded itself (on PostgreSQL, as soon as pg_restore had committed): recorded
       // now, first, as the restore would have, so that the trail says the data went back to a backup, and which.
       if (marked && !restoreRecorded(current, marked)) {
-        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', replaced_left: files.join(', ') } });
+        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', replaced_left: files.map(shownSource).join(', ') } });
       }
       const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
       return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
@@ -251,7 +251,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   );
   for (const line of taken.said) if (line) print(line);
   if (!taken.finished) return;
-  if (taken.said.every((line) => line === undefined)) print(`nothing to do: the database holds every claim and erasure that ${files.join(' and ')} recorded after the backup`);
+  if (taken.said.every((line) => line === undefined)) print(`nothing to do: the database holds every claim and erasure that ${files.map(shownSource).join(' and ')} recorded after the backup`);
   if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
   if (marked || unreadable) {
     await unmark(place);
@@ -290,6 +290,8 @@ async function lockRestore(client: pg.Client): Promise<void> {
  */
 async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy }> {
   if (isPostgresUrl(file)) return readOtherPostgres(file, location);
+  // A connection string mistyped (postgres:/…, libpq's host=… password=…), taken for a path, was shown whole, password and all.
+  if (/(?:^|\/)postgres(?:ql)?:|password\s*=/i.test(file)) throw new UsageError('a database to read from is given as postgres://user:password@host:port/database (that one is not: its password is not shown)');
   if (!existsSync(file)) throw new UsageError(`there is no file at ${file}`);
   const text = (() => {
     try {
@@ -434,7 +436,17 @@ async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number
   return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, trail, ledger };
 }
 
-const isPostgresUrl = (text: string): boolean => /^postgres(?:ql)?:\/\//.test(text);
+const isPostgresUrl = (text: string): boolean => /^postgres(?:ql)?:\/\//i.test(text);
+
+/** What keep-replaced took in, as it may be shown and recorded: a file's path, or a database's URL without its password. */
+function shownSource(source: string): string {
+  if (!isPostgresUrl(source)) return source;
+  try {
+    return describeDatabase(parseDatabaseUrl(source));
+  } catch {
+    return 'a postgres:// URL';
+  }
+}
 
 /**
  * The audit trail and claim ledger of the PostgreSQL database at `url`, the one a backup came from, as
@@ -451,9 +463,11 @@ async function readOtherPostgres(url: string, location: DatabaseLocation): Promi
   }
   const shown = describeDatabase(other);
   if (location.dialect === 'postgres' && shown === describeDatabase(location)) throw new UsageError(`${shown} is the database being finished: give the one the backup came from`);
-  const now = await withPostgres(url, (client) => beforeRestore(client)).catch((err: unknown) => {
+  const [now, itsMark] = await withPostgres(url, async (client) => [await beforeRestore(client), await readMark(pgPlace(client))] as const).catch((err: unknown) => {
     throw new UsageError(`${shown} cannot be read: ${(err as Error).message}`);
   });
+  // The database being finished, named otherwise (localhost for 127.0.0.1): its mark told (a review).
+  if (itsMark) throw new UsageError(`${shown} bears a restore's mark itself: it is a database being restored, not the one a backup came from`);
   if (now.schema.length === 0) throw new UsageError(`${shown} holds no Almoner database`);
   return { file: shown, trail: now.trail, ...(now.ledger.claims.length > 0 && { ledger: now.ledger }) };
 }

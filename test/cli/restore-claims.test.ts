@@ -406,6 +406,17 @@ for (const backend of BACKENDS) {
         const itself = await freshCli(['keep-replaced', '--not-running', fresh.url]);
         assert.equal(itself.code, 2);
         assert.match(itself.stderr, /is the database being finished/);
+        // Run again, with a password in the URL: nothing to do, and the password neither shown nor recorded (it was both; a review).
+        const withPassword = old.url.replace('postgres@', 'postgres:s3cr3t@');
+        const again = await freshCli(['keep-replaced', '--not-running', withPassword]);
+        assert.equal(again.code, 0, again.stderr);
+        assert.match(again.stdout, /nothing to do: the database holds every claim and erasure that postgres:\/\/postgres:\*\*\*@/);
+        const trail = (await freshCli(['audit', '--json'])).stdout;
+        for (const text of [again.stdout, again.stderr, trail]) assert.doesNotMatch(text, /s3cr3t/);
+        // A connection string mistyped is not taken for a path, and its password is not shown.
+        const mistyped = await freshCli(['keep-replaced', '--not-running', withPassword.replace('://', ':/')]);
+        assert.equal(mistyped.code, 2);
+        assert.doesNotMatch(mistyped.stderr, /s3cr3t/);
       }
     } finally {
       await old.drop();
