@@ -398,10 +398,11 @@ export function hmrcFirstName(name: string | null, lastName: string | null = nul
   let text = words.slice(titles).join(' ');
   // The last name alone after a title ("Mrs Smith"), or at the end after a space (not a hyphen: "Mary-Jane" Jane stays), read as hmrcLastName reads it.
   const last = hmrcLastName(lastName, Infinity).toLowerCase();
-  const folded = text.replace(DASHES, ' ').toLowerCase();
-  const at = text.length - last.length - 1;
-  if (last !== '' && titles > 0 && folded === last) text = '';
-  else if (last !== '' && at > 0 && text[at] === ' ' && folded.endsWith(` ${last}`)) text = text.slice(0, at);
+  if (last !== '' && titles > 0 && text.replace(DASHES, ' ').toLowerCase() === last) return '';
+  // As often as it is there, so that a name read again is read the same ("John Smith Smith" is "John").
+  for (let at = text.length - last.length - 1; last !== '' && at > 0 && text[at] === ' ' && text.replace(DASHES, ' ').toLowerCase().endsWith(` ${last}`); at = text.length - last.length - 1) {
+    text = text.slice(0, at);
+  }
   return cut(text, max);
 }
 
