@@ -190,7 +190,7 @@ describe('bin/almoner donations export: CSV that reads back exactly', { concurre
         const attack = '=HYPERLINK("http://evil.example","click")';
         const { username, rows } = await recordAll([
           exampleDonation({ donor_first_name: attack, donor_last_name: '-Smith', donor_phone: '+44 7700 900123', donor_city: '@home', donor_address: '\t=1+1' }),
-          exampleDonation({ donor_first_name: 'Jane', donor_address: 'Flat 2 = top' }),
+          exampleDonation({ donor_first_name: 'Jane', donor_address: 'Flat 2 = top', donor_last_name: 'Smith;=1+1', donor_city: 'Leeds\n@x' }),
         ]);
         const [plain, sheet] = await Promise.all([exportOut(['--charity', username]), exportOut(['--charity', username, '--spreadsheet'])]);
         assert.ok(sheet.startsWith('\uFEFF'), 'with a byte order mark, as --bom');
@@ -202,10 +202,12 @@ describe('bin/almoner donations export: CSV that reads back exactly', { concurre
           [`'${attack}`, "'-Smith", "'+44 7700 900123", "'@home", "'\t=1+1"],
         );
         assert.equal(cell(2, 'donor_address'), 'Flat 2 = top', 'a formula character within a cell is no formula');
+        // After a separator within a cell too: a spreadsheet splitting on ';' (German or French Excel) starts a cell there (a review).
+        assert.deepEqual([cell(2, 'donor_last_name'), cell(2, 'donor_city')], ["Smith;'=1+1", "Leeds\n'@x"]);
         // Every other cell as the plain export has it.
         const plainRead = readCsv(plain);
         for (let row = 1; row < read.length; row++) {
-          for (const [i, value] of read[row]!.entries()) assert.equal(value.replace(/^'(?=[=+\-@\t\r])/, ''), plainRead[row]![i], `${HEADER[i]}`);
+          for (const [i, value] of read[row]!.entries()) assert.equal(value.replace(/(^|[;,\t\r\n])'(?=[=+\-@\t\r])/g, '$1'), plainRead[row]![i], `${HEADER[i]}`);
         }
         assert.equal(rows.length, 2);
         const jsonl = await almoner(ctx.databaseUrl, ['donations', 'export', '--spreadsheet', '--format', 'jsonl']);
