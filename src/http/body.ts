@@ -175,9 +175,9 @@ const MEDIA_TYPES = { 'application/json': 'JSON', 'application/x-www-form-urlenc
  * What the headers alone refuse in a body, before a byte of it is read: a media type with no parser,
  * a content coding, a transfer coding other than chunked, a charset other than UTF-8.
  */
-function refusedByHeaders(headers: IncomingHttpHeaders): HttpError | undefined {
-  const essence = headers['content-type']?.split(';', 1)[0]!.trim().toLowerCase() ?? '';
-  const kind = MEDIA_TYPES[essence as keyof typeof MEDIA_TYPES] as string | undefined;
+function refusedByHeaders(headers: IncomingHttpHeaders, parsedAs?: 'JSON' | 'form'): HttpError | undefined {
+  // A parser's own request has its media type already (Fastify chose the parser by it): looked up only before the 100.
+  const kind = parsedAs ?? (MEDIA_TYPES[(headers['content-type']?.split(';', 1)[0]!.trim().toLowerCase() ?? '') as keyof typeof MEDIA_TYPES] as string | undefined);
   if (kind === undefined) return new HttpError(415, UNSUPPORTED_MEDIA_TYPE);
   // No content coding is decoded: a gzip body was told it was not UTF-8, and a plain one labelled br was taken.
   const coding = headers['content-encoding']?.trim().toLowerCase();
@@ -191,8 +191,8 @@ function refusedByHeaders(headers: IncomingHttpHeaders): HttpError | undefined {
 }
 
 /** The body as text: UTF-8 by its headers (refusedByHeaders) and by its bytes, strictly, else the HttpError. */
-function utf8Text(request: FastifyRequest, bytes: Buffer): string | HttpError {
-  const refused = refusedByHeaders(request.headers);
+function utf8Text(request: FastifyRequest, bytes: Buffer, kind: 'JSON' | 'form'): string | HttpError {
+  const refused = refusedByHeaders(request.headers, kind);
   if (refused) return refused;
   try {
     // Strict: invalid bytes are an error, not U+FFFD stored in place of what was meant.
@@ -207,7 +207,7 @@ export function registerBodyParsing(app: FastifyInstance): void {
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, bytes, done) => {
-    const text = utf8Text(request, bytes as Buffer);
+    const text = utf8Text(request, bytes as Buffer, 'form');
     if (text instanceof HttpError) return done(text, undefined);
     try {
       done(null, parseForm(text));
@@ -217,7 +217,7 @@ export function registerBodyParsing(app: FastifyInstance): void {
   });
 
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
-    const text = utf8Text(request, bytes as Buffer);
+    const text = utf8Text(request, bytes as Buffer, 'JSON');
     if (text instanceof HttpError) return done(text, undefined);
     const source = text.trim();
     if (source === '') return done(null, {}); // an empty JSON body is an empty object, as in Laravel
