@@ -442,7 +442,7 @@ const isPostgresUrl = (text: string): boolean => /^postgres(?:ql)?:\/\//i.test(t
 function shownSource(source: string): string {
   if (!isPostgresUrl(source)) return source;
   try {
-    return describeDatabase(parseDatabaseUrl(source));
+    return describeDatabase(parseDatabaseUrl(source.replace(/^[a-z]+:/i, (scheme) => scheme.toLowerCase())));
   } catch {
     return 'a postgres:// URL';
   }
@@ -457,13 +457,13 @@ function shownSource(source: string): string {
 async function readOtherPostgres(url: string, location: DatabaseLocation): Promise<{ file: string; trail: AuditRecord[]; ledger?: LedgerCopy }> {
   let other: DatabaseLocation;
   try {
-    other = parseDatabaseUrl(url);
+    other = parseDatabaseUrl(url.replace(/^[a-z]+:/i, (scheme) => scheme.toLowerCase())); // POSTGRES:// as postgres://
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/^DATABASE_URL/, 'the database given'));
   }
   const shown = describeDatabase(other);
   if (location.dialect === 'postgres' && shown === describeDatabase(location)) throw new UsageError(`${shown} is the database being finished: give the one the backup came from`);
-  const [now, itsMark] = await withPostgres(url, async (client) => [await beforeRestore(client), await readMark(pgPlace(client))] as const).catch((err: unknown) => {
+  const [now, itsMark] = await withPostgres(other.dialect === 'postgres' ? other.url : url, async (client) => [await beforeRestore(client), await readMark(pgPlace(client))] as const).catch((err: unknown) => {
     throw new UsageError(`${shown} cannot be read: ${(err as Error).message}`);
   });
   // The database being finished, named otherwise (localhost for 127.0.0.1): its mark told (a review).

@@ -10,4 +10,4 @@ export const RFC_4180 = { record_delimiter: 'windows', quoted_match: /[\r\n]/ } 
  * on `;`, as in German or French Excel, starts a cell there; a review). A donor's name is whatever a
  * public form was sent: `=HYPERLINK(…)` was a live link in the operator's spreadsheet until 2026-11-29.
  */
-export const asText = (cell: string): string => cell.replace(/(^|[;,\t\r\n])(?=[=+\-@\t\r])/g, "$1'");
+export const asText = (cell: string): string => cell.replace(/(?<=^|[;,\t\r\n])(?=[=+\-@\t\r])/g, "'");

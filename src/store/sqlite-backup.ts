@@ -315,8 +315,9 @@ export function refuseSharedFolder(dir: string): void {
       }
       if (me !== undefined && uid !== 0 && uid !== me) {
         const owner = userName(uid);
+        const runAs = owner ?? `'#${uid}'`; // sudo's form for a user id with no name (a container's volume)
         throw new Error(
-          `the folder ${folder}${holds} is ${owner}'s, so ${owner} could put a file of theirs where the copy is written: run the command as ${owner} (sudo -u ${owner} …), or use a folder of this user's`,
+          `the folder ${folder}${holds} is ${owner ?? `user ${uid}`}'s, so they could put a file of theirs where the copy is written: run the command as that user (sudo -u ${runAs} …), or use a folder of this user's`,
         );
       }
       if (dirname(folder) === folder) break;
@@ -324,15 +325,15 @@ export function refuseSharedFolder(dir: string): void {
   }
 }
 
-/** A user's name by id, from /etc/passwd, or the id itself. */
-function userName(uid: number): string {
+/** A user's name by id, from /etc/passwd; undefined for an id with none. */
+function userName(uid: number): string | undefined {
   try {
     const line = readFileSync('/etc/passwd', 'utf8')
       .split('\n')
       .find((l) => l.split(':')[2] === String(uid));
-    return line?.split(':')[0] ?? `user ${uid}`;
+    return line?.split(':')[0];
   } catch {
-    return `user ${uid}`;
+    return undefined;
   }
 }
 

@@ -100,7 +100,12 @@ test("a restore or backup run as root into a folder another user owns (the servi
   const target = join(state, 'almoner.db');
   const asRoot = await almoner(`sqlite:${target}`, ['restore', backup]);
   assert.equal(asRoot.code, 1, asRoot.stderr);
-  assert.match(asRoot.stderr, /the folder .*state is nobody's, so nobody could put a file of theirs where the copy is written: run the command as nobody \(sudo -u nobody …\)/);
+  assert.match(asRoot.stderr, /the folder .*state is nobody's, so they could put a file of theirs where the copy is written: run the command as that user \(sudo -u nobody …\)/);
+  // An owner with no name (a container's volume, owned by an id of the host's): sudo's form for an id.
+  const volume = join(dir, 'volume');
+  mkdirSync(volume, { mode: 0o700 });
+  chownSync(volume, 54321, 54321);
+  await assert.rejects(backUpSqlite(source, join(volume, 'b.db')), /is user 54321's, .*\(sudo -u '#54321' …\)/);
   assert.deepEqual(readdirSync(state), [], 'nothing written there, not even the mark');
   await assert.rejects(backUpSqlite(source, join(state, 'b.db')), /is nobody's/);
   // As nobody, as the README says: restored, and opened by nobody.

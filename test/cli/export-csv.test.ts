@@ -199,7 +199,7 @@ describe('bin/almoner donations export: CSV that reads back exactly', { concurre
         const cell = (row: number, key: string) => read[row]![HEADER.indexOf(key)];
         assert.deepEqual(
           ['donor_first_name', 'donor_last_name', 'donor_phone', 'donor_city', 'donor_address'].map((key) => cell(1, key)),
-          [`'${attack}`, "'-Smith", "'+44 7700 900123", "'@home", "'\t=1+1"],
+          [`'${attack}`, "'-Smith", "'+44 7700 900123", "'@home", "'\t'=1+1"],
         );
         assert.equal(cell(2, 'donor_address'), 'Flat 2 = top', 'a formula character within a cell is no formula');
         // After a separator within a cell too: a spreadsheet splitting on ';' (German or French Excel) starts a cell there (a review).
@@ -207,7 +207,7 @@ describe('bin/almoner donations export: CSV that reads back exactly', { concurre
         // Every other cell as the plain export has it.
         const plainRead = readCsv(plain);
         for (let row = 1; row < read.length; row++) {
-          for (const [i, value] of read[row]!.entries()) assert.equal(value.replace(/(^|[;,\t\r\n])'(?=[=+\-@\t\r])/g, '$1'), plainRead[row]![i], `${HEADER[i]}`);
+          for (const [i, value] of read[row]!.entries()) assert.equal(value.replace(/(?<=^|[;,\t\r\n])'(?=[=+\-@\t\r])/g, ''), plainRead[row]![i], `${HEADER[i]}`);
         }
         assert.equal(rows.length, 2);
         const jsonl = await almoner(ctx.databaseUrl, ['donations', 'export', '--spreadsheet', '--format', 'jsonl']);
