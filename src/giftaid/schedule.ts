@@ -135,7 +135,7 @@ export const REASONS = {
   future: "dated after the claim date, which HMRC's checker refuses: claimable once its day has come (if its year was mistyped, as 2062 for 2026, it never will be: correct the donation)",
   notPositive: 'amount is not more than 0.00',
   twin: (id: number) =>
-    `the same donor (e-mail address, names, address, postcode), day and amount as donation ${id}, and no other payment_confirmation_number: one gift recorded twice, it seems (sent again under another Idempotency-Key, or none), which is claimed once; if the donor did give twice, claim this one by hand`,
+    `the same donor (names, house and postcode), day and amount as donation ${id}, and no other payment_confirmation_number: one gift recorded twice, it seems (sent again under another Idempotency-Key, or none), which is claimed once; if the donor did give twice, claim this one by hand`,
   inKeptClaim: (claim: number) =>
     `the same donor, day and amount as a donation in claim ${claim} that a restore could not bring back (recorded after the backup): it may be claimed already; claim it by hand only if it is another donation`,
 } as const;

@@ -474,7 +474,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(claimed.files.length, 1);
         // The first record, another payment of the same donor that day, and their gift of the day before.
         assert.equal(giftAidRows(await readOds(claimed.files[0]!)).length, 3);
-        const why = new RegExp(`^the same donor \\(e-mail address, names, address, postcode\\), day and amount as donation ${first}, and no other payment_confirmation_number: one gift recorded twice, it seems`);
+        const why = new RegExp(`^the same donor \\(names, house and postcode\\), day and amount as donation ${first}, and no other payment_confirmation_number: one gift recorded twice, it seems`);
         const listed = readAttention(claimed.needs_attention!);
         assert.deepEqual(listed.map((r) => Number(r[0])), [second]);
         assert.match(listed[0]![9]!, why);
@@ -487,6 +487,13 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const again = readAttention(next.needs_attention ?? join(dir, 'twice-2', 'needs-attention.csv'));
         assert.deepEqual(again.map((r) => Number(r[0])), [second, third]);
         for (const r of again) assert.match(r[9]!, why);
+
+        // The donor erased (names, house and postcode kept for HMRC): the records are told apart as before, and not
+        // claimed (once the e-mail address was gone, they were: a review).
+        assert.equal((await almoner(ctx.databaseUrl, ['donor', 'erase', '--email', String(body.donor_email)])).code, 0);
+        const afterErasure = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', twice.username, '--out', join(dir, 'twice-3'), '--json']));
+        assert.equal(afterErasure.claim, null, 'nothing claimed twice');
+        assert.deepEqual(readAttention(afterErasure.needs_attention ?? join(dir, 'twice-3', 'needs-attention.csv')).map((r) => Number(r[0])), [second, third]);
       });
 
       test('nothing to claim at all: exit 0, no claim, no file', async () => {
