@@ -3,13 +3,23 @@
 // own, so the ledger's rule (no donation in two live claims) let both be claimed, and HMRC, whose
 // checker reads each row alone, would have paid Gift Aid on the one gift twice (until 2026-11-29; a
 // review staged 14 gifts sent twice and had 12 pairs in one claim). Pure.
-import type { StoredDonation } from '../donations/donation.js';
+import { foldEmail, type StoredDonation } from '../donations/donation.js';
+import { ERASED_EMAIL } from '../donations/erasure.js';
 import { donationDay, hmrcLastName, hmrcPostcode, houseNameOrNumber, matchableFirstName, matchablePostcode } from './schedule.js';
 
 /** What tells one gift from another. */
 export type GiftFacts = Pick<
   StoredDonation,
-  'id' | 'payment_confirmation_number' | 'donor_first_name' | 'donor_last_name' | 'donor_address' | 'donor_city' | 'donor_postcode' | 'amount_minor' | 'donation_date'
+  | 'id'
+  | 'payment_confirmation_number'
+  | 'donor_email'
+  | 'donor_first_name'
+  | 'donor_last_name'
+  | 'donor_address'
+  | 'donor_city'
+  | 'donor_postcode'
+  | 'amount_minor'
+  | 'donation_date'
 >;
 
 /**
@@ -17,7 +27,8 @@ export type GiftFacts = Pick<
  * `donations` (the charity's, on the candidates' days) recorded: the same donor as HMRC's schedule
  * tells one (the names, the house and the postcode, as the schedule reads them, in any case: what a
  * donor's erasure keeps, so a gift recorded twice is told after its donor is erased too, where
- * until a review it was not, and was claimed twice), on the same UK day, for the same amount, and
+ * until a review it was not, and was claimed twice) and the same e-mail address (in any case) unless
+ * either was erased, on the same UK day, for the same amount, and
  * not two different payment_confirmation_numbers (two references are two
  * payments, however alike). A payment reference alone is not enough: an integration may send the
  * same placeholder ("N/A", "cash") with every gift. A donor may truly give twice in a day: the later
@@ -27,8 +38,8 @@ export async function twinsAmong(
   candidates: Iterable<GiftFacts>,
   donations: AsyncIterable<GiftFacts> | Iterable<GiftFacts>,
 ): Promise<(d: GiftFacts) => number | undefined> {
-  /** By donor and gift, for the candidates' alone (so memory holds no more than they): the lowest id, and the lowest id of each payment reference (none as ''). */
-  const seen = new Map<string, { first: number; byReference: Map<string, number> }>();
+  /** By donor and gift, for the candidates' keys alone (so memory holds no more than they): the records found, each with its reference and e-mail address. */
+  const seen = new Map<string, Array<{ id: number; reference: string; email: string }>>();
   const gifts = new Set<string>();
   /** Each candidate's donor, read once (a house is read from an address in about 10 µs; a first claim may have 100,000 candidates). */
   const candidateKeys = new Map<number, string>();
@@ -36,29 +47,30 @@ export async function twinsAmong(
   for (const d of candidates) {
     const key = donorKey(d);
     candidateKeys.set(Number(d.id), key);
-    seen.set(key, { first: Infinity, byReference: new Map() });
+    seen.set(key, []);
     gifts.add(giftKey(d));
   }
   for await (const d of donations) {
     // The donor read (a house read from the address) only for a gift of a candidate's day, amount and last name.
-    const entry = gifts.has(giftKey(d)) ? seen.get(keyOf(d)) : undefined;
-    if (entry === undefined) continue;
-    const id = Number(d.id);
-    entry.first = Math.min(entry.first, id);
-    const ref = reference(d);
-    entry.byReference.set(ref, Math.min(entry.byReference.get(ref) ?? id, id));
+    const records = gifts.has(giftKey(d)) ? seen.get(keyOf(d)) : undefined;
+    records?.push({ id: Number(d.id), reference: reference(d), email: email(d) });
   }
   return (d) => {
-    const entry = seen.get(keyOf(d));
-    if (entry === undefined) return undefined;
     const id = Number(d.id);
-    const ref = reference(d);
-    // Without a reference, any earlier record of the gift; with one, an earlier record with the same one or none.
-    const candidates = ref === '' ? [entry.first] : [entry.byReference.get(ref), entry.byReference.get('')];
-    const earlier = candidates.filter((other): other is number => other !== undefined && other < id);
-    return earlier.length === 0 ? undefined : Math.min(...earlier);
+    const [ref, address] = [reference(d), email(d)];
+    const earlier = (seen.get(keyOf(d)) ?? []).filter(
+      (other) =>
+        other.id < id &&
+        // Two references are two payments; two e-mail addresses two people (a couple, a parent and child at one house), unless one was erased.
+        (ref === '' || other.reference === '' || other.reference === ref) &&
+        (address === ERASED || other.email === ERASED || other.email === address),
+    );
+    return earlier.length === 0 ? undefined : Math.min(...earlier.map((other) => other.id));
   };
 }
+
+const ERASED = foldEmail(ERASED_EMAIL);
+const email = (d: GiftFacts): string => foldEmail(d.donor_email);
 
 const reference = (d: GiftFacts): string => d.payment_confirmation_number ?? '';
 

@@ -154,7 +154,7 @@ export class ClaimLedger {
   async *dated(charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
     const q = this.db
       .selectFrom('donations')
-      .select(['id', 'payment_confirmation_number', 'donor_first_name', 'donor_last_name', 'donor_address', 'donor_city', 'donor_postcode', 'amount_minor', 'donation_date'])
+      .select(['id', 'payment_confirmation_number', 'donor_email', 'donor_first_name', 'donor_last_name', 'donor_address', 'donor_city', 'donor_postcode', 'amount_minor', 'donation_date'])
       .where('charity_id', '=', charityId)
       .where('donation_date', '>=', range.from)
       .where('donation_date', '<=', range.to);

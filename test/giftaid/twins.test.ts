@@ -7,6 +7,7 @@ import { twinsAmong, type GiftFacts } from '../../src/giftaid/twins.js';
 const gift = (id: number, overrides: Partial<GiftFacts> = {}): GiftFacts => ({
   id,
   payment_confirmation_number: null,
+  donor_email: 'jane.doe@example.com',
   donor_first_name: 'Jane',
   donor_last_name: 'Doe',
   donor_address: 'Flat 3, 12 High Street',
@@ -32,7 +33,7 @@ describe('one gift recorded twice', () => {
   });
 
   test("read as HMRC's schedule reads the donor: names in any case, titles aside, the house from the address, the postcode as meant; the same UK day at other hours", async () => {
-    const again = gift(2, { donor_first_name: 'Mrs JANE', donor_address: 'flat 3, 12 high street, London', donor_postcode: 'sw1a1aa', donation_date: '2026-03-02T23:30:00.000000Z' });
+    const again = gift(2, { donor_email: 'Jane.Doe@Example.COM', donor_first_name: 'Mrs JANE', donor_address: 'flat 3, 12 high street, London', donor_postcode: 'sw1a1aa', donation_date: '2026-03-02T23:30:00.000000Z' });
     assert.deepEqual(await twins(gift(1), again), { 1: undefined, 2: 1 });
     // 23:30 UTC on 1 July is 00:30 on 2 July in London: the UK day is the gift's day, as in the schedule.
     const summer = gift(3, { donation_date: '2026-07-02T09:00:00.000000Z' });
@@ -40,7 +41,7 @@ describe('one gift recorded twice', () => {
   });
 
   test("after the donor's erasure too: what it keeps (names, house, postcode) is what tells the gift (an erased donor's twin was claimed; a review)", async () => {
-    const erased = (d: GiftFacts): GiftFacts => ({ ...d, ...erasureOf({ ...d, donor_email: 'jane@example.com', donor_phone: null, donor_ip: null, gift_aid: true } as Parameters<typeof erasureOf>[0], '2026-11-29').set });
+    const erased = (d: GiftFacts): GiftFacts => ({ ...d, ...erasureOf({ ...d, donor_phone: null, donor_ip: null, gift_aid: true } as Parameters<typeof erasureOf>[0], '2026-11-29').set }) as GiftFacts;
     assert.equal(erased(gift(1)).donor_address, 'Flat 3, 12', 'the house alone is kept');
     assert.equal(erased(gift(1)).donor_city, null);
     assert.deepEqual(await twins(erased(gift(1)), gift(2)), { 1: undefined, 2: 1 });
@@ -54,6 +55,11 @@ describe('one gift recorded twice', () => {
     assert.deepEqual(await twins(gift(1), gift(2, { payment_confirmation_number: 'ch_1' })), { 1: undefined, 2: 1 });
     // The second of three: ch_2 differs from ch_1, but the first (none) may be it.
     assert.deepEqual(await twins(gift(1), gift(2, { payment_confirmation_number: 'ch_1' }), gift(3, { payment_confirmation_number: 'ch_2' })), { 1: undefined, 2: 1, 3: 1 });
+  });
+
+  test('two e-mail addresses are two people, however alike (a couple by initials, a parent and child at one house), unless one was erased', async () => {
+    const couple = [gift(1, { donor_first_name: 'Mr J', donor_email: 'john@example.com' }), gift(2, { donor_first_name: 'Mrs J', donor_email: 'jane@example.com' })];
+    assert.deepEqual(await twins(...couple), { 1: undefined, 2: undefined });
   });
 
   test('another day, amount, name, house or postcode is another gift', async () => {
