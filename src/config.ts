@@ -56,9 +56,10 @@ export function parseDatabaseUrl(url: string, poolMax = DEFAULT_POOL_MAX): Datab
       // A stray % (not followed by two hex digits) passes URL but not the decoding that pg and libpq apply.
       // A # is never part of a connection string: one in a user name or password cut the string there (host "alm").
       if (url.includes('#')) throw new Error('#');
-      const { username, password } = new URL(url);
+      const parsed = new URL(url);
+      const { username, password } = parsed;
       // A / or ? in a user name ended the URL's host there: the password the string holds is not one to the parser (a review).
-      if (username === '' && password === '' && hiddenPassword(url)) throw new Error('/ or ?');
+      if (hiddenPassword(url, parsed)) throw new Error('/ or ?');
       decodeURIComponent(username);
       decodeURIComponent(password);
     } catch {
@@ -80,11 +81,12 @@ export function describeDatabase(location: DatabaseLocation): string {
 }
 
 /**
- * Whether a connection string holds a password the URL parser does not see (asked when it found no
- * user name or password): a colon between `//` and the last `@`, where that stretch also holds a
- * `/`, `?` or `#` (`postgres://app?x:pw@host/db`, whose host the parser takes to be "app").
+ * Whether a connection string holds a password the URL parser (its reading, `parsed`) does not see:
+ * none parsed, no user name either, and a colon between `//` and the last `@`, where that stretch
+ * also holds a `/`, `?` or `#` (`postgres://app?x:pw@host/db`, whose host the parser takes to be "app").
  */
-function hiddenPassword(url: string): boolean {
+function hiddenPassword(url: string, parsed: URL): boolean {
+  if (parsed.username !== '' || parsed.password !== '') return false;
   const start = url.indexOf('//') + 2;
   const at = url.lastIndexOf('@');
   if (start < 2 || at < start) return false; // no @ at all: no password (a port's colon is none; until a review, such a URL was refused)
@@ -103,7 +105,7 @@ function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
     // A user name holding an unencoded / ? or #, which ends the URL's host: what is between // and the last @ holds the password (until 2026-11-29 shown whole; a review).
-    if (parsed.username === '' && parsed.password === '' && hiddenPassword(url)) return url.replace(/^([^/]*\/\/).*@/s, '$1***@');
+    if (hiddenPassword(url, parsed)) return url.replace(/^([^/]*\/\/).*@/s, '$1***@');
     // A mistyped URL that is still a URL but has no host (`postgresql:user:pw@h/db`, `postgres:/user:pw@h`):
     // its "password" is not one to the parser, so all between the first colon and the last @ goes (until
     // 2026-11-29 such a URL was shown whole, its password with it: a review).

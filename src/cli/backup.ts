@@ -438,11 +438,14 @@ async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number
 
 const isPostgresUrl = (text: string): boolean => /^postgres(?:ql)?:\/\//i.test(text);
 
+/** A database given to keep-replaced by its URL, its scheme in any case (POSTGRES:// as postgres://). */
+const givenDatabase = (url: string): DatabaseLocation => parseDatabaseUrl(url.replace(/^[a-z]+:/i, (scheme) => scheme.toLowerCase()));
+
 /** What keep-replaced took in, as it may be shown and recorded: a file's path, or a database's URL without its password. */
 function shownSource(source: string): string {
   if (!isPostgresUrl(source)) return source;
   try {
-    return describeDatabase(parseDatabaseUrl(source.replace(/^[a-z]+:/i, (scheme) => scheme.toLowerCase())));
+    return describeDatabase(givenDatabase(source));
   } catch {
     return 'a postgres:// URL';
   }
@@ -457,7 +460,7 @@ function shownSource(source: string): string {
 async function readOtherPostgres(url: string, location: DatabaseLocation): Promise<{ file: string; trail: AuditRecord[]; ledger?: LedgerCopy }> {
   let other: DatabaseLocation;
   try {
-    other = parseDatabaseUrl(url.replace(/^[a-z]+:/i, (scheme) => scheme.toLowerCase())); // POSTGRES:// as postgres://
+    other = givenDatabase(url);
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/^DATABASE_URL/, 'the database given'));
   }

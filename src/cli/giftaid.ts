@@ -17,7 +17,6 @@ import {
   ATTENTION_FILE_NAME,
   attentionCells,
   buildSchedule,
-  setAsideTwins,
   chunk,
   claimCutoff,
   dayMonthYear,
@@ -30,6 +29,7 @@ import {
   NAME_MAX_LENGTH,
   pounds,
   REASONS,
+  setAsideTwins,
   type AttentionRow,
   type GiftAidDonation,
   type Schedule,
@@ -362,10 +362,10 @@ const NOT_FOR_HMRC: Partial<Record<ClaimStatus, string>> = {
   rejected: 'REJECTED CLAIM: do not send this file to HMRC. Its donations may be in a newer claim.',
 };
 
-/** A claim's spreadsheets, from its rows as recorded: the same bytes every time. */
 /** What files written with --resend say first: for the one file HMRC refused. */
 const RESENT = 'WRITTEN AGAIN TO RESEND: upload only the file HMRC refused; the others are claimed already, and sent again would claim their donations twice.';
 
+/** A claim's spreadsheets, from its rows as recorded: the same bytes every time (but for what the status, or --resend, says they are for). */
 async function claimSpreadsheets(store: Store, claim: Claim, charityName: string, { resend = false } = {}): Promise<Array<{ name: string; bytes: Uint8Array }>> {
   const all = await store.claims.rows(claim.id);
   // Never a schedule short of what HMRC has (a ledger from before 0014 kept no rows without their donation).

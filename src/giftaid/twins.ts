@@ -7,20 +7,20 @@ import { foldEmail, type StoredDonation } from '../donations/donation.js';
 import { ERASED_EMAIL } from '../donations/erasure.js';
 import { donationDay, hmrcLastName, hmrcPostcode, houseNameOrNumber, matchableFirstName, matchablePostcode } from './schedule.js';
 
-/** What tells one gift from another. */
-export type GiftFacts = Pick<
-  StoredDonation,
-  | 'id'
-  | 'payment_confirmation_number'
-  | 'donor_email'
-  | 'donor_first_name'
-  | 'donor_last_name'
-  | 'donor_address'
-  | 'donor_city'
-  | 'donor_postcode'
-  | 'amount_minor'
-  | 'donation_date'
->;
+/** What tells one gift from another: the columns read of every donation of the candidates' days (ClaimLedger.dated). */
+export const GIFT_FACTS = [
+  'id',
+  'payment_confirmation_number',
+  'donor_email',
+  'donor_first_name',
+  'donor_last_name',
+  'donor_address',
+  'donor_city',
+  'donor_postcode',
+  'amount_minor',
+  'donation_date',
+] as const satisfies ReadonlyArray<keyof StoredDonation>;
+export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]>;
 
 /**
  * Which of the candidates seem to record again a gift that an earlier donation (a lower id) among

@@ -169,7 +169,9 @@ function parseForm(text: string): Record<string, unknown> {
 const jsonAsForm = () => new HttpError(415, 'The body is JSON but was sent as a form (application/x-www-form-urlencoded): send it with Content-Type: application/json.');
 
 /** The media types a body may have (the parsers registerBodyParsing adds), and what each is called in a message. */
-const MEDIA_TYPES = { 'application/json': 'JSON', 'application/x-www-form-urlencoded': 'form' } as const;
+const JSON_TYPE = 'application/json';
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+const MEDIA_TYPES = { [JSON_TYPE]: 'JSON', [FORM_TYPE]: 'form' } as const;
 
 /**
  * What the headers alone refuse in a body, before a byte of it is read: a media type with no parser,
@@ -206,7 +208,7 @@ function utf8Text(request: FastifyRequest, bytes: Buffer, kind: 'JSON' | 'form')
 export function registerBodyParsing(app: FastifyInstance): void {
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
 
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, bytes, done) => {
+  app.addContentTypeParser(FORM_TYPE, { parseAs: 'buffer' }, (request, bytes, done) => {
     const text = utf8Text(request, bytes as Buffer, 'form');
     if (text instanceof HttpError) return done(text, undefined);
     try {
@@ -216,7 +218,7 @@ export function registerBodyParsing(app: FastifyInstance): void {
     }
   });
 
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
+  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer' }, (request, bytes, done) => {
     const text = utf8Text(request, bytes as Buffer, 'JSON');
     if (text instanceof HttpError) return done(text, undefined);
     const source = text.trim();

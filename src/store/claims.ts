@@ -6,7 +6,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
 import { donationDay, hmrcLastName, hmrcPostcode, matchableFirstName, matchablePostcode, type ScheduleRow } from '../giftaid/schedule.js';
-import type { GiftFacts } from '../giftaid/twins.js';
+import { GIFT_FACTS, type GiftFacts } from '../giftaid/twins.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
 import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
@@ -154,7 +154,7 @@ export class ClaimLedger {
   async *dated(charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
     const q = this.db
       .selectFrom('donations')
-      .select(['id', 'payment_confirmation_number', 'donor_email', 'donor_first_name', 'donor_last_name', 'donor_address', 'donor_city', 'donor_postcode', 'amount_minor', 'donation_date'])
+      .select(GIFT_FACTS)
       .where('charity_id', '=', charityId)
       .where('donation_date', '>=', range.from)
       .where('donation_date', '<=', range.to);
