@@ -708,7 +708,7 @@ async function eraseAgain(store: Store, { donors, retention }: ErasuresSince): P
   // Each audited as made again of its first entry (again_of), so that a later restore of a backup holding that one leaves it be.
   for (const { reference, charity, original } of donors) {
     const email = emails.get(reference);
-    if (email !== undefined) donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false, againOf: original })).length;
+    if (email !== undefined) donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false, againOf: original })).donations.length;
     // None of theirs here: recorded all the same, or the next restore (of a backup holding their donations) would bring them back.
     else await store.donors.recordErasureAgain({ reference, charity: charity ?? undefined, againOf: original });
   }

@@ -1,11 +1,14 @@
 // bin/almoner donor ...: a donor's requests under UK GDPR. `export` answers a subject access
-// request: every donation recorded with the donor's e-mail address, as JSON.
+// request: every donation recorded with the donor's e-mail address, and what Gift Aid claims sent
+// to HMRC about them, as JSON.
 import { Command, InvalidArgumentError } from 'commander';
 import { ERASED_EMAIL } from '../donations/erasure.js';
 import { foldEmail } from '../donations/donation.js';
 import { donorReference } from '../store/donation-query.js';
 import { DONATION_FIELDS } from '../donations/fields.js';
-import type { DonationErasure } from '../store/donors.js';
+import type { ClaimRowErasure, DonationErasure } from '../store/donors.js';
+import type { DonorClaimRow } from '../store/claims.js';
+import { formatPounds } from '../giftaid/schedule.js';
 import { nowIso, ukDay } from '../time.js';
 import { exportRow } from './donations.js';
 import { checkCharity, print, withStore } from './io.js';
@@ -28,7 +31,7 @@ export function donorCommand(): Command {
 
   donor
     .command('export')
-    .description("print every donation recorded with this e-mail address (in any case), as JSON: a subject access request's answer")
+    .description("print every donation recorded with this e-mail address (in any case), and the Gift Aid claim rows sent to HMRC about its donor, as JSON: a subject access request's answer")
     .requiredOption('--email <email>', "the donor's e-mail address", donorEmail)
     .option('--charity <username>', "only this charity's donations")
     .action(async (opts: { email: string; charity?: string }) => {
@@ -36,9 +39,16 @@ export function donorCommand(): Command {
         await checkCharity(store, opts.charity);
         const donations = [];
         for await (const d of store.exportDonations({ charity: opts.charity, donorEmail: opts.email })) donations.push(exportRow(d));
+        const reference = donorReference(opts.email);
+        const sent = await store.claims.ofDonor({ donationIds: donations.map((d) => d.id), reference, charity: opts.charity });
+        const claimRows = sent.map(claimRowExport);
         // The trail names the donor by a reference, never by the address.
-        await store.audit({ action: 'donor export', target: donorReference(opts.email), summary: { charity: opts.charity ?? null, donations: donations.length } });
-        return { donor_email: opts.email, charity: opts.charity ?? null, exported_at: nowIso(), donations };
+        await store.audit({
+          action: 'donor export',
+          target: reference,
+          summary: { charity: opts.charity ?? null, donations: donations.length, ...(claimRows.length > 0 && { gift_aid_claim_rows: claimRows.length }) },
+        });
+        return { donor_email: opts.email, charity: opts.charity ?? null, exported_at: nowIso(), donations, gift_aid_claim_rows: claimRows };
       });
       print(JSON.stringify(document, null, 2));
     });
@@ -55,10 +65,42 @@ export function donorCommand(): Command {
         await checkCharity(store, opts.charity);
         return store.donors.erase({ email: opts.email, charity: opts.charity, today: ukDay(new Date()), dryRun });
       });
-      for (const line of describeErasures(found, dryRun)) print(line);
+      for (const line of describeErasures(found.donations, dryRun)) print(line);
+      for (const line of describeClaimRows(found.claimRows, dryRun)) print(line);
     });
 
   return donor;
+}
+
+/**
+ * A row of a Gift Aid claim as a donor's export shows it: what was sent (or is to be sent) to HMRC
+ * about them, in which claim, and whether its donation is still here (a restore may keep a claim's
+ * row whose donation went with the database it replaced).
+ */
+function claimRowExport(r: DonorClaimRow) {
+  return {
+    claim: r.claimId,
+    claim_status: r.status,
+    charity: r.charity,
+    position: r.position,
+    donation_id: r.donationHere ? r.donationId : null,
+    first_name: r.firstName,
+    last_name: r.lastName,
+    house_name_or_number: r.houseNameOrNumber,
+    postcode: r.postcode,
+    donation_day: r.donationDay,
+    amount: formatPounds(r.amountMinor),
+  };
+}
+
+/** What a donor's erasure did (or would do) to the claim rows a restore kept without their donation. */
+function describeClaimRows(rows: ClaimRowErasure[], dryRun: boolean): string[] {
+  return rows.map(({ claimId, position, charity, day, keptUntil }) =>
+    `claim ${claimId}, row ${position} (${charity}, ${day}; its donation was recorded after the backup a restore brought back, and is not in this database): ` +
+      (keptUntil === null
+        ? `${dryRun ? 'would erase' : 'erased'} first name, last name, house name or number, postcode: its Gift Aid retention has ended`
+        : `kept as sent to HMRC (first name, last name, house name or number, postcode) until ${keptUntil}, as its donation's would be`),
+  );
 }
 
 /** What an erasure did (or would do) to each donation, and why it kept what it kept. */

@@ -12,6 +12,8 @@ import type { DatabaseLocation } from '../config.js';
 import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
 import { appendAudit } from './audit.js';
+import { donorReference } from './donation-query.js';
+import { ERASED_EMAIL } from '../donations/erasure.js';
 
 /** A claim as the ledger gives it: its row, with the charity's username for its id. */
 export type Claim = Omit<Selectable<GiftaidClaimsTable>, 'charity_id'> & { charity: string };
@@ -63,7 +65,11 @@ const INSERT_CHUNK = 500;
 /** A whole claim ledger as another database held it (the one a restore replaced): readLedger. */
 export interface LedgerCopy {
   claims: Selectable<GiftaidClaimsTable>[];
-  rows: Selectable<GiftaidClaimDonationsTable>[];
+  /**
+   * Each with its donor's reference (donorReference) as that database knew it, so that a row kept
+   * without its donation is still found by the donor's requests. Absent from a copy written before 2026-11-29.
+   */
+  rows: Array<Selectable<GiftaidClaimDonationsTable> & { donor?: string | null }>;
   /** Rows a restore had already kept without their donation (migration 0014), if that database has them. */
   withoutDonation: Selectable<GiftaidClaimRowsWithoutDonationTable>[];
   /**
@@ -88,10 +94,34 @@ export async function readLedger(
   // int8 columns come back as strings from pg: numbers here, as everywhere else.
   return {
     claims: (await rowsOf('giftaid_claims', 'id')).map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
-    rows: (await rowsOf('giftaid_claim_donations', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
+    rows: (await claimRowsWithDonor(has, all)).map((r) => numbers(r, rowNumbers)),
     withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
     charities: (await rowsOf('charities', 'id')).map((c) => ({ id: Number(c.id), username: String(c.username) })),
   };
+}
+
+/**
+ * The claim rows of another database, each with `donor`: the reference of the donor of its
+ * donation there (the address's, or an erased donation's kept reference; null once the row's
+ * details are erased). A database from before migration 0012 has no kept references.
+ */
+async function claimRowsWithDonor(
+  has: (table: string) => boolean | Promise<boolean>,
+  all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>,
+): Promise<Record<string, unknown>[]> {
+  if (!(await has('giftaid_claim_donations'))) return [];
+  const joined = (erased: string) =>
+    all(`select r.*, d.donor_email as donation_email, ${erased} as donation_erased_donor from giftaid_claim_donations r left join donations d on d.id = r.donation_id order by r.claim_id, r.position`);
+  let rows: Record<string, unknown>[];
+  try {
+    rows = await joined('d.erased_donor');
+  } catch {
+    rows = await joined('null');
+  }
+  return rows.map(({ donation_email: email, donation_erased_donor: erased, ...row }) => ({
+    ...row,
+    donor: row.first_name === ERASED_IN_CLAIM || typeof email !== 'string' ? null : email === ERASED_EMAIL ? ((erased as string | null) ?? null) : donorReference(email),
+  }));
 }
 
 /**
@@ -101,6 +131,16 @@ export async function readLedger(
  * another live claim here.
  */
 export type RefusedWhy = 'another claim' | 'status' | 'charity' | 'taken';
+
+/** A donor's row in a claim (ClaimLedger.ofDonor): the row as it went to HMRC, its claim, and whether its donation is in this database. */
+export interface DonorClaimRow extends ScheduleRow {
+  claimId: number;
+  status: ClaimStatus;
+  charity: string;
+  position: number;
+  /** False for a row a restore kept without its donation (recorded after the backup, and gone with the database replaced). */
+  donationHere: boolean;
+}
 
 /** What keepFrom() kept of another ledger. */
 export interface KeptClaims {
@@ -262,6 +302,38 @@ export class ClaimLedger {
   }
 
   /**
+   * A donor's rows in claims, as they went to HMRC: those made from `donationIds`, and those a
+   * restore kept without their donation under the donor's `reference` (keepFrom); of one charity's
+   * claims, or every charity's. In claim and position order.
+   */
+  async ofDonor({ donationIds, reference, charity }: { donationIds: readonly number[]; reference: string; charity?: string }): Promise<DonorClaimRow[]> {
+    const columns = ['r.claim_id', 'r.donation_id', 'r.position', 'r.first_name', 'r.last_name', 'r.house', 'r.postcode', 'r.donation_day', 'r.amount_minor', 'c.status', 'ch.username as charity'] as const;
+    const found: DonorClaimRow[] = [];
+    const add = (rows: Array<Omit<Selectable<GiftaidClaimDonationsTable>, 'live'> & { status: ClaimStatus; charity: string }>, donationHere: boolean) => {
+      for (const r of rows) found.push({ ...scheduleRow(r), claimId: Number(r.claim_id), status: r.status, charity: r.charity, position: Number(r.position), donationHere });
+    };
+    for (let start = 0; start < donationIds.length; start += INSERT_CHUNK) {
+      let q = this.db
+        .selectFrom('giftaid_claim_donations as r')
+        .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
+        .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
+        .select(columns)
+        .where('r.donation_id', 'in', donationIds.slice(start, start + INSERT_CHUNK));
+      if (charity !== undefined) q = q.where('ch.username', '=', charity);
+      add(await q.execute(), true);
+    }
+    let kept = this.db
+      .selectFrom('giftaid_claim_rows_without_donation as r')
+      .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
+      .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
+      .select(columns)
+      .where('r.donor', '=', reference);
+    if (charity !== undefined) kept = kept.where('ch.username', '=', charity);
+    add(await kept.execute(), false);
+    return found.sort((a, b) => a.claimId - b.claimId || a.position - b.position);
+  }
+
+  /**
    * The rows of the charity's live claims that a restore kept without their donation (keepFrom),
    * with their claim: a donation sent again that matches one may be claimed already.
    */
@@ -388,7 +460,8 @@ export class ClaimLedger {
           await trx.insertInto('giftaid_claim_donations').values(linked.slice(start, start + INSERT_CHUNK).map((r) => ({ ...row(r), live }))).execute();
         }
         for (let start = 0; start < without.length; start += INSERT_CHUNK) {
-          await trx.insertInto('giftaid_claim_rows_without_donation').values(without.slice(start, start + INSERT_CHUNK).map(row)).execute();
+          const part = without.slice(start, start + INSERT_CHUNK);
+          await trx.insertInto('giftaid_claim_rows_without_donation').values(part.map((r) => ({ ...row(r), donor: r.donor ?? null }))).execute();
         }
         kept.added.push({ id, status, withoutDonation: without.length });
       }

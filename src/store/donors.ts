@@ -27,6 +27,23 @@ export interface DonationErasure {
   erasure: Erasure;
 }
 
+/** A claim's row a restore kept without its donation (migration 0014), found by a donor's erasure. */
+export interface ClaimRowErasure {
+  claimId: number;
+  position: number;
+  charity: string;
+  /** YYYY-MM-DD, the donation's day. */
+  day: string;
+  /** YYYY-MM-DD: the row is kept as sent to HMRC until then; null: its Gift Aid retention has ended, and its details are erased. */
+  keptUntil: string | null;
+}
+
+/** What a donor's erasure found: their donations, and the claim rows kept under their reference without a donation. */
+export interface DonorErasure {
+  donations: DonationErasure[];
+  claimRows: ClaimRowErasure[];
+}
+
 export class DonorData {
   constructor(
     private readonly db: Kysely<Database>,
@@ -38,20 +55,38 @@ export class DonorData {
    * or all, as it stands on `today` (YYYY-MM-DD, UK), with its audit entry, in one transaction.
    * `dryRun`: says what it would do and changes nothing.
    */
-  async erase({ email, charity, today, dryRun, againOf }: { email: string; charity?: string; today: string; dryRun: boolean; againOf?: string }): Promise<DonationErasure[]> {
-    return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
+  async erase({ email, charity, today, dryRun, againOf }: { email: string; charity?: string; today: string; dryRun: boolean; againOf?: string }): Promise<DonorErasure> {
+    let found: DonorErasure = { donations: [], claimRows: [] };
+    await this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
+      const reference = donorReference(email);
       const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity })).orderBy('donations.id').execute();
-      const found = rows.map((row) => toErasure(row, today));
+      // A claim's rows a restore kept without their donation, under this donor's reference (migration 0017): kept for HMRC as their donation would be.
+      let kept = trx
+        .selectFrom('giftaid_claim_rows_without_donation as r')
+        .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
+        .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
+        .select(['r.claim_id', 'r.position', 'r.donation_day', 'ch.username as charity'])
+        .where('r.donor', '=', reference);
+      if (charity !== undefined) kept = kept.where('ch.username', '=', charity);
+      found = {
+        donations: rows.map((row) => toErasure(row, today)),
+        claimRows: (await kept.orderBy('r.claim_id').orderBy('r.position').execute()).map((r) => {
+          const until = giftAidKeptUntil(r.donation_day);
+          return { claimId: Number(r.claim_id), position: Number(r.position), charity: r.charity, day: r.donation_day, keptUntil: until >= today ? until : null };
+        }),
+      };
       if (!dryRun) {
-        await this.apply(trx, found, donorReference(email));
-        await appendAudit(trx, erasureEntry(donorReference(email), charity, found, againOf));
+        await this.apply(trx, found.donations, reference);
+        await eraseKeptClaimRows(trx, found.claimRows.filter((r) => r.keptUntil === null).map((r) => ({ claim_id: r.claimId, position: r.position })));
+        await appendAudit(trx, erasureEntry(reference, charity, found, againOf));
       } else {
         // A dry run changes nothing, but says which charities this person gave to and on which days: data taken
         // out, as a `donor export` is. An action of its own, so that a restore never makes it again as an erasure.
-        await appendAudit(trx, { action: 'donor erase dry run', target: donorReference(email), summary: { charity: charity ?? null, donations: found.length } });
+        await appendAudit(trx, { action: 'donor erase dry run', target: reference, summary: { charity: charity ?? null, donations: found.donations.length } });
       }
-      return found;
-    }));
+      return found.donations;
+    }), () => found.claimRows.length);
+    return found;
   }
 
   /**
@@ -60,7 +95,7 @@ export class DonorData {
    * of a backup that does hold their donations erases those too (audit.ts's erasuresAfter).
    */
   async recordErasureAgain({ reference, charity, againOf }: { reference: string; charity?: string; againOf: string }): Promise<void> {
-    await appendAudit(this.db, erasureEntry(reference, charity, [], againOf));
+    await appendAudit(this.db, erasureEntry(reference, charity, { donations: [], claimRows: [] }, againOf));
   }
 
   /**
@@ -85,14 +120,7 @@ export class DonorData {
         const kept = await trx.selectFrom('giftaid_claim_rows_without_donation').select(['claim_id', 'position', 'donation_day']).where('first_name', '<>', ERASED_IN_CLAIM).execute();
         const ended = kept.filter((k) => giftAidKeptUntil(k.donation_day) < today);
         claimRows = ended.length;
-        for (const r of ended) {
-          await trx
-            .updateTable('giftaid_claim_rows_without_donation')
-            .set(ERASED_CLAIM_DETAILS)
-            .where('claim_id', '=', r.claim_id)
-            .where('position', '=', r.position)
-            .execute();
-        }
+        await eraseKeptClaimRows(trx, ended);
         await appendAudit(trx, {
           action: 'retention apply',
           target: retentionTarget(today),
@@ -185,7 +213,24 @@ function endOfRetention(d: DonationErasure, retentionYears: number): string {
 }
 
 /** A donor's erasure as the trail records it: whose (by reference), of which charity's donations or all, how many, and the entry a restore's repeat repeats. */
-function erasureEntry(reference: string, charity: string | undefined, found: DonationErasure[], againOf: string | undefined): AuditEntry {
-  const kept = found.filter((f) => f.erasure.keptUntil !== null).length;
-  return { action: 'donor erase', target: reference, summary: { charity: charity ?? null, donations: found.length, kept_for_gift_aid: kept, ...(againOf && { again_of: againOf }) } };
+function erasureEntry(reference: string, charity: string | undefined, found: DonorErasure, againOf: string | undefined): AuditEntry {
+  const kept = found.donations.filter((f) => f.erasure.keptUntil !== null).length;
+  const rows = found.claimRows.length > 0 && { claim_rows_without_donation: found.claimRows.length, claim_rows_kept_for_gift_aid: found.claimRows.filter((r) => r.keptUntil !== null).length };
+  return {
+    action: 'donor erase',
+    target: reference,
+    summary: { charity: charity ?? null, donations: found.donations.length, kept_for_gift_aid: kept, ...rows, ...(againOf && { again_of: againOf }) },
+  };
+}
+
+/** Replaces the donor's details in these claim rows kept without their donation, and their donor's reference with them. */
+async function eraseKeptClaimRows(trx: Transaction<Database>, rows: ReadonlyArray<{ claim_id: number; position: number }>): Promise<void> {
+  for (const r of rows) {
+    await trx
+      .updateTable('giftaid_claim_rows_without_donation')
+      .set({ ...ERASED_CLAIM_DETAILS, donor: null })
+      .where('claim_id', '=', r.claim_id)
+      .where('position', '=', r.position)
+      .execute();
+  }
 }

@@ -76,7 +76,10 @@ export interface GiftaidClaimDonationsTable {
 }
 
 /** A claim's row whose donation this database does not hold (kept by a restore: migration 0014), as it went into HMRC's schedule. */
-export type GiftaidClaimRowsWithoutDonationTable = Omit<GiftaidClaimDonationsTable, 'live'>;
+export interface GiftaidClaimRowsWithoutDonationTable extends Omit<GiftaidClaimDonationsTable, 'live'> {
+  /** Its donor's reference (donation-query.ts's donorReference), so that their requests find the row; null if not known (kept before migration 0017) or erased. */
+  donor: ColumnType<string | null, string | null | undefined, string | null>;
+}
 
 /** A PostgreSQL batch's token, written by the statement that commits it: whether a commit whose answer was lost took effect (group-commit.ts). */
 export interface CommitTokensTable {

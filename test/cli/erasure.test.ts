@@ -234,9 +234,9 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await due(dayAfter(yearsLater(6, yearOn))), [forEver], 'then the one without Gift Aid');
       assert.deepEqual(await due(dayAfter(giftAidKeptUntil(yearOn))), [forEver, giftAid, ahead], 'seven with Gift Aid');
       const erased = await store.donors.erase({ email: 'typo@example.org', today: recordedDay, dryRun: true });
-      assert.equal(erased.find((e) => e.id === giftAid)?.erasure.keptUntil, giftAidKeptUntil(yearOn), 'kept for Gift Aid seven years from a year after it was recorded');
+      assert.equal(erased.donations.find((e) => e.id === giftAid)?.erasure.keptUntil, giftAidKeptUntil(yearOn), 'kept for Gift Aid seven years from a year after it was recorded');
       const aheadErased = await store.donors.erase({ email: 'ahead@example.org', today: recordedDay, dryRun: true });
-      assert.equal(aheadErased[0]?.erasure.keptUntil, giftAidKeptUntil(nextMonth), 'its own day');
+      assert.equal(aheadErased.donations[0]?.erasure.keptUntil, giftAidKeptUntil(nextMonth), 'its own day');
     } finally {
       await store.close();
       await database.drop();

@@ -11,7 +11,8 @@ import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { ERASED_EMAIL } from '../../src/donations/erasure.js';
 import { recordGiftAided } from '../support/app.js';
-import { BACKENDS, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
+import BetterSqlite3 from 'better-sqlite3';
+import { BACKENDS, queryPostgres, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
 
@@ -422,6 +423,71 @@ for (const backend of BACKENDS) {
     } finally {
       await old.drop();
       await fresh.drop();
+    }
+  });
+}
+
+for (const backend of BACKENDS) {
+  test(`a donor's request finds what a claim sent to HMRC about them, the rows a restore kept without their donation too: the export lists them, an erasure keeps them until their Gift Aid retention ends and says so (until 2026-11-29 both found nothing) [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const made = await almoner(database.url, ['charity', 'create', '--name', 'Donor Rows', '--email', 'dr@example.org', '--json']);
+      assert.equal(made.code, 0, made.stderr);
+      const { id: charityId, username } = JSON.parse(made.stdout) as { id: number; username: string };
+      const cli = async (args: string[], code = 0) => {
+        const run = await almoner(database.url, args);
+        assert.equal(run.code, code, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
+        return run;
+      };
+      const exported = async (email: string) =>
+        JSON.parse((await cli(['donor', 'export', '--email', email])).stdout) as { donations: Array<{ id: number }>; gift_aid_claim_rows: Array<Record<string, unknown>> };
+
+      await recordGiftAided(database.url, charityId, [{ donor_email: 'early@example.org', donor_first_name: 'Early', donor_last_name: 'Bird' }]);
+      const backup = join(tempDir(), backend.name === 'sqlite' ? 'before.db' : 'before.dump');
+      if (backend.name === 'sqlite') await cli(['backup', '--out', backup]);
+      else execFileSync('pg_dump', ['--format=custom', `--file=${backup}`, database.url]);
+      // After the backup: Lara gives, and claim 1 takes both gifts and is sent to HMRC.
+      await recordGiftAided(database.url, charityId, [{ donor_email: 'lara@example.org', donor_first_name: 'Lara', donor_last_name: 'Late', donor_address: '9 Acacia Avenue', donor_postcode: 'N1 0AA', amount: '40.00' }]);
+      assert.equal((JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json'])).stdout) as { claim: number }).claim, 1);
+      await cli(['giftaid', 'mark', '1', 'submitted']);
+      const before = await exported('lara@example.org');
+      assert.deepEqual(before.gift_aid_claim_rows.map((r) => [r.claim, r.donation_id, r.first_name, r.house_name_or_number, r.postcode, r.amount]), [[1, before.donations[0]!.id, 'Lara', '9', 'N1 0AA', '40.00']]);
+
+      await cli(['restore', backup, '--replace']);
+      // Lara's donation went with the replaced database; claim 1's row of it is kept, and found by her address, in any case.
+      const after = await exported('LARA@example.org');
+      assert.deepEqual(after.donations, []);
+      assert.equal(after.gift_aid_claim_rows.length, 1, JSON.stringify(after));
+      const day = after.gift_aid_claim_rows[0]!.donation_day as string;
+      assert.deepEqual(after.gift_aid_claim_rows[0], {
+        claim: 1, claim_status: 'submitted', charity: username, position: 2, donation_id: null,
+        first_name: 'Lara', last_name: 'Late', house_name_or_number: '9', postcode: 'N1 0AA', donation_day: day, amount: '40.00',
+      });
+      // Another donor's request finds only their own.
+      assert.deepEqual((await exported('early@example.org')).gift_aid_claim_rows.map((r) => [r.first_name, typeof r.donation_id]), [['Early', 'number']]);
+
+      // Her erasure keeps the row as sent to HMRC, for as long as her donation's details would be kept, and says so.
+      const keptUntil = `${Number(day.slice(0, 4)) + 7}${day.slice(4)}`;
+      const erased = await cli(['donor', 'erase', '--email', 'lara@example.org']);
+      assert.match(erased.stdout, new RegExp(`claim 1, row 2 \\(${username}, ${day}; its donation .* kept as sent to HMRC \\(first name, last name, house name or number, postcode\\) until ${keptUntil}`));
+      const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
+      assert.deepEqual(trail.filter((e) => e.action === 'donor erase').at(-1)?.summary, { charity: null, donations: 0, kept_for_gift_aid: 0, claim_rows_without_donation: 1, claim_rows_kept_for_gift_aid: 1 });
+      assert.equal((await exported('lara@example.org')).gift_aid_claim_rows.length, 1, 'still held, so still found');
+
+      // At the end of its retention the row's details go, and with them what tied it to her.
+      const store = await openStore(parseDatabaseUrl(database.url));
+      try {
+        await store.donors.applyRetention({ today: `${Number(day.slice(0, 4)) + 8}-01-01`, retentionYears: 6, dryRun: false });
+      } finally {
+        await store.close();
+      }
+      assert.deepEqual((await exported('lara@example.org')).gift_aid_claim_rows, []);
+      const query = 'select first_name, donor from giftaid_claim_rows_without_donation';
+      const left = backend.name === 'sqlite' ? new BetterSqlite3((parseDatabaseUrl(database.url) as { path: string }).path).prepare(query).all() : await queryPostgres(database.url, query);
+      assert.deepEqual(left.map((r) => ({ ...(r as object) })), [{ first_name: '[erased]', donor: null }]);
+    } finally {
+      await database.drop();
     }
   });
 }

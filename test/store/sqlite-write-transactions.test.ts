@@ -78,7 +78,7 @@ describe('SQLite: an erasure or a retention run beside a server writing', () => 
       // 20 rounds at least, and on until the other connection has committed between them (a loaded machine starves its thread).
       for (let i = 0; i < 20 || (writer.commits() < 5 && i < 2000); i++) {
         await store.donors.erase({ email: `donor-${i}@example.org`, today: '2026-11-28', dryRun: false }).then(
-          (erased) => assert.equal(erased.length, i < 20 ? 1 : 0),
+          (erased) => assert.equal(erased.donations.length, i < 20 ? 1 : 0),
           (err: Error) => failures.push(`erase ${i}: ${err.message}`),
         );
         await store.donors.applyRetention({ today: '2026-11-28', retentionYears: 6, dryRun: false }).catch((err: Error) => failures.push(`retention ${i}: ${err.message}`));

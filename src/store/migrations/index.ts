@@ -19,6 +19,7 @@ import { erasedDonorFromAudit } from './0013_erased_donor_from_audit.js';
 import { claimRowsWithoutDonation } from './0014_claim_rows_without_donation.js';
 import { auditLogNotReplaced } from './0015_audit_log_not_replaced.js';
 import { keptHouseReadAgain } from './0016_kept_house_read_again.js';
+import { claimRowsDonor } from './0017_claim_rows_donor.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -38,5 +39,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0014_claim_rows_without_donation': claimRowsWithoutDonation(dialect),
     '0015_audit_log_not_replaced': auditLogNotReplaced(dialect),
     '0016_kept_house_read_again': keptHouseReadAgain(),
+    '0017_claim_rows_donor': claimRowsDonor(),
   };
 }
