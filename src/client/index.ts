@@ -15,7 +15,7 @@ import {
 
 /**
  * DonationInput is a donation to record: the interface's fields as the service accepts them, the
- * required ones required (each field's rules are in the OpenAPI document, /openapi.json). Text
+ * required ones required (each field's rules are in the OpenAPI document, /api/v1/openapi.json). Text
  * fields may be omitted or `null` (the record then has `null`); unknown fields are ignored. Prefer
  * strings for `amount`: a string is echoed exactly. `zakat_donation` takes what the service takes:
  * a boolean, 0 or 1, or yes/no, true/false, 1/0 or on as text (typed in lower case; the service

@@ -106,6 +106,13 @@ export function holdContinue(server: { emit(event: 'request', req: IncomingMessa
   };
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route sets aside any body, of any type, unread (/me): the headers that refuse a body before its 100 (refusedByHeaders) do not apply. */
+    readsNoBody?: true;
+  }
+}
+
 /** A preParsing hook: a body without a Content-Length within the limit is counted as it arrives. */
 export function boundBody(request: FastifyRequest, reply: FastifyReply, payload: RequestPayload, done: (err: Error | null, body?: RequestPayload) => void): void {
   const { headers } = request;
@@ -113,7 +120,9 @@ export function boundBody(request: FastifyRequest, reply: FastifyReply, payload:
     // Not sent, the body is not read; sent anyway, it is read and thrown away (up to DRAIN_LIMIT) so the answer arrives.
     // Until 2026-11-29 a 415 its headers alone decide came after the 100, and the body was sent for nothing (a review).
     const declared = Number(headers['content-length']);
-    const refused = declared > BODY_LIMIT ? tooLarge() : declared > 0 || headers['transfer-encoding'] !== undefined ? refusedByHeaders(headers) : undefined;
+    // A route that reads no body (/me) takes one of any kind, with the 100 as without it.
+    const parsed = (declared > 0 || headers['transfer-encoding'] !== undefined) && request.routeOptions.config.readsNoBody !== true;
+    const refused = declared > BODY_LIMIT ? tooLarge() : parsed ? refusedByHeaders(headers) : undefined;
     if (refused) return void discardBody(request.raw, reply.raw).then(() => done(refused));
     AWAITING_CONTINUE.delete(request.raw);
     reply.raw.writeContinue();
@@ -125,6 +134,9 @@ export function boundBody(request: FastifyRequest, reply: FastifyReply, payload:
   payload.on('error', (err) => limited.destroy(err));
   done(null, payload.pipe(limited));
 }
+
+/** The donation fields' names: what a form's PHP-style array key (`name[]`) is looked up in. */
+const FIELD_NAMES = new Set<string>(DONATION_FIELDS.map((f) => f.name));
 
 /** The donation fields whose blank value in a form post is no value (see FieldSpec.blankInFormIsAbsent). */
 export const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
@@ -162,6 +174,15 @@ function parseForm(text: string): Record<string, unknown> {
   // A field sent twice takes its last value, as PHP reads a form: a hidden "no" before a checkbox's "on"
   // (until 2026-11-29 it failed on that field, "must be yes or no", though both values were good; a review).
   for (const key of keys) if (Array.isArray(body[key])) body[key] = (body[key] as unknown[]).at(-1);
+  // PHP's array syntax (`donor_city[]=x`, `donor_city[a]=x`) makes the field an array there, which Laravel
+  // answers "must be a string": so here, rather than an unknown key dropped and the value lost (a review).
+  for (const key of keys) {
+    const bracket = key.indexOf('[');
+    if (bracket > 0 && key.endsWith(']') && FIELD_NAMES.has(key.slice(0, bracket))) {
+      body[key.slice(0, bracket)] = [body[key]];
+      delete body[key];
+    }
+  }
   for (const name of BLANK_IS_ABSENT) if (body[name] === '') delete body[name];
   return body;
 }
@@ -204,6 +225,9 @@ function utf8Text(request: FastifyRequest, bytes: Buffer, kind: 'JSON' | 'form')
   }
 }
 
+/** A JSON body of nothing but JSON's whitespace (space, tab, LF, CR). */
+const JSON_WHITESPACE_ONLY = /^[ \t\n\r]*$/;
+
 /** The JSON and form parsers (the body's limit is boundBody's; both within the app-wide bodyLimit, DRAIN_LIMIT). */
 export function registerBodyParsing(app: FastifyInstance): void {
   app.removeAllContentTypeParsers(); // no text/plain, no guessing: JSON and forms only
@@ -221,11 +245,13 @@ export function registerBodyParsing(app: FastifyInstance): void {
   app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer' }, (request, bytes, done) => {
     const text = utf8Text(request, bytes as Buffer, 'JSON');
     if (text instanceof HttpError) return done(text, undefined);
-    const source = text.trim();
-    if (source === '') return done(null, {}); // an empty JSON body is an empty object, as in Laravel
+    // JSON's own whitespace only: String.prototype.trim also took a second byte-order mark (the decoder
+    // takes one), no-break spaces and U+2028 round the body (a review). secure-json-parse would take a BOM too.
+    if (JSON_WHITESPACE_ONLY.test(text)) return done(null, {}); // an empty JSON body is an empty object, as in Laravel
+    if (text.charCodeAt(0) === 0xfeff) return done(new HttpError(400, 'The request body is not valid JSON.'), undefined);
     let body: unknown;
     try {
-      body = sjson.parse(source, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+      body = sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
     } catch {
       return done(new HttpError(400, 'The request body is not valid JSON.'), undefined);
     }

@@ -254,6 +254,20 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.equal(unchecked.json().data.zakat_donation, false);
   });
 
+  test("a form field in PHP's array syntax (donor_city[]=x) is a 422 naming the field, as Laravel answers it, not a value dropped with a 200", async () => {
+    // Raw: a form body, with PHP's array keys, which JSON has no need of. Until 2026-11-29 an unknown key, dropped (a review).
+    const before = (await t.donations()).length;
+    for (const key of ['donor_city[]', 'donor_city[a]', 'amount[]']) {
+      const res = await postForm(`donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&${encodeURIComponent(key)}=x`);
+      assert.equal(res.statusCode, 422, `${key}: ${res.body}`);
+      const field = key.slice(0, key.indexOf('['));
+      assert.deepEqual(Object.keys(res.json().errors), [field], key);
+    }
+    assert.equal((await t.donations()).length, before);
+    // A key that names no field is ignored, brackets or not, as any unknown key is.
+    assert.equal((await postForm('donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&extra[]=x')).statusCode, 200);
+  });
+
   test('no body at all: 422 naming the required fields', async () => {
     // Raw: the client always sends a JSON body.
     const res = await t.app.inject({

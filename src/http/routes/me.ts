@@ -10,7 +10,7 @@ export async function meRoutes(app: FastifyInstance, { authenticate }: { authent
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, undefined));
   // Not async: Fastify sends a value returned at once, without a promise and a turn of the microtask queue for it.
-  app.post('/me', { onRequest: authenticate, schema: { response: { 200: ME_RESPONSE_SCHEMA } } }, (request) => ({
+  app.post('/me', { onRequest: authenticate, config: { readsNoBody: true }, schema: { response: { 200: ME_RESPONSE_SCHEMA } } }, (request) => ({
     success: true,
     message: 'Authenticated',
     data: { name: request.charity.name, email: request.charity.email },
