@@ -9,7 +9,7 @@ import { buildApp } from './app.js';
 import { loggable } from './loggable.js';
 import { logOutput } from './log-output.js';
 import { openRedis, reportRedis, Throttle } from './http/throttle.js';
-import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from './store/open.js';
+import { openServerStore } from './store/open.js';
 import { answerMetricsRequests, isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 import { PERSONAL_FIELDS } from './donations/erasure.js';
 import { osUser } from './store/audit.js';
@@ -71,11 +71,7 @@ export async function serve(config: Config): Promise<void> {
     logs.flushSync();
     process.exit(code);
   };
-  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true }).catch((err: unknown) => {
-    // Which database, as every other command says: under systemd this line is all the journal shows.
-    const message = `cannot open the database ${describeDatabase(config.database)}: ${err instanceof Error ? err.message : String(err)}`;
-    throw err instanceof ConfigError ? new ConfigError(message) : new Error(message, { cause: err });
-  });
+  const store = await openServerStore(config.database);
   // Under WORKERS on SQLite, one writer for all: the primary writes every worker's creates (cluster/creates.ts).
   const primaryWrites = worker !== undefined && config.database.dialect === 'sqlite';
   if (primaryWrites) store.writeCreatesThrough(new (await import('./cluster/creates.js')).CreatesByPrimary());

@@ -37,13 +37,16 @@ export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
  * it were the real one.
  */
 export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCreate = false } = {}): Promise<T> {
-  return withStoreAt(theDatabase({ mayCreate }), work);
+  return withStoreAt(theDatabase({ mayCreate }), work, { mustExist: !mayCreate });
 }
 
-/** Opens the store at `location`, runs `work`, closes it. `duringRestore`: a restore's own (restoring.ts). */
-export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>, { duringRestore = false } = {}): Promise<T> {
+/**
+ * Opens the store at `location`, runs `work`, closes it. `duringRestore`: a restore's own
+ * (restoring.ts); `mustExist`: a database without Almoner's tables is refused (openStore).
+ */
+export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>, { duringRestore = false, mustExist = false } = {}): Promise<T> {
   try {
-    const store = await openStore(location, { duringRestore });
+    const store = await openStore(location, { duringRestore, mustExist });
     try {
       return await work(store);
     } finally {

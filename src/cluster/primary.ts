@@ -142,8 +142,8 @@ export async function runPrimary(config: Config): Promise<void> {
 
 /** The database, opened as a server opens it, and the primary answering the workers' creates and purging what has expired. */
 async function openWriter(config: Config, log: Logger): Promise<Store> {
-  const [{ openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS }, { writeCreatesForWorkers }] = await Promise.all([import('../store/open.js'), import('./creates.js')]);
-  const store = await openStore(config.database, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
+  const [{ openServerStore }, { writeCreatesForWorkers }] = await Promise.all([import('../store/open.js'), import('./creates.js')]);
+  const store = await openServerStore(config.database);
   writeCreatesForWorkers(store);
   store.purgeHourly(log);
   return store;

@@ -3,9 +3,9 @@
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
-import { ConfigError, type DatabaseLocation } from '../config.js';
+import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
 import { migrate } from './migrate.js';
@@ -35,6 +35,13 @@ export interface StoreOptions {
   mustWrite?: boolean;
   /** A restore's own (restore, keep-replaced): the database may bear its mark (restoring.ts), which every other opening refuses. */
   duringRestore?: boolean;
+  /**
+   * A command that works on what is there (all but `charity create`, `serve` and a restore's): a
+   * database without Almoner's tables is the wrong one (a mistyped DATABASE_URL, PostgreSQL's
+   * `postgres` database), refused (ConfigError) before a table is made in it. Without this, an
+   * erasure run there made Almoner's tables, found no donation, and said so with exit 0.
+   */
+  mustExist?: boolean;
 }
 
 export interface PgTimeouts {
@@ -47,7 +54,7 @@ const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
 export async function openStore(
   location: DatabaseLocation,
-  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false }: StoreOptions = {},
+  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false }: StoreOptions = {},
 ): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
@@ -67,12 +74,40 @@ export async function openStore(
     // SQLite: with this connection open, so that a restore beginning now sees it and refuses
     // (PostgreSQL's connections are each checked as they open: postgresDialect's onConnect).
     if (!duringRestore) await refuseWhileRestoring(location);
+    if (mustExist && !(await hasAlmonersTables(db, location.dialect))) {
+      throw new ConfigError(
+        `${describeDatabase(location)} holds no Almoner database (none of its tables are there): set DATABASE_URL to the server's database, ` +
+          'or create the first charity with `bin/almoner charity create`, which makes them',
+      );
+    }
     await migrate(db, location.dialect);
   } catch (err) {
     await store.close();
     throw err;
   }
   return store;
+}
+
+/** Whether Almoner's migrations have run in this database: their own table is there. */
+async function hasAlmonersTables(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {
+  const { rows } =
+    dialect === 'postgres'
+      ? await sql<{ found: boolean }>`select to_regclass('kysely_migration') is not null as found`.execute(db)
+      : await sql<{ found: number }>`select count(*) > 0 as found from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
+  return Boolean(rows[0]?.found);
+}
+
+/**
+ * The database as a server opens it (`serve`, and under WORKERS on SQLite the primary, which writes
+ * every worker's creates): a SQLite database this user cannot write refused at once, SQLite's
+ * short waits for a lock, and an error that names the database (under systemd this line is all the
+ * journal shows), a setting's mistake still a ConfigError (exit 2, not restarted).
+ */
+export async function openServerStore(location: DatabaseLocation): Promise<Store> {
+  return openStore(location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true }).catch((err: unknown) => {
+    const message = `cannot open the database ${describeDatabase(location)}: ${err instanceof Error ? err.message : String(err)}`;
+    throw err instanceof ConfigError ? new ConfigError(message) : new Error(message, { cause: err });
+  });
 }
 
 /** The database file and its folder (where SQLite makes its -wal and -shm files) may be written by this user, or a ConfigError says which may not. */

@@ -8,10 +8,25 @@ import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
+import BetterSqlite3 from 'better-sqlite3';
+import { parseDatabaseUrl } from '../../src/config.js';
+import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js';
 
 const PROJECT = fileURLToPath(new URL('../../', import.meta.url));
+
+const sqlitePath = (url: string) => (parseDatabaseUrl(url) as { path: string }).path;
+function rawSqlite(url: string, statement: string): void {
+  const db = new BetterSqlite3(sqlitePath(url));
+  db.exec(statement);
+  db.close();
+}
+function rawSqliteTables(url: string): string {
+  const db = new BetterSqlite3(sqlitePath(url), { readonly: true });
+  const names = (db.prepare("select name from sqlite_master where type = 'table' order by name").all() as Array<{ name: string }>).map((r) => r.name).join(' ');
+  db.close();
+  return names;
+}
 
 /** Runs bin/almoner with its standard output closed before it writes anything, as `| true` does. */
 function withClosedOutput(databaseUrl: string, args: string[], { toNowhere = false } = {}): Promise<Run> {
@@ -108,6 +123,28 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
   });
 
   for (const backend of BACKENDS) {
+    test(`a command that works on what is there refuses a database without Almoner's tables: exit 2 naming it, and no table made (on PostgreSQL it made them, and an erasure there said "0 donations", exit 0; an operator's review) [${backend.name}]`, async () => {
+      const other = await backend.createDatabase();
+      try {
+        // Another program's database: an empty PostgreSQL database, or a SQLite file of another program's.
+        if (backend.name === 'sqlite') rawSqlite(other.url, 'create table notes (id integer primary key, body text)');
+        const tables = async () => (backend.name === 'sqlite' ? rawSqliteTables(other.url) : (await queryPostgres<{ n: string }>(other.url, "select count(*) as n from pg_tables where schemaname = 'public'"))[0]!.n);
+        const before = await tables();
+        for (const args of [['charity', 'list'], ['donations', 'export'], ['donor', 'erase', '--email', 'jane.doe@example.com'], ['donor', 'export', '--email', 'jane.doe@example.com'], ['giftaid', 'claims'], ['retention', 'apply'], ['audit']]) {
+          const run = await almoner(other.url, args);
+          assert.equal(run.code, 2, `${args.join(' ')}: exit ${run.code}: ${run.stderr}${run.stdout}`);
+          assert.match(run.stderr, /holds no Almoner database \(none of its tables are there\): set DATABASE_URL to the server's database/, args.join(' '));
+          assert.equal(run.stdout, '', args.join(' '));
+        }
+        assert.deepEqual(await tables(), before, 'no table made');
+        // charity create makes them, as the first command on a new database.
+        assert.equal((await almoner(other.url, ['charity', 'create', '--name', 'First', '--email', 'first@example.org'])).code, 0);
+        assert.equal((await almoner(other.url, ['charity', 'list'])).code, 0);
+      } finally {
+        await other.drop();
+      }
+    });
+
     describe(`[${backend.name}]`, { concurrency: 1 }, () => {
       let database: TestDatabase;
       before(async () => {
