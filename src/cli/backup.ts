@@ -328,6 +328,7 @@ async function readLeftOver(file: string, location: DatabaseLocation): Promise<{
         rows: first.rows,
         withoutDonation: Array.isArray(first.withoutDonation) ? first.withoutDonation : [],
         charities: Array.isArray(first.charities) ? first.charities : undefined,
+        largestDonationId: typeof first.largestDonationId === 'number' ? first.largestDonationId : undefined,
       } as LedgerCopy,
     };
   }
@@ -637,6 +638,8 @@ type LedgerFile = { saved: string; remove: boolean } | undefined;
  * (keep-replaced). What was done, said.
  */
 async function takeIn(store: Store, { trail, ledger }: Replaced, restored: ReadonlySet<string>, file: LedgerFile): Promise<{ said: Array<string | undefined>; finished: boolean }> {
+  // Charities keep the ids they were answered with: none is given to another donation.
+  await store.donationIdsAfter(ledger.largestDonationId ?? 0);
   const claims = await keepClaims(store, ledger, file);
   return { said: [claims.said, await eraseAgain(store, erasuresAfter(trail, restored))], finished: claims.kept };
 }

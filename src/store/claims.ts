@@ -12,6 +12,7 @@ import type { DatabaseLocation } from '../config.js';
 import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
 import { appendAudit } from './audit.js';
+import { idsAfter } from './sequence.js';
 import { donorReference } from './donation-query.js';
 import { ERASED_EMAIL } from '../donations/erasure.js';
 
@@ -77,6 +78,8 @@ export interface LedgerCopy {
    * another that signed up since and took the same id. Absent from a copy written before 2026-11-29.
    */
   charities?: Array<{ id: number; username: string }>;
+  /** The largest donation id that database gave out: a restore gives none of them again. Absent from a copy written before 2026-11-29. */
+  largestDonationId?: number;
 }
 
 /**
@@ -97,6 +100,7 @@ export async function readLedger(
     rows: (await claimRowsWithDonor(has, all)).map((r) => numbers(r, rowNumbers)),
     withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
     charities: (await rowsOf('charities', 'id')).map((c) => ({ id: Number(c.id), username: String(c.username) })),
+    largestDonationId: (await has('donations')) ? Number((await all('select max(id) as largest from donations'))[0]?.largest ?? 0) : 0,
   };
 }
 
@@ -484,15 +488,7 @@ export class ClaimLedger {
    * a ledger's claims failed (cli/backup.ts).
    */
   async numberAfter(largest: number, db: Kysely<Database> = this.db): Promise<void> {
-    if (!(largest > 0)) return;
-    if (this.dialect === 'postgres') {
-      await sql`select setval(pg_get_serial_sequence('giftaid_claims', 'id'), greatest(${largest}, (select coalesce(max(id), 0) from giftaid_claims)))`.execute(db);
-      return;
-    }
-    // SQLite's AUTOINCREMENT keeps its counter in sqlite_sequence, which has no row until a first claim.
-    const moved = await sql`update sqlite_sequence set seq = ${largest} where name = 'giftaid_claims' and seq < ${largest}`.execute(db);
-    const known = await sql<{ n: number }>`select count(*) as n from sqlite_sequence where name = 'giftaid_claims'`.execute(db);
-    if (Number(moved.numAffectedRows ?? 0n) === 0 && Number(known.rows[0]?.n ?? 0) === 0) await sql`insert into sqlite_sequence (name, seq) values ('giftaid_claims', ${largest})`.execute(db);
+    await idsAfter(db, this.dialect, 'giftaid_claims', largest);
   }
 
   private claims() {

@@ -11,6 +11,7 @@ import { loggable } from '../loggable.js';
 import { formatMicros, nowIso, nowMicros, type Clock } from '../time.js';
 import type { Database } from './schema.js';
 import { ClaimLedger } from './claims.js';
+import { idsAfter } from './sequence.js';
 import { donationsWithCharity, type DonationFilter } from './donation-query.js';
 import { DonationWrites, keyTaken, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 import { DonorData } from './donors.js';
@@ -234,6 +235,11 @@ export class Store {
       const row = await this.db.selectFrom('donations').selectAll().where('id', '=', id).executeTakeFirst();
       return row && toStoredDonation(row);
     });
+  }
+
+  /** Donation ids go on after `largest`: a restore gives out no id again that the database it replaced gave a charity. */
+  async donationIdsAfter(largest: number): Promise<void> {
+    await idsAfter(this.db, this.dialect, 'donations', largest);
   }
 
   /** Forgets idempotency keys past their expiry, and commit tokens a day old; returns how many of each. */

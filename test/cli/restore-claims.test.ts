@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { ERASED_EMAIL } from '../../src/donations/erasure.js';
-import { recordGiftAided } from '../support/app.js';
+import { recordGiftAided, validDonation } from '../support/app.js';
 import BetterSqlite3 from 'better-sqlite3';
 import { BACKENDS, queryPostgres, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
@@ -486,6 +486,37 @@ for (const backend of BACKENDS) {
       const query = 'select first_name, donor from giftaid_claim_rows_without_donation';
       const left = backend.name === 'sqlite' ? new BetterSqlite3((parseDatabaseUrl(database.url) as { path: string }).path).prepare(query).all() : await queryPostgres(database.url, query);
       assert.deepEqual(left.map((r) => ({ ...(r as object) })), [{ first_name: '[erased]', donor: null }]);
+    } finally {
+      await database.drop();
+    }
+  });
+}
+
+for (const backend of BACKENDS) {
+  test(`a restore gives out no donation id again that the database it replaced gave a charity (the next donation took id 5 again; an operator's review) [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const made = await almoner(database.url, ['charity', 'create', '--name', 'Ids Kept', '--email', 'ids@example.org', '--json']);
+      assert.equal(made.code, 0, made.stderr);
+      const { id: charityId } = JSON.parse(made.stdout) as { id: number };
+      const record = async (email: string) => {
+        const store = await openStore(parseDatabaseUrl(database.url));
+        try {
+          return (await store.recordDonation(charityId, validDonation(email))).id;
+        } finally {
+          await store.close();
+        }
+      };
+      const early = [await record('one@example.org'), await record('two@example.org')];
+      const backup = join(tempDir(), backend.name === 'sqlite' ? 'before.db' : 'before.dump');
+      if (backend.name === 'sqlite') assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
+      else execFileSync('pg_dump', ['--format=custom', `--file=${backup}`, database.url]);
+      const answered = [await record('dan@example.org'), await record('eve@example.org')];
+      const restored = await almoner(database.url, ['restore', backup, '--replace']);
+      assert.equal(restored.code, 0, restored.stderr);
+      const next = await record('zed@example.org');
+      assert.ok(next > Math.max(...early, ...answered), `the next id ${next} is past every id given out (${[...early, ...answered].join(', ')})`);
     } finally {
       await database.drop();
     }
