@@ -351,6 +351,13 @@ const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transactio
  */
 async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
   if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
+  // The replaced database's trail and ledger are written beside the backup, before anything is replaced (a raw EACCES, exit 1, until 2026-11-29).
+  if (!writable(dirname(file))) {
+    throw new UsageError(
+      `this user (${osUser()}) may not write in the folder ${dirname(file)}, where a restore keeps the replaced database's audit trail and claim ledger beside the backup: ` +
+        'copy the backup to a folder this user may write (the service\'s own), and restore it from there',
+    );
+  }
   const env = libpqEnvironment(location.url);
   // The backup's schema first, read from the file: pg_restore --clean drops and makes again only
   // what the backup holds, so a table a later migration made would be left as it is, and the

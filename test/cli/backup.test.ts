@@ -279,6 +279,26 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       }
     });
 
+    test('restore from a folder this user may not write (a read-only backup mount): refused before anything changes, naming the folder and the user, exit 2 (a raw EACCES, exit 1, before)', { skip: process.getuid?.() !== 0 && 'needs root, to run the command as nobody' }, async () => {
+      const database = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Read Only', '--email', 'ro@example.org', '--json'])).code, 0);
+        const folder = tempDir();
+        const dump = join(folder, 'x.dump');
+        execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
+        chmodSync(dump, 0o644);
+        chmodSync(folder, 0o555); // nobody may read it, not write beside it
+        const run = await almoner(database.url, ['restore', dump, '--replace'], {}, { uid: 65534, gid: 65534 });
+        assert.equal(run.code, 2, run.stderr);
+        assert.match(run.stderr, new RegExp(`this user \\(nobody\\) may not write in the folder ${folder}, where a restore keeps the replaced database's audit trail`));
+        assert.deepEqual(readdirSync(folder), ['x.dump']);
+        assert.equal((await queryPostgres<{ n: number }>(database.url, 'select count(*)::int as n from charities'))[0]!.n, 1, 'nothing changed');
+        assert.equal((await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from pg_tables where tablename = 'almoner_restoring'"))[0]!.n, 0, 'no mark left');
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('restore of an older backup: refused over a database with a newer schema (nothing changed); into an empty database, restored and brought up to date; not a dump, refused', async () => {
       const old = await backend.createDatabase();
       const current = await backend.createDatabase();
