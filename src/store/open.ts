@@ -1,7 +1,7 @@
 // Opens the database a DATABASE_URL names, with the settings that make a commit durable and a
 // database outage fail fast, and brings its schema up to date.
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
@@ -59,6 +59,10 @@ export async function openStore(
   let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
+    // SQLite's "unable to open database file" for a folder was taken for a user who may not write it (an operator's review).
+    if (location.path !== ':memory:' && statSync(location.path, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new ConfigError(`${describeDatabase(location)} is a folder, not a database file: name the file in it (sqlite:${join(location.path, 'almoner.db')}, say)`);
+    }
     if (mustWrite) checkWritable(location.path);
     if (!duringRestore) await refuseWhileRestoring(location);
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);

@@ -101,6 +101,16 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
     assert.ok(existsSync(path), 'charity create makes the first database');
   });
 
+  test("DATABASE_URL naming a folder: every command and serve say it is a folder, exit 2 (SQLite's \"unable to open database file\" was taken for a user who may not write it, and serve exited 1; an operator's review)", async () => {
+    const folder = tempDir();
+    for (const args of [['charity', 'list'], ['charity', 'create', '--name', 'F', '--email', 'f@example.org'], ['serve']]) {
+      const run = await almoner(`sqlite:${folder}`, args, { PORT: '0' });
+      assert.equal(run.code, 2, `${args.join(' ')}: exit ${run.code}: ${run.stderr}`);
+      assert.ok(run.stderr.includes(`sqlite:${folder} is a folder, not a database file: name the file in it (sqlite:${folder}/almoner.db, say)`), `${args.join(' ')}: ${run.stderr}`);
+      assert.doesNotMatch(run.stderr, /may not write/, args.join(' '));
+    }
+  });
+
   test("a relative sqlite: path is named in full, from the folder the command ran in; the default is in Almoner's folder", async () => {
     const dir = tempDir();
     const child = (cwd: string, env: Record<string, string | undefined>) =>
