@@ -550,13 +550,15 @@ function printLeftOut(assessed: Assessed, attentionPath: string | null, today: s
       : `  ${count(n, 'donation')} left out: ${n === 1 ? 'it needs' : 'they need'} attention before ${n === 1 ? 'it' : 'they'} can be claimed: ${attentionPath}`,
   );
   // Said of donations left out for their age alone: a line saying so of none read as if some had been (an operator's review).
+  // Among those just counted, and said so: read alone, "1 donation left out" and "1 donation … left out" were two (an operator's review).
   const tooOld = assessed.needsAttention.filter((r) => r.reasons.includes(REASONS.outOfTime(claimCutoff(today, periodEnd), periodEnd))).length;
   if (tooOld > 0) {
+    const among = tooOld === n ? (n === 1 ? 'It is dated' : `All ${n} are dated`) : `Of those, ${count(tooOld, 'donation')} ${tooOld === 1 ? 'is' : 'are'} dated`;
     print(
       periodEnd === undefined
-        ? `  ${count(tooOld, 'donation')} dated before ${dayMonthYear(claimCutoff(today))} ${tooOld === 1 ? 'is' : 'are'} more than four years old and left out. HMRC takes a claim up to four years ` +
+        ? `  ${among} before ${dayMonthYear(claimCutoff(today))}, more than four years ago. HMRC takes a claim up to four years ` +
             "after the end of the accounting period a donation fell in: give your period's end (--period-end MM-DD) to claim those still in time."
-        : `  ${count(tooOld, 'donation')} dated before ${dayMonthYear(claimCutoff(today, periodEnd))} ${tooOld === 1 ? 'is in an accounting period' : 'are in accounting periods'} that ended more than four years ago: too late to claim.`,
+        : `  ${among} before ${dayMonthYear(claimCutoff(today, periodEnd))}, in ${tooOld === 1 ? 'an accounting period' : 'accounting periods'} that ended more than four years ago: too late to claim.`,
     );
   }
   const claimed = assessed.claimedBefore;
