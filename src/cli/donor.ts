@@ -4,7 +4,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ERASED_EMAIL } from '../donations/erasure.js';
 import { foldEmail } from '../donations/donation.js';
-import { donorReference } from '../store/donation-query.js';
+import { donorReference, donorReferences } from '../store/donation-query.js';
 import { DONATION_FIELDS } from '../donations/fields.js';
 import type { ClaimRowErasure, DonationErasure } from '../store/donors.js';
 import type { DonorClaimRow } from '../store/claims.js';
@@ -40,7 +40,7 @@ export function donorCommand(): Command {
         const donations = [];
         for await (const d of store.exportDonations({ charity: opts.charity, donorEmail: opts.email })) donations.push(exportRow(d));
         const reference = donorReference(opts.email);
-        const sent = await store.claims.ofDonor({ donationIds: donations.map((d) => d.id), reference, charity: opts.charity });
+        const sent = await store.claims.ofDonor({ donationIds: donations.map((d) => d.id), references: donorReferences(opts.email), charity: opts.charity });
         const claimRows = sent.map(claimRowExport);
         // The trail names the donor by a reference, never by the address.
         await store.audit({

@@ -307,10 +307,10 @@ export class ClaimLedger {
 
   /**
    * A donor's rows in claims, as they went to HMRC: those made from `donationIds`, and those a
-   * restore kept without their donation under the donor's `reference` (keepFrom); of one charity's
+   * restore kept without their donation under one of the donor's `references` (keepFrom); of one charity's
    * claims, or every charity's. In claim and position order.
    */
-  async ofDonor({ donationIds, reference, charity }: { donationIds: readonly number[]; reference: string; charity?: string }): Promise<DonorClaimRow[]> {
+  async ofDonor({ donationIds, references, charity }: { donationIds: readonly number[]; references: ReadonlySet<string>; charity?: string }): Promise<DonorClaimRow[]> {
     const columns = ['r.claim_id', 'r.donation_id', 'r.position', 'r.first_name', 'r.last_name', 'r.house', 'r.postcode', 'r.donation_day', 'r.amount_minor', 'c.status', 'ch.username as charity'] as const;
     const found: DonorClaimRow[] = [];
     const add = (rows: Array<Omit<Selectable<GiftaidClaimDonationsTable>, 'live'> & { status: ClaimStatus; charity: string }>, donationHere: boolean) => {
@@ -331,7 +331,7 @@ export class ClaimLedger {
       .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
       .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
       .select(columns)
-      .where('r.donor', '=', reference);
+      .where('r.donor', 'in', [...references]);
     if (charity !== undefined) kept = kept.where('ch.username', '=', charity);
     add(await kept.execute(), false);
     return found.sort((a, b) => a.claimId - b.claimId || a.position - b.position);

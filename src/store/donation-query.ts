@@ -2,7 +2,8 @@
 // erasure read. One statement of the filters, so the three always pick the same donations.
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import { foldEmail } from '../donations/donation.js';
+import { domainToASCII } from 'node:url';
+import { foldEmail, foldEmailCase } from '../donations/donation.js';
 import type { Database } from './schema.js';
 
 export interface DonationFilter {
@@ -11,7 +12,7 @@ export interface DonationFilter {
   /** Inclusive bounds on donation_date, in the stored timestamp format. */
   from?: string;
   to?: string;
-  /** Only this donor's donations: the e-mail address as foldEmail folds it (in any case, in any Unicode form). */
+  /** Only this donor's donations: the e-mail address as foldEmail folds it (in any case, in any Unicode form, its domain in either form). */
   donorEmail?: string;
 }
 
@@ -22,8 +23,23 @@ export interface DonationFilter {
  * the address can find its entries; the trail alone cannot say whose they are.
  */
 export function donorReference(email: string): string {
-  return `donor ${createHash('sha256').update(foldEmail(email)).digest('hex').slice(0, 16)}`;
+  return referenceOf(foldEmail(email));
 }
+
+/**
+ * Every reference this donor may be named by: donorReference's, and those made before 2026-11-29,
+ * when a domain's ASCII form (`xn--bcher-kva.de`) was not read as its name (`bücher.de`), of the
+ * address as given and with its domain in ASCII. What finds a donor's erased or kept rows.
+ */
+export function donorReferences(email: string): Set<string> {
+  const references = new Set([donorReference(email), referenceOf(foldEmailCase(email))]);
+  const at = email.lastIndexOf('@');
+  const ascii = at < 0 ? '' : domainToASCII(email.slice(at + 1));
+  if (ascii !== '') references.add(referenceOf(foldEmailCase(`${email.slice(0, at + 1)}${ascii}`)));
+  return references;
+}
+
+const referenceOf = (folded: string): string => `donor ${createHash('sha256').update(folded).digest('hex').slice(0, 16)}`;
 
 /**
  * The query, unordered and unrun: within `db` (a transaction, say). A donor's donations are looked
@@ -48,10 +64,10 @@ export async function donationsWithCharity(db: Kysely<Database>, filter: Donatio
  */
 async function donorDonations(db: Kysely<Database>, email: string): Promise<number[]> {
   const wanted = foldEmail(email);
-  const reference = donorReference(email);
+  const references = donorReferences(email);
   const ids: number[] = [];
   for await (const row of db.selectFrom('donations').select(['id', 'donor_email', 'erased_donor']).stream(1000)) {
-    if (foldEmail(row.donor_email) === wanted || row.erased_donor === reference) ids.push(Number(row.id));
+    if (foldEmail(row.donor_email) === wanted || (row.erased_donor !== null && references.has(row.erased_donor))) ids.push(Number(row.id));
   }
   return ids;
 }

@@ -8,7 +8,7 @@ import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit, retentionTarget, type AuditEntry } from './audit.js';
 import { ERASED_CLAIM_DETAILS, ERASED_IN_CLAIM } from './claims.js';
-import { donationsWithCharity, donorReference } from './donation-query.js';
+import { donationsWithCharity, donorReference, donorReferences } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
 
@@ -66,7 +66,7 @@ export class DonorData {
         .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
         .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
         .select(['r.claim_id', 'r.position', 'r.donation_day', 'ch.username as charity'])
-        .where('r.donor', '=', reference);
+        .where('r.donor', 'in', [...donorReferences(email)]);
       if (charity !== undefined) kept = kept.where('ch.username', '=', charity);
       found = {
         donations: rows.map((row) => toErasure(row, today)),
@@ -138,8 +138,7 @@ export class DonorData {
   async emailsOf(references: ReadonlySet<string>): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     for (const { donor_email } of await this.db.selectFrom('donations').select('donor_email').distinct().execute()) {
-      const reference = donorReference(donor_email);
-      if (references.has(reference) && !found.has(reference)) found.set(reference, donor_email);
+      for (const reference of donorReferences(donor_email)) if (references.has(reference) && !found.has(reference)) found.set(reference, donor_email);
     }
     return found;
   }
