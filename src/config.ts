@@ -49,30 +49,104 @@ export const DEFAULT_POOL_MAX = 10;
 
 /** DATABASE_URL: `sqlite:<path>` (also `sqlite://<path>`), or `postgres://…` / `postgresql://…`. */
 export function parseDatabaseUrl(url: string, poolMax = DEFAULT_POOL_MAX): DatabaseLocation {
+  // What was typed, its password hidden: until 2026-11-29 a rewritten URL, " POSTGRES://…" shown as "postgres://…" (a review).
+  const shown = JSON.stringify(redactUrl(url));
+  // A blank before or after is read as part of a SQLite file's name, or of PostgreSQL's database name ("postgres " does not exist).
+  const blank = blankEnds(url);
+  if (blank) throw new ConfigError(`DATABASE_URL ${blank} (got ${shown}): ${blank === 'is blank' ? 'unset it for the default database, or give one' : 'remove it'}.`);
   const sqlite = /^sqlite:(?:\/\/)?(.+)$/.exec(url);
   if (sqlite) return { dialect: 'sqlite', path: sqlite[1]! };
   if (/^postgres(ql)?:\/\/./.test(url)) {
-    try {
-      // A stray % (not followed by two hex digits) passes URL but not the decoding that pg and libpq apply.
-      // A # is never part of a connection string: one in a user name or password cut the string there (host "alm").
-      if (url.includes('#')) throw new Error('#');
-      const parsed = new URL(url);
-      const { username, password } = parsed;
-      // A / or ? in a user name ended the URL's host there: the password the string holds is not one to the parser (a review).
-      if (hiddenPassword(url, parsed)) throw new Error('/ or ?');
-      decodeURIComponent(username);
-      decodeURIComponent(password);
-    } catch {
-      throw new ConfigError(
-        `DATABASE_URL is not a valid PostgreSQL connection string (got ${JSON.stringify(redactUrl(url))}): ` +
-          'a user name or password holding @ : / ? # [ ] % or a space must be percent-encoded (# as %23, % as %25; encodeURIComponent does it).',
-      );
-    }
+    const fault = urlFault(url, { socketForm: true, port: 5432 });
+    if (fault) throw new ConfigError(`DATABASE_URL is not a valid PostgreSQL connection string (got ${shown}): ${fault}`);
     return { dialect: 'postgres', url, poolMax };
   }
   throw new ConfigError(
-    `DATABASE_URL must look like sqlite:<path> or postgres://user:password@host:port/database (got ${JSON.stringify(redactUrl(url))}).`,
+    `DATABASE_URL must look like sqlite:<path> or postgres://user:password@host:port/database (got ${shown})` +
+      (/^file:/i.test(url) ? ': a SQLite file is given as sqlite:<path>.' : schemeCase(url, /^(?:sqlite|postgres(?:ql)?):/i)),
   );
+}
+
+/** A blank character, named for an operator. */
+const blankName = (c: string): string => (c === ' ' ? 'a space' : c === '\t' ? 'a tab' : c === '\n' || c === '\r' ? 'a line break' : 'a blank');
+
+/** What is wrong with a value that begins or ends with a blank (a space, tab or line break), or '' for none. */
+function blankEnds(value: string): string {
+  if (value.trim() === '') return 'is blank';
+  const first = /^\s/.test(value) ? blankName(value[0]!) : '';
+  const last = /\s$/.test(value) ? blankName(value[value.length - 1]!) : '';
+  return first && last ? `begins with ${first} and ends with ${last}` : first ? `begins with ${first}` : last ? `ends with ${last}` : '';
+}
+
+/** For a URL refused as not of the form wanted: '.', or what is wrong, where it is a scheme written in capitals (`POSTGRES://`) or a blank before it. */
+function schemeCase(url: string, schemes: RegExp): string {
+  const said: string[] = [];
+  if (/^\s/.test(url)) said.push(`it begins with ${blankName(url[0]!)}: remove it`);
+  const scheme = schemes.exec(url.trimStart())?.[0];
+  if (scheme && scheme !== scheme.toLowerCase()) said.push(`the scheme is written in lower case (${scheme.toLowerCase()}, not ${scheme})`);
+  return said.length > 0 ? `: ${said.join('; ')}.` : '.';
+}
+
+const PERCENT_ENCODING = 'a user name or password holding @ : / ? # [ ] % or a space must be percent-encoded (# as %23, % as %25; encodeURIComponent does it).';
+
+/**
+ * What is wrong with `url` (`postgres://…`, `redis://…`) as its driver will read it, or '' for nothing:
+ * node-postgres (pg-connection-string) and ioredis both read it with WHATWG's URL and then decode its
+ * user and password, and fail at start (exit 1: "Invalid URL", "URI malformed") on what this refuses.
+ * `socketForm`: an empty host after the user is taken, as pg-connection-string takes it (with a stand-in
+ * host): `postgres://user@/database?host=/var/run/postgresql`, a Unix socket (refused until 2026-11-29,
+ * blaming percent-encoding: a review).
+ */
+function urlFault(url: string, how: { socketForm: boolean; port: number }): string {
+  // A # is never part of a connection string: one in a user name or password cut the string there (host "alm").
+  if (url.includes('#')) return PERCENT_ENCODING;
+  const read = how.socketForm ? readPostgresUrl(url) : URL.canParse(url) ? { parsed: new URL(url) } : undefined;
+  if (!read) return authorityFault(url, how) || PERCENT_ENCODING;
+  const { parsed } = read;
+  // A / or ? in a user name ended the URL's host there: the password the string holds is not one to the parser (a review).
+  if (hiddenPassword(url, parsed)) return PERCENT_ENCODING;
+  if (parsed.port === '0') return authorityFault(url, how) || PERCENT_ENCODING;
+  try {
+    // A stray % (not followed by two hex digits) passes URL but not the decoding that pg, libpq and ioredis apply.
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+  } catch {
+    return PERCENT_ENCODING;
+  }
+  return '';
+}
+
+/**
+ * A postgres:// URL as node-postgres (pg-connection-string) reads it: by WHATWG's URL, or in a Unix
+ * socket's form, with no host after the user (`postgres://user@/database?host=/var/run/postgresql`),
+ * with a stand-in host as pg-connection-string reads it (`noHost`). Undefined: it is no such URL.
+ */
+export function readPostgresUrl(url: string): { parsed: URL; noHost: boolean } | undefined {
+  if (URL.canParse(url)) return { parsed: new URL(url), noHost: false };
+  const standIn = url.replace('@/', '@socket.invalid/');
+  return url.includes('@/') && URL.canParse(standIn) ? { parsed: new URL(standIn), noHost: true } : undefined;
+}
+
+/**
+ * A URL refused by WHATWG's URL (or with port 0) because of its host or port, said, or '' when its
+ * user name or password is to blame: the host and port are after the last @ of the part between `//`
+ * and the first / ? or # (or after `//` without an @), unless an @ comes later, past a / ? or # that
+ * an unencoded user name or password holds.
+ */
+function authorityFault(url: string, { socketForm, port: usual }: { socketForm: boolean; port: number }): string {
+  const start = url.indexOf('//');
+  if (start < 0) return '';
+  const rest = url.slice(start + 2);
+  const authority = /^[^/?#]*/.exec(rest)![0];
+  if (!authority.includes('@') && rest.slice(authority.length).includes('@')) return '';
+  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+  if ((hostPort.match(/:/g) ?? []).length > 1 && !hostPort.startsWith('[')) return `an IPv6 address is written in brackets: [::1]:${usual}.`;
+  const [, host = '', port] = /^(\[[^\]]*\]|[^:]*)(?::(.*))?$/s.exec(hostPort) ?? [];
+  if (host === '' && authority.includes('@')) {
+    return `there is no host after the @${socketForm ? ' (for a Unix socket, the host is left out with its port, and given as a parameter: postgres://user@/database?host=/var/run/postgresql)' : ''}.`;
+  }
+  if (port !== undefined && port !== '' && !(/^[0-9]+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) return 'the port must be a whole number from 1 to 65535.';
+  return '';
 }
 
 /** Which database this is, for an operator: a SQLite file's absolute path, or a connection string without its password. */
@@ -98,28 +172,37 @@ function hiddenPassword(url: string, parsed: URL): boolean {
 const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
 
 /**
- * For messages: a connection string without its password, wherever it is written: after the
- * user (up to the last @, as drivers read it: `p@ss` is one password) or as a query parameter.
+ * For messages: a connection string as it was typed (until 2026-11-29, as the URL parser wrote it
+ * again: a review), without its password, wherever it is written: after the user (up to the last @,
+ * as drivers read it: `p@ss` is one password) or as a query parameter.
  */
 function redactUrl(url: string): string {
+  const hidden = hideUserPassword(url).replace(new RegExp(`([?&](?:${SECRET_PARAMETERS.join('|')})=)[^&]*`, 'gi'), '$1***');
+  // Not a URL at all: a libpq keyword string ("host=db user=almoner password=…") had its password shown until 2026-11-29 (a review).
+  return URL.canParse(url) ? hidden : hidden.replace(/(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&]*)/gi, '$1***');
+}
+
+/** `url` as typed, without the password in its user part. */
+function hideUserPassword(url: string): string {
+  let parsed: URL;
   try {
-    const parsed = new URL(url);
-    // A user name holding an unencoded / ? or #, which ends the URL's host: what is between // and the last @ holds the password (until 2026-11-29 shown whole; a review).
-    if (hiddenPassword(url, parsed)) return url.replace(/^([^/]*\/\/).*@/s, '$1***@');
-    // A mistyped URL that is still a URL but has no host (`postgresql:user:pw@h/db`, `postgres:/user:pw@h`):
-    // its "password" is not one to the parser, so all between the first colon and the last @ goes (until
-    // 2026-11-29 such a URL was shown whole, its password with it: a review).
-    if (parsed.host === '' && url.includes('@')) return url.replace(/^([^:]*:).*@/s, '$1***@');
-    if (parsed.password !== '') parsed.password = '***';
-    for (const name of SECRET_PARAMETERS) if (parsed.searchParams.has(name)) parsed.searchParams.set(name, '***');
-    return parsed.href;
+    parsed = new URL(url);
   } catch {
-    // Not a URL at all: a libpq keyword string ("host=db user=almoner password=…") had its password shown until 2026-11-29 (a review).
-    return url
-      .replace(/\/\/([^:/@]*):.*@/, '//$1:***@')
-      .replace(/([?&](?:ssl)?password=)[^&]*/gi, '$1***')
-      .replace(/(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&]*)/gi, '$1***');
+    // Not a URL (a # ? or / in a password, a port out of range, the socket form's empty host): all from the user's colon to the last @.
+    return url.includes('//') ? url.replace(/\/\/([^:/@]*):.*@/s, '//$1:***@') : url.replace(/^([^:]*:).*@/s, '$1***@');
   }
+  // A user name holding an unencoded / ? or #, which ends the URL's host: what is between // and the last @ holds the password (until 2026-11-29 shown whole; a review).
+  if (hiddenPassword(url, parsed)) return url.replace(/^([^/]*\/\/).*@/s, '$1***@');
+  // A mistyped URL that is still a URL but has no host (`postgresql:user:pw@h/db`, `postgres:/user:pw@h`):
+  // its "password" is not one to the parser, so all between the first colon and the last @ goes (until
+  // 2026-11-29 such a URL was shown whole, its password with it: a review).
+  if (parsed.host === '' && url.includes('@')) return url.replace(/^([^:]*:).*@/s, '$1***@');
+  if (parsed.password === '') return url;
+  // The parser's password, as typed: after the user's colon, up to the last @ before the host.
+  const typed = /^([^/]*\/\/[^:/?#]*:)[^/?#]*@/s;
+  if (typed.test(url)) return url.replace(typed, '$1***@');
+  parsed.password = '***'; // typed otherwise than that reads (a tab in it, which the parser drops): as the parser writes it again
+  return parsed.href;
 }
 
 function parsePort(raw: string | undefined): number {
@@ -162,9 +245,17 @@ function parseCreateRateLimit(raw: string | undefined): number {
   return n;
 }
 
+/**
+ * REDIS_URL: `redis://…` or `rediss://…`, as ioredis will read it. A # ? or / in the password, a
+ * stray %, or a port out of range was found only by ioredis, when serve opened it: "almoner: Invalid
+ * URL" with exit 1, not naming REDIS_URL, which systemd restarts for good (until 2026-11-29: a review).
+ */
 function parseRedisUrl(raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (!/^rediss?:\/\/./.test(raw)) throw new ConfigError(`REDIS_URL must look like redis://host:6379 (got ${JSON.stringify(redactUrl(raw))}).`);
+  const shown = JSON.stringify(redactUrl(raw));
+  if (!/^rediss?:\/\/./.test(raw)) throw new ConfigError(`REDIS_URL must look like redis://host:6379 (got ${shown})${schemeCase(raw, /^rediss?:/i)}`);
+  const fault = urlFault(raw, { socketForm: false, port: 6379 });
+  if (fault) throw new ConfigError(`REDIS_URL is not a valid Redis URL (got ${shown}): ${fault}`);
   return raw;
 }
 

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
-import { ConfigError, describeDatabase, parseDatabaseUrl, type DatabaseLocation } from '../config.js';
+import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
@@ -510,12 +510,9 @@ function writeOwn(file: string, text: string): string {
  * written out again turned `%20` into `+`, which libpq does not read as a space).
  */
 function libpqEnvironment(url: string): NodeJS.ProcessEnv {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new UsageError(`DATABASE_URL (${describeDatabase({ dialect: 'postgres', url, poolMax: 1 })}) is not a URL pg_restore can be given: write it as postgres://user:password@host:port/database`);
-  }
+  const read = readPostgresUrl(url);
+  if (!read) throw new UsageError(`DATABASE_URL (${describeDatabase({ dialect: 'postgres', url, poolMax: 1 })}) is not a URL pg_restore can be given: write it as postgres://user:password@host:port/database`);
+  const { parsed, noHost } = read;
   const decode = (v: string) => {
     try {
       return decodeURIComponent(v);
@@ -528,7 +525,8 @@ function libpqEnvironment(url: string): NodeJS.ProcessEnv {
   const set = (name: string, value: string | null | undefined) => {
     if (value !== null && value !== undefined && value !== '') env[name] = value;
   };
-  set('PGHOST', q.get('host') ?? decode(parsed.hostname.replace(/^\[|\]$/g, '')));
+  // A Unix socket's form names no host but its folder, as a parameter: libpq's default socket otherwise.
+  set('PGHOST', q.get('host') ?? (noHost ? '' : decode(parsed.hostname.replace(/^\[|\]$/g, ''))));
   set('PGPORT', q.get('port') ?? parsed.port);
   set('PGUSER', q.get('user') ?? decode(parsed.username));
   set('PGPASSWORD', q.get('password') ?? decode(parsed.password));
