@@ -284,6 +284,42 @@ for (const backend of BACKENDS) {
   });
 }
 
+describe('WORKERS=2 with a REDIS_URL that does not answer: the limits are still counted once for both workers, on the primary (each worker counted alone, twice the limits in all, until 2026-11-29; a review) [sqlite]', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let charity: { username: string; password: string };
+
+  before(async () => {
+    database = await SQLITE.createDatabase();
+    const nothing = await freePort(); // nothing listens there: every Redis command fails at once
+    server = await start(database, { CREATE_RATE_LIMIT: '5', REDIS_URL: `redis://127.0.0.1:${nothing}`, LOG_LEVEL: 'info' });
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'No Redis', '--email', 'noredis@example.org', '--json']);
+    charity = JSON.parse(created.stdout) as { username: string; password: string };
+  });
+
+  after(async () => {
+    server?.kill();
+    await database?.drop();
+  });
+
+  test('failed authentications: 10 per address and username across both workers, then 429 on either', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 14; i++) statuses.push((await send(server.url, '/api/v1/me', { authorization: basic(charity.username, 'wrong') })).status);
+    assert.deepEqual(statuses, [...Array(10).fill(401), ...Array(4).fill(429)]);
+    assert.equal(new Set(logEntries(server).filter((e) => e.status === 401).map((e) => e.pid)).size, 2, 'both workers judged some of the guesses');
+  });
+
+  test("a charity's creates: 5 a second across both workers", async () => {
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'No Redis Creates', '--email', 'noredis-creates@example.org', '--json']);
+    const other = JSON.parse(created.stdout) as { username: string; password: string };
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      statuses.push((await send(server.url, '/api/v1/donation/create', { authorization: basic(other.username, other.password), body: exampleDonation({ donor_email: `no-redis-${i}@example.org` }) })).status);
+    }
+    assert.equal(statuses.filter((s) => s === 200).length, 5, statuses.join(' '));
+  });
+});
+
 describe('WORKERS=2: limits and the metrics port [sqlite]', () => {
   let database: TestDatabase;
   let server: ServerProcess;

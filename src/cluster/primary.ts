@@ -101,12 +101,11 @@ export async function runPrimary(config: Config): Promise<void> {
     for (const worker of workers.values()) worker.process.kill('SIGHUP');
   });
 
-  // Shared state, before any worker: a worker's counters announce themselves as it starts.
-  if (!config.redisUrl) {
-    // The module itself, not the package's index, which loads every backend it supports (see http/throttle.ts).
-    const { RateLimiterClusterMaster }: typeof Limiters = createRequire(import.meta.url)('rate-limiter-flexible/lib/RateLimiterCluster.js');
-    new RateLimiterClusterMaster();
-  }
+  // Shared state, before any worker: a worker's counters announce themselves as it starts. With Redis
+  // too, whose counters the workers fall back to these while it does not answer.
+  // The module itself, not the package's index, which loads every backend it supports (see http/throttle.ts).
+  const { RateLimiterClusterMaster }: typeof Limiters = createRequire(import.meta.url)('rate-limiter-flexible/lib/RateLimiterCluster.js');
+  new RateLimiterClusterMaster();
   cluster.on('message', (from, m: unknown) => {
     if (isMessage(m, 'almoner:auth-failure')) for (const worker of workers.values()) if (worker !== from) toWorker(worker, m);
   });

@@ -88,7 +88,7 @@ function answered<T>(asked: Promise<T>, ms: number): Promise<T> {
  */
 export function reportRedis(redis: Redis, log: { warn(fields: object, message: string): void; info(message: string): void }): void {
   let failing = false;
-  redis.on('error', (err: Error) => {
+  const failed = (err: Error) => {
     if (failing) return;
     failing = true;
     // Refused credentials are not silence: said so, the operator looks at REDIS_URL's user and password, not the network.
@@ -99,20 +99,28 @@ export function reportRedis(redis: Redis, log: { warn(fields: object, message: s
         ? "Redis (REDIS_URL) refuses Almoner's credentials (the user and password in REDIS_URL): each instance counts the rate limits on its own until it accepts them"
         : 'Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does',
     );
-  });
-  redis.on('ready', () => {
+  };
+  const back = () => {
     if (!failing) return;
     failing = false;
     log.info('Redis (REDIS_URL) answers again: the rate limits are shared again');
-  });
+  };
+  redis.on('error', failed);
+  redis.on('ready', back);
+  // A connection that stays open while Redis says nothing raises no error: the limiters' commands going
+  // unanswered say it, and their answers its return (until 2026-11-29 such silence was never logged; a review).
+  HEARD.set(redis, { silent: failed, answered: back });
 }
+
+/** What the limiters tell reportRedis of a client's commands: one not answered in time, and an answer. */
+const HEARD = new WeakMap<Redis, { silent(err: Error): void; answered(): void }>();
 
 export interface ThrottleOptions {
   /** Creates per second per charity; 0 turns the limit off. */
   createsPerSecond: number;
   /** Shared counters; without it they are this process's own. */
   redis?: Redis;
-  /** Under WORKERS (without Redis): the counters are kept by the primary process, for every worker (cluster/primary.ts). */
+  /** Under WORKERS: the counters are kept by the primary process, for every worker (cluster/primary.ts); with Redis, while it does not answer. */
   cluster?: boolean;
   /** Namespaces the Redis keys and channel: REDIS_PREFIX, `almoner` by default (tests use their own). */
   keyPrefix?: string;
@@ -129,23 +137,37 @@ type Counter = Pick<RateLimiterAbstract, 'get' | 'consume' | 'getKey' | 'parseKe
 function limiter(opts: ThrottleOptions, name: string, points: number, duration: number): Counter {
   const keyPrefix = `${keyPrefixOf(opts)}:${name}`;
   const memory = new RateLimiterMemory({ keyPrefix, points, duration });
-  if (opts.cluster && !opts.redis) {
+  // This process's own counts: under WORKERS the primary's, for every worker (memory while it does not answer).
+  let own: Counter = memory;
+  if (opts.cluster) {
     const { RateLimiterCluster }: typeof Limiters = require('rate-limiter-flexible/lib/RateLimiterCluster.js');
-    return withInsurance(new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_GRACE_MS }), memory);
+    own = withInsurance(new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: PRIMARY_GRACE_MS }), memory);
   }
-  if (!opts.redis) return memory;
+  if (!opts.redis) return own;
   const RateLimiterRedis: typeof Limiters.RateLimiterRedis = require('rate-limiter-flexible/lib/RateLimiterRedis.js');
   const redis = new RateLimiterRedis({ storeClient: opts.redis, keyPrefix, points, duration });
   const within = ANSWER_WITHIN.get(opts.redis) ?? REDIS_COMMAND_TIMEOUT_MS;
-  // A command that fails (Redis not connected) or is not answered in time is answered by memory: a
-  // late answer still counts in Redis, so a guess is counted twice, never in neither.
+  const client = opts.redis;
+  const heard = <T>(asked: Promise<T>): Promise<T> =>
+    answered(asked, within).then(
+      (value) => (HEARD.get(client)?.answered(), value),
+      (err: unknown) => {
+        if (err instanceof RateLimiterRes) HEARD.get(client)?.answered(); // an answer: over the limit
+        else if (err instanceof RedisSilent) HEARD.get(client)?.silent(err);
+        throw err;
+      },
+    );
+  // A command that fails (Redis not connected) or is not answered in time is answered by this process's
+  // own counts: a late answer still counts in Redis, so a guess is counted twice, never in neither. Under
+  // WORKERS those are the primary's, so the workers count together as without Redis (until 2026-11-29
+  // each worker's memory: with Redis down, WORKERS=2 let twice the limits through; a review).
   const shared: Counter = {
-    get: (key) => answered(redis.get(key), within),
-    consume: (key) => answered(redis.consume(key), within),
+    get: (key) => heard(redis.get(key)),
+    consume: (key) => heard(redis.consume(key)),
     getKey: (key) => redis.getKey(key),
     parseKey: (key) => redis.parseKey(key),
   };
-  return withInsurance(shared, memory);
+  return withInsurance(shared, own);
 }
 
 /**
@@ -196,7 +218,8 @@ export class Throttle {
     this.byAddressAndUsername = limiter(opts, 'auth-ip-user', perAddressAndUsername, windowSeconds);
     this.creates = opts.createsPerSecond > 0 ? limiter(opts, 'create', opts.createsPerSecond, 1) : undefined;
     this.redis = opts.redis;
-    this.cluster = !this.redis && opts.cluster === true;
+    // With Redis too: while it does not answer, the workers count on the primary, and each must know every address with a failure.
+    this.cluster = opts.cluster === true;
     if (this.cluster) process.on('message', (m: unknown) => isMessage(m, 'almoner:auth-failure') && this.failed(m.address, m.until));
     if (opts.redis) {
       this.failureChannel = `${keyPrefixOf(opts)}:auth-failures`;

@@ -368,6 +368,35 @@ for (const backend of BACKENDS) {
         }
       });
 
+      test('a Redis that falls silent with its connection open is said in the log once, by the commands it leaves unanswered, and so is its return (silence raised no error, and was never said; a review)', async () => {
+        const target = new URL(TEST_REDIS_URL!);
+        const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
+        const port = await proxy.listen();
+        const said: string[] = [];
+        const redis = await openRedis(`redis://127.0.0.1:${port}`, { commandTimeoutMs: 50 });
+        reportRedis(redis, { warn: (_fields, message) => said.push(`warn: ${message}`), info: (message) => said.push(`info: ${message}`) });
+        const throttle = new Throttle({ createsPerSecond: 5, redis, keyPrefix: `t-${randomBytes(4).toString('hex')}` });
+        try {
+          await until('connected', 10_000, async () => redis.status === 'ready');
+          await throttle.authenticationFailed('192.0.2.50', 'someone');
+          assert.deepEqual(said, [], 'answered: nothing to say');
+          proxy.pause(); // the connection stays open; nothing comes back
+          await throttle.authenticationFailed('192.0.2.50', 'someone');
+          await throttle.authenticationFailed('192.0.2.50', 'someone');
+          assert.deepEqual(said, ['warn: Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does']);
+          proxy.resume();
+          await until('the return', 10_000, async () => {
+            await throttle.authenticationFailed('192.0.2.51', 'someone');
+            return said.length > 1;
+          });
+          assert.equal(said[1], 'info: Redis (REDIS_URL) answers again: the rate limits are shared again');
+        } finally {
+          throttle.close();
+          redis.disconnect();
+          await proxy.close();
+        }
+      });
+
       test("a Redis that refuses the credentials is said as such, not as a Redis that does not answer (it said so of a wrong password)", async () => {
         const target = new URL(TEST_REDIS_URL!);
         const said: string[] = [];
