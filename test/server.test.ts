@@ -311,6 +311,16 @@ describe('bin/almoner serve', { concurrency: true }, () => {
             assert.ok(r.stderr.includes(`this user (nobody) may not write the database file ${file} (EACCES), and the server writes every create`), `WORKERS=${workers}: ${r.stderr}`);
             assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
           }
+          // In a folder it may not even enter (root's, 0700): the same, not a raw EACCES and exit 1 (a review of 2026-11-29's folder check).
+          const hidden = join(base, 'private');
+          mkdirSync(hidden, { mode: 0o700 });
+          const inside = join(hidden, 'almoner.db');
+          assert.equal((await almoner(`sqlite:${inside}`, ['charity', 'create', '--name', 'Root Hidden', '--email', 'h@example.org', '--json'])).code, 0);
+          for (const workers of ['1', '2']) {
+            const r = await almoner(`sqlite:${inside}`, ['serve'], { PORT: '0', WORKERS: workers }, { uid: 65534, gid: 65534 });
+            assert.equal(r.code, 2, `WORKERS=${workers}: exit ${r.code}\nstderr: ${r.stderr}`);
+            assert.match(r.stderr, /this user \(nobody\) may not/, `WORKERS=${workers}: ${r.stderr}`);
+          }
         });
 
         test('METRICS_PORT with METRICS=off: exit 2 naming both (the port was quietly never opened)', async () => {

@@ -351,13 +351,6 @@ const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transactio
  */
 async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
   if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
-  // The replaced database's trail and ledger are written beside the backup, before anything is replaced (a raw EACCES, exit 1, until 2026-11-29).
-  if (!writable(dirname(file))) {
-    throw new UsageError(
-      `this user (${osUser()}) may not write in the folder ${dirname(file)}, where a restore keeps the replaced database's audit trail and claim ledger beside the backup: ` +
-        'copy the backup to a folder this user may write (the service\'s own), and restore it from there',
-    );
-  }
   const env = libpqEnvironment(location.url);
   // The backup's schema first, read from the file: pg_restore --clean drops and makes again only
   // what the backup holds, so a table a later migration made would be left as it is, and the
@@ -385,6 +378,13 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // Empty: no table at all. One without Almoner's schema may hold another application's tables, which pg_restore --clean would drop.
       const empty = now.tables === 0;
       if (!replace && !empty) throw new UsageError(`a restore replaces everything ${describeDatabase(location)} holds: add --replace (its audit trail is kept in a file beside the backup)`);
+      // What it replaces is kept beside the backup, before anything is replaced (a raw EACCES, exit 1, until 2026-11-29); an empty database leaves nothing to keep.
+      if (!empty && !writable(dirname(file))) {
+        throw new UsageError(
+          `this user (${osUser()}) may not write in the folder ${dirname(file)}, where a restore keeps the replaced database's audit trail and claim ledger beside the backup: ` +
+            "copy the backup to a folder this user may write (the service's own), and restore it from there",
+        );
+      }
       if (now.otherSessions > 0) {
         const n = now.otherSessions;
         throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
@@ -399,7 +399,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only. An empty database has none.
       if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
-      if (now.ledger.claims.length > 0) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
+      // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
+      if (now.ledger.claims.length > 0 || (now.ledger.largestDonationId ?? 0) > 0) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       await mark(place, thisRestore(file, written, !empty, began));
       await pgRestore(file, env);
     } catch (err) {
@@ -480,7 +481,7 @@ async function readOtherPostgres(url: string, location: DatabaseLocation): Promi
   // The database being finished, named otherwise (localhost for 127.0.0.1): its mark told (a review).
   if (itsMark) throw new UsageError(`${shown} bears a restore's mark itself: it is a database being restored, not the one a backup came from`);
   if (now.schema.length === 0) throw new UsageError(`${shown} holds no Almoner database`);
-  return { file: shown, trail: now.trail, ...(now.ledger.claims.length > 0 && { ledger: now.ledger }) };
+  return { file: shown, trail: now.trail, ...((now.ledger.claims.length > 0 || (now.ledger.largestDonationId ?? 0) > 0) && { ledger: now.ledger }) };
 }
 
 /** One plain connection to the PostgreSQL database at `url` (which migrates nothing), for `work`. */
@@ -644,9 +645,10 @@ type LedgerFile = { saved: string; remove: boolean } | undefined;
  */
 async function takeIn(store: Store, { trail, ledger }: Replaced, restored: ReadonlySet<string>, file: LedgerFile): Promise<{ said: Array<string | undefined>; finished: boolean }> {
   // Charities keep the ids they were answered with: none is given to another donation.
-  await store.donationIdsAfter(ledger.largestDonationId ?? 0);
+  const largest = ledger.largestDonationId ?? 0;
+  const ids = (await store.donationIdsAfter(largest)) ? `donation ids go on after ${largest}, the largest the replaced database gave out` : undefined;
   const claims = await keepClaims(store, ledger, file);
-  return { said: [claims.said, await eraseAgain(store, erasuresAfter(trail, restored))], finished: claims.kept };
+  return { said: [ids, claims.said, await eraseAgain(store, erasuresAfter(trail, restored))], finished: claims.kept };
 }
 
 /**
@@ -655,7 +657,10 @@ async function takeIn(store: Store, { trail, ledger }: Replaced, restored: Reado
  * file, the command says so and ends with exit status 1, and the restore is not finished.
  */
 async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): Promise<{ said?: string; kept: boolean }> {
-  if (ledger.claims.length === 0 || !file) return { kept: true };
+  if (ledger.claims.length === 0 || !file) {
+    if (file?.remove) rmSync(file.saved, { force: true }); // a ledger of no claims, kept for its largest donation id (taken in by now)
+    return { kept: true };
+  }
   try {
     const said = describeKept(await store.claims.keepFrom(ledger));
     if (file.remove) rmSync(file.saved, { force: true });

@@ -2,7 +2,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { databaseFromEnv, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from '../store/audit.js';
-import { openStore } from '../store/open.js';
+import { openStore, refuseFolder } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { unknownCharity, UsageError } from './usage.js';
 
@@ -21,6 +21,7 @@ export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
       throw new UsageError(`this user (${osUser()}) cannot reach the database at ${describeDatabase(location)}: ${(err as Error).message}. Run the command as the user the server runs as`);
     }
   }
+  refuseFolder(location); // every command, a restore's and a backup's too
   if (location.dialect === 'sqlite' && !mayCreate && location.path !== ':memory:' && !existsSync(location.path)) {
     throw new UsageError(
       `there is no database at ${describeDatabase(location)}. Set DATABASE_URL to the server's database ` +

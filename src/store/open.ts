@@ -1,7 +1,7 @@
 // Opens the database a DATABASE_URL names, with the settings that make a commit durable and a
 // database outage fail fast, and brings its schema up to date.
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
@@ -59,10 +59,7 @@ export async function openStore(
   let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
-    // SQLite's "unable to open database file" for a folder was taken for a user who may not write it (an operator's review).
-    if (location.path !== ':memory:' && statSync(location.path, { throwIfNoEntry: false })?.isDirectory()) {
-      throw new ConfigError(`${describeDatabase(location)} is a folder, not a database file: name the file in it (sqlite:${join(location.path, 'almoner.db')}, say)`);
-    }
+    refuseFolder(location);
     if (mustWrite) checkWritable(location.path);
     if (!duringRestore) await refuseWhileRestoring(location);
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
@@ -90,6 +87,22 @@ export async function openStore(
     throw err;
   }
   return store;
+}
+
+/**
+ * A sqlite: DATABASE_URL naming a folder, refused (SQLite's "unable to open database file" was taken
+ * for a user who may not write it: an operator's review). A path this user cannot reach is left to
+ * the checks that name the user.
+ */
+export function refuseFolder(location: DatabaseLocation): void {
+  if (location.dialect !== 'sqlite' || location.path === ':memory:') return;
+  let folder: boolean;
+  try {
+    folder = statSync(location.path, { throwIfNoEntry: false })?.isDirectory() === true;
+  } catch {
+    return;
+  }
+  if (folder) throw new ConfigError(`DATABASE_URL names a folder, ${resolve(location.path)}, not a database file: name the file in it (sqlite:${join(resolve(location.path), 'almoner.db')}, say)`);
 }
 
 /** Whether Almoner's migrations have run in this database: their own table is there. */

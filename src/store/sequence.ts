@@ -4,15 +4,26 @@ import { sql, type Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import type { Database } from './schema.js';
 
-/** The next id of `table` is after `largest` at least (and after every id the table holds). */
-export async function idsAfter(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], table: 'giftaid_claims' | 'donations', largest: number): Promise<void> {
-  if (!(largest > 0)) return;
+/**
+ * The next id of `table` is after `largest` at least: moved on if it would come before, never back
+ * (a PostgreSQL sequence may be ahead of every id stored: DonationIds takes ids ahead). Whether it moved.
+ */
+export async function idsAfter(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], table: 'giftaid_claims' | 'donations', largest: number): Promise<boolean> {
+  if (!(largest > 0)) return false;
   if (dialect === 'postgres') {
-    await sql`select setval(pg_get_serial_sequence(${table}, 'id'), greatest(${largest}, (select coalesce(max(id), 0) from ${sql.table(table)})))`.execute(db);
-    return;
+    const { rows } = await sql<{ sequence: string; last: string | null; top: string | null }>`
+      select q.sequence, pg_sequence_last_value(q.sequence::regclass) as last, (select max(id) from ${sql.table(table)}) as top
+      from (select pg_get_serial_sequence(${table}, 'id') as sequence) q`.execute(db);
+    const { sequence, last, top } = rows[0]!;
+    if (largest <= Math.max(Number(last ?? 0), Number(top ?? 0))) return false;
+    await sql`select setval(${sequence}::regclass, ${largest})`.execute(db);
+    return true;
   }
   // SQLite's AUTOINCREMENT keeps its counter in sqlite_sequence, which has no row for a table until its first id.
   const moved = await sql`update sqlite_sequence set seq = ${largest} where name = ${table} and seq < ${largest}`.execute(db);
+  if (Number(moved.numAffectedRows ?? 0n) > 0) return true;
   const known = await sql<{ n: number }>`select count(*) as n from sqlite_sequence where name = ${table}`.execute(db);
-  if (Number(moved.numAffectedRows ?? 0n) === 0 && Number(known.rows[0]?.n ?? 0) === 0) await sql`insert into sqlite_sequence (name, seq) values (${table}, ${largest})`.execute(db);
+  if (Number(known.rows[0]?.n ?? 0) > 0) return false;
+  await sql`insert into sqlite_sequence (name, seq) values (${table}, ${largest})`.execute(db);
+  return true;
 }

@@ -237,9 +237,9 @@ export class Store {
     });
   }
 
-  /** Donation ids go on after `largest`: a restore gives out no id again that the database it replaced gave a charity. */
-  async donationIdsAfter(largest: number): Promise<void> {
-    await idsAfter(this.db, this.dialect, 'donations', largest);
+  /** Donation ids go on after `largest`: a restore gives out no id again that the database it replaced gave a charity. Whether they had to be moved on. */
+  async donationIdsAfter(largest: number): Promise<boolean> {
+    return idsAfter(this.db, this.dialect, 'donations', largest);
   }
 
   /** Forgets idempotency keys past their expiry, and commit tokens a day old; returns how many of each. */

@@ -294,6 +294,15 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
         assert.deepEqual(readdirSync(folder), ['x.dump']);
         assert.equal((await queryPostgres<{ n: number }>(database.url, 'select count(*)::int as n from charities'))[0]!.n, 1, 'nothing changed');
         assert.equal((await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from pg_tables where tablename = 'almoner_restoring'"))[0]!.n, 0, 'no mark left');
+        // Into an empty database nothing is kept beside the backup: restored from the read-only folder all the same.
+        const empty = await backend.createDatabase();
+        try {
+          const into = await almoner(empty.url, ['restore', dump], {}, { uid: 65534, gid: 65534 });
+          assert.equal(into.code, 0, into.stderr);
+          assert.deepEqual(readdirSync(folder), ['x.dump']);
+        } finally {
+          await empty.drop();
+        }
       } finally {
         await database.drop();
       }

@@ -103,10 +103,21 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
 
   test("DATABASE_URL naming a folder: every command and serve say it is a folder, exit 2 (SQLite's \"unable to open database file\" was taken for a user who may not write it, and serve exited 1; an operator's review)", async () => {
     const folder = tempDir();
-    for (const args of [['charity', 'list'], ['charity', 'create', '--name', 'F', '--email', 'f@example.org'], ['serve']]) {
+    const backup = join(tempDir(), 'b.db');
+    const made = await almoner(`sqlite:${backup}`, ['charity', 'create', '--name', 'B', '--email', 'b@example.org']);
+    assert.equal(made.code, 0, made.stderr);
+    const commands = [
+      ['charity', 'list'],
+      ['charity', 'create', '--name', 'F', '--email', 'f@example.org'],
+      ['serve'],
+      ['backup', '--out', join(tempDir(), 'out.db')],
+      ['restore', backup, '--replace'],
+      ['keep-replaced', '--not-running', backup],
+    ];
+    for (const args of commands) {
       const run = await almoner(`sqlite:${folder}`, args, { PORT: '0' });
       assert.equal(run.code, 2, `${args.join(' ')}: exit ${run.code}: ${run.stderr}`);
-      assert.ok(run.stderr.includes(`sqlite:${folder} is a folder, not a database file: name the file in it (sqlite:${folder}/almoner.db, say)`), `${args.join(' ')}: ${run.stderr}`);
+      assert.ok(run.stderr.includes(`DATABASE_URL names a folder, ${folder}, not a database file: name the file in it (sqlite:${folder}/almoner.db, say)`), `${args.join(' ')}: ${run.stderr}`);
       assert.doesNotMatch(run.stderr, /may not write/, args.join(' '));
     }
   });

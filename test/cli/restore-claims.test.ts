@@ -515,10 +515,101 @@ for (const backend of BACKENDS) {
       const answered = [await record('dan@example.org'), await record('eve@example.org')];
       const restored = await almoner(database.url, ['restore', backup, '--replace']);
       assert.equal(restored.code, 0, restored.stderr);
+      assert.match(restored.stdout, new RegExp(`donation ids go on after ${Math.max(...answered)}, the largest the replaced database gave out`));
       const next = await record('zed@example.org');
       assert.ok(next > Math.max(...early, ...answered), `the next id ${next} is past every id given out (${[...early, ...answered].join(', ')})`);
     } finally {
       await database.drop();
     }
   });
+
+  test(`a restore never moves donation ids back: a backup whose counter is ahead of the database it replaces keeps it (a PostgreSQL instance takes ids ahead; the counter went back to the replaced database's largest id, a review) [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const made = await almoner(database.url, ['charity', 'create', '--name', 'Ids Ahead', '--email', 'ahead@example.org', '--json']);
+      const { id: charityId } = JSON.parse(made.stdout) as { id: number };
+      const record = async (email: string) => {
+        const store = await openStore(parseDatabaseUrl(database.url));
+        try {
+          return (await store.recordDonation(charityId, validDonation(email))).id;
+        } finally {
+          await store.close();
+        }
+      };
+      await record('one@example.org');
+      // The counter ahead of the ids stored, as a dump taken while an instance held ids taken ahead.
+      if (backend.name === 'sqlite') rawSqliteAt(database.url, "update sqlite_sequence set seq = 45 where name = 'donations'");
+      else await queryPostgres(database.url, "select setval(pg_get_serial_sequence('donations', 'id'), 45)");
+      const backup = join(tempDir(), backend.name === 'sqlite' ? 'ahead.db' : 'ahead.dump');
+      if (backend.name === 'sqlite') assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
+      else execFileSync('pg_dump', ['--format=custom', `--file=${backup}`, database.url]);
+      // Replaced by a database whose largest id is 2: restored over it.
+      const fresh = await backend.createDatabase();
+      try {
+        const other = await almoner(fresh.url, ['charity', 'create', '--name', 'Fresh', '--email', 'fresh@example.org', '--json']);
+        const { id: freshCharity } = JSON.parse(other.stdout) as { id: number };
+        const store = await openStore(parseDatabaseUrl(fresh.url));
+        try {
+          for (const email of ['a@example.org', 'b@example.org']) await store.recordDonation(freshCharity, validDonation(email));
+        } finally {
+          await store.close();
+        }
+        assert.equal((await almoner(fresh.url, ['restore', backup, '--replace'])).code, 0);
+        const after = await openStore(parseDatabaseUrl(fresh.url));
+        try {
+          const next = (await after.recordDonation(charityId, validDonation('next@example.org'))).id;
+          assert.ok(next > 45, `the next id ${next} is past the backup's counter, 45`);
+        } finally {
+          await after.close();
+        }
+      } finally {
+        await fresh.drop();
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+
+  if (backend.name === 'postgres') {
+    test("keep-replaced given the replaced database's URL moves donation ids past its largest when it had no claim (it moved them only when it had) [postgres]", async () => {
+      assertBuilt();
+      const origin = await backend.createDatabase();
+      const target = await backend.createDatabase();
+      try {
+        const made = await almoner(origin.url, ['charity', 'create', '--name', 'No Claims', '--email', 'noclaims@example.org', '--json']);
+        const { id: charityId } = JSON.parse(made.stdout) as { id: number };
+        const record = async (url: string, email: string) => {
+          const store = await openStore(parseDatabaseUrl(url));
+          try {
+            return (await store.recordDonation(charityId, validDonation(email))).id;
+          } finally {
+            await store.close();
+          }
+        };
+        await record(origin.url, 'one@example.org');
+        const backup = join(tempDir(), 'origin.dump');
+        execFileSync('pg_dump', ['--format=custom', `--file=${backup}`, origin.url]);
+        const answered = [await record(origin.url, 'two@example.org'), await record(origin.url, 'three@example.org')];
+        // Restored into another, empty database; the one it came from given to keep-replaced afterwards.
+        assert.equal((await almoner(target.url, ['restore', backup])).code, 0);
+        const kept = await almoner(target.url, ['keep-replaced', '--not-running', origin.url]);
+        assert.equal(kept.code, 0, kept.stderr);
+        assert.match(kept.stdout, new RegExp(`donation ids go on after ${Math.max(...answered)}`));
+        const next = await record(target.url, 'next@example.org');
+        assert.ok(next > Math.max(...answered), `the next id ${next} is past every id the origin gave out (${answered.join(', ')})`);
+      } finally {
+        await Promise.all([origin.drop(), target.drop()]);
+      }
+    });
+  }
+}
+
+function rawSqliteAt(url: string, statement: string): void {
+  const db = new BetterSqlite3((parseDatabaseUrl(url) as { path: string }).path);
+  try {
+    db.exec(statement);
+  } finally {
+    db.close();
+  }
 }
