@@ -177,9 +177,21 @@ const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
  * as drivers read it: `p@ss` is one password) or as a query parameter.
  */
 function redactUrl(url: string): string {
-  const hidden = hideUserPassword(url).replace(new RegExp(`([?&](?:${SECRET_PARAMETERS.join('|')})=)[^&]*`, 'gi'), '$1***');
+  // A parameter by its name as the driver reads it, decoded: `pass%77ord=` is a password too (a review).
+  const hidden = hideUserPassword(url).replace(/([?&])([^=&#]*)=([^&#]*)/g, (all, start: string, name: string) =>
+    SECRET_PARAMETERS.includes(decodedName(name).toLowerCase()) ? `${start}${name}=***` : all,
+  );
   // Not a URL at all: a libpq keyword string ("host=db user=almoner password=…") had its password shown until 2026-11-29 (a review).
   return URL.canParse(url) ? hidden : hidden.replace(/(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&]*)/gi, '$1***');
+}
+
+/** A query parameter's name, decoded as a URL's reader decodes it (as typed, if it cannot be). */
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replaceAll('+', ' '));
+  } catch {
+    return name;
+  }
 }
 
 /** `url` as typed, without the password in its user part. */

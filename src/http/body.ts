@@ -174,14 +174,16 @@ function parseForm(text: string): Record<string, unknown> {
   // A field sent twice takes its last value, as PHP reads a form: a hidden "no" before a checkbox's "on"
   // (until 2026-11-29 it failed on that field, "must be yes or no", though both values were good; a review).
   for (const key of keys) if (Array.isArray(body[key])) body[key] = (body[key] as unknown[]).at(-1);
-  // PHP's array syntax (`donor_city[]=x`, `donor_city[a]=x`) makes the field an array there, which Laravel
-  // answers "must be a string": so here, rather than an unknown key dropped and the value lost (a review).
+  // A field's name as PHP reads it: its array syntax (`donor_city[]=x`, `donor_city[a]b=x`) makes the field
+  // an array, which Laravel answers "must be a string", and a space, a dot or a `[` left open is an
+  // underscore (`donor.city`, `donor+city`): so here, rather than an unknown key dropped and the value lost (a review).
   for (const key of keys) {
-    const bracket = key.indexOf('[');
-    if (bracket > 0 && key.endsWith(']') && FIELD_NAMES.has(key.slice(0, bracket))) {
-      body[key.slice(0, bracket)] = [body[key]];
-      delete body[key];
-    }
+    const open = key.indexOf('[');
+    const array = open > 0 && key.indexOf(']', open) > open;
+    const name = (array ? key.slice(0, open) : key).replace(/[ .[]/g, '_');
+    if ((name === key && !array) || !FIELD_NAMES.has(name)) continue;
+    body[name] = array ? [body[key]] : body[key];
+    delete body[key];
   }
   for (const name of BLANK_IS_ABSENT) if (body[name] === '') delete body[name];
   return body;

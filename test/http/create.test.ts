@@ -257,15 +257,21 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
   test("a form field in PHP's array syntax (donor_city[]=x) is a 422 naming the field, as Laravel answers it, not a value dropped with a 200", async () => {
     // Raw: a form body, with PHP's array keys, which JSON has no need of. Until 2026-11-29 an unknown key, dropped (a review).
     const before = (await t.donations()).length;
-    for (const key of ['donor_city[]', 'donor_city[a]', 'amount[]']) {
+    for (const key of ['donor_city[]', 'donor_city[a]', 'amount[]', 'donor_city[x]y', 'donor city[]', 'donor.city[a]']) {
       const res = await postForm(`donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&${encodeURIComponent(key)}=x`);
       assert.equal(res.statusCode, 422, `${key}: ${res.body}`);
-      const field = key.slice(0, key.indexOf('['));
+      const field = key.slice(0, key.indexOf('[')).replace(/[ .]/g, '_');
       assert.deepEqual(Object.keys(res.json().errors), [field], key);
     }
     assert.equal((await t.donations()).length, before);
     // A key that names no field is ignored, brackets or not, as any unknown key is.
     assert.equal((await postForm('donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&extra[]=x')).statusCode, 200);
+    // A dot or a space in a name is an underscore to PHP: the field, taken.
+    for (const key of ['donor.city', 'donor+city', 'donor city']) {
+      const res = await postForm(`donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&${key === 'donor city' ? 'donor%20city' : key}=Leeds`);
+      assert.equal(res.statusCode, 200, `${key}: ${res.body}`);
+      assert.equal(res.json().data.donor_city, 'Leeds', key);
+    }
   });
 
   test('no body at all: 422 naming the required fields', async () => {
