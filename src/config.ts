@@ -178,7 +178,7 @@ const SECRET_PARAMETERS = ['password', 'sslpassword', 'sslkey'];
  */
 function redactUrl(url: string): string {
   // A parameter by its name as the driver reads it, decoded: `pass%77ord=` is a password too (a review).
-  const hidden = hideUserPassword(url).replace(/([?&])([^=&#]*)=([^&#]*)/g, (all, start: string, name: string) =>
+  const hidden = hideUserPassword(url).replace(/([?&])([^=&#]*)=([^&]*)/g, (all, start: string, name: string) =>
     SECRET_PARAMETERS.includes(decodedName(name).toLowerCase()) ? `${start}${name}=***` : all,
   );
   // Not a URL at all: a libpq keyword string ("host=db user=almoner password=…") had its password shown until 2026-11-29 (a review).

@@ -320,6 +320,10 @@ describe('bin/almoner serve', { concurrency: true }, () => {
             const r = await almoner(`sqlite:${inside}`, ['serve'], { PORT: '0', WORKERS: workers }, { uid: 65534, gid: 65534 });
             assert.equal(r.code, 2, `WORKERS=${workers}: exit ${r.code}\nstderr: ${r.stderr}`);
             assert.match(r.stderr, /this user \(nobody\) may not/, `WORKERS=${workers}: ${r.stderr}`);
+            // Its folder still to be made there: the same (mkdir's EACCES, exit 1, before; a review).
+            const deeper = await almoner(`sqlite:${join(hidden, 'inner', 'almoner.db')}`, ['serve'], { PORT: '0', WORKERS: workers }, { uid: 65534, gid: 65534 });
+            assert.equal(deeper.code, 2, `WORKERS=${workers}: exit ${deeper.code}\nstderr: ${deeper.stderr}`);
+            assert.ok(deeper.stderr.includes(`this user (nobody) may not write the folder its folder is to be made in, ${hidden} (EACCES)`), deeper.stderr);
           }
         });
 

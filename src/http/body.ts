@@ -135,9 +135,6 @@ export function boundBody(request: FastifyRequest, reply: FastifyReply, payload:
   done(null, payload.pipe(limited));
 }
 
-/** The donation fields' names: what a form's PHP-style array key (`name[]`) is looked up in. */
-const FIELD_NAMES = new Set<string>(DONATION_FIELDS.map((f) => f.name));
-
 /** The donation fields whose blank value in a form post is no value (see FieldSpec.blankInFormIsAbsent). */
 export const BLANK_IS_ABSENT = DONATION_FIELDS.filter((f) => 'blankInFormIsAbsent' in f).map((f) => f.name);
 
@@ -149,7 +146,7 @@ const BARE_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 /**
  * A form post as PHP and HTML send it: UTF-8 bytes whose percent-escapes are UTF-8 too (a form on
  * a Latin-1 page sends é as %E9: a 400, not "%E9" or U+FFFD stored in a donor's name), parsed by
- * fast-querystring, a blank value of a field the table marks blankInFormIsAbsent dropped, and a
+ * fast-querystring pair by pair, each key named as PHP names it (phpName), a blank value of a field the table marks blankInFormIsAbsent dropped, and a
  * JSON text sent as a form (curl's -d without a Content-Type: one key beginning with `{`) refused
  * with the fix, not read as fields. A field sent twice takes its last value. A `%` not followed by two hex digits is a 400 too: the parser
  * would keep that whole value as sent, escapes and all (`%zz%C3%A9`, not `%zzé`).
@@ -168,25 +165,35 @@ function parseForm(text: string): Record<string, unknown> {
       throw new HttpError(400, `The form body is not valid UTF-8: ${run.length > 30 ? `${run.slice(0, 30)}…` : run} is not the percent-encoding of UTF-8 text.`);
     }
   }
-  const body = parseQueryString(text) as Record<string, unknown>;
-  const keys = Object.keys(body);
-  if (keys.length === 1 && keys[0]!.trimStart().startsWith('{')) throw jsonAsForm(); // escaped: %7B…
-  // A field sent twice takes its last value, as PHP reads a form: a hidden "no" before a checkbox's "on"
-  // (until 2026-11-29 it failed on that field, "must be yes or no", though both values were good; a review).
-  for (const key of keys) if (Array.isArray(body[key])) body[key] = (body[key] as unknown[]).at(-1);
-  // A field's name as PHP reads it: its array syntax (`donor_city[]=x`, `donor_city[a]b=x`) makes the field
-  // an array, which Laravel answers "must be a string", and a space, a dot or a `[` left open is an
-  // underscore (`donor.city`, `donor+city`): so here, rather than an unknown key dropped and the value lost (a review).
-  for (const key of keys) {
-    const open = key.indexOf('[');
-    const array = open > 0 && key.indexOf(']', open) > open;
-    const name = (array ? key.slice(0, open) : key).replace(/[ .[]/g, '_');
-    if ((name === key && !array) || !FIELD_NAMES.has(name)) continue;
-    body[name] = array ? [body[key]] : body[key];
-    delete body[key];
+  // Pair by pair, in order, each decoded by fast-querystring: a field's name as PHP reads it (phpName), and a
+  // field sent again, under any of its names, takes its last value, as PHP reads a form: a hidden "no"
+  // before a checkbox's "on" gives "on" (a review), and `gift+aid=yes&gift_aid=no` is "no" (a review).
+  const body: Record<string, unknown> = Object.create(null);
+  const keys = new Set<string>();
+  for (const segment of text.split('&')) {
+    if (segment === '') continue;
+    for (const [key, value] of Object.entries(parseQueryString(segment) as Record<string, unknown>)) {
+      keys.add(key);
+      const { name, array } = phpName(key);
+      body[name] = array ? [value] : value;
+    }
   }
+  if (keys.size === 1 && [...keys][0]!.trimStart().startsWith('{')) throw jsonAsForm(); // escaped: %7B…
   for (const name of BLANK_IS_ABSENT) if (body[name] === '') delete body[name];
   return body;
+}
+
+/**
+ * A form key as PHP names its variable: leading spaces dropped, a space, a dot or a `[` left open an
+ * underscore (`donor.city`, `donor+city` are `donor_city`), and its array syntax (`donor_city[]`,
+ * `donor_city[a]b`) an array of that name, which Laravel answers "must be a string". Such keys were
+ * unknown here, and their values dropped with a 200 (an integrator's review).
+ */
+function phpName(key: string): { name: string; array: boolean } {
+  const trimmed = key.replace(/^ +/, '');
+  const open = trimmed.indexOf('[');
+  const array = open > 0 && trimmed.indexOf(']', open) > open;
+  return { name: (array ? trimmed.slice(0, open) : trimmed).replace(/[ .[]/g, '_'), array };
 }
 
 const jsonAsForm = () => new HttpError(415, 'The body is JSON but was sent as a form (application/x-www-form-urlencoded): send it with Content-Type: application/json.');

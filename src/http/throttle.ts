@@ -86,9 +86,15 @@ function answered<T>(asked: Promise<T>, ms: number): Promise<T> {
  * when it is back: meanwhile each instance counts the limits on its own, which without a word a
  * mistyped REDIS_URL would leave so for good. The error's message names the address, never a password.
  */
-export function reportRedis(redis: Redis, log: { warn(fields: object, message: string): void; info(message: string): void }): void {
+export function reportRedis(
+  redis: Redis,
+  log: { warn(fields: object, message: string): void; info(message: string): void },
+  { quietMs = REDIS_BACK_AFTER_MS }: { quietMs?: number } = {},
+): void {
   let failing = false;
+  let lastFailure = 0;
   const failed = (err: Error) => {
+    lastFailure = performance.now();
     if (failing) return;
     failing = true;
     // Refused credentials are not silence: said so, the operator looks at REDIS_URL's user and password, not the network.
@@ -106,11 +112,16 @@ export function reportRedis(redis: Redis, log: { warn(fields: object, message: s
     log.info('Redis (REDIS_URL) answers again: the rate limits are shared again');
   };
   redis.on('error', failed);
-  redis.on('ready', back);
+  redis.on('ready', back); // connected again
   // A connection that stays open while Redis says nothing raises no error: the limiters' commands going
-  // unanswered say it, and their answers its return (until 2026-11-29 such silence was never logged; a review).
-  HEARD.set(redis, { silent: failed, answered: back });
+  // unanswered say it, and their answers its return once none has gone unanswered for `quietMs` (a
+  // Redis answering about as late as the limiters wait made a warn and an info of nearly every request:
+  // a review). Until 2026-11-29 such silence was never logged (a review).
+  HEARD.set(redis, { silent: failed, answered: () => failing && performance.now() - lastFailure >= quietMs && back() });
 }
+
+/** How long a Redis that fell silent must answer every command before its return is said (reportRedis). */
+const REDIS_BACK_AFTER_MS = 30_000;
 
 /** What the limiters tell reportRedis of a client's commands: one not answered in time, and an answer. */
 const HEARD = new WeakMap<Redis, { silent(err: Error): void; answered(): void }>();

@@ -100,8 +100,31 @@ export async function readLedger(
     rows: (await claimRowsWithDonor(has, all)).map((r) => numbers(r, rowNumbers)),
     withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
     charities: (await rowsOf('charities', 'id')).map((c) => ({ id: Number(c.id), username: String(c.username) })),
-    largestDonationId: (await has('donations')) ? Number((await all('select max(id) as largest from donations'))[0]?.largest ?? 0) : 0,
+    largestDonationId: await largestDonationId(has, all),
   };
+}
+
+/**
+ * The largest donation id another database gave out: its largest stored, or its counter's, if that is
+ * ahead (a restore or keep-replaced moved it on; a PostgreSQL instance took ids ahead). Only the
+ * largest stored, until 2026-11-29: a second restore moved the counter back (a review).
+ */
+async function largestDonationId(
+  has: (table: string) => boolean | Promise<boolean>,
+  all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>,
+): Promise<number> {
+  if (!(await has('donations'))) return 0;
+  const stored = Number((await all('select max(id) as n from donations'))[0]?.n ?? 0);
+  const counterQuery = (await has('sqlite_sequence'))
+    ? "select seq as n from sqlite_sequence where name = 'donations'"
+    : "select pg_sequence_last_value(pg_get_serial_sequence('donations', 'id')::regclass) as n";
+  let counter = 0;
+  try {
+    counter = Number((await all(counterQuery))[0]?.n ?? 0);
+  } catch {
+    // Not readable as either: the ids stored alone.
+  }
+  return Math.max(stored, counter);
 }
 
 /**

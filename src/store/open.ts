@@ -131,11 +131,15 @@ export async function openServerStore(location: DatabaseLocation): Promise<Store
 function checkWritable(path: string): void {
   if (path === ':memory:') return;
   const folder = dirname(path);
+  // A folder still to be made is made in the nearest one there (mkdir's EACCES, exit 1, was all it said: a review).
+  let made = folder;
+  while (!existsSync(made) && dirname(made) !== made) made = dirname(made);
   for (const [what, at] of [
     ['the database file', path],
     ['its WAL file', `${path}-wal`],
     ['its shared-memory file', `${path}-shm`],
     ['its folder', folder],
+    ...(made === folder ? [] : ([['the folder its folder is to be made in,', made]] as const)),
   ] as const) {
     if (!existsSync(at)) continue; // made on first start
     try {

@@ -266,11 +266,22 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.equal((await t.donations()).length, before);
     // A key that names no field is ignored, brackets or not, as any unknown key is.
     assert.equal((await postForm('donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&extra[]=x')).statusCode, 200);
-    // A dot or a space in a name is an underscore to PHP: the field, taken.
-    for (const key of ['donor.city', 'donor+city', 'donor city']) {
-      const res = await postForm(`donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&${key === 'donor city' ? 'donor%20city' : key}=Leeds`);
+    // A dot or a space in a name is an underscore to PHP, and a leading space is dropped: the field, taken.
+    for (const key of ['donor.city', 'donor+city', 'donor%20city', '+donor_city']) {
+      const res = await postForm(`donor_email=a@example.com&gift_aid=no&amount=5&donation_type=renewal&${key}=Leeds`);
       assert.equal(res.statusCode, 200, `${key}: ${res.body}`);
       assert.equal(res.json().data.donor_city, 'Leeds', key);
+    }
+    // Under any of its names, the field sent last is the one taken, as PHP takes it (a name PHP reads as the
+    // field, sent first, won over the field itself sent after it: gift_aid, a tax declaration; a review).
+    for (const [form, giftAid, city] of [
+      ['gift+aid=yes&gift_aid=no&donor.city=b&donor_city=a', false, 'a'],
+      ['gift_aid=no&gift+aid=yes&donor_city=a&donor.city=b', true, 'b'],
+      ['donor_city[]=x&donor_city=y&gift_aid=no', false, 'y'],
+    ] as const) {
+      const res = await postForm(`donor_email=a@example.com&amount=5&donation_type=renewal&${form}`);
+      assert.equal(res.statusCode, 200, `${form}: ${res.body}`);
+      assert.deepEqual([res.json().data.gift_aid, res.json().data.donor_city], [giftAid ? 'yes' : 'no', city], form);
     }
   });
 
