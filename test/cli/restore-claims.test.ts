@@ -500,14 +500,7 @@ for (const backend of BACKENDS) {
       const made = await almoner(database.url, ['charity', 'create', '--name', 'Ids Kept', '--email', 'ids@example.org', '--json']);
       assert.equal(made.code, 0, made.stderr);
       const { id: charityId } = JSON.parse(made.stdout) as { id: number };
-      const record = async (email: string) => {
-        const store = await openStore(parseDatabaseUrl(database.url));
-        try {
-          return (await store.recordDonation(charityId, validDonation(email))).id;
-        } finally {
-          await store.close();
-        }
-      };
+      const record = (email: string) => recordOne(database.url, charityId, email);
       const early = [await record('one@example.org'), await record('two@example.org')];
       const backup = join(tempDir(), backend.name === 'sqlite' ? 'before.db' : 'before.dump');
       if (backend.name === 'sqlite') assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
@@ -532,14 +525,7 @@ for (const backend of BACKENDS) {
     try {
       const made = await almoner(database.url, ['charity', 'create', '--name', 'Ids Ahead', '--email', 'ahead@example.org', '--json']);
       const { id: charityId } = JSON.parse(made.stdout) as { id: number };
-      const record = async (email: string) => {
-        const store = await openStore(parseDatabaseUrl(database.url));
-        try {
-          return (await store.recordDonation(charityId, validDonation(email))).id;
-        } finally {
-          await store.close();
-        }
-      };
+      const record = (email: string) => recordOne(database.url, charityId, email);
       await record('one@example.org');
       // The counter ahead of the ids stored, as a dump taken while an instance held ids taken ahead.
       if (backend.name === 'sqlite') rawSqliteAt(database.url, "update sqlite_sequence set seq = 45 where name = 'donations'");
@@ -552,20 +538,10 @@ for (const backend of BACKENDS) {
       try {
         const other = await almoner(fresh.url, ['charity', 'create', '--name', 'Fresh', '--email', 'fresh@example.org', '--json']);
         const { id: freshCharity } = JSON.parse(other.stdout) as { id: number };
-        const store = await openStore(parseDatabaseUrl(fresh.url));
-        try {
-          for (const email of ['a@example.org', 'b@example.org']) await store.recordDonation(freshCharity, validDonation(email));
-        } finally {
-          await store.close();
-        }
+        for (const email of ['a@example.org', 'b@example.org']) await recordOne(fresh.url, freshCharity, email);
         assert.equal((await almoner(fresh.url, ['restore', backup, '--replace'])).code, 0);
-        const after = await openStore(parseDatabaseUrl(fresh.url));
-        try {
-          const next = (await after.recordDonation(charityId, validDonation('next@example.org'))).id;
-          assert.ok(next > 45, `the next id ${next} is past the backup's counter, 45`);
-        } finally {
-          await after.close();
-        }
+        const next = await recordOne(fresh.url, charityId, 'next@example.org');
+        assert.ok(next > 45, `the next id ${next} is past the backup's counter, 45`);
       } finally {
         await fresh.drop();
       }
@@ -582,14 +558,7 @@ for (const backend of BACKENDS) {
       try {
         const made = await almoner(origin.url, ['charity', 'create', '--name', 'No Claims', '--email', 'noclaims@example.org', '--json']);
         const { id: charityId } = JSON.parse(made.stdout) as { id: number };
-        const record = async (url: string, email: string) => {
-          const store = await openStore(parseDatabaseUrl(url));
-          try {
-            return (await store.recordDonation(charityId, validDonation(email))).id;
-          } finally {
-            await store.close();
-          }
-        };
+        const record = (url: string, email: string) => recordOne(url, charityId, email);
         await record(origin.url, 'one@example.org');
         const backup = join(tempDir(), 'origin.dump');
         execFileSync('pg_dump', ['--format=custom', `--file=${backup}`, origin.url]);
@@ -614,5 +583,15 @@ function rawSqliteAt(url: string, statement: string): void {
     db.exec(statement);
   } finally {
     db.close();
+  }
+}
+
+/** Records the example donation from `email` for the charity, through a store of its own; its id. */
+async function recordOne(url: string, charityId: number, email: string): Promise<number> {
+  const store = await openStore(parseDatabaseUrl(url));
+  try {
+    return (await store.recordDonation(charityId, validDonation(email))).id;
+  } finally {
+    await store.close();
   }
 }
