@@ -400,7 +400,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
-      if (now.ledger.claims.length > 0 || (now.ledger.largestDonationId ?? 0) > 0) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
+      if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       await mark(place, thisRestore(file, written, !empty, began));
       await pgRestore(file, env);
     } catch (err) {
@@ -481,8 +481,11 @@ async function readOtherPostgres(url: string, location: DatabaseLocation): Promi
   // The database being finished, named otherwise (localhost for 127.0.0.1): its mark told (a review).
   if (itsMark) throw new UsageError(`${shown} bears a restore's mark itself: it is a database being restored, not the one a backup came from`);
   if (now.schema.length === 0) throw new UsageError(`${shown} holds no Almoner database`);
-  return { file: shown, trail: now.trail, ...((now.ledger.claims.length > 0 || (now.ledger.largestDonationId ?? 0) > 0) && { ledger: now.ledger }) };
+  return { file: shown, trail: now.trail, ...(worthKeeping(now.ledger) && { ledger: now.ledger }) };
 }
+
+/** Whether a replaced database's ledger holds anything a restore must take in: claims, or donation ids it gave out. */
+const worthKeeping = (ledger: LedgerCopy): boolean => ledger.claims.length > 0 || (ledger.largestDonationId ?? 0) > 0;
 
 /** One plain connection to the PostgreSQL database at `url` (which migrates nothing), for `work`. */
 async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {

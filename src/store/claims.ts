@@ -82,15 +82,18 @@ export interface LedgerCopy {
   largestDonationId?: number;
 }
 
+/** How another database is asked (readLedger): whether a table is there, and a query's rows; pg and better-sqlite3 alike. */
+interface LedgerQueries {
+  has: (table: string) => boolean | Promise<boolean>;
+  all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>;
+}
+
 /**
  * The whole claim ledger of another database, asked through `has` (whether a table is there) and
  * `all` (a query's rows), so pg and better-sqlite3 read it alike, and a database from before a
  * table was made reads as having none.
  */
-export async function readLedger(
-  has: (table: string) => boolean | Promise<boolean>,
-  all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>,
-): Promise<LedgerCopy> {
+export async function readLedger(has: LedgerQueries['has'], all: LedgerQueries['all']): Promise<LedgerCopy> {
   const rowsOf = async (table: string, order: string) => ((await has(table)) ? await all(`select * from ${table} order by ${order}`) : []);
   const numbers = <T>(row: Record<string, unknown>, names: readonly string[]) => ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as T;
   const rowNumbers = ['claim_id', 'donation_id', 'position', 'amount_minor'];
@@ -109,10 +112,7 @@ export async function readLedger(
  * ahead (a restore or keep-replaced moved it on; a PostgreSQL instance took ids ahead). Only the
  * largest stored, until 2026-11-29: a second restore moved the counter back (a review).
  */
-async function largestDonationId(
-  has: (table: string) => boolean | Promise<boolean>,
-  all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>,
-): Promise<number> {
+async function largestDonationId(has: LedgerQueries['has'], all: LedgerQueries['all']): Promise<number> {
   if (!(await has('donations'))) return 0;
   const stored = Number((await all('select max(id) as n from donations'))[0]?.n ?? 0);
   const counterQuery = (await has('sqlite_sequence'))
@@ -132,10 +132,7 @@ async function largestDonationId(
  * donation there (the address's, or an erased donation's kept reference; null once the row's
  * details are erased). A database from before migration 0012 has no kept references.
  */
-async function claimRowsWithDonor(
-  has: (table: string) => boolean | Promise<boolean>,
-  all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>,
-): Promise<Record<string, unknown>[]> {
+async function claimRowsWithDonor(has: LedgerQueries['has'], all: LedgerQueries['all']): Promise<Record<string, unknown>[]> {
   if (!(await has('giftaid_claim_donations'))) return [];
   const joined = (erased: string) =>
     all(`select r.*, d.donor_email as donation_email, ${erased} as donation_erased_donor from giftaid_claim_donations r left join donations d on d.id = r.donation_id order by r.claim_id, r.position`);
@@ -167,6 +164,25 @@ export interface DonorClaimRow extends ScheduleRow {
   position: number;
   /** False for a row a restore kept without its donation (recorded after the backup, and gone with the database replaced). */
   donationHere: boolean;
+}
+
+/** A donor's row in a claim as ofDonor and keptRowsOfDonor read it: the row, its claim's status and its charity's username. */
+const DONOR_ROW_COLUMNS = ['r.claim_id', 'r.donation_id', 'r.position', 'r.first_name', 'r.last_name', 'r.house', 'r.postcode', 'r.donation_day', 'r.amount_minor', 'c.status', 'ch.username as charity'] as const;
+
+/**
+ * The claim rows a restore kept without their donation (keepFrom) under one of a donor's
+ * `references`, of one charity's claims or every charity's, in claim and position order, unrun:
+ * within `db` (a donor's erasure's transaction, say).
+ */
+export function keptRowsOfDonor(db: Kysely<Database>, references: ReadonlySet<string>, charity?: string) {
+  let q = db
+    .selectFrom('giftaid_claim_rows_without_donation as r')
+    .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
+    .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
+    .select(DONOR_ROW_COLUMNS)
+    .where('r.donor', 'in', [...references]);
+  if (charity !== undefined) q = q.where('ch.username', '=', charity);
+  return q.orderBy('r.claim_id').orderBy('r.position');
 }
 
 /** What keepFrom() kept of another ledger. */
@@ -334,7 +350,6 @@ export class ClaimLedger {
    * claims, or every charity's. In claim and position order.
    */
   async ofDonor({ donationIds, references, charity }: { donationIds: readonly number[]; references: ReadonlySet<string>; charity?: string }): Promise<DonorClaimRow[]> {
-    const columns = ['r.claim_id', 'r.donation_id', 'r.position', 'r.first_name', 'r.last_name', 'r.house', 'r.postcode', 'r.donation_day', 'r.amount_minor', 'c.status', 'ch.username as charity'] as const;
     const found: DonorClaimRow[] = [];
     const add = (rows: Array<Omit<Selectable<GiftaidClaimDonationsTable>, 'live'> & { status: ClaimStatus; charity: string }>, donationHere: boolean) => {
       for (const r of rows) found.push({ ...scheduleRow(r), claimId: Number(r.claim_id), status: r.status, charity: r.charity, position: Number(r.position), donationHere });
@@ -344,19 +359,12 @@ export class ClaimLedger {
         .selectFrom('giftaid_claim_donations as r')
         .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
         .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
-        .select(columns)
+        .select(DONOR_ROW_COLUMNS)
         .where('r.donation_id', 'in', donationIds.slice(start, start + INSERT_CHUNK));
       if (charity !== undefined) q = q.where('ch.username', '=', charity);
       add(await q.execute(), true);
     }
-    let kept = this.db
-      .selectFrom('giftaid_claim_rows_without_donation as r')
-      .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
-      .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
-      .select(columns)
-      .where('r.donor', 'in', [...references]);
-    if (charity !== undefined) kept = kept.where('ch.username', '=', charity);
-    add(await kept.execute(), false);
+    add(await keptRowsOfDonor(this.db, references, charity).execute(), false);
     return found.sort((a, b) => a.claimId - b.claimId || a.position - b.position);
   }
 

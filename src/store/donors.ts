@@ -7,7 +7,7 @@ import { erasureOf, GIFT_AID_RETENTION_YEARS, giftAidKeptUntil, retentionDay, ye
 import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit, retentionTarget, type AuditEntry } from './audit.js';
-import { ERASED_CLAIM_DETAILS, ERASED_IN_CLAIM } from './claims.js';
+import { ERASED_CLAIM_DETAILS, ERASED_IN_CLAIM, keptRowsOfDonor } from './claims.js';
 import { donationsWithCharity, donorReference, donorReferences } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
@@ -61,16 +61,10 @@ export class DonorData {
       const reference = donorReference(email);
       const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity })).orderBy('donations.id').execute();
       // A claim's rows a restore kept without their donation, under this donor's reference (migration 0017): kept for HMRC as their donation would be.
-      let kept = trx
-        .selectFrom('giftaid_claim_rows_without_donation as r')
-        .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
-        .innerJoin('charities as ch', 'ch.id', 'c.charity_id')
-        .select(['r.claim_id', 'r.position', 'r.donation_day', 'ch.username as charity'])
-        .where('r.donor', 'in', [...donorReferences(email)]);
-      if (charity !== undefined) kept = kept.where('ch.username', '=', charity);
+      const kept = await keptRowsOfDonor(trx, donorReferences(email), charity).execute();
       found = {
         donations: rows.map((row) => toErasure(row, today)),
-        claimRows: (await kept.orderBy('r.claim_id').orderBy('r.position').execute()).map((r) => {
+        claimRows: kept.map((r) => {
           const until = giftAidKeptUntil(r.donation_day);
           return { claimId: Number(r.claim_id), position: Number(r.position), charity: r.charity, day: r.donation_day, keptUntil: until >= today ? until : null };
         }),

@@ -59,7 +59,6 @@ export async function openStore(
   let db: Kysely<Database>;
   let store: Store;
   if (location.dialect === 'sqlite') {
-    refuseFolder(location);
     if (mustWrite) checkWritable(location.path);
     if (!duringRestore) await refuseWhileRestoring(location);
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
@@ -91,7 +90,8 @@ export async function openStore(
 
 /**
  * A sqlite: DATABASE_URL naming a folder, refused (SQLite's "unable to open database file" was taken
- * for a user who may not write it: an operator's review). A path this user cannot reach is left to
+ * for a user who may not write it: an operator's review): by `serve` (openServerStore) and by every
+ * command (cli/io.ts's theDatabase). A path this user cannot reach is left to
  * the checks that name the user.
  */
 export function refuseFolder(location: DatabaseLocation): void {
@@ -121,7 +121,12 @@ async function hasAlmonersTables(db: Kysely<Database>, dialect: DatabaseLocation
  * journal shows), a setting's mistake still a ConfigError (exit 2, not restarted).
  */
 export async function openServerStore(location: DatabaseLocation): Promise<Store> {
-  return openStore(location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true }).catch((err: unknown) => {
+  // A folder for a database refused here, as a command's is by cli/io.ts's theDatabase.
+  const opened = (async () => {
+    refuseFolder(location);
+    return openStore(location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true });
+  })();
+  return opened.catch((err: unknown) => {
     const message = `cannot open the database ${describeDatabase(location)}: ${err instanceof Error ? err.message : String(err)}`;
     throw err instanceof ConfigError ? new ConfigError(message) : new Error(message, { cause: err });
   });
