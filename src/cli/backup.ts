@@ -360,6 +360,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   const known = Object.keys(migrations('postgres'));
   const newer = backupSchema.filter((name) => !known.includes(name));
   if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
+  const toc = await contentsOf(file, env);
   // One session for the whole restore, holding the restore's lock (restoring.ts): a keep-replaced
   // does not take its mark away while it runs.
   await withPostgres(location.url, async (client) => {
@@ -389,10 +390,15 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         const n = now.otherSessions;
         throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
       }
+      // A backup older than the database's schema: pg_restore --clean drops and makes again what the
+      // backup holds, so a later migration's column goes with its table and is added again after; but
+      // a table, function or type the backup lacks would stay, and its migration, run again, fail.
       const ahead = now.schema.filter((name) => !backupSchema.includes(name));
-      if (ahead.length) {
+      const left = ahead.length ? (await objectsOf(client)).filter((o) => !toc.objects.has(o.key)) : [];
+      if (left.length) {
         throw new UsageError(
-          `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place: ` +
+          `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place ` +
+            `(${left.map((o) => `${o.kind} ${o.key}`).join(', ')}): ` +
             'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
         );
       }
@@ -402,7 +408,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       await mark(place, thisRestore(file, written, !empty, began));
-      await pgRestore(file, env);
+      await pgRestore(file, env, toc.list);
     } catch (err) {
       for (const f of written) rmSync(f, { force: true }); // nothing was replaced
       await unmark(place);
@@ -563,12 +569,10 @@ async function migrationsIn(file: string, env: NodeJS.ProcessEnv): Promise<strin
  * it was. Everything but a restore's mark (restoring.ts): a dump taken while the database was marked
  * holds that mark, which would have taken the place of this restore's and named another's files.
  */
-async function pgRestore(file: string, env: NodeJS.ProcessEnv): Promise<void> {
-  const list = await runPgRestore(['--list', file], env);
-  if (list.code !== 0) throw new Error(`pg_restore --list failed (exit ${list.code}): ${list.stderr.trim()}`);
+async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string): Promise<void> {
   const folder = mkdtempSync(join(tmpdir(), 'almoner-restore-'));
   const useList = join(folder, 'list');
-  writeFileSync(useList, list.stdout.split('\n').filter((line) => !line.split(/\s+/).includes(RESTORING_TABLE)).join('\n'));
+  writeFileSync(useList, list.split('\n').filter((line) => !line.split(/\s+/).includes(RESTORING_TABLE)).join('\n'));
   try {
     // pg_restore wants a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment.
     const dbname = `dbname='${(env.PGDATABASE ?? '').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
@@ -580,6 +584,57 @@ async function pgRestore(file: string, env: NodeJS.ProcessEnv): Promise<void> {
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }
+}
+
+/** The kinds of object a pg_dump archive's table of contents names, each as `--list` prints it, longest first. */
+const TOC_KINDS = ['MATERIALIZED VIEW', 'FOREIGN TABLE', 'TABLE', 'VIEW', 'SEQUENCE', 'FUNCTION', 'PROCEDURE', 'AGGREGATE', 'TYPE', 'DOMAIN'];
+
+/**
+ * A pg_dump archive's table of contents (`pg_restore --list`): as pg_restore is given it, and the
+ * objects it makes, each as `schema.name` (a function without its arguments). Entries that belong to
+ * an object named before them (a table's data, a sequence's value, an index) are not objects.
+ */
+async function contentsOf(file: string, env: NodeJS.ProcessEnv): Promise<{ list: string; objects: Set<string> }> {
+  const { code, stdout, stderr } = await runPgRestore(['--list', file], env);
+  if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
+  const objects = new Set<string>();
+  for (const line of stdout.split('\n')) {
+    // 228; 1255 16526 FUNCTION public audit_log_append_only() postgres
+    const entry = /^\d+; \d+ \d+ (.*) \S+$/.exec(line)?.[1];
+    const kind = entry === undefined ? undefined : TOC_KINDS.find((k) => entry.startsWith(`${k} `));
+    if (entry === undefined || kind === undefined) continue;
+    const [schema, ...name] = entry.slice(kind.length + 1).split(' ');
+    if (name.length) objects.add(`${schema}.${name.join(' ').replace(/\(.*$/, '')}`);
+  }
+  return { list: stdout, objects };
+}
+
+/**
+ * The objects a database holds that a restore's pg_restore --clean could leave in place: tables, views,
+ * sequences no table owns, functions and types, outside PostgreSQL's own schemas and its extensions',
+ * each as `schema.name` and its kind. A restore's own mark is not one.
+ */
+async function objectsOf(client: pg.Client): Promise<{ key: string; kind: string }[]> {
+  const ours = "not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%' and n.nspname not like 'pg\\_temp%'";
+  const notExtension = (catalog: string, oid: string) => `not exists (select 1 from pg_depend d where d.classid = '${catalog}'::regclass and d.objid = ${oid} and d.deptype = 'e')`;
+  const { rows } = await client.query<{ key: string; kind: string }>(
+    `select n.nspname || '.' || c.relname as key,
+            case c.relkind when 'S' then 'sequence' when 'v' then 'view' when 'm' then 'materialized view' when 'f' then 'foreign table' else 'table' end as kind
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and n.nspname ${ours} and c.relname <> $1 and ${notExtension('pg_class', 'c.oid')}
+        and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
+     union all
+     select n.nspname || '.' || p.proname, 'function'
+       from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+      where n.nspname ${ours} and ${notExtension('pg_proc', 'p.oid')}
+     union all
+     select n.nspname || '.' || t.typname, 'type'
+       from pg_type t join pg_namespace n on n.oid = t.typnamespace
+      where t.typtype in ('e', 'd', 'r') and n.nspname ${ours} and ${notExtension('pg_type', 't.oid')}
+      order by 1`,
+    [RESTORING_TABLE],
+  );
+  return rows;
 }
 
 async function runPgRestore(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
