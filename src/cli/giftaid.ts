@@ -139,7 +139,7 @@ export function giftaidCommand(): Command {
         if (assessed.claimedBefore > 0) {
           for (const c of (await store.claims.list(charity.id)).filter((c) => c.status === 'prepared' && c.id !== claim?.id).reverse()) {
             print(
-              `  Claim ${c.id} (${count(c.donation_count, 'donation')}, ${pounds(c.total_minor)}) was prepared on ${dayMonthYear(c.prepared_at.slice(0, 10))} and is not yet marked submitted: ` +
+              `  Claim ${c.id} (${count(c.donation_count, 'donation')}, ${pounds(c.total_minor)}) was prepared on ${dayMonthYear(preparedDay(c))} and is not yet marked submitted: ` +
                 `if you do not have its files, write them with bin/almoner giftaid files ${c.id} --out DIR`,
             );
           }
@@ -164,7 +164,7 @@ export function giftaidCommand(): Command {
         if (claims.length === 0) return print(opts.charity ? `No claims for ${opts.charity} yet.` : 'No claims yet.');
         const table = [
           ['claim', 'charity', 'status', 'donations', 'total', 'up to', 'prepared'],
-          ...claims.map((c) => [String(c.id), c.charity, c.status, c.donation_count.toLocaleString('en-GB'), pounds(c.total_minor), c.up_to, c.prepared_at.slice(0, 10)]),
+          ...claims.map((c) => [String(c.id), c.charity, c.status, c.donation_count.toLocaleString('en-GB'), pounds(c.total_minor), c.up_to, preparedDay(c)]),
         ];
         const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
         const numeric = new Set([0, 3, 4]);
@@ -383,12 +383,15 @@ async function claimSpreadsheets(store: Store, claim: Claim, charityName: string
       about: [
         ...(resend ? [RESENT] : NOT_FOR_HMRC[claim.status] === undefined ? [] : [NOT_FOR_HMRC[claim.status]!]),
         `Gift Aid claim ${claim.id} for ${charityName} (${claim.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}, ${pounds(rows.reduce((s, r) => s + r.amountMinor, 0))}.`,
-        `Prepared by Almoner on ${dayMonthYear(claim.prepared_at.slice(0, 10))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
+        `Prepared by Almoner on ${dayMonthYear(preparedDay(claim))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
           "Check it, then attach it to a claim in HMRC Charities Online. Don't change the layout of the schedule or the name of the worksheet.",
       ],
     }),
   }));
 }
+
+/** The UK day a claim was prepared on, as every other day of a claim is (its UTC day, until 2026-11-29: 30 June for one prepared at 00:35 on 1 July, in summer time). */
+const preparedDay = (claim: { prepared_at: string }): string => ukDay(new Date(claim.prepared_at));
 
 async function findCharity(store: Store, username: string): Promise<{ id: number; name: string }> {
   const charity = await store.findCredential(username);

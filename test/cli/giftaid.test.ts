@@ -570,6 +570,12 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(giftAidRows(await readOds(first.files[0]!)).map((r) => [r.lastName, r.date]), [['Dated', '30/06/25']], 'a claim up to 30 June takes no donation of 1 July');
         const rest = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', night.username, '--to', '2025-07-01', '--out', join(dir, 'night-rest'), '--json']));
         assert.deepEqual(giftAidRows(await readOds(rest.files[0]!)).map((r) => [r.lastName, r.date]), [['Night', '01/07/25']]);
+        // Prepared at 00:35 on 1 July, summer time: its day is 1 July, in the list and in the file, as its donations' days are (30 June, its UTC day, until 2026-11-29).
+        await rawSql(ctx.databaseUrl, `update giftaid_claims set prepared_at = '2025-06-30T23:35:00.000000Z' where id = ${rest.claim}`);
+        const listed = await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', night.username]);
+        assert.match(listed.stdout, new RegExp(`^\\s*${rest.claim}\\s+${night.username}\\s+prepared\\s+1\\s+\\S+\\s+2025-07-01\\s+2025-07-01\\s*$`, 'm'), listed.stdout);
+        const again = json<{ files: string[] }>(await almoner(ctx.databaseUrl, ['giftaid', 'files', String(rest.claim), '--out', join(dir, 'night-files'), '--json']));
+        assert.match(JSON.stringify((await readOds(again.files[0]!)).rows(5)), /Prepared by Almoner on 01\/07\/2025 from donations dated up to 01\/07\/2025\./);
       });
 
       test('bad arguments exit 2 with a message, and create nothing', async () => {
