@@ -11,7 +11,7 @@ import { Argument, Command, InvalidArgumentError } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { CLAIM_STATUSES, NEXT_STATUSES, type ClaimStatus } from '../giftaid/claim.js';
 import { scheduleSpreadsheet, type SHEET_NAMES } from '../giftaid/ods.js';
-import { twinsAmong } from '../giftaid/twins.js';
+import { RETRY_ACROSS_MIDNIGHT_MS, twinsAmong } from '../giftaid/twins.js';
 import {
   ATTENTION_COLUMNS,
   ATTENTION_FILE_NAME,
@@ -31,13 +31,13 @@ import {
   REASONS,
   setAsideTwins,
   type AttentionRow,
-  type GiftAidDonation,
   type Schedule,
   type ScheduleRow,
 } from '../giftaid/schedule.js';
 import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
+import type { StoredDonation } from '../donations/donation.js';
 import type { Store } from '../store/store.js';
-import { ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
+import { formatMicros, ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { asText, RFC_4180 } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
 import { print, printJson, withStore } from './io.js';
@@ -308,7 +308,7 @@ async function assessUnclaimed(
   { withFuture = false }: { withFuture?: boolean } = {},
 ): Promise<Assessed> {
   const range = { from: days.from === undefined ? undefined : ukStartOfDayIso(days.from), to: ukEndOfDayIso(days.to) };
-  const donations: GiftAidDonation[] = [];
+  const donations: StoredDonation[] = [];
   for await (const d of store.claims.unclaimed(charityId, range)) donations.push(d);
   if (withFuture) {
     // Dated after today (a year mistyped, 2062 for 2026): in no claim's range until that day, so never
@@ -330,7 +330,11 @@ async function assessUnclaimed(
       ? () => undefined
       : await twinsAmong(
           schedule.rows.map((r) => byId.get(r.donationId)!),
-          store.claims.dated(charityId, { from: ukStartOfDayIso(first.donationDay), to: ukEndOfDayIso(last.donationDay) }),
+          // Widened by the time a gift sent again without a date may take to cross a UK midnight.
+          store.claims.dated(charityId, {
+            from: formatMicros((Date.parse(ukStartOfDayIso(first.donationDay)) - RETRY_ACROSS_MIDNIGHT_MS) * 1000),
+            to: formatMicros((Date.parse(ukEndOfDayIso(last.donationDay)) + RETRY_ACROSS_MIDNIGHT_MS) * 1000),
+          }),
         );
   return { ...setAsideTwins(schedule, byId, twinOf), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }

@@ -283,7 +283,7 @@ export function buildSchedule(
  * `schedule` with the claimable donations that `twinOf` says record again an earlier donation
  * (twins.ts) set aside as needing attention: one gift recorded twice is claimed once.
  */
-export function setAsideTwins(schedule: Schedule, donations: ReadonlyMap<number, GiftAidDonation>, twinOf: (d: GiftAidDonation) => number | undefined): Schedule {
+export function setAsideTwins<D extends GiftAidDonation>(schedule: Schedule, donations: ReadonlyMap<number, D>, twinOf: (d: D) => number | undefined): Schedule {
   const twins = new Map<number, number>();
   for (const r of schedule.rows) {
     const twin = twinOf(donations.get(r.donationId)!);

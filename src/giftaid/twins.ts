@@ -19,16 +19,28 @@ export const GIFT_FACTS = [
   'donor_postcode',
   'amount_minor',
   'donation_date',
+  'recorded_at',
 ] as const satisfies ReadonlyArray<keyof StoredDonation>;
 export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]>;
 
 /**
+ * How far apart two gifts sent without a date (each dated the moment it was recorded) may be
+ * recorded, across a UK midnight, to be one gift sent again: a retry after a timeout comes within
+ * seconds or minutes, but lands on the next day if it crosses midnight (claimed twice until
+ * 2026-11-29: a review's retry 3 s after 23:59:58). Within one UK day the day alone tells, as for
+ * gifts sent with their date.
+ */
+export const RETRY_ACROSS_MIDNIGHT_MS = 3_600_000;
+
+/**
  * Which of the candidates seem to record again a gift that an earlier donation (a lower id) among
- * `donations` (the charity's, on the candidates' days) recorded: the same donor as HMRC's schedule
+ * `donations` (the charity's, on the candidates' days and within RETRY_ACROSS_MIDNIGHT_MS of them)
+ * recorded: the same donor as HMRC's schedule
  * tells one (the names, the house and the postcode, as the schedule reads them, in any case: what a
  * donor's erasure keeps, so a gift recorded twice is told after its donor is erased too, where
  * until a review it was not, and was claimed twice) and the same e-mail address (in any case) unless
- * either was erased, on the same UK day, for the same amount, and
+ * either was erased, on the same UK day (or, both sent without a date, recorded within
+ * RETRY_ACROSS_MIDNIGHT_MS of each other), for the same amount, and
  * not two different payment_confirmation_numbers (two references are two
  * payments, however alike). A payment reference alone is not enough: an integration may send the
  * same placeholder ("N/A", "cash") with every gift. A donor may truly give twice in a day: the later
@@ -38,27 +50,36 @@ export async function twinsAmong(
   candidates: Iterable<GiftFacts>,
   donations: AsyncIterable<GiftFacts> | Iterable<GiftFacts>,
 ): Promise<(d: GiftFacts) => number | undefined> {
-  /** By donor and gift, for the candidates' keys alone (so memory holds no more than they): the records found, each with its reference and e-mail address. */
-  const seen = new Map<string, Array<{ id: number; reference: string; email: string }>>();
+  /**
+   * By donor and gift, for the candidates' keys alone (so memory holds no more than they): the records
+   * found, each with its reference, e-mail address and when it was recorded. A gift sent without a
+   * date is also under a key without its day (UNDATED), where the records are told by their times.
+   */
+  const seen = new Map<string, Array<{ id: number; reference: string; email: string; at: number }>>();
   const gifts = new Set<string>();
   /** Each candidate's donor, read once (a house is read from an address in about 10 µs; a first claim may have 100,000 candidates). */
-  const candidateKeys = new Map<number, string>();
-  const keyOf = (d: GiftFacts) => candidateKeys.get(Number(d.id)) ?? donorKey(d);
+  const candidateKeys = new Map<number, string[]>();
+  const keysOf = (d: GiftFacts) => candidateKeys.get(Number(d.id)) ?? donorKeys(d);
   for (const d of candidates) {
-    const key = donorKey(d);
-    candidateKeys.set(Number(d.id), key);
-    seen.set(key, []);
-    gifts.add(giftKey(d));
+    const keys = donorKeys(d);
+    candidateKeys.set(Number(d.id), keys);
+    for (const key of keys) seen.set(key, []);
+    for (const key of giftKeys(d)) gifts.add(key);
   }
   for await (const d of donations) {
     // The donor read (a house read from the address) only for a gift of a candidate's day, amount and last name.
-    const records = gifts.has(giftKey(d)) ? seen.get(keyOf(d)) : undefined;
-    records?.push({ id: Number(d.id), reference: reference(d), email: email(d) });
+    if (!giftKeys(d).some((key) => gifts.has(key))) continue;
+    const record = { id: Number(d.id), reference: reference(d), email: email(d), at: Date.parse(d.recorded_at) };
+    for (const key of keysOf(d)) seen.get(key)?.push(record);
   }
   return (d) => {
     const id = Number(d.id);
-    const [ref, address] = [reference(d), email(d)];
-    const earlier = (seen.get(keyOf(d)) ?? []).filter(
+    const [ref, address, at] = [reference(d), email(d), Date.parse(d.recorded_at)];
+    const [sameDay, undated] = keysOf(d);
+    const earlier = [
+      ...(seen.get(sameDay!) ?? []),
+      ...(undated === undefined ? [] : (seen.get(undated) ?? []).filter((other) => Math.abs(other.at - at) <= RETRY_ACROSS_MIDNIGHT_MS)),
+    ].filter(
       (other) =>
         other.id < id &&
         // Two references are two payments; two e-mail addresses two people (a couple, a parent and child at one house), unless one was erased.
@@ -69,16 +90,26 @@ export async function twinsAmong(
   };
 }
 
+/** The day of a gift sent without a date in its keys: none, as it is told by when it was recorded. NUL-free, and no day. */
+const UNDATED = 'undated';
+
+/** Sent without a date: stored as the moment it was recorded (store/rows.ts). */
+const isUndated = (d: GiftFacts): boolean => d.donation_date === d.recorded_at;
+
 const ERASED = foldEmail(ERASED_EMAIL);
 const email = (d: GiftFacts): string => foldEmail(d.donor_email);
 
 const reference = (d: GiftFacts): string => d.payment_confirmation_number ?? '';
 
 /** The gift, and the donor's last name: UK day, amount, the last name as the schedule reads it. Joined by a NUL, which no value holds. */
-const giftKey = (d: GiftFacts): string => `${donationDay(d.donation_date)}\0${d.amount_minor}\0${hmrcLastName(d.donor_last_name).toLowerCase()}`;
+const giftKey = (d: GiftFacts, day: string): string => `${day}\0${d.amount_minor}\0${hmrcLastName(d.donor_last_name).toLowerCase()}`;
 
-/** The gift and the donor as HMRC's schedule tells them: with the first name, the house (spaces aside) and the postcode as read for it. */
-function donorKey(d: GiftFacts): string {
+/** A gift's keys: by its UK day, and, sent without a date, by none (UNDATED). */
+const giftKeys = (d: GiftFacts): string[] => (isUndated(d) ? [giftKey(d, donationDay(d.donation_date)), giftKey(d, UNDATED)] : [giftKey(d, donationDay(d.donation_date))]);
+
+/** The gift and the donor as HMRC's schedule tells them, under each of the gift's keys: with the first name, the house (spaces aside) and the postcode as read for it. */
+function donorKeys(d: GiftFacts): string[] {
   const house = houseNameOrNumber(d.donor_address, d).replace(/\s+/g, '').toLowerCase();
-  return `${giftKey(d)}\0${matchableFirstName(d.donor_first_name, d.donor_last_name)}\0${house}\0${matchablePostcode(hmrcPostcode(d.donor_postcode).value)}`;
+  const donor = `\0${matchableFirstName(d.donor_first_name, d.donor_last_name)}\0${house}\0${matchablePostcode(hmrcPostcode(d.donor_postcode).value)}`;
+  return giftKeys(d).map((gift) => `${gift}${donor}`);
 }

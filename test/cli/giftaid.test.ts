@@ -578,6 +578,24 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.match(JSON.stringify((await readOds(again.files[0]!)).rows(5)), /Prepared by Almoner on 01\/07\/2025 from donations dated up to 01\/07\/2025\./);
       });
 
+      test('a gift sent again without a date across a UK midnight is claimed once: the retry, recorded 3 s after the first on the next day, needs attention, in a later claim too', async () => {
+        const midnight = await ctx.signUp('Midnight Charity', 'midnight@charity.example');
+        const at = async (name: string, instant: string) => {
+          const id = await donate(name, midnight, exampleDonation({ donor_last_name: 'Midnight', donation_date: null }));
+          await rawSql(ctx.databaseUrl, `update donations set donation_date = '${instant}', recorded_at = '${instant}' where id = ${id}`);
+          return id;
+        };
+        const sent = await at('beforeMidnight', '2025-11-28T23:59:58.000000Z');
+        const first = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', midnight.username, '--to', '2025-11-28', '--out', join(dir, 'midnight'), '--json']));
+        assert.equal(first.donations, 1);
+        const again = await at('afterMidnight', '2025-11-29T00:00:01.000000Z');
+        const later = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', midnight.username, '--to', '2025-11-29', '--out', join(dir, 'midnight-later'), '--json']));
+        assert.equal(later.claim, null, 'nothing else to claim');
+        const attention = readAttention(later.needs_attention!);
+        assert.deepEqual(attention.map((row) => row[0]), [String(again)]);
+        assert.match(attention[0]!.join(','), new RegExp(`as donation ${sent}\\b`));
+      });
+
       test('bad arguments exit 2 with a message, and create nothing', async () => {
         const tomorrow = shift(today, { days: 1 });
         const cases: [string, string[], RegExp][] = [

@@ -15,8 +15,12 @@ const gift = (id: number, overrides: Partial<GiftFacts> = {}): GiftFacts => ({
   donor_postcode: 'SW1A 1AA',
   amount_minor: 2500,
   donation_date: '2026-03-02T10:00:00.000000Z',
+  recorded_at: '2026-03-02T10:00:01.000000Z',
   ...overrides,
 });
+
+/** A gift sent without a date: dated the moment it was recorded. */
+const undated = (id: number, at: string, overrides: Partial<GiftFacts> = {}): GiftFacts => gift(id, { donation_date: at, recorded_at: at, ...overrides });
 
 /** The twin found for each donation, by id, among them all. */
 async function twins(...donations: GiftFacts[]): Promise<Record<number, number | undefined>> {
@@ -74,6 +78,24 @@ describe('one gift recorded twice', () => {
     ]) {
       assert.deepEqual(await twins(gift(1, other), gift(2)), { 1: undefined, 2: undefined }, JSON.stringify(other));
     }
+  });
+
+  test('sent again without a date across a UK midnight: recorded within an hour of each other, one gift; further apart, or either sent with its date, two', async () => {
+    // A review's retry: 23:59:58 and, 3 s later, 00:00:01 the next day (winter: UTC is UK time).
+    assert.deepEqual(await twins(undated(1, '2026-11-28T23:59:58.000000Z'), undated(2, '2026-11-29T00:00:01.000000Z'), undated(3, '2026-11-29T00:00:01.500000Z')), { 1: undefined, 2: 1, 3: 1 });
+    // In summer, UK midnight is 23:00 UTC.
+    assert.deepEqual(await twins(undated(1, '2026-07-01T22:59:00.000000Z'), undated(2, '2026-07-01T23:01:00.000000Z')), { 1: undefined, 2: 1 });
+    assert.deepEqual(await twins(undated(1, '2026-11-28T23:30:00.000000Z'), undated(2, '2026-11-29T00:30:00.000000Z')), { 1: undefined, 2: 1 }, 'an hour apart');
+    assert.deepEqual(await twins(undated(1, '2026-11-28T23:29:59.000000Z'), undated(2, '2026-11-29T00:30:00.000000Z')), { 1: undefined, 2: undefined }, 'more than an hour apart');
+    // Gifts sent with their date are told by it: a daily gift imported at once is a gift a day.
+    assert.deepEqual(
+      await twins(gift(1, { donation_date: '2026-11-28T00:00:00.000000Z', recorded_at: '2026-11-29T09:00:00.000000Z' }), gift(2, { donation_date: '2026-11-29T00:00:00.000000Z', recorded_at: '2026-11-29T09:00:00.000001Z' })),
+      { 1: undefined, 2: undefined },
+    );
+    assert.deepEqual(await twins(undated(1, '2026-11-28T23:59:58.000000Z'), gift(2, { donation_date: '2026-11-29T00:00:00.000000Z', recorded_at: '2026-11-29T00:00:01.000000Z' })), { 1: undefined, 2: undefined });
+    // Another donor or amount is another gift, however close.
+    assert.deepEqual(await twins(undated(1, '2026-11-28T23:59:58.000000Z'), undated(2, '2026-11-29T00:00:01.000000Z', { amount_minor: 2600 })), { 1: undefined, 2: undefined });
+    assert.deepEqual(await twins(undated(1, '2026-11-28T23:59:58.000000Z'), undated(2, '2026-11-29T00:00:01.000000Z', { donor_first_name: 'John' })), { 1: undefined, 2: undefined });
   });
 
   test('only the candidates are looked up; the others are where their earlier records are found', async () => {
