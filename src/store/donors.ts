@@ -21,7 +21,7 @@ export interface DonationErasure {
   charity: string;
   /** YYYY-MM-DD, the donation's day. */
   day: string;
-  /** YYYY-MM-DD, the day its retention counts from (retentionDay): its day, but no more than a year after it was recorded. */
+  /** YYYY-MM-DD, the day its retention counts from (retentionDay): its day, but no more than a year after it was recorded, nor before. */
   retainedFrom: string;
   giftAid: boolean;
   erasure: Erasure;

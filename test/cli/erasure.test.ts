@@ -242,4 +242,34 @@ for (const backend of BACKENDS) {
       await database.drop();
     }
   });
+
+  test(`retention counts a donation dated more than a year before it was recorded (2016 for 2026) from a year before it was recorded: its donor's details went the night it was recorded [${backend.name}]`, async () => {
+    // Until 2026-11-29 from its typed day, already more than six years past (a review).
+    const database = await backend.createDatabase();
+    const store = await openStore(database.location);
+    try {
+      const charityId = (await signUpCharity(store, { name: 'Past Typos', email: 'p@example.org' })).charity.id;
+      const recordedDay = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/London' }).format(new Date());
+      const year = Number(recordedDay.slice(0, 4));
+      const dmy = (day: string) => `${day.slice(8, 10)}-${day.slice(5, 7)}-${day.slice(0, 4)}`;
+      const past = (await record(store, charityId, { ...SAM, donor_email: 'past@example.org', gift_aid: 'no', amount: '5.00', donation_date: `01-01-${year - 10}` })).id;
+      const giftAid = (await record(store, charityId, { ...SAM, donor_email: 'past@example.org', gift_aid: 'yes', amount: '6.00', donation_date: `01-01-${year - 10}` })).id;
+      // Dated within a year before its recording (last year's gifts sent together), a donation keeps its own day.
+      const halfYearBack = new Date(Date.now() - 180 * 86_400_000).toISOString().slice(0, 10);
+      const withinTheYear = (await record(store, charityId, { ...SAM, donor_email: 'within@example.org', gift_aid: 'no', amount: '7.00', donation_date: dmy(halfYearBack) })).id;
+      const due = async (today: string) => (await store.donors.applyRetention({ today, retentionYears: 6, dryRun: true })).map((d) => d.id).sort((a, b) => a - b);
+      const dayAfter = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+      const yearBefore = yearsLater(-1, recordedDay);
+      assert.deepEqual(await due(dayAfter(recordedDay)), [], 'nothing the night it was recorded');
+      assert.deepEqual(await due(yearsLater(6, yearBefore)), [], 'nothing until six years after a year before its recording');
+      assert.deepEqual(await due(dayAfter(yearsLater(6, yearBefore))), [past], 'then the one without Gift Aid');
+      assert.deepEqual(await due(dayAfter(yearsLater(6, halfYearBack))), [past, withinTheYear], 'the one within the year six years after its own day');
+      assert.ok((await due(dayAfter(giftAidKeptUntil(yearBefore)))).includes(giftAid), 'seven with Gift Aid');
+      const erased = await store.donors.erase({ email: 'past@example.org', today: recordedDay, dryRun: true });
+      assert.equal(erased.donations.find((e) => e.id === giftAid)?.erasure.keptUntil, giftAidKeptUntil(yearBefore), 'kept for Gift Aid seven years from a year before it was recorded');
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
 }
