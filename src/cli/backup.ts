@@ -392,13 +392,15 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       }
       // A backup older than the database's schema: pg_restore --clean drops and makes again what the
       // backup holds, so a later migration's column goes with its table and is added again after; but
-      // a table, function or type the backup lacks would stay, and its migration, run again, fail.
+      // a table, function or type the backup lacks would stay, and its migration, run again, fail
+      // (and a foreign key of another name would stop the drop of what it depends on).
       const ahead = now.schema.filter((name) => !backupSchema.includes(name));
-      const left = ahead.length ? (await objectsOf(client)).filter((o) => !toc.objects.has(o.key)) : [];
+      const missing = ahead.length ? (await objectsOf(client)).filter((o) => !holds(toc.entries, o)) : [];
+      const left = missing.filter((o) => !missing.some((table) => table.entry === o.of)); // a table's foreign keys go with it
       if (left.length) {
         throw new UsageError(
-          `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and pg_restore would leave what those made in place ` +
-            `(${left.map((o) => `${o.kind} ${o.key}`).join(', ')}): ` +
+          `the database's schema is newer than the backup's (it has ${ahead.join(', ')}, the backup does not), and the database holds what the backup does not ` +
+            `(${[...new Set(left.map((o) => o.shown))].join(', ')}), which pg_restore --clean would leave in place for those migrations, run again after it, to fail on: ` +
             'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
         );
       }
@@ -586,55 +588,68 @@ async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string): Pr
   }
 }
 
-/** The kinds of object a pg_dump archive's table of contents names, each as `--list` prints it, longest first. */
-const TOC_KINDS = ['MATERIALIZED VIEW', 'FOREIGN TABLE', 'TABLE', 'VIEW', 'SEQUENCE', 'FUNCTION', 'PROCEDURE', 'AGGREGATE', 'TYPE', 'DOMAIN'];
-
 /**
- * A pg_dump archive's table of contents (`pg_restore --list`): as pg_restore is given it, and the
- * objects it makes, each as `schema.name` (a function without its arguments). Entries that belong to
- * an object named before them (a table's data, a sequence's value, an index) are not objects.
+ * A pg_dump archive's table of contents (`pg_restore --list`), as pg_restore is given it, and its
+ * entries without their numbers, each `KIND schema name owner` (`FUNCTION public f(integer) postgres`,
+ * `SCHEMA - name owner`): not split into words, as a name or an owner may hold spaces.
  */
-async function contentsOf(file: string, env: NodeJS.ProcessEnv): Promise<{ list: string; objects: Set<string> }> {
+async function contentsOf(file: string, env: NodeJS.ProcessEnv): Promise<{ list: string; entries: string[] }> {
   const { code, stdout, stderr } = await runPgRestore(['--list', file], env);
   if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
-  const objects = new Set<string>();
-  for (const line of stdout.split('\n')) {
-    // 228; 1255 16526 FUNCTION public audit_log_append_only() postgres
-    const entry = /^\d+; \d+ \d+ (.*) \S+$/.exec(line)?.[1];
-    const kind = entry === undefined ? undefined : TOC_KINDS.find((k) => entry.startsWith(`${k} `));
-    if (entry === undefined || kind === undefined) continue;
-    const [schema, ...name] = entry.slice(kind.length + 1).split(' ');
-    if (name.length) objects.add(`${schema}.${name.join(' ').replace(/\(.*$/, '')}`);
-  }
-  return { list: stdout, objects };
+  const entries = stdout.split('\n').flatMap((line) => /^\d+; \d+ \d+ (.*)$/.exec(line)?.[1] ?? []);
+  return { list: stdout, entries };
 }
 
+/** An object of the database, as its entry in an archive's table of contents would begin (`entry`), and as a message names it. */
+interface DatabaseObject {
+  entry: string;
+  shown: string;
+  /** A foreign key's table, as its entry begins. */
+  of?: string;
+}
+
+/** Whether an archive's table of contents holds `o`: an entry that begins as its would, the name whole (a function's arguments after it). */
+const holds = (entries: readonly string[], o: DatabaseObject) => entries.some((e) => e.startsWith(`${o.entry} `) || (o.entry.startsWith('FUNCTION ') && e.startsWith(`${o.entry}(`)));
+
 /**
- * The objects a database holds that a restore's pg_restore --clean could leave in place: tables, views,
- * sequences no table owns, functions and types, outside PostgreSQL's own schemas and its extensions',
- * each as `schema.name` and its kind. A restore's own mark is not one.
+ * The objects a database holds that a restore's pg_restore --clean would leave in place, or fail on,
+ * were the archive not to hold them: schemas, tables, views, sequences no table owns, functions,
+ * types and foreign keys (--clean drops a table's index by the archive's name, and a foreign key by
+ * another name that depends on it stops the drop), outside PostgreSQL's own schemas, extensions'
+ * objects and those PostgreSQL makes with another (a table's row type, a range's constructors). A
+ * restore's own mark is not one.
  */
-async function objectsOf(client: pg.Client): Promise<{ key: string; kind: string }[]> {
-  const ours = "not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%' and n.nspname not like 'pg\\_temp%'";
-  const notExtension = (catalog: string, oid: string) => `not exists (select 1 from pg_depend d where d.classid = '${catalog}'::regclass and d.objid = ${oid} and d.deptype = 'e')`;
-  const { rows } = await client.query<{ key: string; kind: string }>(
-    `select n.nspname || '.' || c.relname as key,
-            case c.relkind when 'S' then 'sequence' when 'v' then 'view' when 'm' then 'materialized view' when 'f' then 'foreign table' else 'table' end as kind
+async function objectsOf(client: pg.Client): Promise<DatabaseObject[]> {
+  const ours = (schema: string) => `${schema} not in ('pg_catalog', 'information_schema') and ${schema} not like 'pg\\_toast%' and ${schema} not like 'pg\\_temp%'`;
+  const free = (catalog: string, oid: string) => `not exists (select 1 from pg_depend d where d.classid = '${catalog}'::regclass and d.objid = ${oid} and d.deptype in ('a', 'i', 'e'))`;
+  const { rows } = await client.query<{ kind: string; schema: string; name: string; within: string | null }>(
+    `select 'SCHEMA' as kind, '-' as schema, n.nspname as name, null as within
+       from pg_namespace n where ${ours('n.nspname')} and n.nspname <> 'public' and ${free('pg_namespace', 'n.oid')}
+     union all
+     select case c.relkind when 'S' then 'SEQUENCE' when 'v' then 'VIEW' when 'm' then 'MATERIALIZED VIEW' when 'f' then 'FOREIGN TABLE' else 'TABLE' end,
+            n.nspname, c.relname, null
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and n.nspname ${ours} and c.relname <> $1 and ${notExtension('pg_class', 'c.oid')}
-        and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
+      where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and ${ours('n.nspname')} and c.relname <> $1 and ${free('pg_class', 'c.oid')}
      union all
-     select n.nspname || '.' || p.proname, 'function'
+     select case p.prokind when 'p' then 'PROCEDURE' when 'a' then 'AGGREGATE' else 'FUNCTION' end, n.nspname, p.proname, null
        from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-      where n.nspname ${ours} and ${notExtension('pg_proc', 'p.oid')}
+      where ${ours('n.nspname')} and ${free('pg_proc', 'p.oid')}
      union all
-     select n.nspname || '.' || t.typname, 'type'
+     select case t.typtype when 'd' then 'DOMAIN' else 'TYPE' end, n.nspname, t.typname, null
        from pg_type t join pg_namespace n on n.oid = t.typnamespace
-      where t.typtype in ('e', 'd', 'r') and n.nspname ${ours} and ${notExtension('pg_type', 't.oid')}
-      order by 1`,
+      where t.typtype in ('c', 'e', 'd', 'r') and ${ours('n.nspname')} and ${free('pg_type', 't.oid')}
+     union all
+     select 'FK CONSTRAINT', n.nspname, k.conname, c.relname
+       from pg_constraint k join pg_class c on c.oid = k.conrelid join pg_namespace n on n.oid = c.relnamespace
+      where k.contype = 'f' and ${ours('n.nspname')} and ${free('pg_class', 'c.oid')}
+      order by 2, 3`,
     [RESTORING_TABLE],
   );
-  return rows;
+  return rows.map(({ kind, schema, name, within }) => ({
+    entry: within === null ? `${kind} ${schema} ${name}` : `${kind} ${schema} ${within} ${name}`,
+    shown: `${kind === 'FK CONSTRAINT' ? 'foreign key' : kind.toLowerCase()} ${schema === '-' ? name : within === null ? `${schema}.${name}` : `${schema}.${within}.${name}`}`,
+    ...(within !== null && { of: `TABLE ${schema} ${within}` }),
+  }));
 }
 
 async function runPgRestore(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
