@@ -410,7 +410,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       await mark(place, thisRestore(file, written, !empty, began));
-      await pgRestore(file, env, toc.list);
+      await pgRestore(file, env, toc.list, now.schemas);
     } catch (err) {
       for (const f of written) rmSync(f, { force: true }); // nothing was replaced
       await unmark(place);
@@ -440,7 +440,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
 }
 
 /** What a restore needs to know of the database before it: read through `client`, a plain connection, which migrates nothing. */
-async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number; tables: number; schema: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
+async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number; tables: number; schema: string[]; schemas: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
   // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
   const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
   const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass($1) as t', [table])).rows[0]?.t != null;
@@ -450,7 +450,8 @@ async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number
   const ledger = await readLedger(has, all);
   // The restore's own mark is not a table the database had.
   const tables = await client.query<{ n: string }>("select count(*) as n from pg_tables where schemaname not in ('pg_catalog', 'information_schema') and tablename <> $1", [RESTORING_TABLE]);
-  return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, trail, ledger };
+  const schemas = (await client.query<{ name: string }>('select nspname as name from pg_namespace')).rows.map((r) => r.name);
+  return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, schemas, trail, ledger };
 }
 
 const isPostgresUrl = (text: string): boolean => /^postgres(?:ql)?:\/\//i.test(text);
@@ -570,11 +571,17 @@ async function migrationsIn(file: string, env: NodeJS.ProcessEnv): Promise<strin
  * pg_restore into the database `env` names, in one transaction: the database is the backup's, or as
  * it was. Everything but a restore's mark (restoring.ts): a dump taken while the database was marked
  * holds that mark, which would have taken the place of this restore's and named another's files.
+ * Nor a schema the database has already (`schemas`), such as the one Almoner's tables are in when
+ * its search_path is not `public`: --clean would drop it and make it again, and the drop fails on
+ * what it holds beside the backup's, this restore's mark first (every such restore failed, exit 1,
+ * until 2026-11-29); what the backup holds in it is dropped and made again one by one all the same.
  */
-async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string): Promise<void> {
+async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, schemas: readonly string[]): Promise<void> {
   const folder = mkdtempSync(join(tmpdir(), 'almoner-restore-'));
   const useList = join(folder, 'list');
-  writeFileSync(useList, list.split('\n').filter((line) => !line.split(/\s+/).includes(RESTORING_TABLE)).join('\n'));
+  const entry = (line: string) => /^\d+; \d+ \d+ (.*)$/.exec(line)?.[1] ?? '';
+  const kept = list.split('\n').filter((line) => !line.split(/\s+/).includes(RESTORING_TABLE) && !schemas.some((name) => entry(line).startsWith(`SCHEMA - ${name} `)));
+  writeFileSync(useList, kept.join('\n'));
   try {
     // pg_restore wants a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment.
     const dbname = `dbname='${(env.PGDATABASE ?? '').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;

@@ -403,6 +403,25 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       }
     });
 
+    test("restore --replace with Almoner's tables in a schema of their own (search_path): restored; --clean dropped the schema, which held the restore's mark, and failed (exit 1)", async () => {
+      const database = await backend.createDatabase();
+      try {
+        await rawSql(database.url, 'create schema almoner');
+        const url = `${database.url}${database.url.includes('?') ? '&' : '?'}options=-c%20search_path%3Dalmoner`;
+        assert.equal((await almoner(url, ['charity', 'create', '--name', 'In A Schema', '--email', 's@example.org', '--json'])).code, 0);
+        const dump = join(tempDir(), 'schema.dump');
+        execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
+        assert.equal((await almoner(url, ['charity', 'create', '--name', 'Since', '--email', 't@example.org', '--json'])).code, 0);
+        const run = await almoner(url, ['restore', dump, '--replace']);
+        assert.equal(run.code, 0, run.stderr);
+        const names = (await queryPostgres<{ name: string }>(database.url, 'select name from almoner.charities order by id')).map((r) => r.name);
+        assert.deepEqual(names, ['In A Schema']);
+        assert.equal((await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from pg_tables where tablename = 'almoner_restoring'"))[0]!.n, 0, 'no mark left');
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('restore --replace of a backup whose foreign keys a later migration named again (0005): refused, naming them, where pg_restore failed on them (exit 1)', async () => {
       const database = await backend.createDatabase();
       try {
