@@ -5,7 +5,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Store } from './store/store.js';
 import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
-import { basicAuth, type FailureDelay } from './http/auth.js';
+import { authenticatedStill, basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, holdContinue, registerBodyParsing } from './http/body.js';
 import { answerConnect, answerExpectation, answerFrameworkError, answerPlainHttp, answerUnparsableRequest, registerErrorHandling, requireHost, setAnswerHeaders } from './http/errors.js';
@@ -206,10 +206,11 @@ export async function buildApp({
         clearInterval(forgetting);
         done();
       });
-      const authenticate = basicAuth(credentials, throttle, { onFailure, failureDelay });
+      const authenticate = basicAuth(credentials, throttle, { onFailure, failureDelay, clock });
       await api.register(meRoutes, { authenticate });
       const recorded = metrics && ((r: DonationRecord) => metrics.donationRecorded(r.gift_aid, r.donation_type));
-      await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), store, recorded });
+      const stillAuthenticated = authenticatedStill(credentials, { maxAgeMs: CREDENTIAL_TTL_MS, clock });
+      await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), stillAuthenticated, store, recorded });
     },
     { prefix: '/api/v1' },
   );

@@ -6,11 +6,14 @@ import type { CharityCredential } from '../charities/charity.js';
 import type { DatabaseBudget } from '../store/budget.js';
 import { authenticatedCharity } from '../charities/credentials.js';
 import { discardBody } from './body.js';
+import { monotonicClock, type Clock } from '../time.js';
 import { tooManyRequests, type Throttle } from './throttle.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     charity: CharityCredential;
+    /** When the credential was judged, on the app's clock. */
+    authenticatedAt: number;
   }
 }
 
@@ -94,7 +97,7 @@ const answered = async (sending: Promise<unknown>): Promise<true> => (await send
 export function basicAuth(
   credentials: Credentials,
   throttle: Throttle,
-  { onFailure = () => {}, failureDelay = FAILURE_DELAY }: { onFailure?: () => void; failureDelay?: FailureDelay } = {},
+  { onFailure = () => {}, failureDelay = FAILURE_DELAY, clock = monotonicClock }: { onFailure?: () => void; failureDelay?: FailureDelay; clock?: Clock } = {},
 ) {
   const { floorMs, jitterMs } = failureDelay;
 
@@ -108,6 +111,7 @@ export function basicAuth(
     const remembered = given && authenticatedCharity(credentials.recent(given.username), given.password);
     if (remembered) {
       request.charity = remembered;
+      request.authenticatedAt = clock();
       return false;
     }
     // Anything else is checked afresh. The verdict and its count in the same turn (nothing awaited in
@@ -121,12 +125,11 @@ export function basicAuth(
       await discardBody(request.raw, reply.raw);
       const answerAt = began + floorMs + (jitterMs > 0 ? randomInt(jitterMs * 1000) / 1000 : 0);
       await sleepUntil(answerAt);
-      // A page's script that says so (as the /docs page does) gets a challenge no browser acts on.
-      reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);
-      reply.code(401).send({ message: 'Unauthorized' });
+      unauthorized(request, reply);
       return true;
     }
     request.charity = charity;
+    request.authenticatedAt = clock();
     return false;
   }
 
@@ -139,6 +142,7 @@ export function basicAuth(
     const matched = unblockable && credentials.matchedBy(header);
     if (matched) {
       request.charity = matched;
+      request.authenticatedAt = clock();
       return done();
     }
     const given = parseBasicAuthorization(header);
@@ -149,11 +153,45 @@ export function basicAuth(
       // 16 KB each, and every one was remembered (a review, 2026-11-29).
       if (header === plainAuthorization(given.username, given.password)) credentials.matched(header, given.username, remembered);
       request.charity = remembered;
+      request.authenticatedAt = clock();
       return done();
     }
     // A hook that has answered (401, 429) must not go on: done() only when the request may proceed.
     // (reply.sent would not do: the answer is still in the onSend hooks when send() returns.)
     judge(request, reply, given, began).then(
+      (hasAnswered) => (hasAnswered ? undefined : done()),
+      (err: Error) => done(err),
+    );
+  };
+}
+
+/** A 401: a page's script that says so (as the /docs page does) gets a challenge no browser acts on. */
+function unauthorized(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.header('WWW-Authenticate', fromScript(request) ? SCRIPT_WWW_AUTHENTICATE : WWW_AUTHENTICATE);
+  return reply.code(401).send({ message: 'Unauthorized' });
+}
+
+/**
+ * A preHandler hook for a route that stores: a request authenticated more than `maxAgeMs` before its
+ * body had arrived (sent slowly, up to the 30 s a request may take) has its credential judged again,
+ * as a new request's would be, and is answered 401 if a disable or a rotate has stopped it since.
+ * Until 2026-11-29 a create begun before `charity disable` was stored 21 s after it (a review). Not
+ * counted as a failed authentication: the credential was right when given. A request judged within
+ * `maxAgeMs` goes on at once (the remembered credential is that old at most in any case).
+ */
+export function authenticatedStill(credentials: Credentials, { maxAgeMs, clock = monotonicClock }: { maxAgeMs: number; clock?: Clock }) {
+  async function judgeAgain(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const given = parseBasicAuthorization(request.headers.authorization);
+    if (given) {
+      const found = credentials.recent(given.username) ?? (await credentials.fresh(given.username, request.database));
+      if (authenticatedCharity(found, given.password)?.id === request.charity.id) return false;
+    }
+    unauthorized(request, reply);
+    return true;
+  }
+  return function recheck(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+    if (clock() - request.authenticatedAt <= maxAgeMs) return done();
+    judgeAgain(request, reply).then(
       (hasAnswered) => (hasAnswered ? undefined : done()),
       (err: Error) => done(err),
     );

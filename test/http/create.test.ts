@@ -296,6 +296,44 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.deepEqual(Object.keys(res.json().errors), ['donor_email', 'gift_aid', 'amount', 'donation_type']);
   });
 
+  test('a create whose body arrives after a disable or a rotate is refused 401 and not stored; one whose body comes in time, or after an enable, is stored', async () => {
+    // Authentication is judged when the headers arrive; a body sent slowly may come up to 30 s later (stored 21 s after a disable until 2026-11-29: a review).
+    const { createConnection } = await import('node:net');
+    const { hashPassword } = await import('../../src/charities/credentials.js');
+    const { CREDENTIAL_TTL_MS } = await import('../../src/http/credential-cache.js');
+    const url = new URL(await t.baseUrl());
+    const body = JSON.stringify(exampleDonation({ donor_last_name: 'Slowbody' }));
+    /** Sends the headers and the body's first bytes, then `between()`, then the rest; the answer's status. */
+    const slowly = async (authorization: string, between: () => Promise<void>): Promise<number> => {
+      const socket = createConnection({ host: url.hostname, port: Number(url.port) });
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let got = '';
+      socket.on('data', (b: Buffer) => (got += b.toString('latin1')));
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      socket.write(`POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the headers judged
+      await between();
+      socket.end(body.slice(5));
+      await closed;
+      return Number(/^HTTP\/1\.1 (\d{3})/.exec(got)?.[1]);
+    };
+    const stored = async (charityId: number) => (await t.donations()).filter((d) => d.charity_id === charityId && d.donor_last_name === 'Slowbody').length;
+    const c = await t.signUp('Slow Body', 'slow@example.org');
+    assert.equal(await slowly(c.authorization, async () => t.clock.advance(CREDENTIAL_TTL_MS / 2)), 200, 'in time');
+    assert.equal(await slowly(c.authorization, async () => {
+      await t.store.setActive(c.username, false);
+      t.clock.advance(CREDENTIAL_TTL_MS * 2);
+    }), 401, 'disabled meanwhile');
+    assert.equal(await stored(c.id), 1);
+    await t.store.setActive(c.username, true);
+    assert.equal(await slowly(c.authorization, async () => t.clock.advance(CREDENTIAL_TTL_MS * 2)), 200, 'enabled: judged again, and right');
+    assert.equal(await slowly(c.authorization, async () => {
+      await t.store.setPasswordHash(c.username, hashPassword('a-brand-new-password-0123456789ab'));
+      t.clock.advance(CREDENTIAL_TTL_MS * 2);
+    }), 401, 'rotated meanwhile');
+    assert.equal(await stored(c.id), 2);
+  });
+
   test('each donation belongs to the charity that recorded it; ids are unique and increasing', async () => {
     const other = await t.signUp('Other Charity', 'other@example.org');
     const a = await create(exampleDonation());

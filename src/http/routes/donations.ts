@@ -1,5 +1,5 @@
 // POST /api/v1/donation/create: authenticate, validate, store durably, answer with the record.
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
 import { toDonationRecord, type DonationRecord } from '../../donations/donation.js';
 import { CREATE_RESPONSE_SCHEMA, VALIDATION_ERROR_SCHEMA } from '../../donations/schema.js';
 import { validateDonation } from '../../donations/validate.js';
@@ -10,6 +10,8 @@ import { fingerprint, formerFingerprints, IDEMPOTENCY, idempotencyKeyOf, inFligh
 interface Options {
   authenticate: onRequestHookHandler;
   limitCreates: onRequestHookHandler;
+  /** Judges the credential again when the body took long to arrive (auth.ts, authenticatedStill). */
+  stillAuthenticated: preHandlerHookHandler;
   store: Store;
   /** Told of each donation newly recorded (not of replays). */
   recorded?: (record: DonationRecord) => void;
@@ -17,12 +19,12 @@ interface Options {
 
 const INVALID = 'The given data was invalid.';
 
-export async function donationRoutes(app: FastifyInstance, { authenticate, limitCreates, store, recorded = () => {} }: Options): Promise<void> {
+export async function donationRoutes(app: FastifyInstance, { authenticate, limitCreates, stillAuthenticated, store, recorded = () => {} }: Options): Promise<void> {
   // The response schema compiles a fast serialiser for the record; errors are serialised plainly.
   const schema = { response: { 200: CREATE_RESPONSE_SCHEMA, 422: VALIDATION_ERROR_SCHEMA } };
   /** The charity and Idempotency-Key of each keyed create this process is recording. */
   const keysInFlight = new Set<string>();
-  app.post('/donation/create', { onRequest: [authenticate, limitCreates], schema }, async (request, reply) => {
+  app.post('/donation/create', { onRequest: [authenticate, limitCreates], preHandler: stillAuthenticated, schema }, async (request, reply) => {
     const key = idempotencyKeyOf(request.raw);
     // No body at all is an empty form; the parsers guarantee anything else is a plain object.
     const result = validateDonation((request.body ?? {}) as Record<string, unknown>);
