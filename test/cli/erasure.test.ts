@@ -12,7 +12,7 @@ import { validateDonation } from '../../src/donations/validate.js';
 import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
-import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
 const SAM = {
@@ -92,6 +92,8 @@ for (const backend of BACKENDS) {
         otherDonor: (await record(store, charityId, { ...SAM, donor_email: 'alex@example.org', gift_aid: 'yes', amount: '7.00', donation_date: '15-03-2015' })).id,
         oldNoGiftAid: (await record(store, charityId, { ...SAM, donor_email: 'alex@example.org', gift_aid: 'no', amount: '3.00', donation_date: '15-03-2015' })).id,
       };
+      // The 2015 gifts were recorded in 2015 (retention counts from no more than a year before a gift was recorded).
+      await rawSql(database.url, "update donations set recorded_at = donation_date where donation_date < '2016'");
       const row = (donationId: number, day: string) => ({ donationId, firstName: 'Sam', lastName: 'Smith', houseNameOrNumber: '12', postcode: 'SW1A 1AA', donationDay: day, amountMinor: 100 });
       claimId = (await store.claims.prepare({ charityId, upTo: '2026-11-01', claimDate: '2026-11-24', rows: [row(ids.recentGiftAid, '2026-01-02'), row(ids.oldGiftAid, '2015-03-15')], needsAttention: 0 })).id;
     });
@@ -196,6 +198,7 @@ for (const backend of BACKENDS) {
 
     test('retention apply from the command line: a dry run, the real run, its audit entry, and RETENTION_YEARS checked', async () => {
       const fresh = await record(store, charityId, { ...SAM, donor_email: 'old@example.org', gift_aid: 'no', amount: '1.00', donation_date: '01-01-2016' });
+      await rawSql(database.url, `update donations set recorded_at = donation_date where id = ${fresh.id}`); // recorded then
       const dry = await almoner(database.url, ['retention', 'apply', '--dry-run']);
       assert.equal(dry.code, 0, dry.stderr);
       assert.match(dry.stdout, new RegExp(`donation ${fresh.id} .*would erase`));

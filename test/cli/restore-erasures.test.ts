@@ -12,7 +12,7 @@ import { validateDonation } from '../../src/donations/validate.js';
 import { donorReference } from '../../src/store/donation-query.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
-import { tempDir } from '../support/backends.js';
+import { rawSql, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
 interface Entry {
@@ -27,7 +27,9 @@ async function record(url: string, first: string, email: string, date?: string):
     const [charity] = await store.listCharities();
     const v = validateDonation(exampleDonation({ donor_first_name: first, donor_last_name: 'Lee', donor_email: email, donor_address: '7 Bridge Street', gift_aid: 'no', ...(date && { donation_date: date }) }));
     assert.ok(v.ok);
-    await store.recordDonation(charity!.id, v.donation);
+    const { id } = await store.recordDonation(charity!.id, v.donation);
+    // Recorded on its day, as these old gifts were (retention counts from no more than a year before a gift was recorded).
+    await rawSql(url, `update donations set recorded_at = donation_date where id = ${id}`);
   } finally {
     await store.close();
   }
