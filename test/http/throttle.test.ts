@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { type CreatedDonation, type DonationInput, RateLimitError } from '../../src/client/index.js';
 import { FAILURE_DELAY } from '../../src/http/auth.js';
-import { addressKey } from '../../src/http/client-address.js';
+import { addressKey, UNREADABLE_ADDRESS } from '../../src/http/client-address.js';
 import { AUTH_FAILURES, openRedis, reportRedis, Throttle } from '../../src/http/throttle.js';
 import { basic, exampleDonation, NO_FAILURE_DELAY, startTestApp, type TestCharity, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
@@ -290,6 +290,21 @@ for (const backend of BACKENDS) {
         assertThrottled(await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '2001:db8:1:2:ffff:ffff:ffff:ffff' }));
         assertThrottled(await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '2001:0DB8:0001:0002:0000:0000:0000:0099' }));
         assert.equal((await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '2001:db8:1:3::1' })).statusCode, 401, 'the next /64');
+      } finally {
+        await proxied.close();
+      }
+    });
+
+    test("a proxy's address written with a port, in brackets or as IPv6 in hex is the address it is: a new port is not a new client", async () => {
+      // Counted as typed until 2026-11-29: 15 guesses on ports 1001 to 1015 were 15 401s (a review).
+      const proxied = await freshApp(undefined, '127.0.0.1');
+      try {
+        const guess = basic(t.charity.username, 'wrong');
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) {
+          assert.equal((await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': `198.51.100.7:${1001 + i}` })).statusCode, 401);
+        }
+        for (const written of ['198.51.100.7:2000', '198.51.100.7', '::ffff:c633:6407', '[::ffff:198.51.100.7]:443']) assertThrottled(await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': written }));
+        assert.equal((await me(proxied, guess, '127.0.0.1', { 'x-forwarded-for': '198.51.100.8:1001' })).statusCode, 401, 'another address');
       } finally {
         await proxied.close();
       }
@@ -648,4 +663,11 @@ test('a client address as the limits count it: IPv4 as it is (also written as IP
   assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64');
   assert.equal(addressKey('fe80::1%eth0'), 'fe80:0:0:0::/64');
   assert.equal(addressKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64');
+  // As a proxy may write X-Forwarded-For: with a port, in brackets, IPv4 as IPv6 in hex; each was a client of its own until 2026-11-29 (a review).
+  for (const a of ['192.0.2.1:1001', '192.0.2.1:1002', '::ffff:c000:201', '::FFFF:192.0.2.1', '[::ffff:192.0.2.1]:80']) assert.equal(addressKey(a), '192.0.2.1', a);
+  for (const a of ['[2001:db8:1:2::5]', '[2001:db8:1:2::6]:443']) assert.equal(addressKey(a), '2001:db8:1:2::/64', a);
+  // What is no address is one client, not one each.
+  for (const a of ['not an address', 'unknown', '192.0.2.1:x', '[2001:db8::1']) assert.equal(addressKey(a), UNREADABLE_ADDRESS, a);
+  // A key is its own key (the throttle may read one twice).
+  for (const a of ['192.0.2.1', '::ffff:c000:201', '2001:db8::1', 'junk']) assert.equal(addressKey(addressKey(a)), addressKey(a), a);
 });
