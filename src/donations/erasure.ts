@@ -54,18 +54,26 @@ type ErasableDonation = Pick<StoredDonation, 'gift_aid' | 'donation_date' | Pers
 
 /**
  * The day a donation's retention counts from: its own day, but never more than a year after the UK
- * day it was recorded, nor more than a year before it. A date typed in the future (2062 for 2026)
- * kept a donor's details for decades, and 31-12-9999 for ever, until 2026-11-29 (a review); one typed
- * in the past (2016 for 2026) lost them the night it was recorded, until later that day (a review).
- * A donation truly dated away from its recording (a payment on a set day, last year's gifts sent
- * together), within the year, keeps its own day, and with it HMRC's period.
+ * day it was recorded. A date typed in the future (2062 for 2026) kept a donor's details for
+ * decades, and 31-12-9999 for ever, until 2026-11-29 (a review); a donation truly dated ahead of its
+ * recording (a payment on a set day, within the year) keeps its own day, and with it HMRC's period.
+ *
+ * `notLongBeforeRecorded`, for retention's own run over a donation nobody asked to erase: nor more
+ * than a year before it was recorded. One typed in the past (2016 for 2026) lost its donor's details
+ * the night it was recorded, until later on 2026-11-29 (a review). A donor's own request counts from
+ * the donation's day, as HMRC's period does: what no claim can need is not kept against their wish.
  */
-export function retentionDay(d: Pick<StoredDonation, 'donation_date'> & Partial<Pick<StoredDonation, 'recorded_at'>>): string {
+export function retentionDay(
+  d: Pick<StoredDonation, 'donation_date'> & Partial<Pick<StoredDonation, 'recorded_at'>>,
+  { notLongBeforeRecorded = false }: { notLongBeforeRecorded?: boolean } = {},
+): string {
   const day = donationDay(d.donation_date);
   if (d.recorded_at === undefined) return day;
   const recorded = ukDay(new Date(d.recorded_at));
-  const [earliest, latest] = [yearsLater(-1, recorded), yearsLater(1, recorded)];
-  return day > latest ? latest : day < earliest ? earliest : day;
+  const latest = yearsLater(1, recorded);
+  if (day > latest) return latest;
+  const earliest = yearsLater(-1, recorded);
+  return notLongBeforeRecorded && day < earliest ? earliest : day;
 }
 
 /**

@@ -21,7 +21,7 @@ export interface DonationErasure {
   charity: string;
   /** YYYY-MM-DD, the donation's day. */
   day: string;
-  /** YYYY-MM-DD, the day its retention counts from (retentionDay): its day, but no more than a year after it was recorded, nor before. */
+  /** YYYY-MM-DD, the day its retention counts from (retentionDay): its day, but no more than a year after it was recorded (nor, not yet erased, more than a year before). */
   retainedFrom: string;
   giftAid: boolean;
   erasure: Erasure;
@@ -197,7 +197,9 @@ export class DonorData {
 
 function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: string }, today: string): DonationErasure {
   const d = toStoredDonation(row);
-  return { id: d.id, charity: row.charity, day: donationDay(d.donation_date), retainedFrom: retentionDay(d), giftAid: d.gift_aid, erasure: erasureOf(d, today) };
+  // Retention's run over a donation not yet erased counts from no more than a year before it was recorded; an erasure's own keeping (erase_after) from its day.
+  const retainedFrom = retentionDay(d, { notLongBeforeRecorded: row.erased_at == null });
+  return { id: d.id, charity: row.charity, day: donationDay(d.donation_date), retainedFrom, giftAid: d.gift_aid, erasure: erasureOf(d, today) };
 }
 
 /** The last day a donation's personal data may be kept. */
