@@ -361,10 +361,12 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   const newer = backupSchema.filter((name) => !known.includes(name));
   if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
   const toc = await contentsOf(file, env);
+  const made = await schemasOf(file, env);
   // One session for the whole restore, holding the restore's lock (restoring.ts): a keep-replaced
   // does not take its mark away while it runs.
   await withPostgres(location.url, async (client) => {
     await lockRestore(client);
+    await refuseOtherSchema(client, made, file);
     const place = pgPlace(client);
     const began = new Date();
     const [keptAs, ledgerAs] = [besideFile(file, began, 'trail', 'jsonl'), besideFile(file, began, 'claims', 'json')];
@@ -410,7 +412,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       await mark(place, thisRestore(file, written, !empty, began));
-      await pgRestore(file, env, toc.list, now.schemas);
+      await pgRestore(file, env, toc.list, made.schemas.filter((name) => now.schemas.includes(name)), made.schemas);
     } catch (err) {
       for (const f of written) rmSync(f, { force: true }); // nothing was replaced
       await unmark(place);
@@ -576,11 +578,19 @@ async function migrationsIn(file: string, env: NodeJS.ProcessEnv): Promise<strin
  * what it holds beside the backup's, this restore's mark first (every such restore failed, exit 1,
  * until 2026-11-29); what the backup holds in it is dropped and made again one by one all the same.
  */
-async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, schemas: readonly string[]): Promise<void> {
+async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, schemas: readonly string[], made: readonly string[]): Promise<void> {
   const folder = mkdtempSync(join(tmpdir(), 'almoner-restore-'));
   const useList = join(folder, 'list');
   const entry = (line: string) => /^\d+; \d+ \d+ (.*)$/.exec(line)?.[1] ?? '';
-  const kept = list.split('\n').filter((line) => !line.split(/\s+/).includes(RESTORING_TABLE) && !schemas.some((name) => entry(line).startsWith(`SCHEMA - ${name} `)));
+  // A schema's entry is `SCHEMA - name owner`, and a name may hold spaces: the longest of the backup's own names it begins with is its name.
+  const schemaOf = (line: string) => {
+    const e = entry(line);
+    return e.startsWith('SCHEMA - ') ? made.filter((name) => e.startsWith(`SCHEMA - ${name} `)).sort((a, b) => b.length - a.length)[0] : undefined;
+  };
+  const kept = list.split('\n').filter((line) => {
+    const schema = schemaOf(line);
+    return !line.split(/\s+/).includes(RESTORING_TABLE) && !(schema !== undefined && schemas.includes(schema));
+  });
   writeFileSync(useList, kept.join('\n'));
   try {
     // pg_restore wants a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment.
@@ -605,6 +615,42 @@ async function contentsOf(file: string, env: NodeJS.ProcessEnv): Promise<{ list:
   if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
   const entries = stdout.split('\n').flatMap((line) => /^\d+; \d+ \d+ (.*)$/.exec(line)?.[1] ?? []);
   return { list: stdout, entries };
+}
+
+/** An identifier as pg_dump writes it: bare, or in double quotes with a quote doubled. */
+const IDENTIFIER = '("(?:[^"]|"")+"|[^\\s".;(]+)';
+const unquoted = (id: string) => (id.startsWith('"') ? id.slice(1, -1).replace(/""/g, '"') : id);
+
+/**
+ * The schemas a pg_dump archive makes, and the one Almoner's tables are in (its kysely_migration's),
+ * as its SQL names them (`pg_restore --schema-only`): exactly, where the table of contents' words could
+ * not tell a name with a space from its owner.
+ */
+async function schemasOf(file: string, env: NodeJS.ProcessEnv): Promise<{ schemas: string[]; almonerIn: string | undefined }> {
+  const { code, stdout, stderr } = await runPgRestore(['--schema-only', '--file=-', file], env);
+  if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
+  const schemas = [...stdout.matchAll(new RegExp(`^CREATE SCHEMA ${IDENTIFIER};$`, 'gm'))].map((m) => unquoted(m[1]!));
+  const almoner = new RegExp(`^CREATE TABLE ${IDENTIFIER}\\.kysely_migration \\(`, 'm').exec(stdout)?.[1];
+  return { schemas, almonerIn: almoner === undefined ? undefined : unquoted(almoner) };
+}
+
+/**
+ * A restore into a database whose search_path puts Almoner in another schema than the backup's is
+ * refused: pg_restore writes every table into the schema the archive names, so it would have put the
+ * backup beside the tables Almoner reads, said "restored", and changed nothing Almoner sees (into an
+ * empty database, it failed half-way after pg_restore). So is one whose search_path names no schema
+ * the database has: there is nowhere for Almoner's tables (a review, 2026-11-29).
+ */
+async function refuseOtherSchema(client: pg.Client, made: { almonerIn: string | undefined }, file: string): Promise<void> {
+  const { rows } = await client.query<{ here: string | null; path: string }>('select current_schema() as here, current_setting($1) as path', ['search_path']);
+  const { here, path } = rows[0]!;
+  if (here === null) throw new UsageError(`no schema this database's search_path names (${path}) exists: create it (create schema NAME), or set DATABASE_URL's search_path to one that exists`);
+  if (made.almonerIn !== undefined && made.almonerIn !== here) {
+    throw new UsageError(
+      `${file} holds Almoner's tables in the schema ${made.almonerIn}, and this database's search_path puts them in ${here}: pg_restore would write the backup into ${made.almonerIn}, ` +
+        `beside the tables Almoner reads. Set DATABASE_URL's search_path to ${made.almonerIn} (…?options=-c%20search_path%3D${encodeURIComponent(made.almonerIn)}) for the restore and the servers, or restore into a database where Almoner's tables are in ${made.almonerIn}`,
+    );
+  }
 }
 
 /** An object of the database, as its entry in an archive's table of contents would begin (`entry`), and as a message names it. */

@@ -417,6 +417,40 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
         const names = (await queryPostgres<{ name: string }>(database.url, 'select name from almoner.charities order by id')).map((r) => r.name);
         assert.deepEqual(names, ['In A Schema']);
         assert.equal((await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from pg_tables where tablename = 'almoner_restoring'"))[0]!.n, 0, 'no mark left');
+
+        // Where the search_path puts Almoner elsewhere than the backup has it, refused (pg_restore wrote the backup beside what Almoner reads, and said "restored": a review).
+        const elsewhere = await almoner(database.url, ['restore', dump, '--replace']);
+        assert.equal(elsewhere.code, 2, elsewhere.stderr);
+        assert.match(elsewhere.stderr, /holds Almoner's tables in the schema almoner, and this database's search_path puts them in public: .*search_path%3Dalmoner/);
+        const empty = await backend.createDatabase();
+        try {
+          const intoEmpty = await almoner(empty.url, ['restore', dump]);
+          assert.equal(intoEmpty.code, 2, intoEmpty.stderr);
+          assert.match(intoEmpty.stderr, /search_path puts them in public/);
+          const noSchema = await almoner(`${empty.url}${empty.url.includes('?') ? '&' : '?'}options=-c%20search_path%3Dalmoner`, ['restore', dump]);
+          assert.equal(noSchema.code, 2, noSchema.stderr);
+          assert.match(noSchema.stderr, /no schema this database's search_path names \(almoner\) exists: create it/);
+          assert.equal((await queryPostgres<{ n: number }>(empty.url, "select count(*)::int as n from pg_tables where schemaname not in ('pg_catalog', 'information_schema')"))[0]!.n, 0, 'nothing made');
+        } finally {
+          await empty.drop();
+        }
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test('restore --replace of a backup holding a schema whose name begins as one the database has (app x, app): the backup\'s is made', async () => {
+      // Read by the first words of its list entry, "SCHEMA - app x postgres" was taken for app's, left out, and pg_restore failed (a review).
+      const database = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Spaces', '--email', 's@example.org', '--json'])).code, 0);
+        await rawSql(database.url, 'create schema "app x"; create table "app x".t (x int); insert into "app x".t values (7)');
+        const dump = join(tempDir(), 'app-x.dump');
+        execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
+        await rawSql(database.url, 'drop schema "app x" cascade; create schema app');
+        const run = await almoner(database.url, ['restore', dump, '--replace']);
+        assert.equal(run.code, 0, run.stderr);
+        assert.equal((await queryPostgres<{ x: number }>(database.url, 'select x from "app x".t'))[0]!.x, 7);
       } finally {
         await database.drop();
       }
