@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import type { StoredDonation } from '../donations/donation.js';
 import { isRealDate, ukDay } from '../time.js';
+import type { Twin } from './twins.js';
 
 /** The columns of needs-attention.csv: enough to find the donation and the donor, and the reasons. */
 export const ATTENTION_COLUMNS = [
@@ -136,6 +137,8 @@ export const REASONS = {
   notPositive: 'amount is not more than 0.00',
   twin: (id: number) =>
     `the same donor (names, house and postcode), day and amount as donation ${id}, and no other payment_confirmation_number: one gift recorded twice, it seems (sent again under another Idempotency-Key, or none), which is claimed once; if the donor did give twice, claim this one by hand`,
+  twinAcrossMidnight: (id: number) =>
+    `the same donor (names, house and postcode) and amount as donation ${id}, both sent without a donation_date and recorded within an hour of each other on either side of midnight, and no other payment_confirmation_number: one gift sent again, it seems (a retry after a timeout), which is claimed once; if the donor did give twice, claim this one by hand`,
   inKeptClaim: (claim: number) =>
     `the same donor, day and amount as a donation in claim ${claim} that a restore could not bring back (recorded after the backup): it may be claimed already; claim it by hand only if it is another donation`,
 } as const;
@@ -283,8 +286,8 @@ export function buildSchedule(
  * `schedule` with the claimable donations that `twinOf` says record again an earlier donation
  * (twins.ts) set aside as needing attention: one gift recorded twice is claimed once.
  */
-export function setAsideTwins<D extends GiftAidDonation>(schedule: Schedule, donations: ReadonlyMap<number, D>, twinOf: (d: D) => number | undefined): Schedule {
-  const twins = new Map<number, number>();
+export function setAsideTwins<D extends GiftAidDonation>(schedule: Schedule, donations: ReadonlyMap<number, D>, twinOf: (d: D) => Twin | undefined): Schedule {
+  const twins = new Map<number, Twin>();
   for (const r of schedule.rows) {
     const twin = twinOf(donations.get(r.donationId)!);
     if (twin !== undefined) twins.set(r.donationId, twin);
@@ -292,7 +295,7 @@ export function setAsideTwins<D extends GiftAidDonation>(schedule: Schedule, don
   if (twins.size === 0) return schedule;
   return {
     rows: schedule.rows.filter((r) => !twins.has(r.donationId)),
-    needsAttention: [...schedule.needsAttention, ...[...twins].map(([id, twin]) => attentionRow(donations.get(id)!, [REASONS.twin(twin)]))].sort((x, y) => x.id - y.id),
+    needsAttention: [...schedule.needsAttention, ...[...twins].map(([id, twin]) => attentionRow(donations.get(id)!, [twin.acrossMidnight ? REASONS.twinAcrossMidnight(twin.id) : REASONS.twin(twin.id)]))].sort((x, y) => x.id - y.id),
     claimableMinor: schedule.rows.reduce((sum, r) => (twins.has(r.donationId) ? sum : sum + r.amountMinor), 0),
     shortened: schedule.shortened.filter((s) => !twins.has(s.id)),
   };

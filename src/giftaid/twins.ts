@@ -49,11 +49,12 @@ export const RETRY_ACROSS_MIDNIGHT_MS = 3_600_000;
 export async function twinsAmong(
   candidates: Iterable<GiftFacts>,
   donations: AsyncIterable<GiftFacts> | Iterable<GiftFacts>,
-): Promise<(d: GiftFacts) => number | undefined> {
+): Promise<(d: GiftFacts) => Twin | undefined> {
   /**
    * By donor and gift, for the candidates' keys alone (so memory holds no more than they): the records
    * found, each with its reference, e-mail address and when it was recorded. A gift sent without a
-   * date is also under a key without its day (UNDATED), where the records are told by their times.
+   * date near a UK midnight is also under a key without its day (UNDATED), where the records are told
+   * by their times.
    */
   const seen = new Map<string, Array<{ id: number; reference: string; email: string; at: number }>>();
   const gifts = new Set<string>();
@@ -76,18 +77,27 @@ export async function twinsAmong(
     const id = Number(d.id);
     const [ref, address, at] = [reference(d), email(d), Date.parse(d.recorded_at)];
     const [sameDay, undated] = keysOf(d);
-    const earlier = [
-      ...(seen.get(sameDay!) ?? []),
-      ...(undated === undefined ? [] : (seen.get(undated) ?? []).filter((other) => Math.abs(other.at - at) <= RETRY_ACROSS_MIDNIGHT_MS)),
-    ].filter(
-      (other) =>
-        other.id < id &&
-        // Two references are two payments; two e-mail addresses two people (a couple, a parent and child at one house), unless one was erased.
-        (ref === '' || other.reference === '' || other.reference === ref) &&
-        (address === ERASED || other.email === ERASED || other.email === address),
-    );
-    return earlier.length === 0 ? undefined : Math.min(...earlier.map((other) => other.id));
+    const first = (records: Array<{ id: number; reference: string; email: string }>) => {
+      const earlier = records.filter(
+        (other) =>
+          other.id < id &&
+          // Two references are two payments; two e-mail addresses two people (a couple, a parent and child at one house), unless one was erased.
+          (ref === '' || other.reference === '' || other.reference === ref) &&
+          (address === ERASED || other.email === ERASED || other.email === address),
+      );
+      return earlier.length === 0 ? undefined : Math.min(...earlier.map((other) => other.id));
+    };
+    const onItsDay = first(seen.get(sameDay!) ?? []);
+    const nearby = undated === undefined ? undefined : first((seen.get(undated) ?? []).filter((other) => Math.abs(other.at - at) <= RETRY_ACROSS_MIDNIGHT_MS));
+    if (onItsDay !== undefined && (nearby === undefined || onItsDay <= nearby)) return { id: onItsDay, acrossMidnight: false };
+    return nearby === undefined ? undefined : { id: nearby, acrossMidnight: true };
   };
+}
+
+/** The earlier donation a candidate records again: on its UK day, or, sent without a date, on the day before or after, recorded within RETRY_ACROSS_MIDNIGHT_MS of it. */
+export interface Twin {
+  id: number;
+  acrossMidnight: boolean;
 }
 
 /** The day of a gift sent without a date in its keys: none, as it is told by when it was recorded. NUL-free, and no day. */
@@ -95,6 +105,21 @@ const UNDATED = 'undated';
 
 /** Sent without a date: stored as the moment it was recorded (store/rows.ts). */
 const isUndated = (d: GiftFacts): boolean => d.donation_date === d.recorded_at;
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/**
+ * Whether a gift sent without a date was recorded near enough a UK midnight (00:00 UTC in winter,
+ * 23:00 UTC in summer) for a retry to cross it: a band of UTC hours that holds both, read from the
+ * instant alone (no time zone's rules, for each of a million donations). Only such gifts are also
+ * looked for across days; every one was, in the first version, which took twice as long (a review:
+ * 41 s against 19 s for 300,000 candidates among 1,000,000 donations).
+ */
+function nearUkMidnight(d: GiftFacts): boolean {
+  const hourOfDay = (((Date.parse(d.recorded_at) % DAY_MS) + DAY_MS) % DAY_MS) / HOUR_MS;
+  return hourOfDay >= 23 - RETRY_ACROSS_MIDNIGHT_MS / HOUR_MS || hourOfDay <= RETRY_ACROSS_MIDNIGHT_MS / HOUR_MS;
+}
 
 const ERASED = foldEmail(ERASED_EMAIL);
 const email = (d: GiftFacts): string => foldEmail(d.donor_email);
@@ -104,8 +129,9 @@ const reference = (d: GiftFacts): string => d.payment_confirmation_number ?? '';
 /** The gift, and the donor's last name: UK day, amount, the last name as the schedule reads it. Joined by a NUL, which no value holds. */
 const giftKey = (d: GiftFacts, day: string): string => `${day}\0${d.amount_minor}\0${hmrcLastName(d.donor_last_name).toLowerCase()}`;
 
-/** A gift's keys: by its UK day, and, sent without a date, by none (UNDATED). */
-const giftKeys = (d: GiftFacts): string[] => (isUndated(d) ? [giftKey(d, donationDay(d.donation_date)), giftKey(d, UNDATED)] : [giftKey(d, donationDay(d.donation_date))]);
+/** A gift's keys: by its UK day, and, sent without a date near a UK midnight, by none (UNDATED). */
+const giftKeys = (d: GiftFacts): string[] =>
+  isUndated(d) && nearUkMidnight(d) ? [giftKey(d, donationDay(d.donation_date)), giftKey(d, UNDATED)] : [giftKey(d, donationDay(d.donation_date))];
 
 /** The gift and the donor as HMRC's schedule tells them, under each of the gift's keys: with the first name, the house (spaces aside) and the postcode as read for it. */
 function donorKeys(d: GiftFacts): string[] {
