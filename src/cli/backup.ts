@@ -352,21 +352,21 @@ const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transactio
 async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
   if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
   const env = libpqEnvironment(location.url);
-  // The backup's schema first, read from the file: pg_restore --clean drops and makes again only
-  // what the backup holds, so a table a later migration made would be left as it is, and the
-  // migrations run after the restore would fail on it, with the restore already committed.
-  const backupSchema = await migrationsIn(file, env);
-  if (backupSchema.length === 0) throw new UsageError(`${file} holds no Almoner schema (no migrations table): is it a pg_dump --format=custom of Almoner's database?`);
-  const known = Object.keys(migrations('postgres'));
-  const newer = backupSchema.filter((name) => !known.includes(name));
-  if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
   const toc = await contentsOf(file, env);
   const made = await schemasOf(file, env);
+  if (made.almonerIn.length === 0) throw new UsageError(`${file} holds no Almoner schema (no migrations table): is it a pg_dump --format=custom of Almoner's database?`);
   // One session for the whole restore, holding the restore's lock (restoring.ts): a keep-replaced
   // does not take its mark away while it runs.
   await withPostgres(location.url, async (client) => {
     await lockRestore(client);
-    await refuseOtherSchema(client, made, file);
+    const here = await almonerSchema(client, made, file);
+    // The backup's schema first, read from the file: pg_restore --clean drops and makes again only
+    // what the backup holds, so a table a later migration made would be left as it is, and the
+    // migrations run after the restore would fail on it, with the restore already committed.
+    const backupSchema = await migrationsIn(file, env, here);
+    const known = Object.keys(migrations('postgres'));
+    const newer = backupSchema.filter((name) => !known.includes(name));
+    if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
     const place = pgPlace(client);
     const began = new Date();
     const [keptAs, ledgerAs] = [besideFile(file, began, 'trail', 'jsonl'), besideFile(file, began, 'claims', 'json')];
@@ -397,7 +397,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // a table, function or type the backup lacks would stay, and its migration, run again, fail
       // (and a foreign key of another name would stop the drop of what it depends on).
       const ahead = now.schema.filter((name) => !backupSchema.includes(name));
-      const missing = ahead.length ? (await objectsOf(client)).filter((o) => !holds(toc.entries, o)) : [];
+      const missing = ahead.length ? (await objectsOf(client, here)).filter((o) => !holds(toc.entries, o)) : [];
       const left = missing.filter((o) => !missing.some((table) => table.entry === o.of)); // a table's foreign keys go with it
       if (left.length) {
         throw new UsageError(
@@ -558,12 +558,19 @@ function libpqEnvironment(url: string): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The migrations a pg_dump archive's schema has, read from the file (its kysely_migration rows). */
-async function migrationsIn(file: string, env: NodeJS.ProcessEnv): Promise<string[]> {
-  const { code, stdout, stderr } = await runPgRestore(['--data-only', '--table=kysely_migration', '--file=-', file], env);
+/**
+ * The migrations a pg_dump archive's Almoner schema has, read from the file: the kysely_migration rows
+ * of the schema Almoner's tables are in (another application's Kysely keeps a table of that name
+ * too, in a schema of its own, whose rows were read as Almoner's and refused as "a newer Almoner"
+ * until 2026-11-29: a review).
+ */
+async function migrationsIn(file: string, env: NodeJS.ProcessEnv, schema: string): Promise<string[]> {
+  const { code, stdout, stderr } = await runPgRestore(['--data-only', `--schema=${schema}`, '--table=kysely_migration', '--file=-', file], env);
   if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
   const lines = stdout.split('\n');
-  const start = lines.findIndex((l) => /^COPY \S*kysely_migration /.test(l));
+  // A schema's name as pg_dump writes it, quoted if it holds a space ("My App"): read by words, such a backup held "no Almoner schema" (a review).
+  const copy = new RegExp(`^COPY ${IDENTIFIER}\\.kysely_migration `);
+  const start = lines.findIndex((l) => copy.test(l));
   if (start < 0) return [];
   const end = lines.indexOf('\\.', start);
   return lines.slice(start + 1, end < 0 ? undefined : end).map((l) => l.split('\t')[0]!).filter(Boolean).sort();
@@ -622,35 +629,39 @@ const IDENTIFIER = '("(?:[^"]|"")+"|[^\\s".;(]+)';
 const unquoted = (id: string) => (id.startsWith('"') ? id.slice(1, -1).replace(/""/g, '"') : id);
 
 /**
- * The schemas a pg_dump archive makes, and the one Almoner's tables are in (its kysely_migration's),
- * as its SQL names them (`pg_restore --schema-only`): exactly, where the table of contents' words could
- * not tell a name with a space from its owner.
+ * The schemas a pg_dump archive makes, and those with a kysely_migration table (Almoner's, or another
+ * application's Kysely), as its SQL names them (`pg_restore --schema-only`): exactly, where the table
+ * of contents' words could not tell a name with a space from its owner.
  */
-async function schemasOf(file: string, env: NodeJS.ProcessEnv): Promise<{ schemas: string[]; almonerIn: string | undefined }> {
+async function schemasOf(file: string, env: NodeJS.ProcessEnv): Promise<{ schemas: string[]; almonerIn: string[] }> {
   const { code, stdout, stderr } = await runPgRestore(['--schema-only', '--file=-', file], env);
   if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
   const schemas = [...stdout.matchAll(new RegExp(`^CREATE SCHEMA ${IDENTIFIER};$`, 'gm'))].map((m) => unquoted(m[1]!));
-  const almoner = new RegExp(`^CREATE TABLE ${IDENTIFIER}\\.kysely_migration \\(`, 'm').exec(stdout)?.[1];
-  return { schemas, almonerIn: almoner === undefined ? undefined : unquoted(almoner) };
+  const almonerIn = [...stdout.matchAll(new RegExp(`^CREATE TABLE ${IDENTIFIER}\\.kysely_migration \\(`, 'gm'))].map((m) => unquoted(m[1]!));
+  return { schemas, almonerIn };
 }
 
 /**
- * A restore into a database whose search_path puts Almoner in another schema than the backup's is
+ * The schema Almoner's tables are in here (current_schema()), which must be the backup's. A restore into a database whose search_path puts Almoner in another schema than the backup's is
  * refused: pg_restore writes every table into the schema the archive names, so it would have put the
  * backup beside the tables Almoner reads, said "restored", and changed nothing Almoner sees (into an
  * empty database, it failed half-way after pg_restore). So is one whose search_path names no schema
  * the database has: there is nowhere for Almoner's tables (a review, 2026-11-29).
  */
-async function refuseOtherSchema(client: pg.Client, made: { almonerIn: string | undefined }, file: string): Promise<void> {
+async function almonerSchema(client: pg.Client, made: { almonerIn: string[] }, file: string): Promise<string> {
   const { rows } = await client.query<{ here: string | null; path: string }>('select current_schema() as here, current_setting($1) as path', ['search_path']);
   const { here, path } = rows[0]!;
   if (here === null) throw new UsageError(`no schema this database's search_path names (${path}) exists: create it (create schema NAME), or set DATABASE_URL's search_path to one that exists`);
-  if (made.almonerIn !== undefined && made.almonerIn !== here) {
+  if (!made.almonerIn.includes(here)) {
+    const there = made.almonerIn.join(', ');
+    const one = made.almonerIn[0]!;
     throw new UsageError(
-      `${file} holds Almoner's tables in the schema ${made.almonerIn}, and this database's search_path puts them in ${here}: pg_restore would write the backup into ${made.almonerIn}, ` +
-        `beside the tables Almoner reads. Set DATABASE_URL's search_path to ${made.almonerIn} (…?options=-c%20search_path%3D${encodeURIComponent(made.almonerIn)}) for the restore and the servers, or restore into a database where Almoner's tables are in ${made.almonerIn}`,
+      `${file} holds Almoner's tables in the schema ${there}, and this database's search_path puts them in ${here}: pg_restore would write the backup into ${there}, ` +
+        `beside the tables Almoner reads. Restore it into an empty database with DATABASE_URL's search_path set to ${one} (…?options=-c%20search_path%3D${encodeURIComponent(one)}), and point the servers at that; ` +
+        `restored here with that search_path, what this database holds in ${here} would stay beside it, its donors' details out of reach of erasures and retention`,
     );
   }
+  return here;
 }
 
 /** An object of the database, as its entry in an archive's table of contents would begin (`entry`), and as a message names it. */
@@ -665,42 +676,40 @@ interface DatabaseObject {
 const holds = (entries: readonly string[], o: DatabaseObject) => entries.some((e) => e.startsWith(`${o.entry} `) || (o.entry.startsWith('FUNCTION ') && e.startsWith(`${o.entry}(`)));
 
 /**
- * The objects a database holds that a restore's pg_restore --clean would leave in place, or fail on,
- * were the archive not to hold them: schemas, tables, views, sequences no table owns, functions,
- * types and foreign keys (--clean drops a table's index by the archive's name, and a foreign key by
- * another name that depends on it stops the drop), outside PostgreSQL's own schemas, extensions'
- * objects and those PostgreSQL makes with another (a table's row type, a range's constructors). A
- * restore's own mark is not one.
+ * The objects of Almoner's schema (`here`) that a restore's pg_restore --clean would leave in place,
+ * or fail on, were the archive not to hold them: tables, views, sequences no table owns, functions,
+ * types, and foreign keys on or into its tables (--clean drops a table's index by the archive's name,
+ * and a foreign key by another name that depends on it stops the drop); not extensions' objects, nor
+ * those PostgreSQL makes with another (a table's row type, a range's constructors). A restore's own
+ * mark is not one. Another schema's objects are another application's, which the migrations, run
+ * in Almoner's, never meet (they were refused until a review, 2026-11-29).
  */
-async function objectsOf(client: pg.Client): Promise<DatabaseObject[]> {
-  const ours = (schema: string) => `${schema} not in ('pg_catalog', 'information_schema') and ${schema} not like 'pg\\_toast%' and ${schema} not like 'pg\\_temp%'`;
+async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObject[]> {
   const free = (catalog: string, oid: string) => `not exists (select 1 from pg_depend d where d.classid = '${catalog}'::regclass and d.objid = ${oid} and d.deptype in ('a', 'i', 'e'))`;
   const { rows } = await client.query<{ kind: string; schema: string; name: string; within: string | null }>(
-    `select 'SCHEMA' as kind, '-' as schema, n.nspname as name, null as within
-       from pg_namespace n where ${ours('n.nspname')} and n.nspname <> 'public' and ${free('pg_namespace', 'n.oid')}
-     union all
-     select case c.relkind when 'S' then 'SEQUENCE' when 'v' then 'VIEW' when 'm' then 'MATERIALIZED VIEW' when 'f' then 'FOREIGN TABLE' else 'TABLE' end,
-            n.nspname, c.relname, null
+    `select case c.relkind when 'S' then 'SEQUENCE' when 'v' then 'VIEW' when 'm' then 'MATERIALIZED VIEW' when 'f' then 'FOREIGN TABLE' else 'TABLE' end as kind,
+            n.nspname as schema, c.relname as name, null as within
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and ${ours('n.nspname')} and c.relname <> $1 and ${free('pg_class', 'c.oid')}
+      where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and n.nspname = $2 and c.relname <> $1 and ${free('pg_class', 'c.oid')}
      union all
      select case p.prokind when 'p' then 'PROCEDURE' when 'a' then 'AGGREGATE' else 'FUNCTION' end, n.nspname, p.proname, null
        from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-      where ${ours('n.nspname')} and ${free('pg_proc', 'p.oid')}
+      where n.nspname = $2 and ${free('pg_proc', 'p.oid')}
      union all
      select case t.typtype when 'd' then 'DOMAIN' else 'TYPE' end, n.nspname, t.typname, null
        from pg_type t join pg_namespace n on n.oid = t.typnamespace
-      where t.typtype in ('c', 'e', 'd', 'r') and ${ours('n.nspname')} and ${free('pg_type', 't.oid')}
+      where t.typtype in ('c', 'e', 'd', 'r') and n.nspname = $2 and ${free('pg_type', 't.oid')}
      union all
      select 'FK CONSTRAINT', n.nspname, k.conname, c.relname
        from pg_constraint k join pg_class c on c.oid = k.conrelid join pg_namespace n on n.oid = c.relnamespace
-      where k.contype = 'f' and ${ours('n.nspname')} and ${free('pg_class', 'c.oid')}
+                            join pg_class r on r.oid = k.confrelid join pg_namespace rn on rn.oid = r.relnamespace
+      where k.contype = 'f' and (n.nspname = $2 or rn.nspname = $2) and ${free('pg_class', 'c.oid')}
       order by 2, 3`,
-    [RESTORING_TABLE],
+    [RESTORING_TABLE, here],
   );
   return rows.map(({ kind, schema, name, within }) => ({
     entry: within === null ? `${kind} ${schema} ${name}` : `${kind} ${schema} ${within} ${name}`,
-    shown: `${kind === 'FK CONSTRAINT' ? 'foreign key' : kind.toLowerCase()} ${schema === '-' ? name : within === null ? `${schema}.${name}` : `${schema}.${within}.${name}`}`,
+    shown: `${kind === 'FK CONSTRAINT' ? 'foreign key' : kind.toLowerCase()} ${within === null ? `${schema}.${name}` : `${schema}.${within}.${name}`}`,
     ...(within !== null && { of: `TABLE ${schema} ${within}` }),
   }));
 }

@@ -49,7 +49,11 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
 
 async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   const provider = { getMigrations: async () => migrations(dialect) };
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  // On PostgreSQL, Kysely's bookkeeping tables named in Almoner's schema (the search_path's first):
+  // unnamed, Kysely took another application's kysely_migration, in a schema of its own, for
+  // Almoner's, and every start on a new database failed ("relation kysely_migration does not exist").
+  const migrationTableSchema = dialect === 'postgres' ? (await sql<{ here: string | null }>`select current_schema() as here`.execute(db)).rows[0]?.here ?? undefined : undefined;
+  const { error, results } = await new Migrator({ db, provider, ...(migrationTableSchema !== undefined && { migrationTableSchema }) }).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     throw new Error(`Database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -383,7 +383,7 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
         await rawSql(current.url, 'create type pair as (a int, b int); create schema emptyschema; create table app_since (x int)');
         const refused = await almoner(current.url, ['restore', dump, '--replace']);
         assert.equal(refused.code, 2, refused.stderr);
-        assert.match(refused.stderr, /holds what the backup does not \(schema emptyschema, table public\.app_since, type public\.pair\), which pg_restore --clean would leave/);
+        assert.match(refused.stderr, /holds what the backup does not \(table public\.app_since, type public\.pair\), which pg_restore --clean would leave/);
         await rawSql(current.url, 'drop type pair; drop schema emptyschema; drop table app_since');
         const run = await almoner(current.url, ['restore', dump, '--replace']);
         assert.equal(run.code, 0, run.stderr);
@@ -434,6 +434,25 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
         } finally {
           await empty.drop();
         }
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test("restore --replace with Almoner in a schema whose name holds a space, and another application's Kysely table in another schema: restored (refused as no Almoner schema, and as a newer Almoner, until a review)", async () => {
+      const database = await backend.createDatabase();
+      try {
+        await rawSql(database.url, 'create schema "My App"');
+        const url = `${database.url}${database.url.includes('?') ? '&' : '?'}options=-c%20search_path%3D%22My%5C%20App%22`;
+        const made = await almoner(url, ['charity', 'create', '--name', 'Spaced', '--email', 's@example.org', '--json']);
+        assert.equal(made.code, 0, made.stderr);
+        await rawSql(database.url, 'create schema app; create table app.kysely_migration (name varchar primary key, timestamp varchar not null); insert into app.kysely_migration values (\'2024_01_init\', \'x\')');
+        const dump = join(tempDir(), 'spaced.dump');
+        execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
+        assert.equal((await almoner(url, ['charity', 'create', '--name', 'Since', '--email', 't@example.org', '--json'])).code, 0);
+        const run = await almoner(url, ['restore', dump, '--replace']);
+        assert.equal(run.code, 0, run.stderr);
+        assert.deepEqual((await queryPostgres<{ name: string }>(database.url, 'select name from "My App".charities order by id')).map((r) => r.name), ['Spaced']);
       } finally {
         await database.drop();
       }

@@ -250,3 +250,22 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
+  test(`another application's Kysely table (kysely_migration) in a schema of its own: Almoner's migrations keep their own, in Almoner's schema (a new database could not be started until 2026-11-29) [${backend.name}]`, async () => {
+    const database = await backend.createDatabase();
+    try {
+      const other = new pg.Client({ connectionString: database.url });
+      await other.connect();
+      await other.query("create schema app; create table app.kysely_migration (name varchar primary key, timestamp varchar not null); insert into app.kysely_migration values ('2024_01_init', 'x')");
+      const store = await openStore(database.location);
+      await store.close();
+      const ours = await other.query<{ name: string }>('select name from public.kysely_migration order by name');
+      assert.deepEqual(ours.rows.map((r) => r.name), Object.keys(migrations('postgres')));
+      assert.equal((await other.query<{ n: number }>('select count(*)::int as n from app.kysely_migration')).rows[0]!.n, 1, "the other application's is left alone");
+      await other.end();
+    } finally {
+      await database.drop();
+    }
+  });
+}
