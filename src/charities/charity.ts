@@ -16,9 +16,6 @@ export interface CharityCredential {
   email: string;
   password_hash: string;
   active: boolean;
-  /** The password the last rotate replaced (its hash), and until when it is known as the charity's own. */
-  previous_password_hash: string | null;
-  previous_until: string | null;
 }
 
 export interface NewCharity {

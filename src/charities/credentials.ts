@@ -43,27 +43,6 @@ export function passwordMatches(password: string, storedHash: string | undefined
   return same && storedHash !== undefined;
 }
 
-/** How long after a rotate the password it replaced is still known as the charity's own (ownPassword). */
-export const PREVIOUS_PASSWORD_MS = 7 * 24 * 3600 * 1000;
-
-/**
- * Whether a password that did not authenticate is the charity's own all the same: its password while
- * it is disabled, or the one a rotate replaced, for PREVIOUS_PASSWORD_MS after it (`now`: ISO 8601
- * UTC). A request with it is no guess, and is not counted as one: an integration still sending it
- * after a rotate or a disable locked its own address out of the new password, or the enable, for up
- * to a minute, until 2026-11-29 (a review). The password is hashed once, and compared with both
- * hashes (or with nothing) as passwordMatches does.
- */
-export function ownPassword(found: { password_hash: string; previous_password_hash: string | null; previous_until: string | null } | undefined, password: string, now: string): boolean {
-  const given = Buffer.from(hashPassword(password), 'hex');
-  const same = (stored: string | null | undefined) => {
-    const expected = Buffer.from(stored ?? NO_SUCH_HASH, 'hex');
-    return expected.length === given.length && timingSafeEqual(given, expected) && stored != null;
-  };
-  const previous = found?.previous_until != null && found.previous_until > now ? found.previous_password_hash : null;
-  return same(found?.password_hash) || same(previous);
-}
-
 /** The charity these credentials authenticate, or undefined: unknown, wrong password or disabled look alike. */
 export function authenticatedCharity<C extends { password_hash: string; active: boolean }>(
   found: C | undefined,

@@ -4,9 +4,9 @@ import { randomInt } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CharityCredential } from '../charities/charity.js';
 import type { DatabaseBudget } from '../store/budget.js';
-import { authenticatedCharity, ownPassword } from '../charities/credentials.js';
+import { authenticatedCharity } from '../charities/credentials.js';
 import { discardBody } from './body.js';
-import { monotonicClock, nowIso, type Clock } from '../time.js';
+import { monotonicClock, type Clock } from '../time.js';
 import { tooManyRequests, type Throttle } from './throttle.js';
 
 declare module 'fastify' {
@@ -117,11 +117,8 @@ export function basicAuth(
     // Anything else is checked afresh. The verdict and its count in the same turn (nothing awaited in
     // between): a guess judged after the limit was reached is refused even when it is right, so
     // guesses sent together are answered 401 no more often than the limit, and learn nothing past it.
-    const found = given ? await credentials.fresh(given.username, request.database) : undefined;
-    const charity = given && authenticatedCharity(found, given.password);
-    // The charity's own password, refused (disabled, or replaced by a rotate this week), is no guess: not counted (credentials.ts's ownPassword).
-    const guess = !charity && !(given && ownPassword(found, given.password, nowIso()));
-    const wait = guess ? await throttle.authenticationFailed(request.ip, username) : await throttle.authenticationBlocked(request.ip, username);
+    const charity = given && authenticatedCharity(await credentials.fresh(given.username, request.database), given.password);
+    const wait = charity ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
     if (wait) return answered(tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.'));
     if (!charity) {
       onFailure();

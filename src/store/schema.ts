@@ -12,9 +12,6 @@ export interface CharitiesTable {
   password_hash: string;
   /** 1 or 0 (SQLite has no boolean type). */
   active: number;
-  /** The hash of the password the last rotate replaced, and until when (ISO 8601 UTC) a request with it is not counted as a guess: charities/credentials.ts's ownPassword. */
-  previous_password_hash: ColumnType<string | null, string | null | undefined, string | null>;
-  previous_until: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
 }

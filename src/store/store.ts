@@ -3,10 +3,9 @@
 // prepared statements on the hot path (statements.ts), and batched by group-commit.ts; the schema
 // is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import { sql, type Kysely, type UpdateObject } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
-import { PREVIOUS_PASSWORD_MS } from '../charities/credentials.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { loggable } from '../loggable.js';
 import { formatMicros, nowIso, nowMicros, type Clock } from '../time.js';
@@ -133,7 +132,7 @@ export class Store {
     return this.tracked(budget, async (deadline) => {
       const row = await byDeadline(
         deadline,
-        this.db.selectFrom('charities').select(['id', 'name', 'email', 'password_hash', 'active', 'previous_password_hash', 'previous_until']).where('username', '=', username).executeTakeFirst(),
+        this.db.selectFrom('charities').select(['id', 'name', 'email', 'password_hash', 'active']).where('username', '=', username).executeTakeFirst(),
       );
       return row && { ...row, active: Boolean(row.active) };
     });
@@ -175,8 +174,7 @@ export class Store {
 
   /** A new password (its hash), audited as a rotation; false when there is no such charity. */
   async setPasswordHash(username: string, password_hash: string): Promise<boolean> {
-    const previous = { previous_password_hash: sql<string>`password_hash`, previous_until: formatMicros((Date.now() + PREVIOUS_PASSWORD_MS) * 1000) };
-    return this.changeCharity(username, { password_hash, ...previous }, { action: 'charity rotate', target: username });
+    return this.changeCharity(username, { password_hash }, { action: 'charity rotate', target: username });
   }
 
   /**
@@ -191,7 +189,7 @@ export class Store {
   }
 
   /** Changes the charity's row and audits it, in one transaction; false when no row changed (no such charity, or `active` already `unlessActive`). */
-  private async changeCharity(username: string, change: UpdateObject<Database, 'charities'>, audit: AuditEntry, unlessActive?: 0 | 1): Promise<boolean> {
+  private async changeCharity(username: string, change: Updateable<Database['charities']>, audit: AuditEntry, unlessActive?: 0 | 1): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       let q = trx.updateTable('charities').set({ ...change, updated_at: nowIso() }).where('username', '=', username);
       if (unlessActive !== undefined) q = q.where('active', '<>', unlessActive);
