@@ -209,7 +209,7 @@ export async function buildApp({
       const authenticate = basicAuth(credentials, throttle, { onFailure, failureDelay, clock });
       await api.register(meRoutes, { authenticate });
       const recorded = metrics && ((r: DonationRecord) => metrics.donationRecorded(r.gift_aid, r.donation_type));
-      const stillAuthenticated = authenticatedStill(credentials, { maxAgeMs: CREDENTIAL_TTL_MS, clock });
+      const stillAuthenticated = authenticatedStill(credentials, { maxAgeMs: CREDENTIAL_TTL_MS, clock, onFailure });
       await api.register(donationRoutes, { authenticate, limitCreates: createRateLimit(throttle), stillAuthenticated, store, recorded });
     },
     { prefix: '/api/v1' },

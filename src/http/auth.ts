@@ -176,16 +176,20 @@ function unauthorized(request: FastifyRequest, reply: FastifyReply): FastifyRepl
  * body had arrived (sent slowly, up to the 30 s a request may take) has its credential judged again,
  * as a new request's would be, and is answered 401 if a disable or a rotate has stopped it since.
  * Until 2026-11-29 a create begun before `charity disable` was stored 21 s after it (a review). Not
- * counted as a failed authentication: the credential was right when given. A request judged within
+ * counted against the client by the throttle: the credential was right when given (the metric of failed authentications counts it). A request judged within
  * `maxAgeMs` goes on at once (the remembered credential is that old at most in any case).
  */
-export function authenticatedStill(credentials: Credentials, { maxAgeMs, clock = monotonicClock }: { maxAgeMs: number; clock?: Clock }) {
+export function authenticatedStill(
+  credentials: Credentials,
+  { maxAgeMs, clock = monotonicClock, onFailure = () => {} }: { maxAgeMs: number; clock?: Clock; onFailure?: () => void },
+) {
   async function judgeAgain(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
     const given = parseBasicAuthorization(request.headers.authorization);
     if (given) {
       const found = credentials.recent(given.username) ?? (await credentials.fresh(given.username, request.database));
       if (authenticatedCharity(found, given.password)?.id === request.charity.id) return false;
     }
+    onFailure(); // a 401 for credentials that no longer work, as the metric counts every such 401
     unauthorized(request, reply);
     return true;
   }

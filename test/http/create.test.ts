@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type AlmonerClient, type DonationInput, ValidationError } from '../../src/client/index.js';
 import { EXAMPLE_RECORD, exampleDonation, RECORD_KEYS, startTestApp, TIMESTAMP, type TestContext } from '../support/app.js';
+import { Metrics } from '../../src/http/metrics.js';
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
 
@@ -18,7 +19,7 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
   let t: TestContext;
   let client: AlmonerClient;
   before(async () => {
-    t = await startTestApp(backend);
+    t = await startTestApp(backend, { metrics: new Metrics() });
     client = await t.client();
   });
   after(() => t.close());
@@ -332,6 +333,9 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
       t.clock.advance(CREDENTIAL_TTL_MS * 2);
     }), 401, 'rotated meanwhile');
     assert.equal(await stored(c.id), 2);
+    // Each such 401 is a failed authentication to the metric, which counts every 401 for wrong or disabled credentials (it counted neither: a review).
+    const failures = /^almoner_authentication_failures_total (\d+)$/m.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1];
+    assert.equal(Number(failures), 2);
   });
 
   test('each donation belongs to the charity that recorded it; ids are unique and increasing', async () => {
