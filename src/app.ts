@@ -131,6 +131,7 @@ export async function buildApp({
   });
   // Declared, so every request has the same shape in V8's eyes whether or not it authenticated.
   app.decorateRequest('charity', null as unknown as FastifyRequest['charity']);
+  app.decorateRequest('authenticatedAt', 0);
   // Made when a request first asks the database for something: no hook on every request for it.
   app.decorateRequest('database', {
     getter(this: FastifyRequest & { [BUDGET]?: DatabaseBudget }) {
