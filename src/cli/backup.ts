@@ -445,7 +445,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
 async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number; tables: number; schema: string[]; schemas: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
   // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
   const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
-  const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass($1) as t', [table])).rows[0]?.t != null;
+  // In Almoner's schema, the search_path's first: another application's table of that name, later on the path, is not Almoner's.
+  const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass(quote_ident(current_schema()) || $1) as t', [`.${table}`])).rows[0]?.t != null;
   const schema = (await has('kysely_migration')) ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((r) => r.name) : [];
   const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
   const trail = (await has('audit_log')) ? ((await all('select * from audit_log order by id')) as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];

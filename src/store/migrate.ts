@@ -29,7 +29,10 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
 async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {
   let applied: string[];
   try {
-    const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db);
+    // On PostgreSQL, Almoner's own (migrateOn): another application's, later on the search_path, was read as Almoner's.
+    const here = dialect === 'postgres' ? await almonerSchema(db) : undefined;
+    const table = here === undefined ? sql.table(DEFAULT_MIGRATION_TABLE) : sql.id(here, DEFAULT_MIGRATION_TABLE);
+    const { rows } = await sql<{ name: string }>`select name from ${table}`.execute(db);
     applied = rows.map((row) => row.name);
   } catch (err) {
     if (isDatabaseUnavailable(err)) throw err;
@@ -52,10 +55,15 @@ async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialec
   // On PostgreSQL, Kysely's bookkeeping tables named in Almoner's schema (the search_path's first):
   // unnamed, Kysely took another application's kysely_migration, in a schema of its own, for
   // Almoner's, and every start on a new database failed ("relation kysely_migration does not exist").
-  const migrationTableSchema = dialect === 'postgres' ? (await sql<{ here: string | null }>`select current_schema() as here`.execute(db)).rows[0]?.here ?? undefined : undefined;
+  const migrationTableSchema = dialect === 'postgres' ? await almonerSchema(db) : undefined;
   const { error, results } = await new Migrator({ db, provider, ...(migrationTableSchema !== undefined && { migrationTableSchema }) }).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     throw new Error(`Database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** Almoner's schema on PostgreSQL: the search_path's first that exists (undefined when none does, and the migrations fail saying so). */
+async function almonerSchema(db: Kysely<Database>): Promise<string | undefined> {
+  return (await sql<{ here: string | null }>`select current_schema() as here`.execute(db)).rows[0]?.here ?? undefined;
 }

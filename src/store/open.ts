@@ -109,7 +109,7 @@ export function refuseFolder(location: DatabaseLocation): void {
 async function hasAlmonersTables(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {
   const { rows } =
     dialect === 'postgres'
-      ? await sql<{ found: boolean }>`select to_regclass('kysely_migration') is not null as found`.execute(db)
+      ? await sql<{ found: boolean }>`select to_regclass(quote_ident(current_schema()) || '.kysely_migration') is not null as found`.execute(db) // Almoner's schema's, not another application's later on the search_path
       : await sql<{ found: number }>`select count(*) > 0 as found from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
   return Boolean(rows[0]?.found);
 }

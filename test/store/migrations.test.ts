@@ -11,6 +11,7 @@ import pg from 'pg';
 import { validateDonation } from '../../src/donations/validate.js';
 import { donorReference } from '../../src/store/donation-query.js';
 import { migrations } from '../../src/store/migrations/index.js';
+import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
 import { BACKENDS, type TestDatabase } from '../support/backends.js';
@@ -263,6 +264,23 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       const ours = await other.query<{ name: string }>('select name from public.kysely_migration order by name');
       assert.deepEqual(ours.rows.map((r) => r.name), Object.keys(migrations('postgres')));
       assert.equal((await other.query<{ n: number }>('select count(*)::int as n from app.kysely_migration')).rows[0]!.n, 1, "the other application's is left alone");
+      await other.end();
+    } finally {
+      await database.drop();
+    }
+  });
+
+  test(`with Almoner in a schema of its own and another application's kysely_migration later on the search_path: Almoner's are made in its own (the other's rows were read as Almoner's: "newer than this Almoner's") [${backend.name}]`, async () => {
+    const database = await backend.createDatabase();
+    try {
+      const other = new pg.Client({ connectionString: database.url });
+      await other.connect();
+      await other.query("create schema almoner; create table public.kysely_migration (name varchar primary key, timestamp varchar not null); insert into public.kysely_migration values ('2024_01_init', 'x')");
+      const url = `${database.url}${database.url.includes('?') ? '&' : '?'}options=-c%20search_path%3Dalmoner%2Cpublic`;
+      const beside = await openStore(parseDatabaseUrl(url));
+      await beside.close();
+      const ours = await other.query<{ name: string }>('select name from almoner.kysely_migration order by name');
+      assert.deepEqual(ours.rows.map((r) => r.name), Object.keys(migrations('postgres')));
       await other.end();
     } finally {
       await database.drop();
