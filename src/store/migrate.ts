@@ -63,7 +63,22 @@ async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialec
   }
 }
 
-/** Almoner's schema on PostgreSQL: the search_path's first that exists (undefined when none does, and the migrations fail saying so). */
+/**
+ * Almoner's schema on PostgreSQL, as one query: the first schema on the search_path whose
+ * kysely_migration holds Almoner's first migration (read with query_to_xml, which runs a query made
+ * for each schema, in plain SQL), else the search_path's first that exists (a new database; null
+ * when none does). Not simply the first that exists: a schema named as the user ("$user", first on
+ * PostgreSQL's default path) made after Almoner's tables were in public would have had a new, empty
+ * Almoner migrated into it, shadowing the real one; nor the first kysely_migration found, which may
+ * be another application's.
+ */
+export const ALMONER_SCHEMA_SQL = `select coalesce(
+  (select s from unnest(current_schemas(false)) with ordinality as t(s, i)
+    where to_regclass(quote_ident(s) || '.kysely_migration') is not null
+      and (xpath('/row/found/text()', query_to_xml(format('select exists (select 1 from %I.kysely_migration where name = %L) as found', s, '0001_initial'), false, true, '')))[1]::text = 'true'
+    order by i limit 1),
+  current_schema()) as here`;
+
 async function almonerSchema(db: Kysely<Database>): Promise<string | undefined> {
-  return (await sql<{ here: string | null }>`select current_schema() as here`.execute(db)).rows[0]?.here ?? undefined;
+  return (await sql<{ here: string | null }>`${sql.raw(ALMONER_SCHEMA_SQL)}`.execute(db)).rows[0]?.here ?? undefined;
 }

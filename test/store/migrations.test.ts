@@ -287,3 +287,25 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
     }
   });
 }
+
+for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
+  test(`a schema named as the user, made after Almoner's tables were in public ("$user" comes first on PostgreSQL's default search_path): Almoner goes on in public, and makes nothing in it [${backend.name}]`, async () => {
+    // Taking the search_path's first schema for Almoner's, a review's fix of the day migrated a new, empty Almoner into it, and the commands found no Almoner database.
+    const database = await backend.createDatabase();
+    try {
+      const first = await openStore(database.location); // Almoner's tables, in public
+      await first.close();
+      const other = new pg.Client({ connectionString: database.url });
+      await other.connect();
+      const { rows } = await other.query<{ user: string }>('select current_user as user');
+      await other.query(`create schema "${rows[0]!.user}"`);
+      const again = await openStore(database.location, { mustExist: true });
+      await again.close();
+      const made = await other.query<{ n: number }>('select count(*)::int as n from pg_tables where schemaname = $1', [rows[0]!.user]);
+      assert.equal(made.rows[0]!.n, 0, 'nothing made in the schema named as the user');
+      await other.end();
+    } finally {
+      await database.drop();
+    }
+  });
+}
