@@ -66,7 +66,7 @@ async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialec
 /**
  * Almoner's schema on PostgreSQL, as one query: the first schema on the search_path whose
  * kysely_migration holds Almoner's first migration (read with query_to_xml, which runs a query made
- * for each schema, in plain SQL), else the search_path's first that exists (a new database; null
+ * for each schema, in plain SQL; a table this user may not read is not Almoner's, and is not read), else the search_path's first that exists (a new database; null
  * when none does). Not simply the first that exists: a schema named as the user ("$user", first on
  * PostgreSQL's default path) made after Almoner's tables were in public would have had a new, empty
  * Almoner migrated into it, shadowing the real one; nor the first kysely_migration found, which may
@@ -74,8 +74,9 @@ async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialec
  */
 export const ALMONER_SCHEMA_SQL = `select coalesce(
   (select s from unnest(current_schemas(false)) with ordinality as t(s, i)
-    where to_regclass(quote_ident(s) || '.kysely_migration') is not null
-      and (xpath('/row/found/text()', query_to_xml(format('select exists (select 1 from %I.kysely_migration where name = %L) as found', s, '0001_initial'), false, true, '')))[1]::text = 'true'
+    where case when to_regclass(quote_ident(s) || '.kysely_migration') is null then false
+               when not has_table_privilege(quote_ident(s) || '.kysely_migration', 'select') then false
+               else (xpath('/row/found/text()', query_to_xml(format('select exists (select 1 from %I.kysely_migration where name = %L) as found', s, '0001_initial'), false, true, '')))[1]::text = 'true' end
     order by i limit 1),
   current_schema()) as here`;
 
