@@ -10,7 +10,6 @@ import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
 import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
-import { ALMONER_SCHEMA_SQL } from '../store/migrate.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
@@ -447,7 +446,7 @@ async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number
   // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
   const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
   // In Almoner's schema, the search_path's first: another application's table of that name, later on the path, is not Almoner's.
-  const has = async (table: string) => (await client.query<{ t: string | null }>(`select to_regclass(quote_ident(here) || $1) as t from (${ALMONER_SCHEMA_SQL}) as almoner`, [`.${table}`])).rows[0]?.t != null;
+  const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass(quote_ident(current_schema()) || $1) as t', [`.${table}`])).rows[0]?.t != null;
   const schema = (await has('kysely_migration')) ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((r) => r.name) : [];
   const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
   const trail = (await has('audit_log')) ? ((await all('select * from audit_log order by id')) as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
@@ -644,14 +643,14 @@ async function schemasOf(file: string, env: NodeJS.ProcessEnv): Promise<{ schema
 }
 
 /**
- * The schema Almoner's tables are in here (ALMONER_SCHEMA_SQL), which must be the backup's. A restore into a database whose search_path puts Almoner in another schema than the backup's is
+ * The schema Almoner's tables are in here (current_schema(), where its unqualified tables are made), which must be the backup's. A restore into a database whose search_path puts Almoner in another schema than the backup's is
  * refused: pg_restore writes every table into the schema the archive names, so it would have put the
  * backup beside the tables Almoner reads, said "restored", and changed nothing Almoner sees (into an
  * empty database, it failed half-way after pg_restore). So is one whose search_path names no schema
  * the database has: there is nowhere for Almoner's tables (a review, 2026-11-29).
  */
 async function almonerSchema(client: pg.Client, made: { almonerIn: string[] }, file: string): Promise<string> {
-  const { rows } = await client.query<{ here: string | null; path: string }>(`select here, current_setting($1) as path from (${ALMONER_SCHEMA_SQL}) as almoner`, ['search_path']);
+  const { rows } = await client.query<{ here: string | null; path: string }>('select current_schema() as here, current_setting($1) as path', ['search_path']);
   const { here, path } = rows[0]!;
   if (here === null) throw new UsageError(`no schema this database's search_path names (${path}) exists: create it (create schema NAME), or set DATABASE_URL's search_path to one that exists`);
   if (!made.almonerIn.includes(here)) {

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
-import { ALMONER_SCHEMA_SQL, migrate } from './migrate.js';
+import { migrate } from './migrate.js';
 import { refuseMarkedConnection, refuseWhileRestoring } from './restoring.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable, isRefused } from './unavailable.js';
@@ -109,7 +109,7 @@ export function refuseFolder(location: DatabaseLocation): void {
 async function hasAlmonersTables(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {
   const { rows } =
     dialect === 'postgres'
-      ? await sql<{ found: boolean }>`select to_regclass(quote_ident(here) || '.kysely_migration') is not null as found from (${sql.raw(ALMONER_SCHEMA_SQL)}) as almoner`.execute(db) // Almoner's, not another application's on the search_path
+      ? await sql<{ found: boolean }>`select to_regclass('kysely_migration') is not null as found`.execute(db)
       : await sql<{ found: number }>`select count(*) > 0 as found from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
   return Boolean(rows[0]?.found);
 }
