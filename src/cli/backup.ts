@@ -412,7 +412,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       await mark(place, thisRestore(file, written, !empty, began));
-      await pgRestore(file, env, toc.list, made.schemas.filter((name) => now.schemas.includes(name)), made.schemas);
+      await pgRestore(file, env, toc.list, made.schemas, now.schemas);
     } catch (err) {
       for (const f of written) rmSync(f, { force: true }); // nothing was replaced
       await unmark(place);
@@ -566,9 +566,7 @@ function libpqEnvironment(url: string): NodeJS.ProcessEnv {
  * until 2026-11-29: a review).
  */
 async function migrationsIn(file: string, env: NodeJS.ProcessEnv, schema: string): Promise<string[]> {
-  const { code, stdout, stderr } = await runPgRestore(['--data-only', `--schema=${schema}`, '--table=kysely_migration', '--file=-', file], env);
-  if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
-  const lines = stdout.split('\n');
+  const lines = (await readArchive(file, env, ['--data-only', `--schema=${schema}`, '--table=kysely_migration', '--file=-'])).split('\n');
   // A schema's name as pg_dump writes it, quoted if it holds a space ("My App"): read by words, such a backup held "no Almoner schema" (a review).
   const copy = new RegExp(`^COPY ${IDENTIFIER}\\.kysely_migration `);
   const start = lines.findIndex((l) => copy.test(l));
@@ -581,23 +579,22 @@ async function migrationsIn(file: string, env: NodeJS.ProcessEnv, schema: string
  * pg_restore into the database `env` names, in one transaction: the database is the backup's, or as
  * it was. Everything but a restore's mark (restoring.ts): a dump taken while the database was marked
  * holds that mark, which would have taken the place of this restore's and named another's files.
- * Nor a schema the database has already (`schemas`), such as the one Almoner's tables are in when
+ * Nor a schema of the backup's (`made`) the database has already (`existing`), such as the one Almoner's tables are in when
  * its search_path is not `public`: --clean would drop it and make it again, and the drop fails on
  * what it holds beside the backup's, this restore's mark first (every such restore failed, exit 1,
  * until 2026-11-29); what the backup holds in it is dropped and made again one by one all the same.
  */
-async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, schemas: readonly string[], made: readonly string[]): Promise<void> {
+async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, made: readonly string[], existing: readonly string[]): Promise<void> {
   const folder = mkdtempSync(join(tmpdir(), 'almoner-restore-'));
   const useList = join(folder, 'list');
-  const entry = (line: string) => /^\d+; \d+ \d+ (.*)$/.exec(line)?.[1] ?? '';
   // A schema's entry is `SCHEMA - name owner`, and a name may hold spaces: the longest of the backup's own names it begins with is its name.
   const schemaOf = (line: string) => {
-    const e = entry(line);
+    const e = tocEntry(line) ?? '';
     return e.startsWith('SCHEMA - ') ? made.filter((name) => e.startsWith(`SCHEMA - ${name} `)).sort((a, b) => b.length - a.length)[0] : undefined;
   };
   const kept = list.split('\n').filter((line) => {
     const schema = schemaOf(line);
-    return !line.split(/\s+/).includes(RESTORING_TABLE) && !(schema !== undefined && schemas.includes(schema));
+    return !line.split(/\s+/).includes(RESTORING_TABLE) && !(schema !== undefined && existing.includes(schema));
   });
   writeFileSync(useList, kept.join('\n'));
   try {
@@ -619,10 +616,18 @@ async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, sch
  * `SCHEMA - name owner`): not split into words, as a name or an owner may hold spaces.
  */
 async function contentsOf(file: string, env: NodeJS.ProcessEnv): Promise<{ list: string; entries: string[] }> {
-  const { code, stdout, stderr } = await runPgRestore(['--list', file], env);
+  const list = await readArchive(file, env, ['--list']);
+  return { list, entries: list.split('\n').flatMap((line) => tocEntry(line) ?? []) };
+}
+
+/** A line of an archive's table of contents without its numbers (`228; 1255 16526 FUNCTION public f() postgres`); undefined for a comment. */
+const tocEntry = (line: string): string | undefined => /^\d+; \d+ \d+ (.*)$/.exec(line)?.[1];
+
+/** What pg_restore prints of `file` given `args`; a file it cannot read is the operator's to fix (exit 2). */
+async function readArchive(file: string, env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
+  const { code, stdout, stderr } = await runPgRestore([...args, file], env);
   if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
-  const entries = stdout.split('\n').flatMap((line) => /^\d+; \d+ \d+ (.*)$/.exec(line)?.[1] ?? []);
-  return { list: stdout, entries };
+  return stdout;
 }
 
 /** An identifier as pg_dump writes it: bare, or in double quotes with a quote doubled. */
@@ -635,8 +640,7 @@ const unquoted = (id: string) => (id.startsWith('"') ? id.slice(1, -1).replace(/
  * of contents' words could not tell a name with a space from its owner.
  */
 async function schemasOf(file: string, env: NodeJS.ProcessEnv): Promise<{ schemas: string[]; almonerIn: string[] }> {
-  const { code, stdout, stderr } = await runPgRestore(['--schema-only', '--file=-', file], env);
-  if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
+  const stdout = await readArchive(file, env, ['--schema-only', '--file=-']);
   const schemas = [...stdout.matchAll(new RegExp(`^CREATE SCHEMA ${IDENTIFIER};$`, 'gm'))].map((m) => unquoted(m[1]!));
   const almonerIn = [...stdout.matchAll(new RegExp(`^CREATE TABLE ${IDENTIFIER}\\.kysely_migration \\(`, 'gm'))].map((m) => unquoted(m[1]!));
   return { schemas, almonerIn };

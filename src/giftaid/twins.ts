@@ -30,7 +30,7 @@ export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]>;
  * 2026-11-29: a review's retry 3 s after 23:59:58). Within one UK day the day alone tells, as for
  * gifts sent with their date.
  */
-export const RETRY_ACROSS_MIDNIGHT_MS = 3_600_000;
+export const RETRY_ACROSS_MIDNIGHT_MS = 3_600_000; // an hour
 
 /**
  * Which of the candidates seem to record again a gift that an earlier donation (a lower id) among
@@ -60,18 +60,20 @@ export async function twinsAmong(
   const gifts = new Set<string>();
   /** Each candidate's donor, read once (a house is read from an address in about 10 µs; a first claim may have 100,000 candidates). */
   const candidateKeys = new Map<number, string[]>();
-  const keysOf = (d: GiftFacts) => candidateKeys.get(Number(d.id)) ?? donorKeys(d);
+  const keysOf = (d: GiftFacts, ofGift = giftKeys(d)) => candidateKeys.get(Number(d.id)) ?? donorKeys(d, ofGift);
   for (const d of candidates) {
-    const keys = donorKeys(d);
+    const ofGift = giftKeys(d);
+    const keys = donorKeys(d, ofGift);
     candidateKeys.set(Number(d.id), keys);
     for (const key of keys) seen.set(key, []);
-    for (const key of giftKeys(d)) gifts.add(key);
+    for (const key of ofGift) gifts.add(key);
   }
   for await (const d of donations) {
     // The donor read (a house read from the address) only for a gift of a candidate's day, amount and last name.
-    if (!giftKeys(d).some((key) => gifts.has(key))) continue;
+    const ofGift = giftKeys(d);
+    if (!ofGift.some((key) => gifts.has(key))) continue;
     const record = { id: Number(d.id), reference: reference(d), email: email(d), at: Date.parse(d.recorded_at) };
-    for (const key of keysOf(d)) seen.get(key)?.push(record);
+    for (const key of keysOf(d, ofGift)) seen.get(key)?.push(record);
   }
   return (d) => {
     const id = Number(d.id);
@@ -133,9 +135,9 @@ const giftKey = (d: GiftFacts, day: string): string => `${day}\0${d.amount_minor
 const giftKeys = (d: GiftFacts): string[] =>
   isUndated(d) && nearUkMidnight(d) ? [giftKey(d, donationDay(d.donation_date)), giftKey(d, UNDATED)] : [giftKey(d, donationDay(d.donation_date))];
 
-/** The gift and the donor as HMRC's schedule tells them, under each of the gift's keys: with the first name, the house (spaces aside) and the postcode as read for it. */
-function donorKeys(d: GiftFacts): string[] {
+/** The gift and the donor as HMRC's schedule tells them, under each of the gift's keys (giftKeys): with the first name, the house (spaces aside) and the postcode as read for it. */
+function donorKeys(d: GiftFacts, ofGift: string[]): string[] {
   const house = houseNameOrNumber(d.donor_address, d).replace(/\s+/g, '').toLowerCase();
   const donor = `\0${matchableFirstName(d.donor_first_name, d.donor_last_name)}\0${house}\0${matchablePostcode(hmrcPostcode(d.donor_postcode).value)}`;
-  return giftKeys(d).map((gift) => `${gift}${donor}`);
+  return ofGift.map((gift) => `${gift}${donor}`);
 }

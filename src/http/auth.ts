@@ -100,6 +100,11 @@ export function basicAuth(
   { onFailure = () => {}, failureDelay = FAILURE_DELAY, clock = monotonicClock }: { onFailure?: () => void; failureDelay?: FailureDelay; clock?: Clock } = {},
 ) {
   const { floorMs, jitterMs } = failureDelay;
+  /** Lets the request go on as `charity`'s, from now (authenticatedStill reads when). */
+  const admit = (request: FastifyRequest, charity: CharityCredential): void => {
+    request.charity = charity;
+    request.authenticatedAt = clock();
+  };
 
   /** The rest of the hook: true when it has answered (401, 429), false when the request may proceed. */
   async function judge(request: FastifyRequest, reply: FastifyReply, given: ReturnType<typeof parseBasicAuthorization>, began: number): Promise<boolean> {
@@ -110,8 +115,7 @@ export function basicAuth(
     // A recently seen credential given right answers at once: it is no guess, and the check above was this turn's.
     const remembered = given && authenticatedCharity(credentials.recent(given.username), given.password);
     if (remembered) {
-      request.charity = remembered;
-      request.authenticatedAt = clock();
+      admit(request, remembered);
       return false;
     }
     // Anything else is checked afresh. The verdict and its count in the same turn (nothing awaited in
@@ -128,8 +132,7 @@ export function basicAuth(
       unauthorized(request, reply);
       return true;
     }
-    request.charity = charity;
-    request.authenticatedAt = clock();
+    admit(request, charity);
     return false;
   }
 
@@ -141,8 +144,7 @@ export function basicAuth(
     const unblockable = header !== undefined && !throttle.mayBlock(request.ip);
     const matched = unblockable && credentials.matchedBy(header);
     if (matched) {
-      request.charity = matched;
-      request.authenticatedAt = clock();
+      admit(request, matched);
       return done();
     }
     const given = parseBasicAuthorization(header);
@@ -152,8 +154,7 @@ export function basicAuth(
       // the scheme's name may be in any case, so a client could make any number of headers that match,
       // 16 KB each, and every one was remembered (a review, 2026-11-29).
       if (header === plainAuthorization(given.username, given.password)) credentials.matched(header, given.username, remembered);
-      request.charity = remembered;
-      request.authenticatedAt = clock();
+      admit(request, remembered);
       return done();
     }
     // A hook that has answered (401, 429) must not go on: done() only when the request may proceed.
