@@ -7,6 +7,8 @@ export interface Charity {
   username: string;
   active: boolean;
   created_at: string;
+  /** Until when the password a `rotate --grace` replaced still works (stored format), or null. */
+  old_password_until: string | null;
 }
 
 /** What authentication needs to know about a username. */
@@ -16,6 +18,9 @@ export interface CharityCredential {
   email: string;
   password_hash: string;
   active: boolean;
+  /** The password a `rotate --grace` replaced, and until when it works; both null when none does. */
+  old_password_hash: string | null;
+  old_password_until: string | null;
 }
 
 export interface NewCharity {

@@ -3,6 +3,7 @@
 // Every password is 192 random bits, so a fast hash (SHA-256) cannot be brute-forced and no slow
 // KDF has to run per request: that is what lets Almoner check Basic credentials at full speed.
 import { hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { nowIso } from '../time.js';
 
 const PASSWORD_BYTES = 24; // 192 bits of entropy, 32 base64url characters
 
@@ -43,11 +44,26 @@ export function passwordMatches(password: string, storedHash: string | undefined
   return same && storedHash !== undefined;
 }
 
+/** What a password needs to be checked against: a charity's password, and the one a rotation replaced while it still works. */
+interface Passwords {
+  password_hash: string;
+  old_password_hash: string | null;
+  old_password_until: string | null;
+}
+
+/**
+ * Which of a charity's passwords `password` is: its own ('current'), the one `charity rotate --grace`
+ * replaced, before the grace period's end ('old'), or neither (undefined). An unknown username
+ * (`found` undefined) takes the same path as a wrong password.
+ */
+export function whichPassword(found: Passwords | undefined, password: string, now: () => string = nowIso): 'current' | 'old' | undefined {
+  if (passwordMatches(password, found?.password_hash)) return 'current';
+  const old = found?.old_password_hash;
+  return old && (found.old_password_until ?? '') > now() && passwordMatches(password, old) ? 'old' : undefined;
+}
+
 /** The charity these credentials authenticate, or undefined: unknown, wrong password or disabled look alike. */
-export function authenticatedCharity<C extends { password_hash: string; active: boolean }>(
-  found: C | undefined,
-  password: string,
-): C | undefined {
-  const matches = passwordMatches(password, found?.password_hash);
+export function authenticatedCharity<C extends Passwords & { active: boolean }>(found: C | undefined, password: string): C | undefined {
+  const matches = whichPassword(found, password) !== undefined;
   return matches && found?.active ? found : undefined;
 }

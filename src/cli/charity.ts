@@ -4,7 +4,8 @@ import { Command } from 'commander';
 import { generatePassword, hashPassword } from '../charities/credentials.js';
 import { signUpCharity } from '../charities/signup.js';
 import { print, printAtOnce, printJson, withStore } from './io.js';
-import { emailArgument, nameArgument, unknownCharity, UsageError } from './usage.js';
+import { emailArgument, graceArgument, nameArgument, unknownCharity, UsageError } from './usage.js';
+import { formatMicros, nowMicros } from '../time.js';
 
 export function charityCommand(): Command {
   const charity = new Command('charity').description('sign charities up and manage their credentials');
@@ -35,12 +36,13 @@ export function charityCommand(): Command {
   charity
     .command('list')
     .description('list the charities (no secrets)')
-    .option('--json', 'print an array of {"id","name","email","username","active","created_at"}')
+    .option('--json', 'print an array of {"id","name","email","username","active","created_at","old_password_until"}')
     .action(async (opts: { json?: boolean }) => {
       const charities = await withStore((store) => store.listCharities());
       if (opts.json) return printJson(charities);
       if (charities.length === 0) return print('No charities yet. Create one with: bin/almoner charity create --name NAME --email EMAIL');
-      const rows = charities.map((c) => [String(c.id), c.username, c.active ? 'active' : 'disabled', c.created_at, c.name, c.email]);
+      const status = (c: (typeof charities)[number]): string => (c.active ? 'active' : 'disabled') + (c.old_password_until ? ` (old password until ${c.old_password_until})` : '');
+      const rows = charities.map((c) => [String(c.id), c.username, status(c), c.created_at, c.name, c.email]);
       const header = ['ID', 'USERNAME', 'STATUS', 'CREATED', 'NAME', 'EMAIL'];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       for (const r of [header, ...rows]) print(r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
@@ -48,20 +50,37 @@ export function charityCommand(): Command {
 
   charity
     .command('rotate')
-    .description("replace a charity's password with a new generated one; the old one stops working")
+    .description("replace a charity's password with a new generated one; the old one stops working, or, with --grace, once the grace period is over")
     .argument('<username>')
-    .option('--json', 'print {"username","password"}')
-    .action(async (username: string, opts: { json?: boolean }) => {
+    .option('--grace <duration>', 'let the old password go on working this long too (30m, 24h, 7d; at most 7d), so an integration can change over', graceArgument)
+    .option('--json', 'print {"username","password","old_password_until"}')
+    .action(async (username: string, opts: { grace?: number; json?: boolean }) => {
       refuseOutputToNowhere('rotate');
       const password = generatePassword();
-      const found = await withStore((store) => store.setPasswordHash(username, hashPassword(password)));
+      const graceUntil = opts.grace === undefined ? undefined : formatMicros(nowMicros() + opts.grace * 1000);
+      const found = await withStore((store) => store.setPasswordHash(username, hashPassword(password), graceUntil));
       if (!found) throw unknownCharity(username);
       printSecret(
         username,
         opts.json
-          ? [JSON.stringify({ username, password })]
-          : [`New password for ${username}: ${password}`, 'The old password no longer works. The new one is shown only this once.'],
+          ? [JSON.stringify({ username, password, old_password_until: graceUntil ?? null })]
+          : [
+              `New password for ${username}: ${password}`,
+              graceUntil === undefined
+                ? 'The old password no longer works. The new one is shown only this once.'
+                : `The old password works until ${graceUntil} too, then stops (sooner with: bin/almoner charity end-grace ${username}). The new one is shown only this once.`,
+            ],
       );
+    });
+
+  charity
+    .command('end-grace')
+    .description('stop the old password that rotate --grace left working, now')
+    .argument('<username>')
+    .action(async (username: string) => {
+      const outcome = await withStore((store) => store.endGrace(username));
+      if (outcome === 'unknown') throw unknownCharity(username);
+      print(outcome === 'none' ? `${username} has no old password that still works: nothing changed.` : `The old password of ${username} no longer works.`);
     });
 
   for (const [name, active] of [['disable', false], ['enable', true]] as const) {

@@ -4,7 +4,7 @@ import { randomInt } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CharityCredential } from '../charities/charity.js';
 import type { DatabaseBudget } from '../store/budget.js';
-import { authenticatedCharity } from '../charities/credentials.js';
+import { authenticatedCharity, whichPassword } from '../charities/credentials.js';
 import { discardBody } from './body.js';
 import { monotonicClock, type Clock } from '../time.js';
 import { tooManyRequests, type Throttle } from './throttle.js';
@@ -148,12 +148,14 @@ export function basicAuth(
       return done();
     }
     const given = parseBasicAuthorization(header);
-    const remembered = unblockable && given && authenticatedCharity(credentials.recent(given.username), given.password);
-    if (remembered) {
+    const remembered = unblockable && given ? credentials.recent(given.username) : undefined;
+    const which = given && remembered?.active ? whichPassword(remembered, given.password) : undefined;
+    if (given && remembered && which) {
       // Only the header in its plain form: base64 decodes whatever follows its padding to nothing, and
       // the scheme's name may be in any case, so a client could make any number of headers that match,
-      // 16 KB each, and every one was remembered (a review, 2026-11-29).
-      if (header === plainAuthorization(given.username, given.password)) credentials.matched(header, given.username, remembered);
+      // 16 KB each, and every one was remembered (a review, 2026-11-29). And only the charity's own
+      // password: an old one (rotate --grace) is checked each time, so it stops at its grace's end.
+      if (which === 'current' && header === plainAuthorization(given.username, given.password)) credentials.matched(header, given.username, remembered);
       admit(request, remembered);
       return done();
     }

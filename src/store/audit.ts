@@ -15,6 +15,7 @@ export interface AuditEntry {
 export type AuditAction =
   | 'charity create'
   | 'charity rotate'
+  | 'charity end-grace'
   | 'charity disable'
   | 'charity enable'
   | 'donations export'

@@ -12,6 +12,9 @@ export interface CharitiesTable {
   password_hash: string;
   /** 1 or 0 (SQLite has no boolean type). */
   active: number;
+  /** After `charity rotate --grace`: the replaced password's hash, which works until old_password_until (stored format); both null otherwise. */
+  old_password_hash: ColumnType<string | null, string | null | undefined, string | null>;
+  old_password_until: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
 }

@@ -3,7 +3,7 @@
 // prepared statements on the hot path (statements.ts), and batched by group-commit.ts; the schema
 // is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Kysely, Updateable } from 'kysely';
+import { sql, type Kysely, type UpdateObject, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
@@ -19,6 +19,9 @@ import { toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
+
+/** An update of one charity's row, narrowed further by changeCharity's callers. */
+type CharityUpdate = UpdateQueryBuilder<Database, 'charities', 'charities', UpdateResult>;
 
 export type { DonationFilter } from './donation-query.js';
 export { KeyTakenError, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
@@ -132,7 +135,11 @@ export class Store {
     return this.tracked(budget, async (deadline) => {
       const row = await byDeadline(
         deadline,
-        this.db.selectFrom('charities').select(['id', 'name', 'email', 'password_hash', 'active']).where('username', '=', username).executeTakeFirst(),
+        this.db
+          .selectFrom('charities')
+          .select(['id', 'name', 'email', 'password_hash', 'active', 'old_password_hash', 'old_password_until'])
+          .where('username', '=', username)
+          .executeTakeFirst(),
       );
       return row && { ...row, active: Boolean(row.active) };
     });
@@ -152,16 +159,17 @@ export class Store {
       await appendAudit(trx, { action: 'charity create', target: row.username, summary: { id: Number(row.id), name: row.name } });
       return row;
     });
-    return { ...row, active: Boolean(row.active) };
+    return { ...row, active: Boolean(row.active), old_password_until: null };
   }
 
   async listCharities(): Promise<Charity[]> {
     const rows = await this.db
       .selectFrom('charities')
-      .select(['id', 'name', 'email', 'username', 'active', 'created_at'])
+      .select(['id', 'name', 'email', 'username', 'active', 'created_at', 'old_password_until'])
       .orderBy('id')
       .execute();
-    return rows.map((r) => ({ ...r, active: Boolean(r.active) }));
+    const now = nowIso();
+    return rows.map((r) => ({ ...r, active: Boolean(r.active), old_password_until: r.old_password_until !== null && r.old_password_until > now ? r.old_password_until : null }));
   }
 
   async countCharities(): Promise<number> {
@@ -172,9 +180,30 @@ export class Store {
     return Number(n);
   }
 
-  /** A new password (its hash), audited as a rotation; false when there is no such charity. */
-  async setPasswordHash(username: string, password_hash: string): Promise<boolean> {
-    return this.changeCharity(username, { password_hash }, { action: 'charity rotate', target: username });
+  /**
+   * A new password (its hash), audited as a rotation; false when there is no such charity. With
+   * `graceUntil` (stored format), the password it replaces still works until then (`rotate --grace`);
+   * without, it stops at once, and so does any old one still in its grace.
+   */
+  async setPasswordHash(username: string, password_hash: string, graceUntil?: string): Promise<boolean> {
+    const old = graceUntil === undefined ? { old_password_hash: null, old_password_until: null } : { old_password_hash: sql<string>`password_hash`, old_password_until: graceUntil };
+    const summary: Record<string, string> = graceUntil === undefined ? {} : { old_password_until: graceUntil };
+    return this.changeCharity(username, { password_hash, ...old }, { action: 'charity rotate', target: username, summary });
+  }
+
+  /**
+   * Stops the password a `rotate --grace` replaced from working before its time: 'ended', audited;
+   * 'none' when no old password works; 'unknown' when there is no such charity.
+   */
+  async endGrace(username: string): Promise<'ended' | 'none' | 'unknown'> {
+    const ended = await this.changeCharity(
+      username,
+      { old_password_hash: null, old_password_until: null },
+      { action: 'charity end-grace', target: username },
+      (q) => q.where('old_password_until', '>', nowIso()),
+    );
+    if (ended) return 'ended';
+    return (await this.findCredential(username)) ? 'none' : 'unknown';
   }
 
   /**
@@ -183,16 +212,16 @@ export class Store {
    */
   async setActive(username: string, active: boolean): Promise<'changed' | 'already' | 'unknown'> {
     const to = active ? 1 : 0;
-    const changed = await this.changeCharity(username, { active: to }, { action: active ? 'charity enable' : 'charity disable', target: username }, to);
+    const audit: AuditEntry = { action: active ? 'charity enable' : 'charity disable', target: username };
+    const changed = await this.changeCharity(username, { active: to }, audit, (q) => q.where('active', '<>', to));
     if (changed) return 'changed';
     return (await this.findCredential(username)) ? 'already' : 'unknown';
   }
 
-  /** Changes the charity's row and audits it, in one transaction; false when no row changed (no such charity, or `active` already `unlessActive`). */
-  private async changeCharity(username: string, change: Updateable<Database['charities']>, audit: AuditEntry, unlessActive?: 0 | 1): Promise<boolean> {
+  /** Changes the charity's row and audits it, in one transaction; false when no row changed (no such charity, or none that `only` keeps). */
+  private async changeCharity(username: string, change: UpdateObject<Database, 'charities'>, audit: AuditEntry, only: (q: CharityUpdate) => CharityUpdate = (q) => q): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      let q = trx.updateTable('charities').set({ ...change, updated_at: nowIso() }).where('username', '=', username);
-      if (unlessActive !== undefined) q = q.where('active', '<>', unlessActive);
+      const q = only(trx.updateTable('charities').set({ ...change, updated_at: nowIso() }).where('username', '=', username));
       const r = await q.executeTakeFirst();
       if (r.numUpdatedRows === 0n) return false;
       await appendAudit(trx, audit);

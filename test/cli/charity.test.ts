@@ -143,7 +143,7 @@ describe('bin/almoner charity', { concurrency: true }, () => {
           assert.ok(Array.isArray(list));
           assert.ok(list.length >= 1);
           for (const c of list) {
-            assert.deepEqual(Object.keys(c).sort(), ['active', 'created_at', 'email', 'id', 'name', 'username']);
+            assert.deepEqual(Object.keys(c).sort(), ['active', 'created_at', 'email', 'id', 'name', 'old_password_until', 'username']);
             assert.ok(Number.isInteger(c.id));
             assert.equal(typeof c.name, 'string');
             assert.equal(typeof c.email, 'string');
@@ -157,6 +157,7 @@ describe('bin/almoner charity', { concurrency: true }, () => {
             entry && { id: entry.id, name: entry.name, email: entry.email, active: entry.active },
             { id: mine.id, name: 'Listed Charity', email: 'listed@charity.example', active: true },
           );
+          assert.equal(entry.old_password_until, null, 'no old password works: it was never rotated');
         });
 
         test('neither form shows a password or a password hash', async () => {
@@ -175,7 +176,7 @@ describe('bin/almoner charity', { concurrency: true }, () => {
             assert.ok(!json.includes(hash), 'a password hash in `charity list --json`');
             assert.ok(!plain.includes(hash), 'a password hash in `charity list`');
           }
-          assert.doesNotMatch(json, /password|hash/i);
+          assert.doesNotMatch(json.replaceAll('"old_password_until":', ''), /password|hash/i);
         });
       });
 
@@ -187,8 +188,9 @@ describe('bin/almoner charity', { concurrency: true }, () => {
 
           const out = await ok(['charity', 'rotate', c.username, '--json']);
           const rotated = JSON.parse(out) as Record<string, unknown>;
-          assert.deepEqual(Object.keys(rotated).sort(), ['password', 'username']);
+          assert.deepEqual(Object.keys(rotated).sort(), ['old_password_until', 'password', 'username']);
           assert.equal(rotated.username, c.username);
+          assert.equal(rotated.old_password_until, null, 'without --grace no old password works');
           assert.equal(typeof rotated.password, 'string');
           const fresh = rotated.password as string;
           passwordsSeen.add(fresh);
@@ -209,6 +211,72 @@ describe('bin/almoner charity', { concurrency: true }, () => {
           assert.notEqual(fresh, c.password);
           await eventuallyMe(c.username, c.password, 401);
           await eventuallyMe(c.username, fresh, 200);
+        });
+
+        test('rotate --grace 24h: both passwords work, the old one until the time it prints (listed, audited); end-grace stops it within 5 s', async () => {
+          const c = await createCharity('Graceful Giving', 'grace@giving.example');
+          passwordsSeen.add(c.password);
+          await eventuallyMe(c.username, c.password, 200);
+          const before = Date.now();
+          const rotated = JSON.parse(await ok(['charity', 'rotate', c.username, '--grace', '24h', '--json'])) as { password: string; old_password_until: string };
+          passwordsSeen.add(rotated.password);
+          const until = Date.parse(rotated.old_password_until);
+          assert.ok(until >= before + 24 * 3_600_000 && until <= Date.now() + 24 * 3_600_000, `old_password_until ${rotated.old_password_until} is 24 h on`);
+          assert.match(rotated.old_password_until, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+
+          clock.advance(HONOURED_WITHIN_MS); // past anything remembered: each password is judged afresh
+          assert.equal(await meStatus(c.username, c.password), 200, 'the old password works in its grace');
+          assert.equal(await meStatus(c.username, rotated.password), 200, 'the new one works');
+          clock.advance(HONOURED_WITHIN_MS);
+          assert.equal(await meStatus(c.username, c.password), 200, 'and still does, after anything remembered has run out');
+
+          const listed = (JSON.parse(await ok(['charity', 'list', '--json'])) as { username: string; old_password_until: string | null }[]).find((x) => x.username === c.username);
+          assert.equal(listed?.old_password_until, rotated.old_password_until);
+          assert.ok((await ok(['charity', 'list'])).includes(`active (old password until ${rotated.old_password_until})`));
+          const audited = (await store.auditTrail()).filter((e) => e.target === c.username && e.action === 'charity rotate');
+          assert.deepEqual(audited.at(-1)?.summary, { old_password_until: rotated.old_password_until });
+
+          const ended = await ok(['charity', 'end-grace', c.username]);
+          assert.match(ended, /no longer works/);
+          await eventuallyMe(c.username, c.password, 401);
+          assert.equal(await meStatus(c.username, rotated.password), 200);
+          assert.match(await ok(['charity', 'end-grace', c.username]), /nothing changed/, 'a second end-grace changes nothing');
+          assert.deepEqual(
+            (await store.auditTrail()).filter((e) => e.target === c.username && e.action === 'charity end-grace').length,
+            1,
+            'audited once: the second changed nothing',
+          );
+          const relisted = (JSON.parse(await ok(['charity', 'list', '--json'])) as { username: string; old_password_until: string | null }[]).find((x) => x.username === c.username);
+          assert.equal(relisted?.old_password_until, null);
+        });
+
+        test('a rotate without --grace ends an old password still in its grace; one with keeps only the password it replaces', async () => {
+          const c = await createCharity('Twice Rotated', 'twice@rotated.example');
+          passwordsSeen.add(c.password);
+          const second = (JSON.parse(await ok(['charity', 'rotate', c.username, '--grace', '7d', '--json'])) as { password: string }).password;
+          const third = (JSON.parse(await ok(['charity', 'rotate', c.username, '--grace', '30m', '--json'])) as { password: string }).password;
+          passwordsSeen.add(second).add(third);
+          clock.advance(HONOURED_WITHIN_MS);
+          assert.equal(await meStatus(c.username, c.password), 401, 'the first password: two rotations ago');
+          assert.equal(await meStatus(c.username, second), 200, 'the one the last rotation replaced');
+          assert.equal(await meStatus(c.username, third), 200);
+          const fourth = (JSON.parse(await ok(['charity', 'rotate', c.username, '--json'])) as { password: string }).password;
+          passwordsSeen.add(fourth);
+          await eventuallyMe(c.username, second, 401);
+          await eventuallyMe(c.username, third, 401);
+          assert.equal(await meStatus(c.username, fourth), 200);
+        });
+
+        test('an old password in its grace does not get past a disable', async () => {
+          const c = await createCharity('Graceful Pause', 'pause@giving.example');
+          passwordsSeen.add(c.password);
+          const fresh = (JSON.parse(await ok(['charity', 'rotate', c.username, '--grace', '1h', '--json'])) as { password: string }).password;
+          passwordsSeen.add(fresh);
+          await ok(['charity', 'disable', c.username]);
+          await eventuallyMe(c.username, c.password, 401);
+          await eventuallyMe(c.username, fresh, 401);
+          await ok(['charity', 'enable', c.username]);
+          await eventuallyMe(c.username, c.password, 200);
         });
 
         test('disable locks a charity out within 5 s and enable lets it back in, its password unchanged', async () => {
@@ -256,6 +324,8 @@ describe('bin/almoner charity', { concurrency: true }, () => {
           ['charity', 'rotate', 'no-such-charity-000000', '--json'],
           ['charity', 'disable', 'no-such-charity-000000'],
           ['charity', 'enable', 'no-such-charity-000000'],
+          ['charity', 'rotate', 'no-such-charity-000000', '--grace', '24h'],
+          ['charity', 'end-grace', 'no-such-charity-000000'],
         ]) {
           test(`${args.join(' ')}: exit 2 with a message naming it, and nothing changes`, async () => {
             const unchanged = await store.listCharities();
@@ -281,6 +351,10 @@ describe('bin/almoner charity', { concurrency: true }, () => {
           { what: 'an unknown top-level command', args: ['frobnicate'], stderr: /frobnicate/ },
           { what: 'rotate without a username', args: ['charity', 'rotate'], stderr: /username/i },
           { what: 'disable without a username', args: ['charity', 'disable'], stderr: /username/i },
+          { what: 'rotate --grace without a unit', args: ['charity', 'rotate', 'no-such-charity-000000', '--grace', '24'], stderr: /--grace.*30m, 24h or 7d/ },
+          { what: 'rotate --grace of a fraction', args: ['charity', 'rotate', 'no-such-charity-000000', '--grace', '1.5h'], stderr: /--grace.*whole number/ },
+          { what: 'rotate --grace of nothing', args: ['charity', 'rotate', 'no-such-charity-000000', '--grace', '0d'], stderr: /--grace.*leave --grace out/ },
+          { what: 'rotate --grace over a week', args: ['charity', 'rotate', 'no-such-charity-000000', '--grace', '169h'], stderr: /--grace.*at most 7d/ },
           { what: 'export --from in the API DD-MM-YYYY form', args: ['donations', 'export', '--from', '25-02-2021'], stderr: /--from/ },
           { what: 'export --from on a day that does not exist', args: ['donations', 'export', '--from', '2021-02-30'], stderr: /--from/ },
           { what: 'export --to that is not a date', args: ['donations', 'export', '--to', '2021-13-01'], stderr: /--to/ },
@@ -319,7 +393,8 @@ describe('bin/almoner charity', { concurrency: true }, () => {
           [['charity'], []],
           [['charity', 'create'], ['--name', '--email', '--json']],
           [['charity', 'list'], ['--json']],
-          [['charity', 'rotate'], ['--json']],
+          [['charity', 'rotate'], ['--grace', '--json']],
+          [['charity', 'end-grace'], []],
           [['charity', 'disable'], []],
           [['charity', 'enable'], []],
           [['donations'], []],

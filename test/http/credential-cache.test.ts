@@ -4,7 +4,7 @@ import type { CharityCredential } from '../../src/charities/charity.js';
 import { cachedCredentials } from '../../src/http/credential-cache.js';
 
 const TTL = 2000;
-const credential = (password_hash: string, active = true): CharityCredential => ({ id: 1, name: 'Hope', email: 'hope@example.org', password_hash, active });
+const credential = (password_hash: string, active = true): CharityCredential => ({ id: 1, name: 'Hope', email: 'hope@example.org', password_hash, active, old_password_hash: null, old_password_until: null });
 
 /** The cache over a database of one username, whose credential the test replaces; and a clock the test moves. */
 function setUp() {

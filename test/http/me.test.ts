@@ -126,6 +126,33 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     await assertRefused(meAs(c));
   });
 
+  test('a rotation with a grace period: the old password works too, past anything remembered, until it ends', async () => {
+    const c = await t.signUp('Rotating Gently', 'rg@example.org');
+    const identity = { name: 'Rotating Gently', email: 'rg@example.org' };
+    const fresh = { username: c.username, password: 'the-new-password-with-grace-01234' };
+    assert.deepEqual(await meAs(c), identity); // now remembered
+    await t.store.setPasswordHash(c.username, hashPassword(fresh.password), '9999-12-31T23:59:59.999999Z');
+    assert.deepEqual(await meAs(fresh), identity);
+    for (let i = 0; i < 3; i++) {
+      t.clock.advance(HONOURED_WITHIN_MS);
+      assert.deepEqual(await meAs(c), identity, 'the old password, in its grace');
+      assert.deepEqual(await meAs(fresh), identity);
+    }
+    assert.equal(await t.store.endGrace(c.username), 'ended');
+    t.clock.advance(HONOURED_WITHIN_MS);
+    await assertRefused(meAs(c));
+    assert.deepEqual(await meAs(fresh), identity);
+    assert.equal(await t.store.endGrace(c.username), 'none');
+    assert.equal(await t.store.endGrace('no-such-charity-000000'), 'unknown');
+  });
+
+  test('a rotation whose grace period is over: the old password is refused at once', async () => {
+    const c = await t.signUp('Grace Over', 'go@example.org');
+    await t.store.setPasswordHash(c.username, hashPassword('the-new-password-grace-over-01234'), '2000-01-01T00:00:00.000000Z');
+    await assertRefused(meAs(c));
+    assert.deepEqual(await meAs({ username: c.username, password: 'the-new-password-grace-over-01234' }), { name: 'Grace Over', email: 'go@example.org' });
+  });
+
   test('after a rotation the old password is refused and the new one works', async () => {
     const c = await t.signUp('Rotating', 'r@example.org');
     await t.store.setPasswordHash(c.username, hashPassword('the-new-password-0123456789abcdef'));

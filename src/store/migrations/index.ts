@@ -20,6 +20,7 @@ import { claimRowsWithoutDonation } from './0014_claim_rows_without_donation.js'
 import { auditLogNotReplaced } from './0015_audit_log_not_replaced.js';
 import { keptHouseReadAgain } from './0016_kept_house_read_again.js';
 import { claimRowsDonor } from './0017_claim_rows_donor.js';
+import { oldPasswordKept } from './0018_old_password_kept.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -40,5 +41,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0015_audit_log_not_replaced': auditLogNotReplaced(dialect),
     '0016_kept_house_read_again': keptHouseReadAgain(),
     '0017_claim_rows_donor': claimRowsDonor(),
+    '0018_old_password_kept': oldPasswordKept(),
   };
 }
