@@ -319,7 +319,8 @@ async function assessUnclaimed(
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
   // Not by the house, whose reading changed on 2026-11-29, and the first name and postcode as read today: a row of an
   // earlier claim would not match (as madeFrom in store/claims.ts).
-  const key = (r: ScheduleRow) => JSON.stringify([matchableFirstName(r.firstName, r.lastName), r.lastName, matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
+  // Names in any case, as a gift recorded twice is told (twins.ts): a last name sent again as BEE was claimed again (a review).
+  const key = (r: ScheduleRow) => JSON.stringify([matchableFirstName(r.firstName, r.lastName), r.lastName.toLowerCase(), matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
   const schedule = buildSchedule(donations, today, { claimedIn: (row) => sent.get(key(row)), periodEnd });
   // One gift recorded twice (sent again under another Idempotency-Key): each claimable one looked for among every donation of their days.

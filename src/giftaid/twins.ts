@@ -20,6 +20,7 @@ export const GIFT_FACTS = [
   'amount_minor',
   'donation_date',
   'recorded_at',
+  'gift_aid',
 ] as const satisfies ReadonlyArray<keyof StoredDonation>;
 export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]>;
 
@@ -33,7 +34,7 @@ export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]>;
 export const RETRY_ACROSS_MIDNIGHT_MS = 3_600_000; // an hour
 
 /**
- * Which of the candidates seem to record again a gift that an earlier donation (a lower id) among
+ * Which of the candidates seem to record again a gift that an earlier Gift Aid donation (a lower id) among
  * `donations` (the charity's, on the candidates' days and within RETRY_ACROSS_MIDNIGHT_MS of them)
  * recorded: the same donor as HMRC's schedule
  * tells one (the names, the house and the postcode, as the schedule reads them, in any case: what a
@@ -69,6 +70,9 @@ export async function twinsAmong(
     for (const key of ofGift) gifts.add(key);
   }
   for await (const d of donations) {
+    // A record without Gift Aid is never claimed: the gift it records again is claimed once by claiming
+    // the other (a gift sent again with gift_aid "yes", to add it, was set aside as claimed: a review).
+    if (!d.gift_aid) continue;
     // The donor read (a house read from the address) only for a gift of a candidate's day, amount and last name.
     const ofGift = giftKeys(d);
     if (!ofGift.some((key) => gifts.has(key))) continue;

@@ -241,7 +241,7 @@ export class ClaimLedger {
       .where('charity_id', '=', charityId)
       .where('donation_date', '>=', range.from)
       .where('donation_date', '<=', range.to);
-    yield* q.stream(1000);
+    for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid) };
   }
 
   /** How many of the charity's Gift Aid donations in the range are in a live claim. */

@@ -496,6 +496,19 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.deepEqual(readAttention(afterErasure.needs_attention ?? join(dir, 'twice-3', 'needs-attention.csv')).map((r) => Number(r[0])), [second, third]);
       });
 
+      test('a gift sent again with gift_aid "yes", to add Gift Aid to a record without it, is claimed: the first is never claimed (it was set aside as "claimed once": a review)', async () => {
+        const added = await ctx.signUp('Added Later Charity', 'added@charity.example');
+        const client = await ctx.client(added);
+        const body = exampleDonation({ donation_date: api(recent), gift_aid: 'no' }) as unknown as DonationInput;
+        await client.createDonation(body, { idempotencyKey: 'added-1' });
+        const withGiftAid = (await client.createDonation({ ...body, gift_aid: 'yes' }, { idempotencyKey: 'added-2' })).record.id;
+        const claimed = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', added.username, '--out', join(dir, 'added'), '--json']));
+        assert.equal(claimed.donations, 1);
+        assert.equal(claimed.needs_attention, null, 'nothing set aside');
+        assert.equal(giftAidRows(await readOds(claimed.files[0]!)).length, 1);
+        assert.deepEqual((await ctx.store.claims.rows(claimed.claim!)).map((r) => r.donationId), [withGiftAid]);
+      });
+
       test('nothing to claim at all: exit 0, no claim, no file', async () => {
         const empty = await ctx.signUp('Empty Charity', 'empty@charity.example');
         const r = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', empty.username, '--out', join(dir, 'empty'), '--json']));

@@ -65,8 +65,9 @@ for (const backend of BACKENDS) {
         const filesDir = tempDir();
         await cli(['giftaid', 'files', '2', '--out', filesDir]);
         assert.deepEqual(giftAidRows(await readOds(join(filesDir, 'claim-2-1.ods'))).map((r) => r.item), ['1', '2', '3', '4']);
-        // The lost donation sent again by the charity: it matches claim 2's kept row, so it needs attention, not a claim.
-        await record('four@example.org');
+        // The lost donation sent again by the charity: it matches claim 2's kept row, so it needs attention, not a claim;
+        // its names in any case (the last name in capitals was claimed again: a review).
+        await recordGiftAided(database.url, charityId, [{ donor_email: 'four@example.org', donor_first_name: 'FOUR', donor_last_name: 'DOE' }]);
         const resentDir = tempDir();
         const resent = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', resentDir, '--json'])).stdout) as { claim: number | null; needs_attention: string | null };
         assert.equal(resent.claim, null, JSON.stringify(resent));

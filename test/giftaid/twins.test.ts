@@ -16,6 +16,7 @@ const gift = (id: number, overrides: Partial<GiftFacts> = {}): GiftFacts => ({
   amount_minor: 2500,
   donation_date: '2026-03-02T10:00:00.000000Z',
   recorded_at: '2026-03-02T10:00:01.000000Z',
+  gift_aid: true,
   ...overrides,
 });
 
@@ -51,6 +52,12 @@ describe('one gift recorded twice', () => {
     assert.deepEqual(await twins(erased(gift(1)), gift(2)), { 1: undefined, 2: 1 });
     assert.deepEqual(await twins(erased(gift(1)), erased(gift(2))), { 1: undefined, 2: 1 });
     assert.deepEqual(await twins(gift(1), erased(gift(2, { payment_confirmation_number: 'ch_1' }))), { 1: undefined, 2: 1 });
+  });
+
+  test('a record without Gift Aid is never claimed, so a gift sent again with it (to add Gift Aid) is no twin of it (set aside as claimed once; a review)', async () => {
+    assert.deepEqual(await twins(gift(1, { gift_aid: false }), gift(2)), { 1: undefined, 2: undefined });
+    // Of a third record, the Gift Aid one is the first: claimed once, through it.
+    assert.deepEqual(await twins(gift(1, { gift_aid: false }), gift(2), gift(3)), { 1: undefined, 2: undefined, 3: 2 });
   });
 
   test('two different payment references are two payments, however alike; one with a reference and one without may be one', async () => {
