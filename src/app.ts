@@ -84,6 +84,7 @@ export async function buildApp({
     http: serverOptions,
     requestTimeout: limits.requestMs,
     keepAliveTimeout: limits.keepAliveMs,
+    connectionTimeout: limits.stalledMs, // the socket's idle timeout: see ConnectionLimits.stalledMs
     logger,
     trustProxy,
     logController: new LogController({ disableRequestLogging: true }), // one line per request, written below without personal data
@@ -194,7 +195,7 @@ export async function buildApp({
   registerBodyParsing(app);
   await app.register(noRoute); // after the hooks above, so its answers meet them too
 
-  await app.register(healthRoutes, { store });
+  await app.register(healthRoutes, { store, ...(clock && { clock }) });
   if (docs) await app.register(docsRoutes, docs === true ? {} : docs);
   await app.register(
     async (api) => {

@@ -60,6 +60,18 @@ export function nowIso(): string {
   return formatMicros(nowMicros());
 }
 
+/**
+ * A timer for judging another party's silence (the database's, Redis's, the primary process's):
+ * `verdict` runs `ms` from now, but only once the event loop has since read whatever arrived. A
+ * timer fires before the loop polls its sockets, so on a server busy for longer than `ms` (a flood
+ * handled in one turn) an answer already there was taken for a silence: a create stored and
+ * answered 503 "outcome unknown" (a review, 2026-11-30). setImmediate runs after that poll.
+ * `verdict` must look whether the answer came meanwhile: clearTimeout stops it only until the timer fires.
+ */
+export function setDeadline(verdict: () => void, ms: number): NodeJS.Timeout {
+  return setTimeout(() => setImmediate(verdict), ms);
+}
+
 /** Milliseconds on performance.now()'s scale, for measuring how long something has lasted. */
 export type Clock = () => number;
 

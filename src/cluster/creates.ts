@@ -21,6 +21,7 @@ import { CommitOutcomeUnknownError, WriteFailures, type BatchObserver } from '..
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { KeyTakenError, type CreateWrites, type Store } from '../store/store.js';
 import { loggable } from '../loggable.js';
+import { setDeadline } from '../time.js';
 import { isMessage, machineNow, PRIMARY_GRACE_MS, toPrimary, toWorker, type CreatesAnswer, type WireCreate, type WireError } from './ipc.js';
 
 /** While the primary's writes fail, how often it tells the workers so again (they remember a failure for 5 s: WriteFailures). */
@@ -128,8 +129,9 @@ export class CreatesByPrimary implements CreateWrites {
     this.queue = [];
     const id = ++this.nextId;
     const waiting: (Waiting | undefined)[] = queue.map((q) => q.waiting);
-    const timer = setTimeout(() => {
-      this.sent.delete(id);
+    // Judged once what the primary sent meanwhile is read (setDeadline): answered by then, nothing is left to judge.
+    const timer = setDeadline(() => {
+      if (!this.sent.delete(id)) return;
       const err = new CommitOutcomeUnknownError(new Error('the primary process did not answer'));
       this.failures.failed(err);
       for (const w of waiting) w?.reject(err);

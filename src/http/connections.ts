@@ -15,6 +15,14 @@ export interface ConnectionLimits {
   requestMs: number;
   /** An idle keep-alive connection is closed after this (keepAliveTimeout). */
   keepAliveMs: number;
+  /**
+   * A connection on which nothing moves either way for this long is closed (the socket's idle
+   * timeout): a client that stops reading its answers (pipelined requests for /docs' script, never
+   * read) held its connection until the server stopped (a review, 2026-11-30); the deadlines above
+   * cover a request arriving, and keep-alive only an answer that has gone out. Longer than them,
+   * so it cuts only what they do not.
+   */
+  stalledMs: number;
   /** How often Node looks for requests past those deadlines (connectionsCheckingInterval). */
   checkEveryMs: number;
   /** Open connections one client address may hold; 0 for no limit. Connections from trusted proxies are not counted. */
@@ -25,6 +33,7 @@ export const CONNECTION_LIMITS: ConnectionLimits = {
   headersMs: 10_000,
   requestMs: 30_000,
   keepAliveMs: 72_000,
+  stalledMs: 80_000,
   checkEveryMs: 1000,
   perAddress: DEFAULT_CONNECTIONS_PER_ADDRESS,
 };

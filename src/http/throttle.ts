@@ -14,6 +14,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { discardBody } from './body.js';
 import { addressKey } from './client-address.js';
 import { isMessage, PRIMARY_GRACE_MS, toPrimary } from '../cluster/ipc.js';
+import { setDeadline } from '../time.js';
 
 // The package's index loads every backend it supports (MongoDB, MySQL, DynamoDB...) at start-up;
 // only these are needed, and Redis's only with REDIS_URL.
@@ -63,13 +64,12 @@ class RedisSilent extends Error {}
 
 /**
  * `asked`, or a RedisSilent once `ms` have passed and the event loop has since read whatever had
- * arrived: a timer fires before the loop polls for what the socket holds, so the verdict waits for
- * one poll (setImmediate runs after it). A moment the server itself was busy is not Redis's silence.
+ * arrived (setDeadline): a moment the server itself was busy is not Redis's silence.
  */
 function answered<T>(asked: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const timer = setTimeout(() => setImmediate(() => settled || reject(new RedisSilent('Redis did not answer in time'))), ms);
+    const timer = setDeadline(() => settled || reject(new RedisSilent('Redis did not answer in time')), ms);
     const settle = () => {
       settled = true;
       clearTimeout(timer);

@@ -3,6 +3,8 @@
 // one deadline, never one timeout per query. Time spent elsewhere (reading the body, hashing)
 // is not counted.
 
+import { setDeadline } from '../time.js';
+
 /**
  * A request's time with the database: 4.5 s, so that its answer (a 503 when the time runs out) is
  * out within the 5 s the README promises, with room for a busy machine to send it.
@@ -39,14 +41,14 @@ export class DatabaseBudget {
 }
 
 /**
- * `reading`, or DatabaseDeadlineError once `deadline` has passed; what was asked runs on. For reads, and
+ * `reading`, or DatabaseDeadlineError once `deadline` has passed and what had arrived by then was read (setDeadline); what was asked runs on. For reads, and
  * for a commit token's claim (group-commit.ts), whose running on is what settles it; group-commit.ts cuts a write short.
  */
 export function byDeadline<T>(deadline: number | undefined, reading: Promise<T>): Promise<T> {
   if (deadline === undefined) return reading;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DatabaseDeadlineError()), Math.max(0, deadline - performance.now()));
+    timer = setDeadline(() => reject(new DatabaseDeadlineError()), Math.max(0, deadline - performance.now())); // a no-op once reading has won the race
   });
   return Promise.race([reading, late]).finally(() => clearTimeout(timer));
 }

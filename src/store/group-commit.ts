@@ -32,6 +32,7 @@ import type { Kysely } from 'kysely';
 import { byDeadline, DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
 import { finish, lastStatements, queryOn, runOnSqlite, runUntilLast, type WriteProgram } from './statements.js';
 import { isBusy, isDatabaseUnavailable, isRefused } from './unavailable.js';
+import { setDeadline } from '../time.js';
 
 /**
  * A write, made afresh for each try (see statements.ts). `retry`: a try of this write has failed
@@ -238,7 +239,7 @@ export class GroupCommit<DB> {
         tell: { resolve: resolve as (value: unknown) => void, reject },
         timer: undefined,
       };
-      p.timer = setTimeout(() => this.expire(p), Math.max(0, deadline - performance.now()));
+      p.timer = setDeadline(() => this.expire(p), Math.max(0, deadline - performance.now())); // expire looks whether p was told meanwhile
       this.queue.push(p);
       this.schedule();
     });

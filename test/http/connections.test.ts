@@ -99,6 +99,21 @@ describe('connection limits', () => {
     assert.ok(Date.now() - began >= keepAliveMs - 50, `closed after ${Date.now() - began} ms, before keepAliveMs`);
   });
 
+  test('a client that stops reading its answers is closed once nothing has moved for stalledMs (80 s in production); it held its connection for good (a review)', async () => {
+    const stalledMs = 500;
+    const port = await listening({ ...SHORT, stalledMs });
+    const conn = open(port);
+    await new Promise((resolve) => conn.socket.once('connect', resolve));
+    conn.socket.pause(); // reads nothing: the answers fill the kernel's buffers, and then nothing moves
+    conn.socket.write('GET /docs/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(8));
+    // Long after stalledMs it reads again: what the server had sent, and then the end, as the server closed it meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, stalledMs * 4));
+    conn.socket.resume();
+    const text = await closedWithin(conn, 10_000, 'a connection whose client read nothing for a while');
+    const answers = text.split('HTTP/1.1 200 ').length - 1;
+    assert.ok(answers >= 1 && answers < 8, `${answers} of the 8 answers arrived: the server closed the connection while the client read nothing`);
+  });
+
   test('one address holds at most its limit of connections: the next gets a 429 and is closed; others are not affected', async () => {
     const port = await listening({ ...SHORT, perAddress: 5 });
     const held = Array.from({ length: 5 }, () => open(port));

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { openStore } from '../../src/store/open.js';
+import { READY_STANDS_MS } from '../../src/http/routes/health.js';
 import { startTestApp, type TestContext } from '../support/app.js';
+import { TestClock } from '../support/clock.js';
 import { BACKENDS } from '../support/backends.js';
 
 for (const backend of BACKENDS) {
@@ -36,6 +38,47 @@ for (const backend of BACKENDS) {
         assert.equal(ready.statusCode, 503);
         assert.deepEqual(ready.json(), { status: 'unavailable', message: 'The database is unavailable.' });
         assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200);
+      } finally {
+        await app.close();
+        await database.drop();
+      }
+    });
+
+    test('GET /health/ready under a flood of checks: those that come together share one query, and for READY_STANDS_MS after it answered none queries (each queried: a review starved the pool with them)', async () => {
+      const { store } = t;
+      const ping = store.ping.bind(store);
+      let queries = 0;
+      store.ping = (budget) => (queries++, ping(budget));
+      t.clock.hold(); // the margins below are the app's clock's, whatever this machine's speed
+      try {
+        t.clock.advance(READY_STANDS_MS); // past any earlier check's answer
+        const together = await Promise.all(Array.from({ length: 50 }, () => t.app.inject({ method: 'GET', url: '/health/ready' })));
+        assert.deepEqual(new Set(together.map((r) => r.statusCode)), new Set([200]));
+        assert.equal(queries, 1, 'fifty checks at once, one query');
+        t.clock.advance(READY_STANDS_MS - 1);
+        assert.equal((await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200);
+        assert.equal(queries, 1, 'the answer still stands');
+        t.clock.advance(1);
+        assert.equal((await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200);
+        assert.equal(queries, 2, 'asked again once it no longer stands');
+      } finally {
+        store.ping = ping;
+        t.clock.release();
+      }
+    });
+
+    test('GET /health/ready: a database gone is said by the first check after the last answer stops standing, and checks waiting on that one say it too', async () => {
+      const database = await backend.createDatabase();
+      const store = await openStore(database.location);
+      const clock = new TestClock();
+      const app = await buildApp({ store, clock: clock.now });
+      try {
+        assert.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200);
+        await store.close();
+        clock.advance(READY_STANDS_MS);
+        const checks = await Promise.all(Array.from({ length: 5 }, () => app.inject({ method: 'GET', url: '/health/ready' })));
+        assert.deepEqual(checks.map((r) => r.statusCode), [503, 503, 503, 503, 503]);
+        assert.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 503, 'a failure does not stand: the next check asks again');
       } finally {
         await app.close();
         await database.drop();

@@ -94,4 +94,35 @@ describe('PostgreSQL: a lock held past a create’s deadline', { skip: postgres 
     assert.equal(await stored('held-plain@example.org'), 1);
     assert.equal(await stored('held-keyed@example.org'), 1);
   });
+
+  test('a server too busy to read the commit’s answer before the deadline: the answer already there is taken, a 200 stored once, not a 503 of unknown outcome (a review)', async () => {
+    await outsider.query('begin');
+    await outsider.query('lock table donations in share mode');
+    const began = performance.now();
+    const answer = create('busy@example.org');
+    await until('the create waits for the lock', 5000, async () => {
+      const { rows } = await outsider.query<{ n: string }>(
+        "select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'",
+      );
+      return Number(rows[0]!.n) > 0;
+    });
+    // Just before its deadline the lock goes, and from then on every turn of the event loop takes 400 ms,
+    // as a flood handled in one turn makes it: the commit's answer, and any claim's, is there before the
+    // loop polls, and its timers fire first.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, began + BUDGET_MS - 150 - performance.now())));
+    const released = outsider.query('commit'); // written to the socket now; answered while the loop is busy
+    const busyUntil = performance.now() + 2000;
+    const busy = () => {
+      const end = performance.now() + 400;
+      while (performance.now() < end);
+      if (performance.now() < busyUntil) setImmediate(busy);
+    };
+    // Busy from the check phase on (setImmediate's), as a turn's work is: the next turn's timers then come before its poll.
+    setImmediate(busy);
+    const res = await answer;
+    await released;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, busyUntil - performance.now())));
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(await stored('busy@example.org'), 1);
+  });
 });
