@@ -14,6 +14,8 @@ import { openStore } from '../../src/store/open.js';
 import { BACKENDS, SQLITE } from '../support/backends.js';
 import { startTestApp, type TestContext } from '../support/app.js';
 import { proxyFor } from '../support/proxy.js';
+import { TestClock } from '../support/clock.js';
+import { READY_STANDS_MS } from '../../src/http/routes/health.js';
 
 const SHORT = { headersMs: 400, requestMs: 400, checkEveryMs: 50 };
 
@@ -171,13 +173,15 @@ describe('requests pipelined on one connection [postgres]', { skip: postgres ? f
     const database = await postgres!.createDatabase();
     const { proxy, url } = await proxyFor(database.url); // the server's connections pass through it, and it can stall them
     const store = await openStore(parseDatabaseUrl(url, 4));
-    const app = await buildApp({ store });
+    const clock = new TestClock();
+    const app = await buildApp({ store, clock: clock.now });
     try {
       await app.listen({ port: 0, host: '127.0.0.1' });
       assert.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200); // a live connection in the pool
       let received = 0;
       app.server.on('request', () => received++);
       proxy.pause();
+      clock.advance(READY_STANDS_MS); // that check's answer no longer stands: the next asks the stalled database, and those after it wait for it
       const total = 5_000; // before the bound, every one was taken in at once
       const conn = open((app.server.address() as AddressInfo).port);
       conn.socket.write('GET /health/ready HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(total));
