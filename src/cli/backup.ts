@@ -2,7 +2,7 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
@@ -58,6 +58,7 @@ export function backupCommand(): Command {
       const location = theDatabase();
       if (location.dialect === 'postgres') throw new UsageError(ON_POSTGRES);
       if (location.path === ':memory:') throw new UsageError('an in-memory database has nothing to back up');
+      if (out.trim() === '') throw new UsageError('--out is empty: give the backup a file name'); // resolve('') is the current folder
       const file = resolve(out);
       if (existsSync(file)) throw new UsageError(`${file} exists already: give the backup a new name`);
       if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
@@ -87,7 +88,9 @@ export function restoreCommand(): Command {
       if (location.path === ':memory:') throw new UsageError('a backup cannot be restored into an in-memory database');
       const file = resolve(from);
       const target = resolve(location.path);
-      if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
+      refuseNoBackup(file);
+      // Put in its own place, it left a second copy of every donor's details beside it, and said "restored" (an operator's review).
+      if (existsSync(target) && realpathSync(file) === realpathSync(target)) throw new UsageError(`${from} is the database itself, not a backup of it: give the file bin/almoner backup wrote`);
       if (!existsSync(dirname(target))) throw new UsageError(`the folder ${dirname(target)} does not exist`);
       // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
       if (!writable(dirname(target))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(target)}: run the command as the user the server runs as`);
@@ -133,6 +136,8 @@ export function restoreCommand(): Command {
       if (again.finished) await unmark(place);
       if (swapped) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${target}: ${describe(summary)}`);
+      const lost = replaced && notInBackup(replaced.ledger.donationCount, summary.donations, keptAs);
+      if (lost) print(lost);
       for (const line of again.said) if (line) print(line);
       if (!replaced) {
         if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);
@@ -244,8 +249,12 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       if (marked && !restoreRecorded(current, marked)) {
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', replaced_left: files.map(shownSource).join(', ') } });
       }
+      // What it took in, and from where (a database given by its URL without the password): until 2026-11-30 only a restore it finished named them (an operator's review).
+      await store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: files.map(shownSource).join(', ') } });
       const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
-      return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: false });
+      // The claims file a PostgreSQL restore wrote (its mark names it) goes once its claims are kept, as the restore's own would have; never a file only the operator named, nor a replaced SQLite database.
+      const restoresOwn = ledger !== undefined && ledger.trail === undefined && (marked?.left ?? []).includes(ledger.file);
+      return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: restoresOwn });
     },
     { duringRestore: true },
   );
@@ -338,6 +347,12 @@ async function readLeftOver(file: string, location: DatabaseLocation): Promise<{
   throw notOurs;
 }
 
+/** A backup that is not there, or is a folder (SQLite said "disk I/O error": an operator's review), is refused (exit 2). */
+function refuseNoBackup(file: string): void {
+  if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
+  if (statSync(file).isDirectory()) throw new UsageError(`${file} is a folder, not a backup: give the backup's file`);
+}
+
 /** pg_restore, as the README once had the operator run it, and in one transaction: the database is the backup's, or as it was. */
 const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transaction', '--exit-on-error'];
 
@@ -350,7 +365,7 @@ const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transactio
  * word, and the trail that recorded their erasure was gone: until 2026-11-28 the README said to).
  */
 async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
-  if (!existsSync(file)) throw new UsageError(`there is no backup at ${file}`);
+  refuseNoBackup(file);
   const env = libpqEnvironment(location.url);
   const toc = await contentsOf(file, env);
   const made = await schemasOf(file, env);
@@ -369,7 +384,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
     const place = pgPlace(client);
     const began = new Date();
-    const [keptAs, ledgerAs] = [besideFile(file, began, 'trail', 'jsonl'), besideFile(file, began, 'claims', 'json')];
+    const [keptAs, ledgerAs, wholeAs] = [besideFile(file, began, 'trail', 'jsonl'), besideFile(file, began, 'claims', 'json'), besideFile(file, began, undefined, 'dump')];
+    let kept: string | undefined;
     // The database as it is, read without migrating it (an empty one stays empty, for the backup's own
     // schema), after it is marked: a server starting from now on refuses, and one started before is
     // among the sessions counted.
@@ -412,9 +428,14 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       await mark(place, thisRestore(file, written, !empty, began));
+      // The whole of what is replaced, donations and all: not named in the mark, as keep-replaced reads the two files above.
+      if (now.schema.length > 0) {
+        await pgDumpReplaced(wholeAs, env, here);
+        kept = wholeAs;
+      }
       await pgRestore(file, env, toc.list, made.schemas, now.schemas);
     } catch (err) {
-      for (const f of written) rmSync(f, { force: true }); // nothing was replaced
+      for (const f of [...written, ...(kept ? [kept] : [])]) rmSync(f, { force: true }); // nothing was replaced
       await unmark(place);
       throw err;
     }
@@ -424,13 +445,17 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       async (store) => {
         // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
         const restored = heldBy(await store.auditTrail());
-        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, charities: await store.countCharities() } });
-        return takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined);
+        const donations = await store.countDonations();
+        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.countCharities(), donations } });
+        return { donations, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
       },
       { duringRestore: true },
     );
     if (again.finished) await unmark(place);
     print(`restored ${file} to ${describeDatabase(location)}` + (empty ? '' : `; the audit trail of what it replaced is kept as ${keptAs}`));
+    if (kept) print(`the database that was there is kept as ${kept} (a pg_dump archive of its schema ${here})`);
+    const lost = notInBackup(now.ledger.donationCount, again.donations, kept);
+    if (lost) print(lost);
     for (const line of again.said) if (line) print(line);
     // Into a database that was not Almoner's: what the database the backup came from did since is wherever that database is.
     if (now.schema.length === 0) {
@@ -598,15 +623,32 @@ async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, mad
   });
   writeFileSync(useList, kept.join('\n'));
   try {
-    // pg_restore wants a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment.
-    const dbname = `dbname='${(env.PGDATABASE ?? '').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-    const { code, stderr } = await runPgRestore([...PG_RESTORE, `--use-list=${useList}`, `--dbname=${dbname}`, file], env);
+    const { code, stderr } = await runPgTool('pg_restore', [...PG_RESTORE, `--use-list=${useList}`, `--dbname=${libpqDbname(env)}`, file], env);
     if (code !== 0) {
       const said = stderr.trim().split('\n').slice(-5).join('\n');
       throw new Error(`pg_restore failed (exit ${code}); nothing was changed, as it runs in one transaction:\n${said}`);
     }
   } finally {
     rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+/** pg_restore and pg_dump want a --dbname: the database's name alone, as a libpq keyword, and the rest from the environment (libpqEnvironment). */
+const libpqDbname = (env: NodeJS.ProcessEnv): string => `dbname='${(env.PGDATABASE ?? '').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/**
+ * The database a restore is about to replace, kept whole as a pg_dump archive of Almoner's schema
+ * (`schema`, without the restore's mark) at `to`, readable by its owner only, as a SQLite restore
+ * keeps the file it replaces: until 2026-11-30 a PostgreSQL restore kept only its audit trail and
+ * claims, and the donations recorded after the backup were gone with it, unsaid (a review).
+ */
+async function pgDumpReplaced(to: string, env: NodeJS.ProcessEnv, schema: string): Promise<void> {
+  writeOwn(to, ''); // made first, its owner's alone: pg_dump writes into it
+  const quoted = `"${schema.replace(/"/g, '""')}"`; // a pattern: quoted, its name is taken as it is
+  const { code, stderr } = await runPgTool('pg_dump', ['--format=custom', `--schema=${quoted}`, `--exclude-table=${quoted}.${RESTORING_TABLE}`, `--file=${to}`, `--dbname=${libpqDbname(env)}`], env);
+  if (code !== 0) {
+    rmSync(to, { force: true });
+    throw new Error(`pg_dump could not keep the database that is there (exit ${code}), so nothing was replaced:\n${stderr.trim().split('\n').slice(-5).join('\n')}`);
   }
 }
 
@@ -625,7 +667,7 @@ const tocEntry = (line: string): string | undefined => /^\d+; \d+ \d+ (.*)$/.exe
 
 /** What pg_restore prints of `file` given `args`; a file it cannot read is the operator's to fix (exit 2). */
 async function readArchive(file: string, env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
-  const { code, stdout, stderr } = await runPgRestore([...args, file], env);
+  const { code, stdout, stderr } = await runPgTool('pg_restore', [...args, file], env);
   if (code !== 0) throw new UsageError(`${file} cannot be read by pg_restore (is it a pg_dump --format=custom archive?): ${stderr.trim().split('\n').slice(-2).join(' ')}`);
   return stdout;
 }
@@ -719,23 +761,38 @@ async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObjec
   }));
 }
 
-async function runPgRestore(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   const code = await new Promise<number | null>((resolvePromise, reject) => {
-    const child = spawn('pg_restore', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(tool, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.once('error', (e: NodeJS.ErrnoException) =>
       reject(
         e.code === 'ENOENT'
-          ? new UsageError("pg_restore is not installed here: install PostgreSQL's client tools, the server's version or later (on Debian: apt-get install postgresql-client)")
+          ? new UsageError(`${tool} is not installed here: install PostgreSQL's client tools, the server's version or later (on Debian: apt-get install postgresql-client)`)
           : e,
       ),
     );
     child.once('close', resolvePromise);
   });
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+/**
+ * What a restore says of the donations the replaced database held that the backup does not: every
+ * one was answered 200 to a charity, so where they are is said (an operator's review, 2026-11-30).
+ * Donations are never deleted (an erasure keeps the row), so a backup of this database holds fewer
+ * by those recorded after it; both counts are given, whatever the backup was.
+ */
+function notInBackup(held: number | undefined, restored: number, keptIn: string | undefined): string | undefined {
+  if (held === undefined || held <= restored) return undefined;
+  const after = held - restored;
+  return (
+    `the database that was there held ${held} donations and the backup holds ${restored}: ${after === 1 ? 'the one' : `the ${after}`} recorded after the backup ` +
+    `${after === 1 ? 'is' : 'are'} not in the restored database${keptIn ? `, only in ${keptIn}` : ''} (${after === 1 ? 'it was' : 'each was'} answered 200: a charity may send ${after === 1 ? 'it' : 'them'} again)`
+  );
 }
 
 /** Said by every restore: what comes back as it was at the backup and is the operator's to do again. */

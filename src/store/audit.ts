@@ -29,7 +29,8 @@ export type AuditAction =
   | 'giftaid mark'
   | 'giftaid claims kept'
   | 'backup'
-  | 'restore';
+  | 'restore'
+  | 'keep-replaced';
 
 export interface AuditRecord {
   id: number;

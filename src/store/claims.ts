@@ -80,6 +80,8 @@ export interface LedgerCopy {
   charities?: Array<{ id: number; username: string }>;
   /** The largest donation id that database gave out: a restore gives none of them again. Absent from a copy written before 2026-11-29. */
   largestDonationId?: number;
+  /** How many donations that database held: a restore says how many are not in the backup. Absent from a copy written before 2026-11-30. */
+  donationCount?: number;
 }
 
 /** How another database is asked (readLedger): whether a table is there, and a query's rows; pg and better-sqlite3 alike. */
@@ -104,6 +106,7 @@ export async function readLedger(has: LedgerQueries['has'], all: LedgerQueries['
     withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
     charities: (await rowsOf('charities', 'id')).map((c) => ({ id: Number(c.id), username: String(c.username) })),
     largestDonationId: await largestDonationId(has, all),
+    donationCount: (await has('donations')) ? Number((await all('select count(*) as n from donations'))[0]?.n ?? 0) : 0,
   };
 }
 

@@ -4,7 +4,7 @@
 // recorded since the backup is kept: claims added, with their ids; claims rejected or submitted.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -265,9 +265,12 @@ for (const backend of BACKENDS) {
           (err: { signal?: string }) => err,
         );
         assert.equal(killed.signal, 'SIGKILL');
-        left = readdirSync(dirname(before)).filter((f) => f.includes('.replaced-')).map((f) => join(dirname(before), f));
+        const beside = readdirSync(dirname(before)).filter((f) => f.includes('.replaced-')).map((f) => join(dirname(before), f));
+        for (const f of beside) assert.equal(statSync(f).mode & 0o777, 0o600, f);
+        // The replaced database kept whole (pg_dump), and the two files keep-replaced reads.
+        assert.equal(beside.filter((f) => f.endsWith('.dump')).length, 1, beside.join(', '));
+        left = beside.filter((f) => !f.endsWith('.dump'));
         assert.equal(left.length, 2, `the trail and the claims: ${left.join(', ')}`);
-        for (const f of left) assert.equal(statSync(f).mode & 0o777, 0o600, f);
       } else {
         // What a restore killed after its swap leaves: the old database beside, renamed, and the backup in its place.
         const path = parseDatabaseUrl(database.url);
@@ -302,6 +305,11 @@ for (const backend of BACKENDS) {
       assert.equal(next.claim, null, `nothing to claim twice: ${JSON.stringify(next)}`);
       const gone = JSON.parse((await cli(['donor', 'export', '--email', 'gone@example.org'])).stdout) as { donations: { donor_email: string }[] };
       assert.deepEqual(gone.donations.map((d) => d.donor_email), [ERASED_EMAIL]);
+      if (backend.name === 'postgres') {
+        // The claims file the restore wrote, with donors' names and addresses, goes once its claims are kept, as the restore's own would have (it stayed: a review).
+        assert.deepEqual(left.filter((f) => existsSync(f)).map((f) => f.includes('replaced-trail')), [true], 'the trail stays, the claims file is gone');
+        left = left.filter((f) => existsSync(f));
+      }
 
       const again = await cli(['keep-replaced', ...left]);
       assert.match(again.stdout, /^nothing to do: .* holds every claim and erasure that .* recorded after the backup\n$/);
@@ -317,6 +325,10 @@ for (const backend of BACKENDS) {
         assert.ok(trail.indexOf(restores[0]!) < trail.findIndex((e) => e.action === 'giftaid claims kept'), 'the restore first, as a restore records it');
       }
       assert.equal(trail.filter((e) => e.action === 'donor erase').length, 1, 'the repeat, once: the first erasure was in the replaced trail only');
+      // Each keep-replaced is recorded, with what it took in (an operator's review found no entry naming it).
+      const keeps = trail.filter((e) => e.action === 'keep-replaced');
+      assert.equal(keeps.length, 2, JSON.stringify(trail));
+      assert.ok(left.every((f) => String(keeps[0]!.summary.from).includes(f)), JSON.stringify(keeps));
 
       // Another database's trail: refused, as its erasures are not this one's to make.
       const other = await backend.createDatabase();
@@ -416,6 +428,8 @@ for (const backend of BACKENDS) {
         assert.match(again.stdout, /nothing to do: the database holds every claim and erasure that postgres:\/\/postgres:\*\*\*@/);
         const trail = (await freshCli(['audit', '--json'])).stdout;
         for (const text of [again.stdout, again.stderr, trail]) assert.doesNotMatch(text, /s3cr3t/);
+        const keeps = trail.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: { from?: string } }).filter((e) => e.action === 'keep-replaced');
+        assert.deepEqual(keeps.map((e) => e.summary.from?.replace(/:\*\*\*@/, '@')), [old.url, old.url], 'the database it took from, recorded without its password');
         // A connection string mistyped is not taken for a path, and its password is not shown.
         const mistyped = await freshCli(['keep-replaced', '--not-running', withPassword.replace('://', ':/')]);
         assert.equal(mistyped.code, 2);
