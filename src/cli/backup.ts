@@ -127,7 +127,8 @@ export function restoreCommand(): Command {
         location,
         async (store) => {
           const restored = heldBy(await store.auditTrail());
-          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary) } });
+          // Whether the claims made since the backup were taken in: a claim is refused until they are, or the operator has checked (giftaid.ts).
+          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup: replaced ? 'kept' : 'unknown' } });
           // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
           return replaced ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true };
         },
@@ -446,7 +447,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
         const restored = heldBy(await store.auditTrail());
         const donations = await store.countDonations();
-        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.countCharities(), donations } });
+        const claims_since_backup = now.schema.length === 0 ? 'unknown' : 'kept'; // a claim is refused until they are taken in, or the operator has checked (giftaid.ts)
+        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.countCharities(), donations, claims_since_backup } });
         return { donations, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
       },
       { duringRestore: true },

@@ -67,8 +67,9 @@ export function giftaidCommand(): Command {
     .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
     .option('--to <YYYY-MM-DD>', 'donations dated on or before this UK day (default: today in the UK)', dayArgument)
     .option('--period-end <MM-DD>', "the day the charity's accounting period ends each year (04-05 for 5 April): HMRC takes a donation up to four years after the end of its period; without it, up to four years before today", periodEndArgument)
+    .option('--checked-since-backup', "after a restore into a new database: you have compared bin/almoner giftaid claims with what was sent to HMRC since its backup (the claims made since are not in it)")
     .option('--json', 'print {"claim","files","needs_attention","donations","total","shortened"}')
-    .action(async (opts: { charity: string; out: string; to?: string; periodEnd?: string; json?: boolean }) => {
+    .action(async (opts: { charity: string; out: string; to?: string; periodEnd?: string; checkedSinceBackup?: boolean; json?: boolean }) => {
       const today = ukDay(new Date()); // the claim is made in the UK
       const upTo = opts.to ?? today;
       if (upTo > today) {
@@ -78,6 +79,7 @@ export function giftaidCommand(): Command {
 
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
+        if (!opts.checkedSinceBackup) await refuseAfterBlindRestore(store);
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
         await refuseOtherClaims(dir); // and nowhere near another claim's, a rejected one's above all
         const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today, opts.periodEnd);
@@ -86,7 +88,7 @@ export function giftaidCommand(): Command {
           await store.audit({
             action: 'giftaid claim',
             target: opts.charity,
-            summary: { charity_id: charity.id, up_to: upTo, donations: 0, total_minor: 0, needs_attention: assessed.needsAttention.length, period_end: opts.periodEnd ?? null },
+            summary: { charity_id: charity.id, up_to: upTo, donations: 0, total_minor: 0, needs_attention: assessed.needsAttention.length, period_end: opts.periodEnd ?? null, ...(opts.checkedSinceBackup && { checked_since_backup: true }) },
           });
         }
 
@@ -597,4 +599,24 @@ function claimIdArgument(value: string): number {
 
 function count(n: number, noun: string): string {
   return `${n.toLocaleString('en-GB')} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * Refuses a claim (exit 2) on a database restored into a new or empty one (its latest `restore`
+ * entry took in no replaced database: `claims_since_backup: "unknown"`) until the claims made since
+ * its backup are taken in (a later `keep-replaced`) or the operator has checked (a later `giftaid
+ * claim`, made with --checked-since-backup): such a claim took their donations again, under their
+ * numbers, with only a warning at the restore (a Gift Aid review, 2026-11-30).
+ */
+async function refuseAfterBlindRestore(store: Store): Promise<void> {
+  const trail = await store.auditTrail();
+  const at = trail.findLastIndex((e) => e.action === 'restore');
+  const restore = trail[at];
+  if (restore?.summary.claims_since_backup !== 'unknown') return;
+  if (trail.slice(at + 1).some((e) => e.action === 'keep-replaced' || e.action === 'giftaid claim')) return;
+  throw new UsageError(
+    `this database was restored at ${restore.at} from ${String(restore.summary.from)} without the database it came from, so the Gift Aid claims prepared or marked since that backup are not in it, ` +
+      'and a claim now could take their donations again, under their numbers. If that database is at hand, keep its claims with bin/almoner keep-replaced --not-running THAT-DATABASE; ' +
+      'else compare bin/almoner giftaid claims with what was sent to HMRC since the backup, mark or leave out what differs, and claim with --checked-since-backup',
+  );
 }

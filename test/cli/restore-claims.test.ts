@@ -391,6 +391,35 @@ test('a claim of a charity that signed up after the backup is left out by the re
 });
 
 for (const backend of BACKENDS) {
+  test(`a restore into another database, the one the backup came from lost: a claim is refused until the operator says the claims since the backup are checked (--checked-since-backup), then claims go on as before; a restore over a database needs no such word [${backend.name}]`, async () => {
+    assertBuilt();
+    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
+    try {
+      const { cli, charity, backup } = operator(old, backend.name);
+      const { id, username } = await charity('Beta');
+      await recordGiftAided(old.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }]);
+      const b = await backup('before');
+      const freshCli = async (args: string[]) => almoner(fresh.url, args);
+      assert.equal((await freshCli(['restore', b])).code, 0);
+      assert.equal((await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir()])).code, 2);
+      const checked = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--checked-since-backup', '--json']);
+      assert.equal(checked.code, 0, checked.stderr);
+      assert.equal((JSON.parse(checked.stdout) as { donations: number }).donations, 1);
+      await recordGiftAided(fresh.url, id, [{ donor_email: 'two@example.org', donor_first_name: 'Two' }]);
+      const next = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json']);
+      assert.equal(next.code, 0, `the next claim needs no word: ${next.stderr}`);
+      // Over a database, its claims taken in by the restore itself: no refusal.
+      const over = await almoner(old.url, ['restore', b, '--replace']);
+      assert.equal(over.code, 0, over.stderr);
+      await recordGiftAided(old.url, id, [{ donor_email: 'three@example.org', donor_first_name: 'Three' }]);
+      const claimed = await almoner(old.url, ['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json']);
+      assert.equal(claimed.code, 0, claimed.stderr);
+    } finally {
+      await old.drop();
+      await fresh.drop();
+    }
+  });
+
   test(`a restore into another database, the one the backup came from still at hand: keep-replaced given it (its file, or its postgres:// URL) erases again and keeps the claims it made since, so the next claim takes nothing twice (on PostgreSQL it took files only, and the next claim took the same donations again) [${backend.name}]`, async () => {
     assertBuilt();
     const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
@@ -407,6 +436,11 @@ for (const backend of BACKENDS) {
       const restored = await freshCli(['restore', b]);
       assert.equal(restored.code, 0, restored.stderr);
       assert.match(restored.stdout, /keep-replaced --not-running THAT-DATABASE \(its SQLite file, or its postgres:\/\/ URL\)/);
+      // Until they are taken in, a claim is refused: it took claim 1's donations again, as claim 1 (a review).
+      const blind = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json']);
+      assert.equal(blind.code, 2, blind.stderr + blind.stdout);
+      assert.match(blind.stderr, /restored at \S+ from .*before without the database it came from, so the Gift Aid claims prepared or marked since that backup are not in it.*keep-replaced --not-running THAT-DATABASE.*--checked-since-backup/);
+      assert.deepEqual(JSON.parse((await freshCli(['giftaid', 'claims', '--json'])).stdout), [], 'nothing claimed');
       const that = backend.name === 'sqlite' ? old.location.dialect === 'sqlite' && old.location.path : old.url;
       const kept = await freshCli(['keep-replaced', '--not-running', String(that)]);
       assert.equal(kept.code, 0, kept.stderr + kept.stdout);
