@@ -812,7 +812,7 @@ const NO_ERASURES =
 const NO_LEDGER =
   'Gift Aid claims prepared or marked since the backup are not in it: the next giftaid claim would take their donations again. ' +
   'Before the next claim, keep them with bin/almoner keep-replaced --not-running THAT-DATABASE (its SQLite file, or its postgres:// URL) if the database the backup came from is at hand, ' +
-  'or compare bin/almoner giftaid claims with what was sent to HMRC since the backup.';
+  'or compare bin/almoner giftaid claims with what was sent to HMRC since the backup, then claim with --checked-since-backup: until one of these, giftaid claim refuses.';
 
 /**
  * A file beside `beside` for what a restore replaced, named for now: the SQLite database itself
