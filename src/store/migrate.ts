@@ -5,6 +5,9 @@ import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 
+/** PostgreSQL's SQLSTATE for a privilege the user lacks. */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
 /** Applies every pending migration; safe to call from several processes at once. */
 export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   if (await isUpToDate(db, dialect)) return;
@@ -33,6 +36,10 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
     applied = rows.map((row) => row.name);
   } catch (err) {
     if (isDatabaseUnavailable(err)) throw err;
+    // A user who may not read Almoner's tables: said so, not as Kysely's "migration failed: permission denied for table kysely_migration_lock" (an operator's review).
+    if ((err as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE) {
+      throw new ConfigError(`this database user may not read Almoner's tables (${(err as Error).message}): connect as the user that owns them, or grant this one their use; nothing was changed`);
+    }
     return false; // no bookkeeping table yet
   }
   const known = Object.keys(migrations(dialect));
@@ -52,6 +59,6 @@ async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialec
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-    throw new Error(`Database migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`Database migration${failed ? ` ${failed}` : ''} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }

@@ -395,7 +395,7 @@ for (const backend of BACKENDS) {
     assertBuilt();
     const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
     try {
-      const { cli, charity, backup } = operator(old, backend.name);
+      const { charity, backup } = operator(old, backend.name);
       const { id, username } = await charity('Beta');
       await recordGiftAided(old.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }]);
       const b = await backup('before');

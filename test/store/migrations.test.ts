@@ -13,7 +13,7 @@ import { donorReference } from '../../src/store/donation-query.js';
 import { migrations } from '../../src/store/migrations/index.js';
 import { openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
-import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
 
 /** The database as it stood at `version`, through Kysely alone. */
 async function migratedTo(database: TestDatabase, version: string): Promise<Kysely<any>> {
@@ -269,6 +269,25 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       await other.end();
     } finally {
       await database.drop();
+    }
+  });
+
+  test(`a database user who may not read Almoner's tables: told so, and nothing changed (it said Kysely's "Database migration  failed: permission denied for table kysely_migration_lock": an operator's review) [${backend.name}]`, { skip: backend.name !== 'postgres' && 'a PostgreSQL user\'s privileges' }, async () => {
+    const database = await backend.createDatabase();
+    const role = `almoner_test_nobody_${process.pid}`;
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      await (await openStore(database.location)).close(); // Almoner's tables, its owner's
+      await admin.query(`create role ${role} login`);
+      const url = new URL(database.url);
+      url.username = role;
+      url.password = '';
+      await assert.rejects(openStore({ dialect: 'postgres', url: url.toString(), poolMax: 1 }), /this database user may not read Almoner's tables \(permission denied for table kysely_migration\): connect as the user that owns them/);
+    } finally {
+      await admin.end();
+      await database.drop();
+      await rawSql(database.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'), `drop role if exists ${role}`).catch(() => {});
     }
   });
 }
