@@ -800,7 +800,7 @@ function notInBackup(held: number | undefined, restored: number, keptIn: string 
 /** Said by every restore: what comes back as it was at the backup and is the operator's to do again. */
 const AS_AT_BACKUP =
   "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
-  'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then).';
+  'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then), and end-grace again an old password whose grace was ended since.';
 
 /** Said when a restore had no replaced database to read the erasures since the backup from. */
 const NO_ERASURES =

@@ -67,7 +67,7 @@ const GRACE_UNITS_MS = { m: 60_000, h: 3_600_000, d: 24 * 3_600_000 } as const;
 
 /** --grace: how long an old password goes on working, as a whole number of minutes, hours or days (30m, 24h, 7d); in milliseconds. */
 export function graceArgument(value: string): number {
-  const m = /^([0-9]{1,6})(m|h|d)$/.exec(value);
+  const m = /^([0-9]+)(m|h|d)$/.exec(value);
   if (!m) throw new InvalidArgumentError('must be a whole number of minutes, hours or days: 30m, 24h or 7d.');
   const ms = Number(m[1]) * GRACE_UNITS_MS[m[2] as keyof typeof GRACE_UNITS_MS];
   if (ms === 0) throw new InvalidArgumentError('must be more than nothing: leave --grace out for the old password to stop at once.');
