@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
-import { CONNECTION_LIMITS } from './http/connections.js';
+import { deadlinesOf } from './http/connections.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigError, DEFAULT_DATABASE_URL, describeDatabase, parseDatabaseUrl, portTaken, type Config } from './config.js';
 import { buildApp } from './app.js';
@@ -142,15 +142,7 @@ export async function serve(config: Config): Promise<void> {
   try {
     // METRICS_PORT: the metrics on a port of their own, for example one that only Prometheus can reach.
     if (metrics && metricsPort !== undefined) {
-      // The main app's deadlines too: a scraper that stops reading, or never sends its request, does not hold a connection for good.
-      const limits = CONNECTION_LIMITS;
-      metricsApp = Fastify({
-        logger: false,
-        connectionTimeout: limits.stalledMs,
-        keepAliveTimeout: limits.keepAliveMs,
-        requestTimeout: limits.requestMs,
-        http: { headersTimeout: limits.headersMs, requestTimeout: limits.requestMs, connectionsCheckingInterval: limits.checkEveryMs },
-      });
+      metricsApp = Fastify({ logger: false, ...deadlinesOf() });
       await metricsApp.register((instance: FastifyInstance) => metrics.route(instance));
       await metricsApp.listen({ port: metricsPort, host: config.host });
     }

@@ -168,8 +168,8 @@ function shareMetrics(): () => Promise<string> {
 }
 
 async function serveMetrics(gather: () => Promise<string>, host: string, port: number): Promise<void> {
-  const [{ default: Fastify }, { metricsRoute }] = await Promise.all([import('fastify'), import('../http/metrics.js')]);
-  const app = Fastify({ logger: false });
+  const [{ default: Fastify }, { metricsRoute }, { deadlinesOf }] = await Promise.all([import('fastify'), import('../http/metrics.js'), import('../http/connections.js')]);
+  const app = Fastify({ logger: false, ...deadlinesOf() });
   await app.register(metricsRoute(gather));
   await app.listen({ port, host });
 }

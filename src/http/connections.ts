@@ -39,6 +39,20 @@ export const CONNECTION_LIMITS: ConnectionLimits = {
 };
 
 /**
+ * Fastify's options for a server of Almoner's other than the API's (METRICS_PORT's, in one process or
+ * under WORKERS' primary): the API's deadlines, so a client that never sends its request or stops
+ * reading does not hold a connection for good (it had none of them until 2026-11-30: a review).
+ */
+export function deadlinesOf(limits: ConnectionLimits = CONNECTION_LIMITS) {
+  return {
+    connectionTimeout: limits.stalledMs,
+    keepAliveTimeout: limits.keepAliveMs,
+    requestTimeout: limits.requestMs,
+    http: { headersTimeout: limits.headersMs, requestTimeout: limits.requestMs, connectionsCheckingInterval: limits.checkEveryMs },
+  };
+}
+
+/**
  * Refuses a connection from an address that already holds `max` open ones: an HTTP client gets a
  * 429 with a JSON message before the connection is closed; over TLS it is closed at once (no
  * handshake is spent on it). Addresses `trustProxy` trusts are never counted: a proxy's connections
