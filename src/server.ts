@@ -170,7 +170,7 @@ export async function serve(config: Config): Promise<void> {
   process.stderr.write(`almoner: database ${describeDatabase(config.database)}${worker === undefined ? '' : `, ${config.workers} workers`}\n`);
   if (config.docs) process.stderr.write(`API reference (try both operations with a charity's credentials): ${address}/docs\n`);
 
-  if ((await store.countCharities()) === 0) process.stderr.write(firstCharityHint(config.database));
+  if ((await store.count('charities')) === 0) process.stderr.write(firstCharityHint(config.database));
 }
 
 /**

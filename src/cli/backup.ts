@@ -446,9 +446,9 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       async (store) => {
         // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
         const restored = heldBy(await store.auditTrail());
-        const donations = await store.countDonations();
+        const donations = await store.count('donations');
         const claims_since_backup = now.schema.length === 0 ? 'unknown' : 'kept'; // a claim is refused until they are taken in, or the operator has checked (giftaid.ts)
-        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.countCharities(), donations, claims_since_backup } });
+        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
         return { donations, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
       },
       { duringRestore: true },

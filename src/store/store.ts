@@ -172,17 +172,10 @@ export class Store {
     return rows.map((r) => ({ ...r, active: Boolean(r.active), old_password_until: r.old_password_until !== null && r.old_password_until > now ? r.old_password_until : null }));
   }
 
-  async countDonations(): Promise<number> {
+  /** How many rows the table holds: charities (whether to say how to sign the first one up), donations (what a restore says). */
+  async count(table: 'charities' | 'donations'): Promise<number> {
     const { n } = await this.db
-      .selectFrom('donations')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(n);
-  }
-
-  async countCharities(): Promise<number> {
-    const { n } = await this.db
-      .selectFrom('charities')
+      .selectFrom(table)
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .executeTakeFirstOrThrow();
     return Number(n);
