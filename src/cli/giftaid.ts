@@ -232,6 +232,13 @@ export function giftaidCommand(): Command {
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
         if (opts.resend) print(`  ${RESENT} Delete the others.`);
         else if (NOT_FOR_HMRC[claim.status] !== undefined) print(`  ${NOT_FOR_HMRC[claim.status]} HMRC's checker refuses these files.`);
+        // Each copy of a prepared claim's files is one HMRC takes: two uploaded claim the same donations twice (a Gift Aid review).
+        else if (claim.status === 'prepared') {
+          print(
+            `  The same files giftaid claim wrote when it prepared claim ${id} (${claim.prepared_at}): upload one copy of them only. Once uploaded, ` +
+              `bin/almoner giftaid mark ${id} submitted; files written after that are marked as copies HMRC's checker refuses.`,
+          );
+        }
       });
     });
 

@@ -327,6 +327,9 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const copy = json<{ claim: number; files: string[] }>(await almoner(ctx.databaseUrl, ['giftaid', 'files', String(claim.claim), '--out', join(dir, 'copy'), '--json']));
         assert.deepEqual(copy.files, claim.files.map((f) => f.replace(out, join(dir, 'copy'))));
         for (const [i, f] of copy.files.entries()) assert.ok(readFileSync(f).equals(readFileSync(claim.files[i]!)), `${f} is the same file`);
+        // Said in words: a copy of a prepared claim's files is one HMRC takes, so only one may be uploaded (a Gift Aid review).
+        const said = await almoner(ctx.databaseUrl, ['giftaid', 'files', String(claim.claim), '--out', join(dir, 'copy-said')]);
+        assert.match(said.stdout, new RegExp(`The same files giftaid claim wrote when it prepared claim ${claim.claim} \\(.*\\): upload one copy of them only\\. Once uploaded, bin/almoner giftaid mark ${claim.claim} submitted`));
         const refused = await almoner(ctx.databaseUrl, ['giftaid', 'files', String(claim.claim), '--out', out]);
         assert.equal(refused.code, 2, refused.stderr);
         assert.match(refused.stderr, new RegExp(`already holds claim-${claim.claim}-1\\.ods, claim-${claim.claim}-2\\.ods`));
