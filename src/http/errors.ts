@@ -19,6 +19,9 @@ export class HttpError extends Error {
 
 export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.';
 
+/** A route that reads no body (/me) refuses only a Content-Type that is no media type: it said to send JSON or a form, which it ignores (an integrator's review). */
+export const NOT_A_MEDIA_TYPE = 'Unsupported media type: the Content-Type header is not a media type (type/subtype, such as application/json); this request reads no body, so send any valid one, or none.';
+
 // Fastify's own client errors, reworded to say what to do about them.
 const FASTIFY_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: UNSUPPORTED_MEDIA_TYPE,
@@ -51,7 +54,8 @@ export function registerErrorHandling(app: FastifyInstance) {
       request.log.error({ err: loggable(err) }, 'request failed');
       return reply.code(500).send({ message: 'Internal Server Error' });
     }
-    const message = (err.code && FASTIFY_MESSAGES[err.code]) || err.message || 'Bad Request';
+    const readsNoBody = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' && request.routeOptions.config.readsNoBody === true;
+    const message = readsNoBody ? NOT_A_MEDIA_TYPE : (err.code && FASTIFY_MESSAGES[err.code]) || err.message || 'Bad Request';
     return reply.code(status).send({ message });
   });
 

@@ -15,6 +15,7 @@ import {
   VALIDATION_ERROR_SCHEMA,
 } from '../donations/schema.js';
 import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
+import { NOT_A_MEDIA_TYPE } from './errors.js';
 import { codeSamples } from './code-samples.js';
 import { BLANK_IS_ABSENT, BODY_LIMIT } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
@@ -87,7 +88,7 @@ const ME_RESPONSES = {
   '400': errorResponse(UNREADABLE_REQUEST, 'The request has no Host header, which HTTP/1.1 requires.', REQUEST_ID_UNLESS_UNREADABLE),
   '415': errorResponse(
     'The Content-Type header is not a media type (such as `text plain`). A body of any valid type is ignored.',
-    'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
+    NOT_A_MEDIA_TYPE,
   ),
 };
 
@@ -110,6 +111,8 @@ export interface DocumentSite {
 
 /** A UUID, as the Idempotency-Key's example: the docs page sends a fresh one in its place. */
 export const IDEMPOTENCY_KEY_EXAMPLE = '5f0c6a9e-3b7d-4c1e-9f2a-8d4b6e1a7c30';
+/** The X-Request-Id parameter's example, which the /docs page does not send (routes/docs.ts). */
+export const REQUEST_ID_EXAMPLE = 'order-20261124-0042';
 
 export function buildOpenApiDocument(version: string, { origin, contactEmail }: DocumentSite = {}) {
   const maxIdempotencyHours = IDEMPOTENCY.ttlMicros / 3_600_000_000;
@@ -245,7 +248,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           // Any value is taken (one that is not an id is replaced), so the schema limits nothing: the rule is in words.
           description: `Your own id for the request, to find it in the logs: 1 to 200 printable ASCII characters, no space (\`${REQUEST_ID.source}\`). Echoed in the answer; any other value is replaced by a fresh UUID, as is none.`,
           schema: { type: 'string' },
-          example: 'order-20261124-0042',
+          example: REQUEST_ID_EXAMPLE,
         },
       },
       headers: {

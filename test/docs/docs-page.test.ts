@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { codeSampleFiles } from '../../src/http/code-samples.js';
-import { IDEMPOTENCY_KEY_EXAMPLE } from '../../src/http/openapi.js';
+import { IDEMPOTENCY_KEY_EXAMPLE, REQUEST_ID_EXAMPLE } from '../../src/http/openapi.js';
 import { startTestApp, type TestContext } from '../support/app.js';
 import { launchChromium, noBrowser } from '../support/browser.js';
 import { ServerProcess } from '../support/server.js';
@@ -172,10 +172,12 @@ describe('GET /docs', () => {
       const before = (await t.donations()).length;
       const keys: string[] = [];
       const replays: (string | null)[] = [];
+      const requestIds: string[] = [];
       const watch = (r: import('playwright-core').Response) => {
         if (!r.url().endsWith('/api/v1/donation/create')) return;
         keys.push(r.request().headers()['idempotency-key'] ?? '');
         replays.push(r.headers()['idempotent-replayed'] ?? null);
+        requestIds.push(r.headers()['x-request-id'] ?? '');
       };
       page.on('response', watch);
       assert.equal(await execute('createDonation', '/donation/create'), 200);
@@ -188,6 +190,9 @@ describe('GET /docs', () => {
       assert.notEqual(keys[0], keys[1]);
       assert.ok(!keys.includes(IDEMPOTENCY_KEY_EXAMPLE));
       assert.deepEqual(replays, [null, null]);
+      // Nor the document's example X-Request-Id: every request from the page bore it (an integrator's review); each now gets its own.
+      assert.equal(new Set(requestIds).size, 2, JSON.stringify(requestIds));
+      assert.ok(!requestIds.includes(REQUEST_ID_EXAMPLE), JSON.stringify(requestIds));
       assert.equal((await t.donations()).length, before + 2);
       const shown = await shownBody('createDonation');
       assert.match(shown, /"donation_date": "2021-02-25T00:00:00.000000Z"/);

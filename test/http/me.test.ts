@@ -221,5 +221,11 @@ for (const backend of BACKENDS) describe(`POST /api/v1/me [${backend.name}]`, ()
     // And the create route's parsers are as strict as ever.
     const created = await t.app.inject({ method: 'POST', url: '/api/v1/donation/create', headers: { authorization: t.charity.authorization, 'content-type': 'application/json' }, payload: '[]' });
     assert.equal(created.statusCode, 400, created.body);
+    // Only a Content-Type that is no media type is refused, and the 415 says that, not to send JSON or a form (an integrator's review).
+    const garbled = await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { accept: 'application/json', authorization: t.charity.authorization, 'content-type': 'text plain' }, payload: 'x' });
+    assert.equal(garbled.statusCode, 415, garbled.body);
+    assert.equal(garbled.json().message, 'Unsupported media type: the Content-Type header is not a media type (type/subtype, such as application/json); this request reads no body, so send any valid one, or none.');
+    const garbledCreate = await t.app.inject({ method: 'POST', url: '/api/v1/donation/create', headers: { accept: 'application/json', authorization: t.charity.authorization, 'content-type': 'text plain' }, payload: 'x' });
+    assert.equal(garbledCreate.json().message, 'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.');
   });
 });

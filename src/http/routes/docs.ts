@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { buildOpenApiDocument, IDEMPOTENCY_KEY_EXAMPLE } from '../openapi.js';
+import { buildOpenApiDocument, IDEMPOTENCY_KEY_EXAMPLE, REQUEST_ID_EXAMPLE } from '../openapi.js';
 
 const require = createRequire(import.meta.url);
 
@@ -108,6 +108,9 @@ window.ui = SwaggerUIBundle({
       if (globalThis.crypto && crypto.randomUUID) request.headers['Idempotency-Key'] = crypto.randomUUID();
       else delete request.headers['Idempotency-Key'];
     }
+    // Nor the example X-Request-Id: every request from the page, whoever sent it, bore the same id in
+    // the answer and the logs (an integrator's review). None is sent, so the server gives each its own.
+    if (request.headers['X-Request-Id'] === '${REQUEST_ID_EXAMPLE}') delete request.headers['X-Request-Id'];
     // A form's values as typed: Swagger UI reads each through JSON.parse first, so an amount of 10.50
     // would go as 10.5 (and 25.00 as 25), and the record echo that.
     if ((request.headers['Content-Type'] || '').toLowerCase().startsWith('application/x-www-form-urlencoded') && typeof request.body === 'string') {
