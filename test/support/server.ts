@@ -26,12 +26,18 @@ export class ServerProcess {
 
   /** Waits for Fastify's "Server listening at http://127.0.0.1:NNNN" log line. */
   async listening(): Promise<this> {
-    await until('the server says where it listens', 10_000, () => {
-      if (this.exitedYet) assert.fail(`the server exited early\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
-      const m = /Server listening at (https?:\/\/127\.0\.0\.1:\d+)/.exec(this.stdout);
-      if (m) this.url = m[1]!;
-      return m !== null;
-    });
+    try {
+      await until('the server says where it listens', 10_000, () => {
+        if (this.exitedYet) assert.fail(`the server exited early\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
+        const m = /Server listening at (https?:\/\/127\.0\.0\.1:\d+)/.exec(this.stdout);
+        if (m) this.url = m[1]!;
+        return m !== null;
+      });
+    } catch (err) {
+      // Not left running: the test file would wait for it to the suite's timeout (a slow start on a loaded machine did so).
+      this.child.kill('SIGKILL');
+      throw err;
+    }
     return this;
   }
 
