@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
-import { entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { claimsUnsettledBy, entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
@@ -81,10 +81,12 @@ export function restoreCommand(): Command {
   return new Command('restore')
     .description('put a backup in place of the database (stop the server first): one made by `backup` on SQLite, by pg_dump --format=custom on PostgreSQL')
     .argument('<file>', 'the backup')
-    .option('--replace', 'replace the database that is there (on SQLite it is kept beside it, renamed, not deleted; on PostgreSQL its audit trail is kept in a file beside the backup)')
-    .action(async (from: string, { replace = false }: { replace?: boolean }) => {
+    .option('--replace', 'replace the database that is there (on SQLite it is kept beside it, renamed, not deleted; on PostgreSQL it is kept as a pg_dump archive beside the backup, with its audit trail)')
+    .option('--discard-replaced', "PostgreSQL: do not keep the replaced database's pg_dump (when pg_dump cannot read it: another role's table, a damaged one, no room beside the backup); its audit trail and claims are kept all the same")
+    .action(async (from: string, { replace = false, discardReplaced = false }: { replace?: boolean; discardReplaced?: boolean }) => {
       const location = theDatabase({ mayCreate: true });
-      if (location.dialect === 'postgres') return restorePostgres(location, resolve(from), replace);
+      if (location.dialect === 'postgres') return restorePostgres(location, resolve(from), replace, discardReplaced);
+      if (discardReplaced) throw new UsageError('--discard-replaced is for PostgreSQL: on SQLite the replaced database is kept by renaming it, which costs nothing');
       if (location.path === ':memory:') throw new UsageError('a backup cannot be restored into an in-memory database');
       const file = resolve(from);
       const target = resolve(location.path);
@@ -128,7 +130,8 @@ export function restoreCommand(): Command {
         async (store) => {
           const restored = heldBy(await store.auditTrail());
           // Whether the claims made since the backup were taken in: a claim is refused until they are, or the operator has checked (giftaid.ts).
-          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup: replaced ? 'kept' : 'unknown' } });
+          const claims_since_backup = replaced && !claimsUnsettledBy(replaced.trail) ? 'kept' : 'unknown';
+          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
           // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
           return replaced ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true };
         },
@@ -219,9 +222,25 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   if (files.length === 0) {
     // Run when unsure whether a restore finished: it did (until 2026-11-29 this was exit 2).
     if (!marked) return print(`nothing to do: no restore of ${describeDatabase(location)} is unfinished (it bears no mark); to take in what a restore left that it never marked, give its files`);
+    if (marked.replacing) {
+      // Nothing replaced: what it had written meanwhile (the claims file holds donors' names and addresses, the dump everything) goes.
+      for (const f of marked.scratch ?? []) rmSync(f, { force: true });
+      await unmark(place);
+      return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
+    }
+    // Into a new or empty database: nothing was replaced, so nothing is to be taken in, but what the restore would have said, and
+    // recorded as it would have been: the claims since the backup unknown here, so that giftaid claim refuses until they are settled
+    // (a restore killed after pg_restore left none, and the next claim took claim 1's donations again: a review).
+    await withStoreAt(
+      location,
+      async (store) => {
+        if (!restoreRecorded(await store.auditTrail(), marked)) {
+          await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', claims_since_backup: 'unknown' } });
+        }
+      },
+      { duringRestore: true },
+    );
     await unmark(place);
-    if (marked.replacing) return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
-    // Into a new or empty database: nothing was replaced, so nothing is to be taken in, but what the restore would have said.
     print(NO_ERASURES);
     print(NO_LEDGER);
     return done(`the restore begun at ${marked.began} (from ${marked.from}) is finished`);
@@ -247,21 +266,32 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       }
       // A restore killed before it recorded itself (on PostgreSQL, as soon as pg_restore had committed): recorded
       // now, first, as the restore would have, so that the trail says the data went back to a backup, and which.
+      // Whether the claims since the backup are known here once it is done (audit.ts's claimsUnsettledBy): only from a replaced ledger whose own were settled.
+      const settles = ledger !== undefined && !claimsUnsettledBy(entries);
       if (marked && !restoreRecorded(current, marked)) {
-        await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', replaced_left: files.map(shownSource).join(', ') } });
+        await store.audit({
+          action: 'restore',
+          target: describeDatabase(location),
+          summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', replaced_left: files.map(shownSource).join(', '), replaced_kept_as: marked.whole ?? null, claims_since_backup: settles ? 'kept' : 'unknown' },
+        });
       }
-      // What it took in, and from where (a database given by its URL without the password): until 2026-11-30 only a restore it finished named them (an operator's review).
-      await store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: files.map(shownSource).join(', ') } });
       const copy = { trail: entries, ledger: ledger?.ledger ?? { claims: [], rows: [], withoutDonation: [] } };
-      // The claims file a PostgreSQL restore wrote (its mark names it) goes once its claims are kept, as the restore's own would have; never a file only the operator named, nor a replaced SQLite database.
-      const restoresOwn = ledger !== undefined && ledger.trail === undefined && (marked?.left ?? []).includes(ledger.file);
-      return takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: restoresOwn });
+      // The claims file a PostgreSQL restore wrote (its mark names it) goes once its claims are kept, as the restore's own would have; never a
+      // file the operator named (run again with the same files, it was not there: a review), nor a replaced SQLite database.
+      const named = new Set(given.map((f) => (isPostgresUrl(f) ? f : resolve(f))));
+      const restoresOwn = ledger !== undefined && ledger.trail === undefined && (marked?.left ?? []).includes(ledger.file) && !named.has(ledger.file);
+      const taken = await takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: restoresOwn });
+      // What it took in, and from where (a database given by its URL without the password), and whether it kept the claims: until 2026-11-30 only
+      // a restore it finished named them (an operator's review). After what it did, so that a run that failed to keep them settles nothing.
+      await store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: files.map(shownSource).join(', '), claims_kept: settles && taken.finished } });
+      const lost = marked?.whole ? notInBackup(ledger?.ledger?.donationCount, await store.count('donations'), marked.whole) : undefined;
+      return { ...taken, said: [marked?.whole && `the database that was there is kept as ${marked.whole}`, lost, ...taken.said] };
     },
     { duringRestore: true },
   );
   for (const line of taken.said) if (line) print(line);
   if (!taken.finished) return;
-  if (taken.said.every((line) => line === undefined)) print(`nothing to do: the database holds every claim and erasure that ${files.map(shownSource).join(' and ')} recorded after the backup`);
+  if (taken.said.every((line) => !line)) print(`nothing to do: the database holds every claim and erasure that ${files.map(shownSource).join(' and ')} recorded after the backup`);
   if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
   if (marked || unreadable) {
     await unmark(place);
@@ -365,7 +395,7 @@ const PG_RESTORE = ['--clean', '--if-exists', '--no-owner', '--single-transactio
  * retention run again, each audited (restored by hand with pg_restore, they came back without a
  * word, and the trail that recorded their erasure was gone: until 2026-11-28 the README said to).
  */
-async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean): Promise<void> {
+async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, replace: boolean, discardReplaced: boolean): Promise<void> {
   refuseNoBackup(file);
   const env = libpqEnvironment(location.url);
   const toc = await contentsOf(file, env);
@@ -428,12 +458,14 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
-      await mark(place, thisRestore(file, written, !empty, began));
-      // The whole of what is replaced, donations and all: not named in the mark, as keep-replaced reads the two files above.
-      if (now.schema.length > 0) {
+      // The whole of what is replaced, donations and all, first. Until it is written nothing is replaced: stopped
+      // meanwhile, keep-replaced says so and deletes these files (scratch); then the mark names what it reads.
+      if (now.schema.length > 0 && !discardReplaced) {
+        await mark(place, { ...thisRestore(file, [], true, began), scratch: [...written, wholeAs] });
         await pgDumpReplaced(wholeAs, env, here);
         kept = wholeAs;
       }
+      await mark(place, { ...thisRestore(file, written, !empty, began), ...(kept && { whole: kept }) });
       await pgRestore(file, env, toc.list, made.schemas, now.schemas);
     } catch (err) {
       for (const f of [...written, ...(kept ? [kept] : [])]) rmSync(f, { force: true }); // nothing was replaced
@@ -447,7 +479,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
         const restored = heldBy(await store.auditTrail());
         const donations = await store.count('donations');
-        const claims_since_backup = now.schema.length === 0 ? 'unknown' : 'kept'; // a claim is refused until they are taken in, or the operator has checked (giftaid.ts)
+        // A claim is refused until they are taken in, or the operator has checked (giftaid.ts): so too over a database whose own were unsettled.
+        const claims_since_backup = now.schema.length === 0 || claimsUnsettledBy(now.trail) ? 'unknown' : 'kept';
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
         return { donations, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
       },
@@ -650,7 +683,10 @@ async function pgDumpReplaced(to: string, env: NodeJS.ProcessEnv, schema: string
   const { code, stderr } = await runPgTool('pg_dump', ['--format=custom', `--schema=${quoted}`, `--exclude-table=${quoted}.${RESTORING_TABLE}`, `--file=${to}`, `--dbname=${libpqDbname(env)}`], env);
   if (code !== 0) {
     rmSync(to, { force: true });
-    throw new Error(`pg_dump could not keep the database that is there (exit ${code}), so nothing was replaced:\n${stderr.trim().split('\n').slice(-5).join('\n')}`);
+    throw new Error(
+      `pg_dump could not keep the database that is there (exit ${code}), so nothing was replaced:\n${stderr.trim().split('\n').slice(-5).join('\n')}\n` +
+        'Fix that, or restore with --discard-replaced (the replaced database is then not kept: its donations recorded after the backup are lost), or restore into a new, empty database and point the servers at it.',
+    );
   }
 }
 

@@ -37,6 +37,7 @@ import {
 import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { StoredDonation } from '../donations/donation.js';
 import type { Store } from '../store/store.js';
+import { claimsUnsettledBy } from '../store/audit.js';
 import { formatMicros, ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { asText, RFC_4180 } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
@@ -82,7 +83,7 @@ export function giftaidCommand(): Command {
         if (!opts.checkedSinceBackup) await refuseAfterBlindRestore(store);
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
         await refuseOtherClaims(dir); // and nowhere near another claim's, a rejected one's above all
-        const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today, opts.periodEnd);
+        const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today, opts.periodEnd, opts.checkedSinceBackup);
         if (!claim) {
           // No claim, so no entry from the ledger; the donations left out are still written out (names, addresses).
           await store.audit({
@@ -354,12 +355,12 @@ async function assessUnclaimed(
  * one. When another claim takes some of them at the same moment, the database refuses this one and
  * it looks again at what is left; each refusal means another claim was recorded, so this ends.
  */
-async function prepareClaim(store: Store, charityId: number, upTo: string, today: string, periodEnd?: string): Promise<{ claim?: Claim; assessed: Assessed }> {
+async function prepareClaim(store: Store, charityId: number, upTo: string, today: string, periodEnd?: string, checkedSinceBackup?: boolean): Promise<{ claim?: Claim; assessed: Assessed }> {
   for (let attempt = 1; ; attempt++) {
     const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today, periodEnd, { withFuture: true });
     if (assessed.rows.length === 0) return { assessed };
     try {
-      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length, periodEnd }), assessed };
+      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length, periodEnd, checkedSinceBackup }), assessed };
     } catch (err) {
       if (!(err instanceof ClaimConflictError) || attempt === 10) throw err;
     }
@@ -608,19 +609,10 @@ function count(n: number, noun: string): string {
   return `${n.toLocaleString('en-GB')} ${noun}${n === 1 ? '' : 's'}`;
 }
 
-/**
- * Refuses a claim (exit 2) on a database restored into a new or empty one (its latest `restore`
- * entry took in no replaced database: `claims_since_backup: "unknown"`) until the claims made since
- * its backup are taken in (a later `keep-replaced`) or the operator has checked (a later `giftaid
- * claim`, made with --checked-since-backup): such a claim took their donations again, under their
- * numbers, with only a warning at the restore (a Gift Aid review, 2026-11-30).
- */
+/** Refuses a claim (exit 2) while a restore left the claims made since its backup unsettled (audit.ts's claimsUnsettledBy). */
 async function refuseAfterBlindRestore(store: Store): Promise<void> {
-  const trail = await store.auditTrail();
-  const at = trail.findLastIndex((e) => e.action === 'restore');
-  const restore = trail[at];
-  if (restore?.summary.claims_since_backup !== 'unknown') return;
-  if (trail.slice(at + 1).some((e) => e.action === 'keep-replaced' || e.action === 'giftaid claim')) return;
+  const restore = claimsUnsettledBy(await store.auditTrail());
+  if (!restore) return;
   throw new UsageError(
     `this database was restored at ${restore.at} from ${String(restore.summary.from)} without the database it came from, so the Gift Aid claims prepared or marked since that backup are not in it, ` +
       'and a claim now could take their donations again, under their numbers. If that database is at hand, keep its claims with bin/almoner keep-replaced --not-running THAT-DATABASE; ' +

@@ -139,3 +139,20 @@ export function heldBy(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target
 export function entryKey(e: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>): string {
   return JSON.stringify([Number(e.id), e.at, e.action, e.target]);
 }
+
+/**
+ * The restore, if any, after which Gift Aid claims made since its backup are not known to this
+ * database, and nothing has settled them since: giftaid claim refuses until something does (a
+ * claim on one would take their donations again, under their numbers; a Gift Aid review,
+ * 2026-11-30). The latest `restore` entry decides: one into a new or empty database, or over one
+ * that was itself still unsettled, says `claims_since_backup: "unknown"`; one over a settled
+ * database, `"kept"`. After it, a `keep-replaced` that kept the claims it was given (`claims_kept`)
+ * or a `giftaid claim` (made with --checked-since-backup, as the refusal asks) settles it.
+ */
+export function claimsUnsettledBy(trail: Pick<AuditRecord, 'at' | 'action' | 'summary'>[]): Pick<AuditRecord, 'at' | 'summary'> | undefined {
+  const at = trail.findLastIndex((e) => e.action === 'restore');
+  const restore = trail[at];
+  if (restore?.summary.claims_since_backup !== 'unknown') return undefined;
+  const settled = trail.slice(at + 1).some((e) => (e.action === 'keep-replaced' && e.summary.claims_kept === true) || e.action === 'giftaid claim');
+  return settled ? undefined : restore;
+}

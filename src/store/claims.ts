@@ -31,6 +31,8 @@ export interface NewClaim {
   needsAttention: number;
   /** MM-DD: the accounting period's end the claim's four years were counted from (--period-end), for the audit trail; none: from the claim's day. */
   periodEnd?: string;
+  /** Made with --checked-since-backup after a restore that left the claims since its backup unknown: said in the audit trail. */
+  checkedSinceBackup?: boolean;
 }
 
 /** A donation of the new claim was put in another live claim meanwhile; nothing was recorded. */
@@ -294,6 +296,7 @@ export class ClaimLedger {
             total_minor: totalMinor,
             needs_attention: claim.needsAttention,
             period_end: claim.periodEnd ?? null,
+            ...(claim.checkedSinceBackup && { checked_since_backup: true }),
           },
         });
         for (let start = 0; start < claim.rows.length; start += INSERT_CHUNK) {

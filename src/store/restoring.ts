@@ -29,6 +29,14 @@ export interface Restoring extends Owner {
   left: string[];
   /** Whether it replaces a database (not: into a new SQLite file, or an empty PostgreSQL database). */
   replacing: boolean;
+  /**
+   * PostgreSQL: files it has written while nothing is replaced yet (the trail, the claims, the
+   * replaced database's dump under way): a restore stopped then replaced nothing, and keep-replaced
+   * deletes them (a restore killed during pg_dump was finished as if it had replaced the database: a review).
+   */
+  scratch?: string[];
+  /** PostgreSQL: the dump of the database it replaces (cli/backup.ts), once written: keep-replaced says where it is. */
+  whole?: string;
 }
 
 /** The PostgreSQL table that holds the mark. */

@@ -390,6 +390,88 @@ test('a claim of a charity that signed up after the backup is left out by the re
   }
 });
 
+const postgresOnly = BACKENDS.find((b) => b.name === 'postgres');
+
+describe('a PostgreSQL restore killed', { skip: postgresOnly ? false : 'TEST_DATABASE_URL is not set' }, () => {
+  /** A `tool` in front of the real one that kills the restore (its parent) with SIGKILL: before its own work, or once it has succeeded. */
+  function killing(tool: 'pg_dump' | 'pg_restore', when: 'before' | 'after'): string {
+    const shim = tempDir();
+    const real = execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
+    // pg_restore also reads the archive (--list) before anything is marked: only its restore (--single-transaction) counts.
+    const body = when === 'before' ? 'kill -9 $PPID; exit 1' : `"${real}" "$@"; code=$?\ncase " $* " in *" --single-transaction "*) [ $code -eq 0 ] && kill -9 $PPID;; esac\nexit $code`;
+    writeFileSync(join(shim, tool), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+    return `${shim}:${process.env.PATH}`;
+  }
+
+  test('while it kept the database it replaces (pg_dump): nothing was replaced, and keep-replaced says so and deletes what it had written (it took it for a finished restore: a review)', async () => {
+    assertBuilt();
+    const database = await postgresOnly!.createDatabase();
+    try {
+      const { cli, charity, backup } = operator(database, 'postgres');
+      const { id } = await charity('Gamma');
+      await recordGiftAided(database.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }]);
+      const b = await backup('before');
+      await recordGiftAided(database.url, id, [{ donor_email: 'two@example.org', donor_first_name: 'Two' }]);
+      const killed = await almoner(database.url, ['restore', b, '--replace'], { PATH: killing('pg_dump', 'before') }).then(
+        (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
+        (err: { signal?: string }) => err,
+      );
+      assert.equal(killed.signal, 'SIGKILL');
+      assert.ok(readdirSync(dirname(b)).some((f) => f.includes('.replaced-')), 'it had written its files');
+      const finished = await cli(['keep-replaced']);
+      assert.match(finished.stdout, /stopped before it replaced anything: the database is as it was/);
+      assert.deepEqual(readdirSync(dirname(b)).filter((f) => f.includes('.replaced-')), [], 'the trail, the claims and the dump under way are gone');
+      assert.equal((await queryPostgres<{ n: number }>(database.url, 'select count(*)::int as n from donations'))[0]!.n, 2, 'both donations, as before');
+      const trail = (await cli(['audit', '--json'])).stdout;
+      assert.doesNotMatch(trail, /"action":"restore"/, 'no restore recorded: none happened');
+    } finally {
+      await database.drop();
+    }
+  });
+
+  test('into an empty database, once pg_restore had committed: keep-replaced records the restore as it would have, so a claim is refused until the claims since the backup are settled (the claim took claim 1\'s donations again: a review)', async () => {
+    assertBuilt();
+    const [old, fresh] = [await postgresOnly!.createDatabase(), await postgresOnly!.createDatabase()];
+    try {
+      const { charity, claim: claimOf, backup } = operator(old, 'postgres');
+      const { id, username } = await charity('Delta');
+      await recordGiftAided(old.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }]);
+      const b = await backup('before');
+      assert.equal((await claimOf(username)).claim, 1);
+      const killed = await almoner(fresh.url, ['restore', b], { PATH: killing('pg_restore', 'after') }).then(
+        (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
+        (err: { signal?: string }) => err,
+      );
+      assert.equal(killed.signal, 'SIGKILL');
+      const finished = await almoner(fresh.url, ['keep-replaced']);
+      assert.equal(finished.code, 0, finished.stderr);
+      assert.match(finished.stdout, /is finished/);
+      const refused = await almoner(fresh.url, ['giftaid', 'claim', '--charity', username, '--out', tempDir()]);
+      assert.equal(refused.code, 2, refused.stdout);
+      assert.match(refused.stderr, /without the database it came from/);
+    } finally {
+      await old.drop();
+      await fresh.drop();
+    }
+  });
+
+  test('--discard-replaced: no dump of the database it replaces is kept (for a pg_dump that cannot read it); the rest as ever', async () => {
+    assertBuilt();
+    const database = await postgresOnly!.createDatabase();
+    try {
+      const { charity, backup } = operator(database, 'postgres');
+      await charity('Epsilon');
+      const b = await backup('before');
+      const run = await almoner(database.url, ['restore', b, '--replace', '--discard-replaced']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.doesNotMatch(run.stdout, /is kept as .*\.dump/);
+      assert.deepEqual(readdirSync(dirname(b)).filter((f) => f.endsWith('.dump') && f.includes('.replaced-')), []);
+    } finally {
+      await database.drop();
+    }
+  });
+});
+
 for (const backend of BACKENDS) {
   test(`a restore into another database, the one the backup came from lost: a claim is refused until the operator says the claims since the backup are checked (--checked-since-backup), then claims go on as before; a restore over a database needs no such word [${backend.name}]`, async () => {
     assertBuilt();
@@ -402,9 +484,18 @@ for (const backend of BACKENDS) {
       const freshCli = async (args: string[]) => almoner(fresh.url, args);
       assert.equal((await freshCli(['restore', b])).code, 0);
       assert.equal((await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir()])).code, 2);
+      // The same backup restored again over it: what it replaces knew no more of those claims, so a claim is still refused (it was not: a review).
+      const again = await freshCli(['restore', b, '--replace']);
+      assert.equal(again.code, 0, again.stderr);
+      const stillRefused = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir()]);
+      assert.equal(stillRefused.code, 2, stillRefused.stdout);
+      assert.match(stillRefused.stderr, /without the database it came from/);
       const checked = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--checked-since-backup', '--json']);
       assert.equal(checked.code, 0, checked.stderr);
-      assert.equal((JSON.parse(checked.stdout) as { donations: number }).donations, 1);
+      const made = JSON.parse(checked.stdout) as { claim: number; donations: number };
+      assert.equal(made.donations, 1);
+      const trail = (await freshCli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; target: string; summary: Record<string, unknown> });
+      assert.equal(trail.find((e) => e.action === 'giftaid claim' && e.target === `claim ${made.claim}`)?.summary.checked_since_backup, true, 'the word is in the claim\'s own entry');
       await recordGiftAided(fresh.url, id, [{ donor_email: 'two@example.org', donor_first_name: 'Two' }]);
       const next = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json']);
       assert.equal(next.code, 0, `the next claim needs no word: ${next.stderr}`);
