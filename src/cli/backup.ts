@@ -2,7 +2,7 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
@@ -92,7 +92,7 @@ export function restoreCommand(): Command {
       const target = resolve(location.path);
       refuseNoBackup(file);
       // Put in its own place, it left a second copy of every donor's details beside it, and said "restored" (an operator's review).
-      if (existsSync(target) && realpathSync(file) === realpathSync(target)) throw new UsageError(`${from} is the database itself, not a backup of it: give the file bin/almoner backup wrote`);
+      if (existsSync(target) && sameFile(file, target)) throw new UsageError(`${from} is the database itself, not a backup of it: give the file bin/almoner backup wrote`);
       if (!existsSync(dirname(target))) throw new UsageError(`the folder ${dirname(target)} does not exist`);
       // The copy is written beside the database, then renamed into place: SQLite's "unable to open database", exit 1, said neither where nor why.
       if (!writable(dirname(target))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(target)}: run the command as the user the server runs as`);
@@ -376,6 +376,12 @@ async function readLeftOver(file: string, location: DatabaseLocation): Promise<{
     isObject(v) && typeof v.id === 'number' && typeof v.at === 'string' && typeof v.action === 'string' && typeof v.target === 'string' && isObject(v.summary);
   if (parsed.length > 0 && parsed.every(entry)) return { file, trail: parsed };
   throw notOurs;
+}
+
+/** Whether two paths name one file: through a symbolic link or a hard link too (a review found the hard link restored onto itself). */
+function sameFile(a: string, b: string): boolean {
+  const [x, y] = [statSync(a), statSync(b)];
+  return x.dev === y.dev && x.ino === y.ino;
 }
 
 /** A backup that is not there, or is a folder (SQLite said "disk I/O error": an operator's review), is refused (exit 2). */

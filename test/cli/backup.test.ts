@@ -5,7 +5,7 @@
 // the server writes (a plain file copy), the integrity check or the row checks fail.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -228,6 +228,11 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     const ontoItself = await almoner(url, ['restore', join(dir, 'almoner.db'), '--replace']);
     assert.equal(ontoItself.code, 2, ontoItself.stderr);
     assert.match(ontoItself.stderr, /is the database itself, not a backup of it/);
+    linkSync(join(dir, 'almoner.db'), join(dir, 'hard-link.db'));
+    const hardLink = await almoner(url, ['restore', join(dir, 'hard-link.db'), '--replace']);
+    assert.equal(hardLink.code, 2, hardLink.stderr);
+    assert.match(hardLink.stderr, /is the database itself/);
+    rmSync(join(dir, 'hard-link.db'));
     const aFolder = await almoner(url, ['restore', dir, '--replace']);
     assert.equal(aFolder.code, 2, aFolder.stderr);
     assert.match(aFolder.stderr, /is a folder, not a backup/);
