@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
-import { claimsUnsettledBy, entryKey, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { claimsUnsettledBy, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
@@ -128,9 +128,11 @@ export function restoreCommand(): Command {
       const again = await withStoreAt(
         location,
         async (store) => {
-          const restored = heldBy(await store.auditTrail());
+          const backupTrail = await store.auditTrail();
+          const restored = heldBy(backupTrail);
           // Whether the claims made since the backup were taken in: a claim is refused until they are, or the operator has checked (giftaid.ts).
-          const claims_since_backup = replaced && !claimsUnsettledBy(replaced.trail) ? 'kept' : 'unknown';
+          // Known only from a replaced database that goes on from the backup, its own settled (not one the server had just made: a review).
+          const claims_since_backup = replaced && continuesFrom(replaced.trail, backupTrail) && !claimsUnsettledBy(replaced.trail) ? 'kept' : 'unknown';
           await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
           // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
           return replaced ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true };
@@ -225,6 +227,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     if (marked.replacing) {
       // Nothing replaced: what it had written meanwhile (the claims file holds donors' names and addresses, the dump everything) goes.
       for (const f of marked.scratch ?? []) rmSync(f, { force: true });
+      if (existsOrPostgres(place)) await recordKeepReplaced(location, 'the restore had replaced nothing');
       await unmark(place);
       return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
     }
@@ -237,6 +240,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
         if (!restoreRecorded(await store.auditTrail(), marked)) {
           await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', claims_since_backup: 'unknown' } });
         }
+        await store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: '', claims_kept: false, outcome: 'a restore into a new or empty database, finished' } });
       },
       { duringRestore: true },
     );
@@ -267,7 +271,12 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       // A restore killed before it recorded itself (on PostgreSQL, as soon as pg_restore had committed): recorded
       // now, first, as the restore would have, so that the trail says the data went back to a backup, and which.
       // Whether the claims since the backup are known here once it is done (audit.ts's claimsUnsettledBy): only from a replaced ledger whose own were settled.
-      const settles = ledger !== undefined && !claimsUnsettledBy(entries);
+      // And only from a database that goes on from the restored backup, with something recorded since: the backup file itself,
+      // or a database the server had just made, given as the one the backup came from, settled them (a review).
+      // (The restore being finished, killed before it recorded itself, put back the whole of what is there now.) From the
+      // restore's own files, the database it replaced, nothing need be recorded since the backup.
+      const backupTrail = marked && !restoreRecorded(current, marked) ? current : restoredTrail(current);
+      const settles = ledger !== undefined && !claimsUnsettledBy(entries) && continuesFrom(entries, backupTrail) && (marked !== undefined || entries.length > backupTrail.length);
       if (marked && !restoreRecorded(current, marked)) {
         await store.audit({
           action: 'restore',
@@ -298,6 +307,18 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     done(marked ? `the restore begun at ${marked.began} is finished` : 'the restore is finished');
   }
 }
+
+/** A keep-replaced run that took nothing in, recorded all the same (each run is): `outcome` says what it found. */
+async function recordKeepReplaced(location: DatabaseLocation, outcome: string): Promise<void> {
+  try {
+    await withStoreAt(location, (store) => store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: '', claims_kept: false, outcome } }), { duringRestore: true });
+  } catch {
+    // A database with no trail to record in (an empty PostgreSQL database a restore into it had not reached): nothing to record.
+  }
+}
+
+/** Whether the database the mark is in is there to record in (a SQLite restore may have stopped before there was one). */
+const existsOrPostgres = (place: MarkPlace): boolean => !('path' in place) || existsSync(place.path);
 
 /** Whether the restore that `marked` the database recorded itself in its `trail` before it stopped (its `restore` entry, from its backup, since it began). */
 function restoreRecorded(trail: AuditRecord[], marked: Restoring): boolean {
@@ -459,15 +480,17 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
             'restore into an empty database instead (createdb a new one, set DATABASE_URL to it, restore there: the backup is then brought up to date), then point the servers at it',
         );
       }
+      // Until pg_restore is about to run nothing is replaced: the mark names what is written meanwhile, before it is, so a
+      // restore stopped then is finished by keep-replaced deleting it (scratch); then the mark names what keep-replaced reads.
+      const dumping = now.schema.length > 0 && !discardReplaced;
+      await mark(place, { ...thisRestore(file, [], true, began), scratch: [keptAs, ledgerAs, ...(dumping ? [wholeAs] : [])] });
       // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only. An empty database has none.
       if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
       // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
-      // The whole of what is replaced, donations and all, first. Until it is written nothing is replaced: stopped
-      // meanwhile, keep-replaced says so and deletes these files (scratch); then the mark names what it reads.
-      if (now.schema.length > 0 && !discardReplaced) {
-        await mark(place, { ...thisRestore(file, [], true, began), scratch: [...written, wholeAs] });
+      // The whole of what is replaced, donations and all.
+      if (dumping) {
         await pgDumpReplaced(wholeAs, env, here);
         kept = wholeAs;
       }
@@ -483,10 +506,11 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       location,
       async (store) => {
         // The restored trail is the backup's; what the replaced one recorded after it is lost with it, but for the file.
-        const restored = heldBy(await store.auditTrail());
+        const backupTrail = await store.auditTrail();
+        const restored = heldBy(backupTrail);
         const donations = await store.count('donations');
         // A claim is refused until they are taken in, or the operator has checked (giftaid.ts): so too over a database whose own were unsettled.
-        const claims_since_backup = now.schema.length === 0 || claimsUnsettledBy(now.trail) ? 'unknown' : 'kept';
+        const claims_since_backup = now.schema.length > 0 && continuesFrom(now.trail, backupTrail) && !claimsUnsettledBy(now.trail) ? 'kept' : 'unknown';
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
         return { donations, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
       },

@@ -141,6 +141,25 @@ export function entryKey(e: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>
 }
 
 /**
+ * Whether a database whose trail is `later` shares its history with the one a backup of trail
+ * `backup` was taken of: it holds an entry of the backup's (entryKey), as the database a backup was
+ * taken of does, and one a wrong backup was restored over since (whose claims it then took in). An
+ * empty backup trail proves nothing. A replaced database, or one keep-replaced is given, settles the
+ * claims since a backup only so: one the server had just made, or another application's, settled
+ * them (a review, 2026-11-30).
+ */
+export function continuesFrom(later: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>[], backup: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>[]): boolean {
+  const held = new Set(backup.map(entryKey));
+  return later.some((e) => held.has(entryKey(e)));
+}
+
+/** The trail a restore put back: the entries before the latest `restore` entry (all of them if there is none). */
+export function restoredTrail<E extends Pick<AuditRecord, 'action'>>(trail: E[]): E[] {
+  const at = trail.findLastIndex((e) => e.action === 'restore');
+  return at < 0 ? trail : trail.slice(0, at);
+}
+
+/**
  * The restore, if any, after which Gift Aid claims made since its backup are not known to this
  * database, and nothing has settled them since: giftaid claim refuses until something does (a
  * claim on one would take their donations again, under their numbers; a Gift Aid review,

@@ -490,6 +490,22 @@ for (const backend of BACKENDS) {
       const stillRefused = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir()]);
       assert.equal(stillRefused.code, 2, stillRefused.stdout);
       assert.match(stillRefused.stderr, /without the database it came from/);
+      // Restored over a database of another history (one just made, a charity signed up there), nothing of those claims is known
+      // either; nor does keep-replaced given the backup itself for the database it came from settle them (both did: a review).
+      const other = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(other.url, ['charity', 'create', '--name', 'Elsewhere', '--email', 'e@example.org'])).code, 0);
+        const over = await almoner(other.url, ['restore', b, '--replace']);
+        assert.equal(over.code, 0, over.stderr);
+        assert.equal((await almoner(other.url, ['giftaid', 'claim', '--charity', username, '--out', tempDir()])).code, 2, 'restored over another history');
+        if (backend.name === 'sqlite') {
+          const fromBackup = await almoner(other.url, ['keep-replaced', '--not-running', b]);
+          assert.equal(fromBackup.code, 0, fromBackup.stderr);
+          assert.equal((await almoner(other.url, ['giftaid', 'claim', '--charity', username, '--out', tempDir()])).code, 2, 'the backup given as the database it came from');
+        }
+      } finally {
+        await other.drop();
+      }
       const checked = await freshCli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--checked-since-backup', '--json']);
       assert.equal(checked.code, 0, checked.stderr);
       const made = JSON.parse(checked.stdout) as { claim: number; donations: number };
