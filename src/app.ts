@@ -84,7 +84,6 @@ export async function buildApp({
     http: serverOptions,
     requestTimeout: limits.requestMs,
     keepAliveTimeout: limits.keepAliveMs,
-    connectionTimeout: limits.stalledMs, // the socket's idle timeout: see ConnectionLimits.stalledMs
     logger,
     trustProxy,
     logController: new LogController({ disableRequestLogging: true }), // one line per request, written below without personal data
@@ -120,7 +119,7 @@ export async function buildApp({
   // Shutting down: every answer from now on closes its connection, so keep-alive clients let go and
   // close() does not wait for them. A request already on an open connection is served, not refused;
   // each connection is closed as soon as it has none in flight.
-  const connectionsOpen = trackConnections(app.server, https !== undefined);
+  const connectionsOpen = trackConnections(app.server, https !== undefined, { stalledMs: limits.stalledMs });
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
