@@ -276,7 +276,10 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       // (The restore being finished, killed before it recorded itself, put back the whole of what is there now.) From the
       // restore's own files, the database it replaced, nothing need be recorded since the backup.
       const backupTrail = marked && !restoreRecorded(current, marked) ? current : restoredTrail(current);
-      const settles = ledger !== undefined && !claimsUnsettledBy(entries) && continuesFrom(entries, backupTrail) && (marked !== undefined || entries.length > backupTrail.length);
+      // The exemption is for the restore's own files (its mark names them), not a database given beside its mark: the backup file,
+      // given to finish a killed restore into a new file, settled them (a review).
+      const ownFiles = trail !== undefined && (marked?.left ?? []).includes(trail.file);
+      const settles = ledger !== undefined && !claimsUnsettledBy(entries) && continuesFrom(entries, backupTrail) && (ownFiles || entries.length > backupTrail.length);
       if (marked && !restoreRecorded(current, marked)) {
         await store.audit({
           action: 'restore',

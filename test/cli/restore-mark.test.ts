@@ -4,7 +4,7 @@
 // ledger without its trail, and a backup of a marked database each have their answer.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -330,6 +330,48 @@ test('two keep-replaced at once, where a killed one left its claim: one is refus
     const [a, b] = await both;
     const refused = [a, b].filter((r) => r.code === 2 && /another keep-replaced of .* is running: wait for it/.test(r.stderr));
     assert.equal(refused.length, 1, `${a.code}: ${a.stderr}\n${b.code}: ${b.stderr}`);
+  } finally {
+    await database.drop();
+  }
+});
+
+test('SQLite: a restore into a new file killed once its backup was in place, finished by keep-replaced given the backup file itself: the claims since the backup stay unknown, and a claim is refused (it took claim 2 again: a review)', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Forked', '--email', 'f@example.org', '--json']);
+    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    await recordGiftAided(database.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }]);
+    const claim = async (url: string, ...more: string[]) => almoner(url, ['giftaid', 'claim', '--charity', username, '--out', tempDir(), ...more]);
+    assert.equal((await claim(database.url)).code, 0);
+    const backup = join(tempDir(), 'b0.db');
+    assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
+    // Since the backup, in the database it came from: another donation, claimed (claim 2).
+    await recordGiftAided(database.url, id, [{ donor_email: 'two@example.org', donor_first_name: 'Two' }]);
+    assert.equal((await claim(database.url)).code, 0);
+
+    // Restored into a new file and killed: its mark as it was, and the backup in place, as after its swap.
+    const target = join(tempDir(), 'e.db');
+    const held = holdBackup(backup);
+    const into = startAlmoner(`sqlite:${target}`, ['restore', backup]);
+    let mark: string;
+    try {
+      await until('the restore marks the new database', 4000, () => existsSync(`${target}.restoring`));
+      mark = readFileSync(`${target}.restoring`, 'utf8');
+      process.kill(into.pid, 'SIGKILL');
+      await into.done.catch(() => {});
+    } finally {
+      held.release();
+    }
+    writeFileSync(`${target}.restoring`, mark);
+    copyFileSync(backup, target);
+
+    const finished = await almoner(`sqlite:${target}`, ['keep-replaced', '--not-running', backup]);
+    assert.equal(finished.code, 0, finished.stderr);
+    await recordGiftAided(`sqlite:${target}`, id, [{ donor_email: 'two@example.org', donor_first_name: 'Two' }]); // claim 2's donation, sent again
+    const refused = await claim(`sqlite:${target}`);
+    assert.equal(refused.code, 2, `the backup itself settled nothing: ${refused.stdout}`);
+    assert.match(refused.stderr, /without the database it came from/);
   } finally {
     await database.drop();
   }
