@@ -59,6 +59,14 @@ async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialec
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-    throw new Error(`Database migration${failed ? ` ${failed}` : ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+    const said = error instanceof Error ? error.message : String(error);
+    // A user who may read the tables but not change them, with a migration to run (an upgrade): said so, exit 2, where the
+    // database's own words came through, exit 1, which systemd restarts for good (a review, 2026-11-30).
+    if ((error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE) {
+      throw new ConfigError(
+        `this database user may not bring Almoner's tables up to date${failed ? ` (migration ${failed})` : ''}: ${said}. Run bin/almoner once as the user that owns them (any command: it migrates), then start the server again; nothing was changed`,
+      );
+    }
+    throw new Error(`Database migration${failed ? ` ${failed}` : ''} failed: ${said}`);
   }
 }

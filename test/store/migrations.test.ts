@@ -290,4 +290,28 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       await rawSql(database.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'), `drop role if exists ${role}`).catch(() => {});
     }
   });
+
+  test(`a database user who may use Almoner's tables but not alter them, with a migration to run (an upgrade): told so, exit 2's kind, nothing changed (the database's own "must be owner of table" came through, exit 1) [${backend.name}]`, { skip: backend.name !== 'postgres' && 'a PostgreSQL user\'s privileges' }, async () => {
+    const database = await backend.createDatabase();
+    const role = `almoner_test_user_${process.pid}`;
+    const db = await migratedTo(database, '0017_claim_rows_donor'); // as the owner: one migration behind
+    try {
+      await sql.raw(`create role ${role} login`).execute(db);
+      await sql.raw(`grant all privileges on all tables in schema public to ${role}`).execute(db);
+      await sql.raw(`grant all privileges on all sequences in schema public to ${role}`).execute(db);
+      const url = new URL(database.url);
+      url.username = role;
+      await assert.rejects(openStore({ dialect: 'postgres', url: url.toString(), poolMax: 1 }), (err: Error) => {
+        assert.equal(err.constructor.name, 'ConfigError');
+        assert.match(err.message, /this database user may not bring Almoner's tables up to date \(migration 0018_old_password_kept\): must be owner of table charities\. Run bin\/almoner once as the user that owns them/);
+        return true;
+      });
+      const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name desc limit 1`.execute(db);
+      assert.equal(rows[0]!.name, '0017_claim_rows_donor', 'nothing changed');
+    } finally {
+      await db.destroy();
+      await database.drop();
+      await rawSql(database.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'), `drop role if exists ${role}`).catch(() => {});
+    }
+  });
 }
