@@ -279,7 +279,9 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       // The exemption is for the restore's own files (its mark names them), not a database given beside its mark: the backup file,
       // given to finish a killed restore into a new file, settled them (a review).
       const ownFiles = trail !== undefined && (marked?.left ?? []).includes(trail.file);
-      const settles = ledger !== undefined && !claimsUnsettledBy(entries) && continuesFrom(entries, backupTrail) && (ownFiles || entries.length > backupTrail.length);
+      // Nor from a copy `backup` wrote, given for the database it came from: claims made after that copy are not in it (a review).
+      const aBackup = read.some((r) => r.backupCopy === true);
+      const settles = ledger !== undefined && !aBackup && !claimsUnsettledBy(entries) && continuesFrom(entries, backupTrail) && (ownFiles || entries.length > backupTrail.length);
       if (marked && !restoreRecorded(current, marked)) {
         await store.audit({
           action: 'restore',
@@ -297,7 +299,10 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       // a restore it finished named them (an operator's review). After what it did, so that a run that failed to keep them settles nothing.
       await store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: files.map(shownSource).join(', '), claims_kept: settles && taken.finished } });
       const lost = marked?.whole ? notInBackup(ledger?.ledger?.donationCount, await store.count('donations'), marked.whole) : undefined;
-      return { ...taken, said: [marked?.whole && `the database that was there is kept as ${marked.whole}`, lost, ...taken.said] };
+      const copyOnly = aBackup
+        ? `${read.find((r) => r.backupCopy)!.file} is a copy bin/almoner backup wrote, not the database it came from: what it holds is taken in, but claims made after it are not known here, so giftaid claim refuses until the operator has compared them with what was sent to HMRC (--checked-since-backup)`
+        : undefined;
+      return { ...taken, said: [marked?.whole && `the database that was there is kept as ${marked.whole}`, lost, ...taken.said, copyOnly] };
     },
     { duringRestore: true },
   );
@@ -352,7 +357,7 @@ async function lockRestore(client: pg.Client): Promise<void> {
  * A file a restore left, read: the replaced SQLite database (its trail and ledger), a PostgreSQL
  * restore's trail (JSON lines, as `audit --json` prints them) or its claim ledger (one JSON object).
  */
-async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy }> {
+async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy; backupCopy?: boolean }> {
   if (isPostgresUrl(file)) return readOtherPostgres(file, location);
   // A connection string mistyped (postgres:/…, libpq's host=… password=…), taken for a path, was shown whole, password and all.
   if (/(?:^|\/)postgres(?:ql)?:|password\s*=/i.test(file)) throw new UsageError('a database to read from is given as postgres://user:password@host:port/database (that one is not: its password is not shown)');

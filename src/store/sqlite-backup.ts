@@ -60,10 +60,19 @@ const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
  */
 export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
   return putInPlace(out, async (partial) => {
-    await copyRows(source, partial, out, { tidy: false }); // the live database
+    await copyRows(source, partial, out, { tidy: false, userVersion: BACKUP_MARK }); // the live database
     return checkCopy(partial);
   });
 }
+
+/**
+ * What `backup` writes in its copy's header (SQLite's user_version, which VACUUM INTO copies and
+ * Almoner uses for nothing else), and a restore clears: a backup given to keep-replaced as the
+ * database it came from is told from it (a newer backup given so settled the claims made since an
+ * older one as of itself: a review, 2026-11-30). Backups taken before that day bear none.
+ */
+export const BACKUP_MARK = 0x416c6d42; // "AlmB"
+
 
 /**
  * Writes what the database at `source` holds (with its WAL, if it has one) to a new file at `to`,
@@ -73,7 +82,7 @@ export async function backUpSqlite(source: string, out: string): Promise<CopySum
  * and address, and kept them as long as the backup was kept. The copy is one self-contained file
  * (rollback journal, not WAL); the server sets WAL again when it opens a restored copy.
  */
-async function copyRows(source: string, to: string, destination: string, { tidy }: { tidy: boolean }): Promise<void> {
+async function copyRows(source: string, to: string, destination: string, { tidy, userVersion = 0 }: { tidy: boolean; userVersion?: number }): Promise<void> {
   let read = false;
   await readingOnly(source, (opened) => {
     opened.pragma('busy_timeout = 5000');
@@ -99,6 +108,7 @@ async function copyRows(source: string, to: string, destination: string, { tidy 
   const copy = new (await driver())(to);
   try {
     copy.pragma('journal_mode = DELETE');
+    copy.pragma(`user_version = ${userVersion}`); // a backup's mark, or none: a restored database is no backup
   } finally {
     copy.close();
   }
@@ -175,8 +185,8 @@ export async function inUse(path: string): Promise<boolean> {
   }
 }
 
-/** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger. */
-export type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy };
+/** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger; and whether it is a copy `backup` wrote (BACKUP_MARK). */
+export type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy; backupCopy?: boolean };
 
 /**
  * What the database at `replaced` (the one a restore moved aside) holds that a restore must not
@@ -190,7 +200,7 @@ export async function readReplaced(replaced: string): Promise<Replaced> {
   try {
     const trail = hasTable(old, 'audit_log') ? (old.prepare('select * from audit_log order by id').all() as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
     const ledger = await readLedger((table) => hasTable(old, table), (query) => old.prepare(query).all() as Record<string, unknown>[]);
-    return { trail, ledger };
+    return { trail, ledger, backupCopy: old.pragma('user_version', { simple: true }) === BACKUP_MARK };
   } finally {
     old.close();
   }

@@ -376,3 +376,38 @@ test('SQLite: a restore into a new file killed once its backup was in place, fin
     await database.drop();
   }
 });
+
+test('SQLite: a newer backup given to keep-replaced for the database the backup came from takes in what it holds, but settles nothing (claim 3, made after it, would have been claimed again: a review); a restored database bears no backup mark', async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Newer', '--email', 'n@example.org', '--json']);
+    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    const claim = async (url: string, ...more: string[]) => almoner(url, ['giftaid', 'claim', '--charity', username, '--out', tempDir(), ...more]);
+    const backups: string[] = [];
+    for (const donor of ['one', 'two', 'three']) {
+      await recordGiftAided(database.url, id, [{ donor_email: `${donor}@example.org`, donor_first_name: donor }]);
+      assert.equal((await claim(database.url)).code, 0);
+      const file = join(tempDir(), `${donor}.db`);
+      assert.equal((await almoner(database.url, ['backup', '--out', file])).code, 0);
+      backups.push(file);
+      assert.equal(new Database(file, { readonly: true }).pragma('user_version', { simple: true }), 0x416c6d42, 'a backup bears the mark');
+    }
+    const target = `sqlite:${join(tempDir(), 'e.db')}`;
+    assert.equal((await almoner(target, ['restore', backups[0]!])).code, 0);
+    assert.equal(new Database(join(target.slice('sqlite:'.length)), { readonly: true }).pragma('user_version', { simple: true }), 0, 'a restored database bears none');
+    assert.equal((await claim(target)).code, 2);
+    const kept = await almoner(target, ['keep-replaced', '--not-running', backups[1]!]);
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.match(kept.stdout, /claim 2 \(prepared\) added/);
+    assert.match(kept.stdout, /is a copy bin\/almoner backup wrote, not the database it came from/);
+    const refused = await claim(target);
+    assert.equal(refused.code, 2, `claims after that backup are not known: ${refused.stdout}`);
+    // The database itself settles them.
+    const settled = await almoner(target, ['keep-replaced', '--not-running', database.location.dialect === 'sqlite' ? database.location.path : '']);
+    assert.equal(settled.code, 0, settled.stderr);
+    assert.equal((await claim(target, '--json')).code, 0);
+  } finally {
+    await database.drop();
+  }
+});
