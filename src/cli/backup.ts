@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
-import { claimsUnsettledBy, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { claimsUnsettledBy, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
@@ -227,7 +227,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     if (marked.replacing) {
       // Nothing replaced: what it had written meanwhile (the claims file holds donors' names and addresses, the dump everything) goes.
       for (const f of marked.scratch ?? []) rmSync(f, { force: true });
-      if (existsOrPostgres(place)) await recordKeepReplaced(location, 'the restore had replaced nothing');
+      await recordKeepReplaced(location, 'the restore had replaced nothing');
       await unmark(place);
       return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
     }
@@ -240,7 +240,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
         if (!restoreRecorded(await store.auditTrail(), marked)) {
           await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: marked.from, began: marked.began, finished_by: 'keep-replaced', claims_since_backup: 'unknown' } });
         }
-        await store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: '', claims_kept: false, outcome: 'a restore into a new or empty database, finished' } });
+        await store.audit(keepReplacedEntry(location, { from: '', claims_kept: false, outcome: 'a restore into a new or empty database, finished' }));
       },
       { duringRestore: true },
     );
@@ -297,7 +297,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       const taken = await takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: restoresOwn });
       // What it took in, and from where (a database given by its URL without the password), and whether it kept the claims: until 2026-11-30 only
       // a restore it finished named them (an operator's review). After what it did, so that a run that failed to keep them settles nothing.
-      await store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: files.map(shownSource).join(', '), claims_kept: settles && taken.finished } });
+      await store.audit(keepReplacedEntry(location, { from: files.map(shownSource).join(', '), claims_kept: settles && taken.finished }));
       const lost = marked?.whole ? notInBackup(ledger?.ledger?.donationCount, await store.count('donations'), marked.whole) : undefined;
       const copyOnly = aBackup
         ? `${read.find((r) => r.backupCopy)!.file} is a copy bin/almoner backup wrote, not the database it came from: what it holds is taken in, but claims made after it are not known here, so giftaid claim refuses until the operator has compared them with what was sent to HMRC (--checked-since-backup)`
@@ -319,14 +319,18 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
 /** A keep-replaced run that took nothing in, recorded all the same (each run is): `outcome` says what it found. */
 async function recordKeepReplaced(location: DatabaseLocation, outcome: string): Promise<void> {
   try {
-    await withStoreAt(location, (store) => store.audit({ action: 'keep-replaced', target: describeDatabase(location), summary: { from: '', claims_kept: false, outcome } }), { duringRestore: true });
+    await withStoreAt(location, (store) => store.audit(keepReplacedEntry(location, { from: '', claims_kept: false, outcome })), { duringRestore: true });
   } catch {
     // A database with no trail to record in (an empty PostgreSQL database a restore into it had not reached): nothing to record.
   }
 }
 
-/** Whether the database the mark is in is there to record in (a SQLite restore may have stopped before there was one). */
-const existsOrPostgres = (place: MarkPlace): boolean => !('path' in place) || existsSync(place.path);
+/** A keep-replaced run's audit entry: what it took in (`from`), whether that settled the claims since the backup (audit.ts's claimsUnsettledBy), and what it found. */
+const keepReplacedEntry = (location: DatabaseLocation, summary: { from: string; claims_kept: boolean; outcome?: string }): AuditEntry => ({
+  action: 'keep-replaced',
+  target: describeDatabase(location),
+  summary,
+});
 
 /** Whether the restore that `marked` the database recorded itself in its `trail` before it stopped (its `restore` entry, from its backup, since it began). */
 function restoreRecorded(trail: AuditRecord[], marked: Restoring): boolean {

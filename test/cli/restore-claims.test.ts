@@ -217,6 +217,16 @@ test("a kept claim's row written before 2026-11-29, whose postcode's O was not y
 });
 
 /** The operator's steps on `database`, each expected to succeed: a command, a charity, a claim (marked submitted), a backup. */
+/** A `tool` in front of the real one that kills the restore (its parent) with SIGKILL: before its own work, or once it has succeeded. */
+function killing(tool: 'pg_dump' | 'pg_restore', when: 'before' | 'after'): string {
+  const shim = tempDir();
+  const real = execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
+  // pg_restore also reads the archive (--list) before anything is marked: only its restore (--single-transaction) counts.
+  const body = when === 'before' ? 'kill -9 $PPID; exit 1' : `"${real}" "$@"; code=$?\ncase " $* " in *" --single-transaction "*) [ $code -eq 0 ] && kill -9 $PPID;; esac\nexit $code`;
+  writeFileSync(join(shim, tool), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return `${shim}:${process.env.PATH}`;
+}
+
 function operator(database: TestDatabase, backend: string) {
   const cli = async (args: string[]) => {
     const run = await almoner(database.url, args);
@@ -257,10 +267,7 @@ for (const backend of BACKENDS) {
       let left: string[];
       if (backend.name === 'postgres') {
         // Killed for real, with SIGKILL, the moment pg_restore has committed: a pg_restore in front of the real one.
-        const shim = tempDir();
-        const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
-        writeFileSync(join(shim, 'pg_restore'), `#!/bin/sh\n"${real}" "$@"; code=$?\ncase " $* " in *" --single-transaction "*) [ $code -eq 0 ] && kill -9 $PPID;; esac\nexit $code\n`, { mode: 0o755 });
-        const killed = await almoner(database.url, ['restore', before, '--replace'], { PATH: `${shim}:${process.env.PATH}` }).then(
+        const killed = await almoner(database.url, ['restore', before, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
           (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
           (err: { signal?: string }) => err,
         );
@@ -393,16 +400,6 @@ test('a claim of a charity that signed up after the backup is left out by the re
 const postgresOnly = BACKENDS.find((b) => b.name === 'postgres');
 
 describe('a PostgreSQL restore killed', { skip: postgresOnly ? false : 'TEST_DATABASE_URL is not set' }, () => {
-  /** A `tool` in front of the real one that kills the restore (its parent) with SIGKILL: before its own work, or once it has succeeded. */
-  function killing(tool: 'pg_dump' | 'pg_restore', when: 'before' | 'after'): string {
-    const shim = tempDir();
-    const real = execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
-    // pg_restore also reads the archive (--list) before anything is marked: only its restore (--single-transaction) counts.
-    const body = when === 'before' ? 'kill -9 $PPID; exit 1' : `"${real}" "$@"; code=$?\ncase " $* " in *" --single-transaction "*) [ $code -eq 0 ] && kill -9 $PPID;; esac\nexit $code`;
-    writeFileSync(join(shim, tool), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
-    return `${shim}:${process.env.PATH}`;
-  }
-
   test('while it kept the database it replaces (pg_dump): nothing was replaced, and keep-replaced says so and deletes what it had written (it took it for a finished restore: a review)', async () => {
     assertBuilt();
     const database = await postgresOnly!.createDatabase();
