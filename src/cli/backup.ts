@@ -979,7 +979,7 @@ function describeKept({ added, marked, refused }: KeptClaims): string | undefine
             'so its files can be written again, and a donation sent again that matches one goes to needs-attention, not into a claim'),
     );
   }
-  for (const { id, status } of marked) lines.push(`  claim ${id} marked ${status}${status === 'rejected' ? ' (its donations are free to claim again)' : ''}`);
+  for (const { id, status } of marked) lines.push(`  claim ${id} marked ${status}${status === 'rejected' ? ' (its donations are free to claim again, but for any that another live claim holds)' : ''}`);
   for (const { id, why } of refused) lines.push(`  claim ${id} left out: ${REFUSED_WHY[why]}; check it by hand against what was sent to HMRC`);
   return lines.join('\n');
 }
