@@ -123,8 +123,11 @@ export async function serve(config: Config): Promise<void> {
   // WORKERS on SQLite, the primary does, as it writes the creates).
   if (first && !primaryWrites) store.purgeHourly(app.log);
 
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // on, not once: a signal sent again while stopping (npm passes on each it gets; a supervisor may
+  // signal both npm and its group) would otherwise find Node's default action back and kill the
+  // server mid-request. stop() acts on the first alone; the 10 s deadline bounds the rest.
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
   if (worker !== undefined) process.on('message', (m: unknown) => isMessage(m, 'almoner:stop') && void stop('SIGTERM')); // the primary's
   // SIGHUP: read the certificate and key again (renewed, say, by certbot) and serve them to new
   // connections; open ones keep theirs. A file that cannot be read keeps the old pair.
