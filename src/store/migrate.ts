@@ -54,6 +54,45 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
   return applied.length === known.length && known.every((name) => applied.includes(name));
 }
 
+/**
+ * What a server does with Almoner's tables on PostgreSQL: a create's row (and its id's sequence), its
+ * key and its commit token, credentials read, and the hourly purge of keys and tokens. Each is one
+ * privilege: has_table_privilege('t', 'a, b') is true when any of them is held.
+ */
+const SERVER_PRIVILEGES: ReadonlyArray<readonly [table: string, privilege: 'select' | 'insert' | 'delete']> = [
+  ['charities', 'select'],
+  ['donations', 'select'],
+  ['donations', 'insert'],
+  ['idempotency_keys', 'select'],
+  ['idempotency_keys', 'insert'],
+  ['idempotency_keys', 'delete'],
+  ['commit_tokens', 'select'],
+  ['commit_tokens', 'insert'],
+  ['commit_tokens', 'delete'],
+];
+
+/**
+ * A server's database user on PostgreSQL that lacks a privilege the server needs, refused (exit 2)
+ * with the grants that put it right. Until 2026-11-30 a user that could read the tables but not
+ * insert (no USAGE on the donations' sequence, the usual slip) started, said it was ready and
+ * answered every create 500 (an operator's review). SQLite's own case is the file's (open.ts's checkWritable).
+ */
+export async function refuseServerWithoutPrivileges(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+  if (dialect !== 'postgres') return;
+  const needed = sql.join(SERVER_PRIVILEGES.map(([table, privilege]) => sql`(${table}, ${privilege})`));
+  const { rows } = await sql<{ grant: string }>`
+    select 'grant ' || p || ' on ' || t || ' to ' || quote_ident(current_user) as grant
+      from (values ${needed}) as needed(t, p) where not has_table_privilege(t, p)
+    union all
+    select 'grant usage on sequence ' || s || ' to ' || quote_ident(current_user)
+      from (select pg_get_serial_sequence('donations', 'id') as s) as sequence where not has_sequence_privilege(s, 'usage')`.execute(db);
+  if (rows.length === 0) return;
+  throw new ConfigError(
+    `this database user may not do what the server does with Almoner's tables: as their owner, ${rows.map((r) => r.grant).join('; ')}; ` +
+      'or connect as the user that owns them; nothing was changed',
+  );
+}
+
 async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   const provider = { getMigrations: async () => migrations(dialect) };
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
-import { migrate } from './migrate.js';
+import { migrate, refuseServerWithoutPrivileges } from './migrate.js';
 import { refuseMarkedConnection, refuseWhileRestoring } from './restoring.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable, isRefused } from './unavailable.js';
@@ -30,7 +30,8 @@ export interface StoreOptions {
   pgTimeouts?: PgTimeouts;
   /**
    * The server: a SQLite database this user cannot write is refused at once. SQLite opens it all the
-   * same and reads it, so a server started, said it was ready and answered every create 503.
+   * same and reads it, so a server started, said it was ready and answered every create 503. So is a
+   * PostgreSQL user without a privilege the server needs (migrate.ts's refuseServerWithoutPrivileges).
    */
   mustWrite?: boolean;
   /** A restore's own (restore, keep-replaced): the database may bear its mark (restoring.ts), which every other opening refuses. */
@@ -81,6 +82,7 @@ export async function openStore(
       );
     }
     await migrate(db, location.dialect);
+    if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
   } catch (err) {
     await store.close();
     throw err;

@@ -11,8 +11,10 @@ const PG_STATES = /^(08...|53...|57P0[123])$/;
 // Statements PostgreSQL refuses for a moment, storing nothing, on a connection that still stands:
 // 25006 a read-only database (a hot standby after a failover, default_transaction_read_only during
 // maintenance), 57014 a statement cancelled (statement_timeout, pg_cancel_backend), 55P03 a lock
-// not granted (lock_timeout). A 503 to retry: each was a 500, after its batch was tried again in halves.
-const PG_REFUSED_FOR_NOW = /^(25006|57014|55P03)$/;
+// not granted (lock_timeout), 42501 a privilege the database user lacks (revoked while the server
+// runs: a grant puts it right, as a failover's end does a read-only database's). A 503 to retry:
+// each was a 500, after its batch was tried again in halves.
+const PG_REFUSED_FOR_NOW = /^(25006|57014|55P03|42501)$/;
 
 // node-postgres and pg-pool report lost connections and timeouts by message only.
 const PG_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connection error and is not queryable|Client was closed and is not queryable/i;

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { validateDonation } from '../../src/donations/validate.js';
 import { donorReference } from '../../src/store/donation-query.js';
 import { migrations } from '../../src/store/migrations/index.js';
-import { openStore } from '../../src/store/open.js';
+import { openServerStore, openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
 import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
 
@@ -285,6 +285,39 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       url.password = '';
       await assert.rejects(openStore({ dialect: 'postgres', url: url.toString(), poolMax: 1 }), /this database user may not read Almoner's tables \(permission denied for table kysely_migration\): connect as the user that owns them/);
     } finally {
+      await admin.end();
+      await database.drop();
+      await rawSql(database.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'), `drop role if exists ${role}`).catch(() => {});
+    }
+  });
+
+  test(`a server's database user without a privilege the server needs (here the donations' sequence, the usual slip): refused, exit 2's kind, with the grants that put it right; a command's reads go on [${backend.name}]`, { skip: backend.name !== 'postgres' && 'a PostgreSQL user\'s privileges' }, async () => {
+    // Until 2026-11-30 the server started, said it was ready, and answered every create 500 (an operator's review).
+    const database = await backend.createDatabase();
+    const role = `almoner_test_reader_${process.pid}`;
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      await (await openStore(database.location)).close(); // Almoner's tables, its owner's
+      await admin.query(`create role ${role} login`);
+      await admin.query(`grant select, insert, update, delete on all tables in schema public to ${role}`);
+      const url = new URL(database.url);
+      url.username = role;
+      const location = { dialect: 'postgres' as const, url: url.toString(), poolMax: 1 };
+      await (await openStore(location)).close(); // a command that reads
+      let grants = '';
+      await assert.rejects(openServerStore(location), (err: Error) => {
+        assert.equal(err.constructor.name, 'ConfigError');
+        assert.match(err.message, /this database user may not do what the server does with Almoner's tables: as their owner, grant usage on sequence public\.donations_id_seq to almoner_test_reader_\d+; or connect as the user that owns them; nothing was changed/);
+        grants = /as their owner, (.*); or connect/.exec(err.message)![1]!;
+        return true;
+      });
+      for (const grant of grants.split('; ')) await admin.query(grant);
+      await (await openServerStore(location)).close(); // the grants it named are enough
+      await admin.query(`revoke delete on commit_tokens, idempotency_keys from ${role}`);
+      await assert.rejects(openServerStore(location), /as their owner, grant delete on idempotency_keys to almoner_test_reader_\d+; grant delete on commit_tokens to almoner_test_reader_\d+; or connect/);
+    } finally {
+      await admin.query(`drop owned by ${role}`).catch(() => {});
       await admin.end();
       await database.drop();
       await rawSql(database.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'), `drop role if exists ${role}`).catch(() => {});

@@ -81,6 +81,42 @@ describe('PostgreSQL refusing writes for a moment [postgres]', { skip: postgres 
     assert.equal((await create('read-only-1')).statusCode, 200, 'the key of a 503 is not used up');
   });
 
+  test('a privilege revoked from the server\'s database user while it runs (42501): every create is a 503, nothing is stored, /health/ready says not ready, and the grant back puts it right', async () => {
+    // The test's own user is a superuser, whom no privilege binds: a server of its own, as a user of the usual kind.
+    const role = `almoner_test_server_${process.pid}`;
+    await queryPostgres(database.url, `create role ${role} login`);
+    await queryPostgres(database.url, `grant select, insert, delete on donations, idempotency_keys, commit_tokens to ${role}`);
+    await queryPostgres(database.url, `grant select on charities, kysely_migration to ${role}`);
+    await queryPostgres(database.url, `grant usage on sequence donations_id_seq to ${role}`);
+    const url = new URL(database.url);
+    url.username = role;
+    const limited = await openStore({ dialect: 'postgres', url: url.href, poolMax: 2 }, { mustWrite: true });
+    const server = await buildApp({ store: limited, throttle: new Throttle({ createsPerSecond: 0 }) });
+    const createThere = (key?: string) =>
+      server.inject({
+        method: 'POST',
+        url: '/api/v1/donation/create',
+        headers: { authorization, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+        payload: JSON.stringify(exampleDonation({ donor_email: `revoked-${++n}@example.org` })),
+      });
+    try {
+      assert.equal((await createThere()).statusCode, 200, 'the grants are enough');
+      const before = await stored();
+      await queryPostgres(database.url, `revoke insert on donations from ${role}`);
+      // Until 2026-11-30 a 500 each, and ready all along (an operator's review).
+      for (const res of await Promise.all([createThere(), createThere('revoked-1')])) assert503(res);
+      assert.equal((await server.inject({ method: 'GET', url: '/health/ready' })).statusCode, 503, 'not ready while writes are refused');
+      assert.equal(await stored(), before);
+      await queryPostgres(database.url, `grant insert on donations to ${role}`);
+      assert.equal((await createThere('revoked-1')).statusCode, 200, 'the key of a 503 is not used up');
+    } finally {
+      await server.close();
+      await limited.close();
+      await queryPostgres(database.url, `drop owned by ${role}`);
+      await queryPostgres(database.url, `drop role ${role}`);
+    }
+  });
+
   test('a statement cancelled by statement_timeout while a lock holds it (57014) is a 503, and nothing is stored', async () => {
     const before = await stored();
     await setForNewSessions(`set statement_timeout = '300ms'`);
