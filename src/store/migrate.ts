@@ -35,11 +35,12 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
     const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db);
     applied = rows.map((row) => row.name);
   } catch (err) {
-    if (isDatabaseUnavailable(err)) throw err;
-    // A user who may not read Almoner's tables: said so, not as Kysely's "migration failed: permission denied for table kysely_migration_lock" (an operator's review).
+    // A user who may not read Almoner's tables: said so, not as Kysely's "migration failed: permission denied for table kysely_migration_lock"
+    // (an operator's review). Before the check for a database unavailable, which takes a privilege revoked from a running server as such.
     if ((err as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE) {
       throw new ConfigError(`this database user may not read Almoner's tables (${(err as Error).message}): connect as the user that owns them, or grant this one their use; nothing was changed`);
     }
+    if (isDatabaseUnavailable(err)) throw err;
     return false; // no bookkeeping table yet
   }
   const known = Object.keys(migrations(dialect));
