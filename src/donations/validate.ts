@@ -57,6 +57,7 @@ const msg = {
   dateFormat: (f: FieldSpec) => `The ${f.label} does not match the format DD-MM-YYYY.`,
   dateReal: (f: FieldSpec) => `The ${f.label} is not a valid date.`,
   flag: (f: FieldSpec) => `The ${f.label} must be yes or no (or true, false, 1, 0 or on).`,
+  inQuery: (f: FieldSpec) => `The ${f.label} must be sent in the request body, not in the URL's query string (a URL is kept in logs).`,
 };
 
 const isAbsent = (v: unknown) => v === undefined || v === null;
@@ -198,6 +199,18 @@ export const VALUE_WHEN_ABSENT: ReadonlyMap<string, unknown> = new Map(
     return absent.errors ? [] : [[f.name, absent.value]];
   }),
 );
+
+/**
+ * The donation's fields a request's query string names (`query`, as Fastify parses it), each with
+ * its error, or undefined when it names none. Laravel would merge them into the input; taken, a
+ * donor's details would sit in every log of the URL on the way (a proxy's, a load balancer's), and
+ * ignored, the 422 said "is required" of fields that were sent (an integrator's review).
+ */
+export function fieldsInQuery(query: Record<string, unknown>): ValidationErrors | undefined {
+  let errors: ValidationErrors | undefined;
+  for (const f of DONATION_FIELDS) if (Object.hasOwn(query, f.name)) (errors ??= {})[f.name] = [msg.inQuery(f)];
+  return errors;
+}
 
 /**
  * Validates a request body (already known to be a plain object); unknown fields are ignored. The

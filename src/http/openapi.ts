@@ -190,7 +190,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           requestBody: {
             required: true,
             description:
-              `The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too, where a blank ${BLANK_IN_FORM_IS_ABSENT} is the same as leaving it out.`,
+              `The donation. JSON is the norm; an HTML form post (application/x-www-form-urlencoded) is taken too, where a blank ${BLANK_IN_FORM_IS_ABSENT} is the same as leaving it out. The fields go in the body alone: one named in the URL's query string is a 422.`,
             content: {
               'application/json': { schema: ref('schemas', 'DonationInput'), example: EXAMPLE_DONATION_INPUT },
               // The same example: every value in it is a string, as a form's are (tools that send examples would send empty fields without one).

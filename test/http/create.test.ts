@@ -192,6 +192,32 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.equal(data.donor_ip, null);
   });
 
+  test("a donation's fields in the URL's query string: a 422 naming each, to send them in the body, and nothing stored; other query parameters change nothing", async () => {
+    // Until 2026-11-30 they were ignored, and the 422 said the four required fields sent in the URL were "required" (an integrator's review).
+    const before = (await t.donations()).length;
+    const post = (query: string, payload: Record<string, unknown>) =>
+      t.app.inject({
+        method: 'POST',
+        url: `/api/v1/donation/create?${query}`,
+        headers: { authorization: t.charity.authorization, 'content-type': 'application/json' },
+        payload: JSON.stringify(payload),
+      });
+    const inUrl = await post('donor_email=a%40b.co&gift_aid=no&amount=1&donation_type=one-time', {});
+    assert.equal(inUrl.statusCode, 422);
+    const where = (label: string) => [`The ${label} must be sent in the request body, not in the URL's query string (a URL is kept in logs).`];
+    assert.deepEqual(inUrl.json(), {
+      message: 'The given data was invalid.',
+      errors: { donor_email: where('donor email'), gift_aid: where('gift aid'), amount: where('amount'), donation_type: where('donation type') },
+    });
+    // Sent in both: the URL's still refused, the body's not taken alone.
+    const both = await post('donor_first_name=Ann', exampleDonation());
+    assert.equal(both.statusCode, 422);
+    assert.deepEqual(both.json().errors, { donor_first_name: where('donor first name') });
+    assert.equal((await t.donations()).length, before);
+    const other = await post('utm_source=newsletter&v=2', exampleDonation());
+    assert.equal(other.statusCode, 200, other.body);
+  });
+
   test('a form as PHP sends it: a blank donation_date, zakat_donation or payment_method is no value; other blanks keep their rules', async () => {
     // Raw: a form body.
     const form = new URLSearchParams({
