@@ -252,7 +252,7 @@ export function giftaidCommand(): Command {
     .requiredOption('--charity <username>', 'the charity')
     .requiredOption('--from <YYYY-MM-DD>', 'donations dated on or after this UK day', dayArgument)
     .requiredOption('--to <YYYY-MM-DD>', 'donations dated on or before this UK day', dayArgument)
-    .option('--out <dir>', 'the folder to write the files to, created if missing', '.')
+    .requiredOption('--out <dir>', 'the folder to write the files to, created if missing')
     .option('--period-end <MM-DD>', "the day the charity's accounting period ends each year, as for giftaid claim", periodEndArgument)
     .option('--json', 'print {"files","needs_attention","donations","total","shortened"}')
     .action(async (opts: { charity: string; from: string; to: string; out: string; periodEnd?: string; json?: boolean }) => {
@@ -416,6 +416,8 @@ async function findCharity(store: Store, username: string): Promise<{ id: number
 
 /** The --out folder: a usage error if it, or a folder above it, is something else than a folder. Nothing is created yet. */
 async function outputFolder(out: string): Promise<string> {
+  // resolve('') is the current folder: donors' names and addresses were written wherever the command ran (an operator's review).
+  if (out.trim() === '') throw new UsageError('--out is empty: give the folder to write the files to');
   const dir = resolve(out);
   const info = await stat(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;

@@ -636,6 +636,15 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const missingOut = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username]);
         assert.equal(missingOut.code, 2);
         assert.match(missingOut.stderr, /required option '--out <dir>' not specified/);
+        // Each writes donors' names and addresses: never into whatever folder the command ran in (until 2026-11-30, `--out ""` did, and the preview did by default).
+        const previewWithoutOut = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', recent, '--to', today]);
+        assert.equal(previewWithoutOut.code, 2, previewWithoutOut.stderr);
+        assert.match(previewWithoutOut.stderr, /required option '--out <dir>' not specified/);
+        for (const args of [['claim', '--charity', ctx.charity.username], ['files', '1'], ['schedule', '--charity', ctx.charity.username, '--from', recent, '--to', today]]) {
+          const empty = await almoner(ctx.databaseUrl, ['giftaid', ...args, '--out', '']);
+          assert.equal(empty.code, 2, `${args[0]}: ${empty.stderr}`);
+          assert.match(empty.stderr, /--out is empty: give the folder to write the files to/, args[0]);
+        }
         const file = join(dir, 'a-file');
         writeFileSync(file, '');
         const r = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', file]);
