@@ -56,9 +56,9 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
 }
 
 /**
- * What a server does with Almoner's tables on PostgreSQL: a create's row (and its id's sequence), its
- * key and its commit token, credentials read, and the hourly purge of keys and tokens. Each is one
- * privilege: has_table_privilege('t', 'a, b') is true when any of them is held.
+ * What a server does with Almoner's tables on PostgreSQL: a create's row (and its id, taken from the
+ * sequence with nextval), its key and its commit token, credentials read, and the hourly purge of
+ * keys and tokens. One privilege each: has_table_privilege('t', 'a, b') is true when any is held.
  */
 const SERVER_PRIVILEGES: ReadonlyArray<readonly [table: string, privilege: 'select' | 'insert' | 'delete']> = [
   ['charities', 'select'],
@@ -76,17 +76,22 @@ const SERVER_PRIVILEGES: ReadonlyArray<readonly [table: string, privilege: 'sele
  * A server's database user on PostgreSQL that lacks a privilege the server needs, refused (exit 2)
  * with the grants that put it right. Until 2026-11-30 a user that could read the tables but not
  * insert (no USAGE on the donations' sequence, the usual slip) started, said it was ready and
- * answered every create 500 (an operator's review). SQLite's own case is the file's (open.ts's checkWritable).
+ * answered every create 500 (an operator's review). Only what surely fails is refused, as a user
+ * that works must not be stopped by an upgrade (a review of the first version, which refused
+ * three): a select or an insert granted on some columns only passes (has_any_column_privilege; a
+ * delete is the whole table's), and the sequence's UPDATE, which nextval takes as well as USAGE
+ * (pg_write_all_data grants it), passes too. SQLite's own case is the file's (open.ts's checkWritable).
  */
 export async function refuseServerWithoutPrivileges(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   if (dialect !== 'postgres') return;
   const needed = sql.join(SERVER_PRIVILEGES.map(([table, privilege]) => sql`(${table}, ${privilege})`));
   const { rows } = await sql<{ grant: string }>`
     select 'grant ' || p || ' on ' || t || ' to ' || quote_ident(current_user) as grant
-      from (values ${needed}) as needed(t, p) where not has_table_privilege(t, p)
+      from (values ${needed}) as needed(t, p)
+      where not case when p = 'delete' then has_table_privilege(t, p) else has_any_column_privilege(t, p) end
     union all
     select 'grant usage on sequence ' || s || ' to ' || quote_ident(current_user)
-      from (select pg_get_serial_sequence('donations', 'id') as s) as sequence where not has_sequence_privilege(s, 'usage')`.execute(db);
+      from (select pg_get_serial_sequence('donations', 'id') as s) as sequence where not has_sequence_privilege(s, 'usage, update')`.execute(db);
   if (rows.length === 0) return;
   throw new ConfigError(
     `this database user may not do what the server does with Almoner's tables: as their owner, ${rows.map((r) => r.grant).join('; ')}; ` +

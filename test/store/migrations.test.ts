@@ -316,6 +316,18 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       await (await openServerStore(location)).close(); // the grants it named are enough
       await admin.query(`revoke delete on commit_tokens, idempotency_keys from ${role}`);
       await assert.rejects(openServerStore(location), /as their owner, grant delete on idempotency_keys to almoner_test_reader_\d+; grant delete on commit_tokens to almoner_test_reader_\d+; or connect/);
+      await admin.query(`grant delete on commit_tokens, idempotency_keys to ${role}`);
+      // What works is not refused (a review of the first version refused all three): the sequence's UPDATE, which nextval
+      // takes as well as USAGE; a select granted on the columns alone; PostgreSQL's own roles for an application's data.
+      await admin.query(`revoke usage on sequence donations_id_seq from ${role}`);
+      await admin.query(`grant update on sequence donations_id_seq to ${role}`);
+      await admin.query(`revoke select on charities from ${role}`);
+      const { rows: columns } = await admin.query<{ name: string }>(`select column_name as name from information_schema.columns where table_name = 'charities'`);
+      await admin.query(`grant select (${columns.map((c) => c.name).join(', ')}) on charities to ${role}`);
+      await (await openServerStore(location)).close();
+      await admin.query(`drop owned by ${role}`);
+      await admin.query(`grant pg_read_all_data, pg_write_all_data to ${role}`);
+      await (await openServerStore(location)).close();
     } finally {
       await admin.query(`drop owned by ${role}`).catch(() => {});
       await admin.end();
