@@ -159,6 +159,13 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     assert.equal(document.status, 200, document.text);
     const servers = json(document).servers as Array<{ url: string }>;
     assert.equal(servers[0]!.url, `https://127.0.0.1:${main.port}/api/v1`);
+    // A host nginx matches by what comes before its colon, with another after a comma, is not passed on as sent: Almoner took
+    // the last of X-Forwarded-Host's list (a review of the first version of this fix).
+    for (const host of ['127.0.0.1:1,evil.example', '127.0.0.1:1,evil.example:443']) {
+      const odd = await viaNginx('/api/v1/openapi.json', { method: 'GET', headers: { host } });
+      assert.equal(odd.status, 200, `${host}: ${odd.text}`);
+      assert.equal((json(odd).servers as Array<{ url: string }>)[0]!.url, 'https://127.0.0.1/api/v1', host);
+    }
   });
 
   test('requests pass through over HTTPS: /me, a create, /health/ready', async () => {
