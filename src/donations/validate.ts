@@ -201,14 +201,14 @@ export const VALUE_WHEN_ABSENT: ReadonlyMap<string, unknown> = new Map(
 );
 
 /**
- * The donation's fields a request's query string names (`query`, as Fastify parses it), each with
- * its error, or undefined when it names none. Laravel would merge them into the input; taken, a
- * donor's details would sit in every log of the URL on the way (a proxy's, a load balancer's), and
- * ignored, the 422 said "is required" of fields that were sent (an integrator's review).
+ * The donation's fields among the names a request's query string gives (as a form's are read, PHP's
+ * way), each with its error, or undefined when it names none. Laravel would merge them into the
+ * input; taken, a donor's details would sit in every log of the URL on the way (a proxy's, a load
+ * balancer's), and ignored, the 422 said "is required" of fields that were sent (an integrator's review).
  */
-export function fieldsInQuery(query: Record<string, unknown>): ValidationErrors | undefined {
+export function fieldsInQuery(names: readonly string[]): ValidationErrors | undefined {
   let errors: ValidationErrors | undefined;
-  for (const f of DONATION_FIELDS) if (Object.hasOwn(query, f.name)) (errors ??= {})[f.name] = [msg.inQuery(f)];
+  for (const f of DONATION_FIELDS) if (names.includes(f.name)) (errors ??= {})[f.name] = [msg.inQuery(f)];
   return errors;
 }
 

@@ -196,6 +196,9 @@ function phpName(key: string): { name: string; array: boolean } {
   return { name: (array ? trimmed.slice(0, open) : trimmed).replace(/[ .[]/g, '_'), array };
 }
 
+/** A form's or a query string's key as PHP names its variable (phpName), without its array syntax. */
+export const formFieldName = (key: string): string => phpName(key).name;
+
 const jsonAsForm = () => new HttpError(415, 'The body is JSON but was sent as a form (application/x-www-form-urlencoded): send it with Content-Type: application/json.');
 
 /** The media types a body may have (the parsers registerBodyParsing adds), and what each is called in a message. */

@@ -214,6 +214,12 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
     assert.equal(both.statusCode, 422);
     assert.deepEqual(both.json().errors, { donor_first_name: where('donor first name') });
     assert.equal((await t.donations()).length, before);
+    // Named as a form's keys are, PHP's way (a review of the first version, which took the exact names alone).
+    for (const [query, field, label] of [['donor.email=a%40b.co', 'donor_email', 'donor email'], ['donor+city=Leeds', 'donor_city', 'donor city'], ['donor_phone[]=1', 'donor_phone', 'donor phone'], ['+amount=1', 'amount', 'amount']]) {
+      const res = await post(query!, exampleDonation());
+      assert.equal(res.statusCode, 422, query);
+      assert.deepEqual(res.json().errors, { [field!]: where(label!) }, query);
+    }
     const other = await post('utm_source=newsletter&v=2', exampleDonation());
     assert.equal(other.statusCode, 200, other.body);
   });

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { createRequire } from 'node:module';
 import { DESCRIBED_ONLY } from '../../src/donations/schema.js';
+import { formFieldName } from '../../src/http/body.js';
 import { buildOpenApiDocument } from '../../src/http/openapi.js';
 
 // ajv-formats is CommonJS, and its typings describe its ESM-interop default: require it as it is.
@@ -130,7 +131,7 @@ export class OpenApiConformance {
    * the URL's query string, which the request body's description refuses.
    */
   #checkRefusal(where: string, x: Exchange): string[] {
-    const inQuery = new URL(x.url, 'http://localhost').searchParams;
+    const inQuery = new Set([...new URL(x.url, 'http://localhost').searchParams.keys()].map(formFieldName));
     let errors: Record<string, string[]>;
     try {
       errors = JSON.parse(x.responseBody).errors ?? {};

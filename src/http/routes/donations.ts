@@ -4,6 +4,7 @@ import { toDonationRecord, type DonationRecord } from '../../donations/donation.
 import { CREATE_RESPONSE_SCHEMA, VALIDATION_ERROR_SCHEMA } from '../../donations/schema.js';
 import { fieldsInQuery, validateDonation } from '../../donations/validate.js';
 import { KeyTakenError, type Store } from '../../store/store.js';
+import { formFieldName } from '../body.js';
 import { inTurn } from '../connections.js';
 import { fingerprint, formerFingerprints, IDEMPOTENCY, idempotencyKeyOf, inFlight } from '../idempotency.js';
 
@@ -26,7 +27,7 @@ export async function donationRoutes(app: FastifyInstance, { authenticate, limit
   const keysInFlight = new Set<string>();
   app.post('/donation/create', { onRequest: [authenticate, limitCreates], preHandler: stillAuthenticated, schema }, async (request, reply) => {
     const key = idempotencyKeyOf(request.raw);
-    const inUrl = request.raw.url!.includes('?') ? fieldsInQuery(request.query as Record<string, unknown>) : undefined;
+    const inUrl = request.raw.url!.includes('?') ? fieldsInQuery(Object.keys(request.query as object).map(formFieldName)) : undefined;
     if (inUrl) return reply.code(422).send({ message: INVALID, errors: inUrl });
     // No body at all is an empty form; the parsers guarantee anything else is a plain object.
     const result = validateDonation((request.body ?? {}) as Record<string, unknown>);
