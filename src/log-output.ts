@@ -24,7 +24,16 @@
 // commits on the same disk waited behind it (a p99 of SQLite's creates of 34.6 to 77.8 ms in the
 // loads that met it, 6.6 to 8.6 ms with this, docs/performance.md). A file written by another
 // process (journald's, dockerd's) is beyond reach: deploy/60-almoner-writeback.conf is for those.
+//
+// A log that cannot be written (its disk full, its reader gone or stopped) loses lines, never the
+// service: until 2026-11-30 a failed write threw out of the turn's end and killed the process, and
+// a restart on the full disk died again, and a reader stopped (SIGSTOP) held every request forever
+// (a faults review). A write that fails is dropped with the rest of its turn's lines, counted; a
+// reader that takes nothing for STALLED_MS has its lines dropped until it takes some again (a slow
+// one still slows the server down, as before). Once a write goes through again, `resumed` is told
+// how many lines were lost, and why, for the server to log.
 import { fdatasync, fstatSync, writeSync } from 'node:fs';
+import { monotonicClock, type Clock } from './time.js';
 import { eachTurn } from './turn.js';
 
 export interface LogOutput {
@@ -47,11 +56,30 @@ export const FLUSH_AFTER_BYTES = 1024 * 1024;
 /** The buffer a turn's lines are encoded into, and written from in writes of at most ATOMIC_WRITE_BYTES. */
 const BUFFER_BYTES = 64 * 1024;
 
+/** The message of the line that says how many lines were lost, once the log takes them again. */
+export const LOG_LINES_LOST = 'log lines were lost: the log could not be written';
+
+/** How long a full pipe may take nothing before its lines are dropped rather than waited for (see the top). */
+export const STALLED_MS = 1000;
+
 export interface LogOutputOptions {
   /** How bytes are written (fs.writeSync): a test records each write. */
   write?: (fd: number, bytes: Uint8Array, offset: number) => number;
   /** How a log file is written out (fs.fdatasync): a test counts the calls. */
   flushBehind?: (fd: number, done: () => void) => void;
+  /** Told, once a write goes through again, how many lines were lost and the error that lost the first of them ('stalled' for a reader that took nothing). */
+  resumed?: (lost: number, why: string) => void;
+  /** Milliseconds, for STALLED_MS: a test moves it. */
+  clock?: Clock;
+}
+
+const NEWLINE = Buffer.from('\n');
+
+/** Lines in `bytes` (each ends in a newline). */
+function linesIn(bytes: Uint8Array): number {
+  let n = 0;
+  for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) n++;
+  return n;
 }
 
 /**
@@ -61,43 +89,91 @@ export interface LogOutputOptions {
  * may have written in between. A regular file is written out behind the writes, every
  * FLUSH_AFTER_BYTES.
  */
-export function logOutput(fd = 1, { write = writeSync, flushBehind = fdatasync }: LogOutputOptions = {}): LogOutput {
+export function logOutput(
+  fd = 1,
+  { write = writeSync, flushBehind = fdatasync, resumed = () => {}, clock = monotonicClock }: LogOutputOptions = {},
+): LogOutput {
   const isFile = fstatSync(fd).isFile();
   let unflushed = 0; // bytes written to the file since the last fdatasync began
   let flushing = false;
-  const writeAll = (bytes: Uint8Array) => {
-    if (isFile) unflushed += bytes.length;
-    for (let at = 0; at < bytes.length; ) {
+  let lost = 0; // lines dropped since the last write that went through
+  let why = '';
+  let stalledSince: number | undefined; // when a full pipe last took nothing, while it still does
+  let lineCut = false; // a line was dropped partway through: the next write ends it first, so the line after is whole
+  /** Writes `bytes` whole, or drops from where a write failed (returning false): the rest of the turn is dropped too. */
+  const writeAll = (bytes: Uint8Array): boolean => {
+    if (lineCut) {
       try {
-        at += write(fd, bytes, at);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1); // a non-blocking pipe that is full: wait a moment
+        lineCut = write(fd, NEWLINE, 0) !== 1;
+      } catch {
+        // still failing: these lines are lost too
+      }
+      if (lineCut) {
+        lost += linesIn(bytes);
+        return false;
       }
     }
+    for (let at = 0; at < bytes.length; ) {
+      let wrote: number;
+      try {
+        wrote = write(fd, bytes, at);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? String(err);
+        if (code === 'EAGAIN') {
+          // A non-blocking pipe that is full: wait a moment, unless it has taken nothing for STALLED_MS.
+          stalledSince ??= clock();
+          if (clock() - stalledSince < STALLED_MS) {
+            Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+            continue;
+          }
+        }
+        if (lost === 0) why = code === 'EAGAIN' ? 'stalled' : code;
+        lost += linesIn(bytes.subarray(at));
+        if (at > 0 && bytes[at - 1] !== 10) lineCut = true;
+        return false;
+      }
+      at += wrote;
+      if (isFile) unflushed += wrote;
+      stalledSince = undefined;
+      if (lost > 0) {
+        const [n, cause] = [lost, why];
+        lost = 0;
+        resumed(n, cause);
+      }
+    }
+    return true;
+  };
+  /** A write that failed drops the rest of its turn's lines: counted, not tried. */
+  let dropping = false;
+  const writeOrDrop = (bytes: Uint8Array) => {
+    if (dropping) lost += linesIn(bytes);
+    else dropping = !writeAll(bytes);
   };
   const buffer = Buffer.allocUnsafe(BUFFER_BYTES);
   const turn = eachTurn<string>((lines) => {
+    dropping = false;
+    // A pipe still stalled is tried once a turn, not waited for: a turn's lines are not held STALLED_MS each.
+    if (stalledSince !== undefined) stalledSince = clock() - STALLED_MS;
     let start = 0; // the first byte encoded and not yet written
     let end = 0; // the end of the bytes encoded so far
     for (const line of lines) {
       // A character takes at most 3 bytes in UTF-8 for each of its UTF-16 units.
       if (line.length * 3 > buffer.length - end) {
-        if (end > start) writeAll(buffer.subarray(start, end));
+        if (end > start) writeOrDrop(buffer.subarray(start, end));
         start = end = 0;
         if (line.length * 3 > buffer.length) {
-          writeAll(Buffer.from(line)); // a line longer than the buffer: alone
+          writeOrDrop(Buffer.from(line)); // a line longer than the buffer: alone
           continue;
         }
       }
       const length = buffer.write(line, end);
       if (end + length - start > ATOMIC_WRITE_BYTES && end > start) {
-        writeAll(buffer.subarray(start, end)); // the lines before this one, which would not fit with it
+        writeOrDrop(buffer.subarray(start, end)); // the lines before this one, which would not fit with it
         start = end;
       }
       end += length;
     }
-    if (end > start) writeAll(buffer.subarray(start, end));
+    if (end > start) writeOrDrop(buffer.subarray(start, end));
     if (unflushed >= FLUSH_AFTER_BYTES && !flushing) {
       flushing = true;
       unflushed = 0;

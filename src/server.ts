@@ -8,7 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigError, DEFAULT_DATABASE_URL, describeDatabase, parseDatabaseUrl, portTaken, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './loggable.js';
-import { logOutput } from './log-output.js';
+import { LOG_LINES_LOST, logOutput } from './log-output.js';
 import { openRedis, reportRedis, Throttle } from './http/throttle.js';
 import { openServerStore } from './store/open.js';
 import { answerMetricsRequests, isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
@@ -67,7 +67,9 @@ export async function serve(config: Config): Promise<void> {
   // server makes one write call a turn, not one a request, and workers sharing stdout never split
   // each other's lines (see log-output.ts). Lines of the current turn are written before every
   // process.exit() below (a SIGKILL may lose them).
-  const logs = logOutput(1);
+  // A log that cannot be written loses lines, never the service (log-output.ts): once it takes them again, how many were lost is logged.
+  const lostLines = { warn: (_lost: number, _why: string) => {} };
+  const logs = logOutput(1, { resumed: (lost, why) => lostLines.warn(lost, why) });
   const exit = (code: number) => {
     logs.flushSync();
     process.exit(code);
@@ -95,6 +97,7 @@ export async function serve(config: Config): Promise<void> {
     connections: { perAddress: config.connectionsPerAddress },
   });
   if (redis) reportRedis(redis, app.log);
+  lostLines.warn = (lost, why) => app.log.warn({ lost_lines: lost, why }, LOG_LINES_LOST);
 
   let metricsApp: FastifyInstance | undefined;
   let stopping = false;

@@ -6,7 +6,7 @@ import { closeSync, fdatasync, openSync, readFileSync, rmSync, writeSync } from 
 import { join } from 'node:path';
 import { setImmediate as turnEnd, setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { ATOMIC_WRITE_BYTES, FLUSH_AFTER_BYTES, logOutput } from '../src/log-output.js';
+import { ATOMIC_WRITE_BYTES, FLUSH_AFTER_BYTES, logOutput, STALLED_MS } from '../src/log-output.js';
 import { tempDir } from './support/backends.js';
 
 const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `{"n":${i},"tag":"${tag}","text":"caf\u00e9 \u2603"}\n`);
@@ -169,4 +169,117 @@ test('two processes writing to one pipe at once, with a slow reader, never split
     assert.equal(entry.i, next[entry.tag]++, `${entry.tag}'s lines in order`);
   }
   assert.deepEqual(next, { a: LINES, b: LINES });
+});
+
+/** A write that fails with `code`, as fs.writeSync throws it. */
+const failing = (code: string) => Object.assign(new Error(`${code}: write failed`), { code });
+
+// Until 2026-11-30 a failed write threw out of the turn's end and killed the server: its log's disk
+// full (and again at each restart), or its reader gone; a reader stopped held every request (a faults review).
+test('a log that cannot be written loses lines, never the process: a full disk, a reader gone; once it takes lines again, how many were lost is told', async () => {
+  const written: string[] = [];
+  let fault: string | undefined = 'ENOSPC';
+  const told: [number, string][] = [];
+  const nul = openSync('/dev/null', 'w');
+  const out = logOutput(nul, {
+    write: (_fd, bytes, offset) => {
+      if (fault) throw failing(fault);
+      written.push(Buffer.from(bytes.subarray(offset)).toString());
+      return bytes.length - offset;
+    },
+    resumed: (lost, why) => told.push([lost, why]),
+  });
+  const sent = lines(3000, 'full'); // several writes a turn: the first fails, the rest of the turn is dropped untried
+  for (const line of sent.slice(0, 1000)) out.write(line);
+  await turnEnd();
+  for (const line of sent.slice(1000, 2000)) out.write(line);
+  out.flushSync();
+  assert.deepEqual(written, []);
+  assert.deepEqual(told, [], 'nothing told while it fails');
+  fault = undefined;
+  for (const line of sent.slice(2000)) out.write(line);
+  await turnEnd();
+  assert.equal(written.join(''), sent.slice(2000).join(''));
+  assert.deepEqual(told, [[2000, 'ENOSPC']], 'told once, with the first error');
+  fault = 'EPIPE';
+  out.write(sent[0]!);
+  out.flushSync();
+  fault = undefined;
+  out.write(sent[1]!);
+  out.flushSync();
+  assert.deepEqual(told, [[2000, 'ENOSPC'], [1, 'EPIPE']]);
+  closeSync(nul);
+});
+
+test('a reader that takes nothing for STALLED_MS has its lines dropped, a turn not held for it again while it still takes nothing; a slow one loses nothing', async () => {
+  let now = 0;
+  let full = true;
+  const written: string[] = [];
+  const told: [number, string][] = [];
+  const nul = openSync('/dev/null', 'w');
+  const out = logOutput(nul, {
+    clock: () => now,
+    write: (_fd, bytes, offset) => {
+      now += 50; // each try, 50 ms on the clock
+      if (full) throw failing('EAGAIN');
+      written.push(Buffer.from(bytes.subarray(offset)).toString());
+      return bytes.length - offset;
+    },
+    resumed: (lost, why) => told.push([lost, why]),
+  });
+  out.write('{"a":1}\n');
+  out.flushSync();
+  assert.ok(now >= STALLED_MS && now < STALLED_MS + 200, `waited ${now} ms, STALLED_MS then dropped`);
+  const before = now;
+  out.write('{"a":2}\n');
+  out.flushSync();
+  assert.equal(now - before, 50, 'a pipe still stalled is tried once, not waited for');
+  full = false;
+  out.write('{"a":3}\n');
+  out.flushSync();
+  assert.deepEqual(written, ['{"a":3}\n']);
+  assert.deepEqual(told, [[2, 'stalled']]);
+
+  // A slow reader: full for a moment, under STALLED_MS, at every write. Nothing is lost.
+  let tries = 0;
+  const slowWritten: string[] = [];
+  const slow = logOutput(nul, {
+    clock: () => now,
+    write: (_fd, bytes, offset) => {
+      now += 100;
+      if (++tries % 5 !== 0) throw failing('EAGAIN'); // 400 ms of nothing, then it takes the write
+      slowWritten.push(Buffer.from(bytes.subarray(offset)).toString());
+      return bytes.length - offset;
+    },
+  });
+  const sent = lines(20, 'slow');
+  for (const line of sent) slow.write(line);
+  slow.flushSync();
+  assert.equal(slowWritten.join(''), sent.join(''));
+  closeSync(nul);
+});
+
+test('a line cut short by a failed write is ended before the next write, so the lines after it stay whole', () => {
+  const written: string[] = [];
+  let calls = 0;
+  const nul = openSync('/dev/null', 'w');
+  const out = logOutput(nul, {
+    write: (_fd, bytes, offset) => {
+      calls++;
+      if (calls === 1) {
+        written.push(Buffer.from(bytes.subarray(offset, offset + 10)).toString());
+        return 10; // a short write: the disk filled partway
+      }
+      if (calls === 2) throw failing('ENOSPC');
+      written.push(Buffer.from(bytes.subarray(offset)).toString());
+      return bytes.length - offset;
+    },
+  });
+  const long = `{"long":"${'x'.repeat(70_000)}"}\n`; // past the buffer: written alone
+  out.write(long);
+  out.flushSync();
+  out.write('{"next":1}\n');
+  out.flushSync();
+  assert.deepEqual(written, [long.slice(0, 10), '\n', '{"next":1}\n']);
+  closeSync(nul);
 });

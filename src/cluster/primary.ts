@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
 import type * as Limiters from 'rate-limiter-flexible';
 import { portTaken, type Config } from '../config.js';
-import { logOutput } from '../log-output.js';
+import { LOG_LINES_LOST, logOutput } from '../log-output.js';
 import type { Store } from '../store/store.js';
 import { isMessage, toWorker, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc.js';
 
@@ -24,7 +24,7 @@ export const RESTARTS = { max: 5, windowMs: 60_000 };
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
 export async function runPrimary(config: Config): Promise<void> {
-  const logs = logOutput(1);
+  const logs = logOutput(1, { resumed: (lost, why) => log.warn({ lost_lines: lost, why }, LOG_LINES_LOST) });
   const log = pino({ level: config.logLevel }, logs);
   // On SQLite, the one writer of every worker's creates (cluster/creates.ts): the database is opened,
   // and its schema brought up to date, before any worker starts.

@@ -50,6 +50,11 @@ export class ServerProcess {
     return this.stdout.split('\n').filter((line) => line !== '');
   }
 
+  /** Stops reading the server's stdout and closes this end of its pipe, as a log reader that exits does: its writes then fail (EPIPE). */
+  closeStdout(): void {
+    this.child.stdout!.destroy();
+  }
+
   signal(signal: NodeJS.Signals): void {
     this.child.kill(signal);
   }
