@@ -26,6 +26,7 @@ import { openStore } from '../src/store/open.js';
 import { basic, exampleDonation, validDonation } from './support/app.js';
 import { BACKENDS, mountTmpfs, SQLITE, tempDir, type TestDatabase } from './support/backends.js';
 import { almoner, until } from './support/cli.js';
+import { proxyFor } from './support/proxy.js';
 import { ServerProcess } from './support/server.js';
 
 /** One request on a connection of its own, so that requests are spread over the workers. */
@@ -569,6 +570,38 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
       for (const pid of workerPids(server)) assert.equal(alive(pid), false, `worker ${pid} still running`);
     } finally {
       server.kill();
+      await database.drop();
+    }
+  });
+
+  const postgres = BACKENDS.find((b) => b.name === 'postgres');
+  test('a worker that dies while PostgreSQL is away: its replacement is tried again until the database is back, the other worker serving meanwhile', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, async () => {
+    // Until 2026-11-30 the primary stopped everything at the first replacement that did not start, and nothing served once the database came back (a faults review).
+    const database = await postgres!.createDatabase();
+    const { proxy, url } = await proxyFor(database.url);
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Outage', '--email', 'outage@example.org', '--json']);
+    const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
+    const server = await start({ ...database, url }, { LOG_LEVEL: 'info' });
+    try {
+      proxy.cut('reset');
+      const [victim, survivor] = workerPids(server);
+      process.kill(victim!, 'SIGKILL');
+      const retried = () => logEntries(server).filter((e) => String(e.msg).startsWith('its replacement did not start'));
+      await until('a replacement fails and is tried again', 10_000, () => retried().length >= 2, () => server.stdout.slice(-2000));
+      assert.match(String(retried()[0]!.msg), /; starting another in 1 s$/);
+      assert.match(String(retried()[1]!.msg), /; starting another in 2 s$/);
+      assert.ok(alive(survivor!), 'the other worker still runs');
+      const health = await send(server.url, '/health', { method: 'GET' });
+      assert.equal(health.status, 200, health.body);
+      proxy.restore();
+      await until('a replacement listens once the database is back', 15_000, () => workerPids(server).length === 3, () => server.stdout.slice(-2000));
+      const answers = await Promise.all(Array.from({ length: 20 }, () => send(server.url, '/api/v1/me', { authorization: basic(username, password) })));
+      assert.deepEqual(answers.map((a) => a.status), Array(20).fill(200));
+      const { code } = await server.stop('SIGTERM', 15_000);
+      assert.equal(code, 0, server.stderr);
+    } finally {
+      server.kill();
+      await proxy.close();
       await database.drop();
     }
   });

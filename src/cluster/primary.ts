@@ -20,6 +20,14 @@ import { isMessage, toWorker, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc
 
 /** More unexpected exits than this within the window, and the primary gives up (exit status 1) rather than restart forever. */
 export const RESTARTS = { max: 5, windowMs: 60_000 };
+/**
+ * A replacement that does not start (its database away, as a PostgreSQL outage has it) is started
+ * again after firstMs, then twice as long each time up to maxMs, while the other workers serve, as
+ * systemd restarts one process; until 2026-11-30 the primary stopped them all at the first, and a
+ * database's blip took the whole server down for good (a faults review). One that says a setting is
+ * wrong (exit status 2) stops the primary, as no try can change that.
+ */
+export const REPLACEMENT_RETRY = { firstMs: 1000, maxMs: 30_000 };
 /** Each worker has 10 s to finish its requests in flight (server.ts); past this, the primary kills what is left. */
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
@@ -63,10 +71,7 @@ export async function runPrimary(config: Config): Promise<void> {
           if (workers.size === 0) exit(status);
           return;
         }
-        if (!listening.has(worker)) {
-          status = code || 1;
-          return reject(new Error(`worker ${index} exited with ${signal ?? `status ${code}`}`));
-        }
+        if (!listening.has(worker)) return reject(Object.assign(new Error(`worker ${index} exited with ${signal ?? `status ${code}`}`), { status: code || 1 }));
         const now = Date.now();
         exits.push(now);
         while (exits[0]! <= now - RESTARTS.windowMs) exits.shift();
@@ -76,12 +81,23 @@ export async function runPrimary(config: Config): Promise<void> {
           return stop();
         }
         log.error({ worker: index, code, signal }, 'a worker exited; starting another in its place');
-        start(index).catch((err: Error) => {
-          log.fatal({ worker: index }, `its replacement did not start (${err.message}): stopping`);
-          stop();
-        });
+        replace(index, REPLACEMENT_RETRY.firstMs);
       });
     });
+
+  /** Starts a worker in place of one that exited, again and again (REPLACEMENT_RETRY) while it does not start. */
+  const replace = (index: number, retryMs: number): void => {
+    start(index).catch((err: Error & { status: number }) => {
+      if (stopping) return;
+      if (err.status === 2) {
+        status = 2;
+        log.fatal({ worker: index }, `its replacement did not start (${err.message}): a setting is wrong; stopping`);
+        return stop();
+      }
+      log.error({ worker: index }, `its replacement did not start (${err.message}); starting another in ${retryMs / 1000} s`);
+      setTimeout(() => stopping || replace(index, Math.min(2 * retryMs, REPLACEMENT_RETRY.maxMs)), retryMs);
+    });
+  };
 
   const stop = (signal?: NodeJS.Signals) => {
     if (stopping) return;
@@ -127,13 +143,14 @@ export async function runPrimary(config: Config): Promise<void> {
   // everything here, with the worker's own message on stderr and its exit status.
   try {
     await start(0);
-  } catch {
-    return exit(status);
+  } catch (err) {
+    return exit((err as { status: number }).status);
   }
   if (stopping) return;
   try {
     await Promise.all(Array.from({ length: config.workers - 1 }, (_, i) => start(i + 1)));
   } catch (err) {
+    status = (err as { status: number }).status;
     log.fatal(`a worker did not start (${(err as Error).message}): stopping`);
     stop();
   }
