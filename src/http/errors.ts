@@ -174,6 +174,13 @@ export function answerConnect(_request: unknown, socket: Socket): void {
  */
 export function requireHost(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
   const raw = request.raw;
+  // Node keeps the first MAX_HEADER_LINES lines in `headers` and drops the rest unsaid: an
+  // Idempotency-Key past them read as none, and a retry stored the donation twice (a faults review),
+  // as an Authorization or a Content-Type past them would be misread. No client sends that many.
+  if (raw.rawHeaders.length > 2 * MAX_HEADER_LINES) {
+    void reply.code(431).header('connection', 'close').send({ message: TOO_MANY_HEADER_LINES });
+    return;
+  }
   if (raw.headers.host === undefined && raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1) {
     void reply.code(400).send({ message: 'The request has no Host header, which HTTP/1.1 requires.' });
     return;
@@ -188,6 +195,10 @@ export function requireHost(request: FastifyRequest, reply: FastifyReply, done: 
   }
   done();
 }
+
+/** The header lines Node keeps in a request's `headers` (its maxHeadersCount of 2,000 fields, halved: a line is a name and a value). */
+export const MAX_HEADER_LINES = 1000;
+export const TOO_MANY_HEADER_LINES = `The request has more than ${MAX_HEADER_LINES.toLocaleString('en-GB')} header lines.`;
 
 /** Headers a request may have only one of (Idempotency-Key too: idempotencyKeyOf). */
 const ONE_ONLY = [

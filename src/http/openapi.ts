@@ -15,7 +15,7 @@ import {
   VALIDATION_ERROR_SCHEMA,
 } from '../donations/schema.js';
 import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
-import { NOT_A_MEDIA_TYPE } from './errors.js';
+import { MAX_HEADER_LINES, NOT_A_MEDIA_TYPE } from './errors.js';
 import { codeSamples } from './code-samples.js';
 import { BLANK_IS_ABSENT, BODY_LIMIT } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
@@ -282,7 +282,11 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           'The request has an `Expect` header other than `100-continue`; the connection is closed.',
           'Only "Expect: 100-continue" is supported: send the request without this Expect header.',
         ),
-        HeadersTooLarge: beforeRequestResponse('The request\'s headers are larger than the server takes; the connection is closed.', 'The request headers are too large.'),
+        HeadersTooLarge: {
+          description: `The request's headers are larger than the server takes (16 KiB), or more than ${MAX_HEADER_LINES.toLocaleString('en-GB')} lines; the connection is closed. Over 16 KiB, it is sent before the request is read, so without an X-Request-Id.`,
+          headers: { 'X-Request-Id': { description: 'Identifies the request in the logs; absent on the 431 for headers over 16 KiB, sent before the request was read.', schema: { type: 'string' } } },
+          content: json(ref('schemas', 'Error'), { message: 'The request headers are too large.' }),
+        },
         PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT / 1024 / 1024} MiB.`, 'The request body must not be larger than 1 MiB.'),
         UnsupportedMediaType: errorResponse(
           'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8, or is JSON sent as a form, or has a Content-Encoding (such as gzip) or a Transfer-Encoding other than chunked: send it uncompressed.',
