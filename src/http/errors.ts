@@ -6,6 +6,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { loggable } from '../loggable.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { discardBody } from './body.js';
+import { monotonicClock, type Clock } from '../time.js';
 
 /** An error whose message is meant for the client. */
 export class HttpError extends Error {
@@ -30,10 +31,35 @@ const FASTIFY_MESSAGES: Record<string, string> = {
 };
 
 /**
+ * How often a 503's "database unavailable" is logged in full, its error and stack: the others in
+ * between are counted, and the next line logged says how many (`alike_before`). Each is still in
+ * its access line. Logged every time, an outage's 503s (9,272 in 10 s) wrote 1.3 MB of the log a
+ * second, 4.6 GB an hour, on the disk a full log would stop (a faults review).
+ */
+export const UNAVAILABLE_LOGGED_EVERY_MS = 1000;
+
+/** Calls `log` at most once every `everyMs`, with how many calls it skipped since the last. */
+function loggedOncePer(everyMs: number, clock: Clock): (log: (skipped: number) => void) => void {
+  let last = -Infinity;
+  let skipped = 0;
+  return (log) => {
+    const now = clock();
+    if (now - last < everyMs) {
+      skipped++;
+      return;
+    }
+    last = now;
+    log(skipped);
+    skipped = 0;
+  };
+}
+
+/**
  * The error handler; returns the plugin that answers a request with no route (404, 405), to be
  * registered after the hooks every answer meets, which it then meets too.
  */
-export function registerErrorHandling(app: FastifyInstance) {
+export function registerErrorHandling(app: FastifyInstance, { clock = monotonicClock }: { clock?: Clock } = {}) {
+  const unavailable = loggedOncePer(UNAVAILABLE_LOGGED_EVERY_MS, clock);
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // Node's error for a request whose client went before its body was all in: ECONNRESET, as a
     // database's lost connection is, but nobody to answer and nothing wrong here. It was logged as
@@ -43,7 +69,7 @@ export function registerErrorHandling(app: FastifyInstance) {
       return reply.code(400).send({ message: 'The connection was closed before the request body was all sent.' });
     }
     if (isDatabaseUnavailable(err)) {
-      request.log.warn({ err: loggable(err) }, 'database unavailable');
+      unavailable((alike) => request.log.warn({ err: loggable(err), ...(alike > 0 && { alike_before: alike }) }, 'database unavailable'));
       return reply
         .code(503)
         .header('Retry-After', '1')

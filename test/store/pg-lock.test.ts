@@ -69,9 +69,9 @@ describe('PostgreSQL: a lock held past a create’s deadline', { skip: postgres 
       const [plain, keyed] = await Promise.all([create('held-plain@example.org'), create('held-keyed@example.org', 'held-key-1')]);
       assert.equal(plain.statusCode, 503, plain.body);
       assert.equal(keyed.statusCode, 503, keyed.body);
-      // Answered as nothing stored, not as of unknown outcome.
+      // Answered as nothing stored, not as of unknown outcome (the two together are logged once: errors.ts, UNAVAILABLE_LOGGED_EVERY_MS).
       const said = lines.filter((l) => l.includes('database unavailable'));
-      assert.ok(said.length >= 2 && said.every((l) => l.includes('ALMONER_DATABASE_DEADLINE') && !l.includes('ALMONER_COMMIT_UNKNOWN')), said.join('\n'));
+      assert.ok(said.length >= 1 && said.every((l) => l.includes('ALMONER_DATABASE_DEADLINE') && !l.includes('ALMONER_COMMIT_UNKNOWN')), said.join('\n'));
       await outsider.query('commit');
       released = true;
       // The statements held up by the lock now run, and fail on the tokens the claims took.

@@ -5,11 +5,13 @@
 // moment later: a 503 with Retry-After, as SQLite's read-only storage and a lock held past the deadline
 // are, never a 500 that tells the client the fault is Almoner's. PostgreSQL only.
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { signUpCharity } from '../../src/charities/signup.js';
+import { UNAVAILABLE_LOGGED_EVERY_MS } from '../../src/http/errors.js';
 import { Throttle } from '../../src/http/throttle.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
@@ -114,6 +116,39 @@ describe('PostgreSQL refusing writes for a moment [postgres]', { skip: postgres 
       await limited.close();
       await queryPostgres(database.url, `drop owned by ${role}`);
       await queryPostgres(database.url, `drop role ${role}`);
+    }
+  });
+
+  test('an outage\'s 503s are logged in full once a second, the rest counted into the next line (each was a warning with its stack: 1.3 MB of log a second)', async () => {
+    let now = 0;
+    const lines: Record<string, unknown>[] = [];
+    const stream = new PassThrough();
+    stream.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)));
+    const logged = await buildApp({ store, throttle: new Throttle({ createsPerSecond: 0 }), clock: () => now, logger: { level: 'warn', stream } });
+    const createThere = () =>
+      logged.inject({
+        method: 'POST',
+        url: '/api/v1/donation/create',
+        headers: { authorization, 'content-type': 'application/json' },
+        payload: JSON.stringify(exampleDonation({ donor_email: `logged-${++n}@example.org` })),
+      });
+    const said = () => lines.filter((l) => l.msg === 'database unavailable');
+    await setForNewSessions('set default_transaction_read_only = on');
+    try {
+      for (const res of await Promise.all(Array.from({ length: 5 }, createThere))) assert503(res);
+      assert.equal(said().length, 1, JSON.stringify(said()));
+      assert.equal(said()[0]!.alike_before, undefined);
+      assert.match(JSON.stringify(said()[0]!.err), /25006/);
+      now += UNAVAILABLE_LOGGED_EVERY_MS - 1;
+      assert503(await createThere());
+      assert.equal(said().length, 1, 'not again within the second');
+      now += 1;
+      assert503(await createThere());
+      assert.equal(said().length, 2);
+      assert.equal(said()[1]!.alike_before, 5, 'the ones not logged are counted');
+    } finally {
+      await setForNewSessions('reset default_transaction_read_only');
+      await logged.close();
     }
   });
 
