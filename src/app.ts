@@ -88,7 +88,7 @@ export async function buildApp({
     trustProxy,
     logController: new LogController({ disableRequestLogging: true }), // one line per request, written below without personal data
     childLoggerFactory: lazyRequestLogger, // request.log made only when a request writes through it
-    bodyLimit: DRAIN_LIMIT, // the real 1 MiB limit is enforced while reading: see http/body.ts
+    bodyLimit: DRAIN_LIMIT, // the real limit (BODY_LIMIT) is enforced while reading: see http/body.ts
     requestIdHeader: false as const, // Fastify would take any X-Request-Id as it is; genReqId checks it
     genReqId: requestIdOf,
     routerOptions: { ignoreTrailingSlash: true },
@@ -145,7 +145,7 @@ export async function buildApp({
   // onRequest hooks: authentication, and on a create the create limit, which awaits the throttle as
   // it may ask Redis; with no route, the not-found handler's hook answers 404 or 405 before the body is read.)
   app.addHook('onRequest', requireHost); // before the route's own: an HTTP/1.1 request must name its Host
-  app.addHook('preParsing', boundBody); // the body's 1 MiB limit
+  app.addHook('preParsing', boundBody); // the body's limit (BODY_LIMIT)
   // Below info (or with no logger), nothing is built for a line never written.
   const access = accessLog(app.log);
   const answered = metrics?.requestAnswered;

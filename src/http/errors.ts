@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { loggable } from '../loggable.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
-import { discardBody } from './body.js';
+import { discardBody, TOO_LARGE_MESSAGE } from './body.js';
 import { monotonicClock, type Clock } from '../time.js';
 
 /** An error whose message is meant for the client. */
@@ -26,7 +26,10 @@ export const NOT_A_MEDIA_TYPE = 'Unsupported media type: the Content-Type header
 // Fastify's own client errors, reworded to say what to do about them.
 const FASTIFY_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: UNSUPPORTED_MEDIA_TYPE,
-  FST_ERR_CTP_BODY_TOO_LARGE: 'The request body must not be larger than 1 MiB.',
+  // Read when asked: body.ts, which defines it, imports this module, and may not have run yet when this one does.
+  get FST_ERR_CTP_BODY_TOO_LARGE() {
+    return TOO_LARGE_MESSAGE;
+  },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The request body does not match its Content-Length header.',
 };
 

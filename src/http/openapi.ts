@@ -17,7 +17,7 @@ import {
 import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
 import { MAX_HEADER_LINES, NOT_A_MEDIA_TYPE } from './errors.js';
 import { codeSamples } from './code-samples.js';
-import { BLANK_IS_ABSENT, BODY_LIMIT } from './body.js';
+import { BLANK_IS_ABSENT, BODY_LIMIT_TEXT, TOO_LARGE_MESSAGE } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
 import { REQUEST_ID } from './request-id.js';
 
@@ -148,7 +148,7 @@ export function buildOpenApiDocument(version: string, { origin, contactEmail }: 
         post: {
           operationId: 'testConnection',
           summary: 'Test Connection',
-          description: 'Checks the credentials and names the charity they belong to. Takes no body: one sent anyway, of any type, is ignored (up to the 1 MiB limit).',
+          description: `Checks the credentials and names the charity they belong to. Takes no body: one sent anyway, of any type, is ignored (up to the ${BODY_LIMIT_TEXT} limit).`,
           tags: ['Charity'],
           'x-codeSamples': codeSamples('testConnection'),
           parameters: [ref('parameters', 'X-Request-Id')],
@@ -287,7 +287,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           headers: { 'X-Request-Id': { description: 'Identifies the request in the logs; absent on the 431 for headers over 16 KiB, sent before the request was read.', schema: { type: 'string' } } },
           content: json(ref('schemas', 'Error'), { message: 'The request headers are too large.' }),
         },
-        PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT / 1024 / 1024} MiB.`, 'The request body must not be larger than 1 MiB.'),
+        PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT_TEXT}.`, TOO_LARGE_MESSAGE),
         UnsupportedMediaType: errorResponse(
           'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8, or is JSON sent as a form, or has a Content-Encoding (such as gzip) or a Transfer-Encoding other than chunked: send it uncompressed.',
           'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',

@@ -220,7 +220,7 @@ for (const backend of BACKENDS) {
       const tooLarge = await rejection(client.createDonation({ ...EXAMPLE_DONATION, donor_address: 'x'.repeat(1_100_000) }), AlmonerError);
       assert.equal(tooLarge.constructor, AlmonerError);
       assert.equal(tooLarge.status, 413);
-      assert.match(tooLarge.message, /1 MiB/);
+      assert.match(tooLarge.message, /64 KiB/);
     });
 
     test("import through the package name: 'almoner/client' resolves to dist/ and works", async () => {

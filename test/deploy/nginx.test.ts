@@ -12,12 +12,13 @@
 //   TRUST_PROXY=true a guesser that forges a new address with every guess is never limited. (Behind
 //   TRUST_PROXY=127.0.0.1 Almoner itself takes the address nginx appended, so only that test sees it.)
 // - a larger client_max_body_size: the 413 comes from Almoner (it has an X-Request-Id, and Almoner
-//   logs it); a smaller one refuses the exactly-1-MiB create. Without the line at all nothing
-//   changes: nginx's default is 1m too.
+//   logs it); a smaller one refuses the create of exactly the limit. Without the line at all,
+//   nginx's default of 1m lets bodies over Almoner's 64 KiB through to Almoner's own 413.
 // - no error_page 413: nginx's HTML page instead of Almoner's JSON. No error_page 502: the same for
 //   the 502s after Almoner has gone.
 // - Almoner exiting at once on SIGTERM: the creates it held at the signal get 502s, not 200s.
 import assert from 'node:assert/strict';
+import { BODY_LIMIT, BODY_LIMIT_TEXT, TOO_LARGE_MESSAGE } from '../../src/http/body.js';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request } from 'node:https';
@@ -32,8 +33,7 @@ import { freePort, NGINX_PATH, NginxProcess, noNginx, selfSignedCertificate } fr
 import { ServerProcess } from '../support/server.js';
 import { AUTH_FAILURES } from '../../src/http/throttle.js';
 
-const MiB = 1024 * 1024;
-const TOO_LARGE = '{"message":"The request body must not be larger than 1 MiB."}';
+const TOO_LARGE = JSON.stringify({ message: TOO_LARGE_MESSAGE });
 const BAD_GATEWAY = '{"message":"The service is unavailable. Please try again shortly."}';
 
 interface Answer {
@@ -235,10 +235,10 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     assert.equal(over.status, 429, `guess 31, forging 10.9.9.${limit}: ${over.text}`);
   });
 
-  test("a body over 1 MiB is refused by nginx with Almoner's own 413", async () => {
+  test(`a body over ${BODY_LIMIT_TEXT} is refused by nginx with Almoner's own 413`, async () => {
     const headers = { authorization, 'content-type': 'application/json' };
     // Almoner's own answer, straight from it (authenticated, or it would be a 401 first).
-    const res = await fetch(`${main.almoner.url}/api/v1/donation/create`, { method: 'POST', headers, body: 'x'.repeat(MiB + 1) });
+    const res = await fetch(`${main.almoner.url}/api/v1/donation/create`, { method: 'POST', headers, body: 'x'.repeat(BODY_LIMIT + 1) });
     const direct = { status: res.status, contentType: res.headers.get('content-type'), text: await res.text() };
     assert.deepEqual(direct, { status: 413, contentType: 'application/json; charset=utf-8', text: TOO_LARGE });
 
@@ -251,12 +251,12 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
         .filter((l) => l.status !== undefined);
     await until('Almoner logs its 413', 5_000, () => statuses().some((l) => l.status === 413));
     const before = statuses().length;
-    const exact = await viaNginx('/api/v1/donation/create', { headers, body: donationOfSize(MiB, 'exactly.one.mib@example.org') });
-    assert.equal(exact.status, 200, `a body of exactly 1 MiB passes both: ${exact.text.slice(0, 200)}`);
+    const exact = await viaNginx('/api/v1/donation/create', { headers, body: donationOfSize(BODY_LIMIT, 'exactly.the.limit@example.org') });
+    assert.equal(exact.status, 200, `a body of exactly ${BODY_LIMIT_TEXT} passes both: ${exact.text.slice(0, 200)}`);
 
     for (const chunked of [false, true]) {
       const what = chunked ? 'chunked' : 'with Content-Length';
-      const refused = await viaNginx('/api/v1/donation/create', { headers, body: donationOfSize(MiB + 1, 'over@example.org'), chunked });
+      const refused = await viaNginx('/api/v1/donation/create', { headers, body: donationOfSize(BODY_LIMIT + 1, 'over@example.org'), chunked });
       assert.equal(refused.status, 413, what);
       assert.equal(refused.text, direct.text, `${what}: the body`);
       assert.equal(refused.headers['content-type'], direct.contentType, `${what}: the Content-Type`);
@@ -266,7 +266,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     }
     await viaNginx('/health', { method: 'GET' });
     await until('Almoner logs the marker request', 5_000, () => statuses().slice(before).some((l) => l.route === '/health'));
-    assert.deepEqual(statuses().slice(before).map((l) => `${l.route} ${l.status}`), ['/api/v1/donation/create 200', '/health 200'], 'only the 1 MiB create reached Almoner');
+    assert.deepEqual(statuses().slice(before).map((l) => `${l.route} ${l.status}`), ['/api/v1/donation/create 200', '/health 200'], 'only the create of exactly the limit reached Almoner');
   });
 
   test('SIGTERM to Almoner while creates flow through nginx loses no acknowledged donation', async (t) => {
