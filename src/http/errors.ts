@@ -34,26 +34,38 @@ const FASTIFY_MESSAGES: Record<string, string> = {
 };
 
 /**
- * How often a 503's "database unavailable" is logged in full, its error and stack: the others in
- * between are counted, and the next line logged says how many (`alike_before`). Each is still in
- * its access line. Logged every time, an outage's 503s (9,272 in 10 s) wrote 1.3 MB of the log a
- * second, 4.6 GB an hour, on the disk a full log would stop (a faults review).
+ * How often a 503's "database unavailable" is logged in full, its error and stack, for each kind of
+ * error (its code): the others of that kind in between are counted, and a line says how many
+ * (`alike_since`) once the interval is over. Each 503 is still in its access line. A create of
+ * unknown outcome (ALMONER_COMMIT_UNKNOWN) is logged every time, with its request's id: the line an
+ * operator needs to settle whether it was stored. Logged every time, an outage's 503s (9,272 in
+ * 10 s) wrote 1.3 MB of the log a second, 4.6 GB an hour, on the disk a full log would stop (a faults review).
  */
 export const UNAVAILABLE_LOGGED_EVERY_MS = 1000;
 
-/** Calls `log` at most once every `everyMs`, with how many calls it skipped since the last. */
-function loggedOncePer(everyMs: number, clock: Clock): (log: (skipped: number) => void) => void {
-  let last = -Infinity;
-  let skipped = 0;
-  return (log) => {
+type Warns = { warn(fields: object, message: string): void };
+
+/**
+ * Each kind of 503 (its error's code) logged on its request's log once every `everyMs` at most; the
+ * rest counted, and said on `summary` (the app's log) when the interval ends.
+ */
+export function unavailableLog(summary: Warns, everyMs: number, clock: Clock = monotonicClock) {
+  const kinds = new Map<string, { until: number; alike: number }>();
+  return (err: unknown, log: Warns): void => {
+    const code = String((err as { code?: unknown }).code ?? 'none');
     const now = clock();
-    if (now - last < everyMs) {
-      skipped++;
+    const kind = kinds.get(code);
+    if (code === 'ALMONER_COMMIT_UNKNOWN' || kind === undefined || now >= kind.until) {
+      log.warn({ err: loggable(err) }, 'database unavailable');
+      if (code !== 'ALMONER_COMMIT_UNKNOWN') kinds.set(code, { until: now + everyMs, alike: 0 });
       return;
     }
-    last = now;
-    log(skipped);
-    skipped = 0;
+    if (kind.alike++ > 0) return;
+    // The first skipped: the count is said when the interval ends, whether or not another comes.
+    setTimeout(() => {
+      if (kinds.get(code) === kind) kinds.delete(code);
+      summary.warn({ code, alike_since: kind.alike }, 'database unavailable: more of the same since the last line');
+    }, Math.max(0, kind.until - now)).unref();
   };
 }
 
@@ -62,7 +74,7 @@ function loggedOncePer(everyMs: number, clock: Clock): (log: (skipped: number) =
  * registered after the hooks every answer meets, which it then meets too.
  */
 export function registerErrorHandling(app: FastifyInstance, { clock = monotonicClock }: { clock?: Clock } = {}) {
-  const unavailable = loggedOncePer(UNAVAILABLE_LOGGED_EVERY_MS, clock);
+  const unavailable = unavailableLog(app.log, UNAVAILABLE_LOGGED_EVERY_MS, clock);
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // Node's error for a request whose client went before its body was all in: ECONNRESET, as a
     // database's lost connection is, but nobody to answer and nothing wrong here. It was logged as
@@ -72,7 +84,7 @@ export function registerErrorHandling(app: FastifyInstance, { clock = monotonicC
       return reply.code(400).send({ message: 'The connection was closed before the request body was all sent.' });
     }
     if (isDatabaseUnavailable(err)) {
-      unavailable((alike) => request.log.warn({ err: loggable(err), ...(alike > 0 && { alike_before: alike }) }, 'database unavailable'));
+      unavailable(err, request.log);
       return reply
         .code(503)
         .header('Retry-After', '1')

@@ -69,7 +69,7 @@ describe('PostgreSQL: a lock held past a create’s deadline', { skip: postgres 
       const [plain, keyed] = await Promise.all([create('held-plain@example.org'), create('held-keyed@example.org', 'held-key-1')]);
       assert.equal(plain.statusCode, 503, plain.body);
       assert.equal(keyed.statusCode, 503, keyed.body);
-      // Answered as nothing stored, not as of unknown outcome (the two together are logged once: errors.ts, UNAVAILABLE_LOGGED_EVERY_MS).
+      // Answered as nothing stored, not as of unknown outcome: a deadline's 503s together are logged once (errors.ts, unavailableLog), an unknown outcome every time, so none of the two was one.
       const said = lines.filter((l) => l.includes('database unavailable'));
       assert.ok(said.length >= 1 && said.every((l) => l.includes('ALMONER_DATABASE_DEADLINE') && !l.includes('ALMONER_COMMIT_UNKNOWN')), said.join('\n'));
       await outsider.query('commit');
