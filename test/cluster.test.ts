@@ -606,6 +606,25 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
     }
   });
 
+  test('SIGTERM while a replacement is still trying to reach PostgreSQL: exit 0, the replacement had nothing in flight', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, async () => {
+    // Until 2026-11-30 its failed start counted as a worker that did not stop cleanly: exit 1, so systemd marked the stop failed (a review).
+    const database = await postgres!.createDatabase();
+    const { proxy, url } = await proxyFor(database.url);
+    const server = await start({ ...database, url }, { LOG_LEVEL: 'info' });
+    try {
+      proxy.cut('blackhole'); // the replacement waits for its connection
+      const [victim] = workerPids(server);
+      process.kill(victim!, 'SIGKILL');
+      await until('a replacement is started', 10_000, () => logEntries(server).some((e) => e.msg === 'a worker exited; starting another in its place'));
+      const { code } = await server.stop('SIGTERM', 15_000);
+      assert.equal(code, 0, server.stderr);
+    } finally {
+      server.kill();
+      await proxy.close();
+      await database.drop();
+    }
+  });
+
   test('the port already taken: the first worker says so, and the primary exits with its status', async () => {
     const database = await SQLITE.createDatabase();
     const taken = createServer().listen(0, '127.0.0.1');

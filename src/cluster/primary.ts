@@ -67,7 +67,8 @@ export async function runPrimary(config: Config): Promise<void> {
       worker.process.once('close', (code, signal) => {
         if (workers.get(index) === worker) workers.delete(index);
         if (stopping) {
-          if (code !== 0) status = 1;
+          // A replacement still starting when the stop came (its database away, say) had nothing in flight: no failure (a review).
+          if (code !== 0 && listening.has(worker)) status = 1;
           if (workers.size === 0) exit(status);
           return;
         }
