@@ -32,7 +32,8 @@
 // reader that takes nothing for STALLED_MS has its lines dropped until it takes some again (a slow
 // one still slows the server down, as before). Once a write goes through again, `resumed` is told
 // how many lines were lost, and why, for the server to log.
-import { fdatasync, fstatSync, writeSync } from 'node:fs';
+import { constants, fdatasync, fstatSync, openSync, readlinkSync, writeSync } from 'node:fs';
+import { isatty } from 'node:tty';
 import { monotonicClock, type Clock } from './time.js';
 import { eachTurn } from './turn.js';
 
@@ -75,6 +76,21 @@ export interface LogOutputOptions {
 
 const NEWLINE = Buffer.from('\n');
 
+/**
+ * A terminal, opened again without blocking: Node leaves a terminal's own descriptor blocking (a
+ * pipe's it makes non-blocking), and a write to a terminal that takes nothing (Ctrl-S, an ssh
+ * session that stopped reading) then waited in the kernel, past any STALLED_MS, and every request
+ * with it (a review). Anything else, or a terminal that cannot be opened again, as it is.
+ */
+function nonBlocking(fd: number): number {
+  if (!isatty(fd)) return fd;
+  try {
+    return openSync(readlinkSync(`/proc/self/fd/${fd}`), constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return fd;
+  }
+}
+
 /** Lines in `bytes` (each ends in a newline). */
 function linesIn(bytes: Uint8Array): number {
   let n = 0;
@@ -94,6 +110,7 @@ export function logOutput(
   { write = writeSync, flushBehind = fdatasync, resumed = () => {}, clock = monotonicClock }: LogOutputOptions = {},
 ): LogOutput {
   const isFile = fstatSync(fd).isFile();
+  fd = nonBlocking(fd);
   let unflushed = 0; // bytes written to the file since the last fdatasync began
   let flushing = false;
   let lost = 0; // lines dropped since the last write that went through
@@ -101,18 +118,13 @@ export function logOutput(
   let stalledSince: number | undefined; // when a full pipe last took nothing, while it still does
   let lineCut = false; // a line was dropped partway through: the next write ends it first, so the line after is whole
   /** Writes `bytes` whole, or drops from where a write failed (returning false): the rest of the turn is dropped too. */
-  const writeAll = (bytes: Uint8Array): boolean => {
-    if (lineCut) {
-      try {
-        lineCut = write(fd, NEWLINE, 0) !== 1;
-      } catch {
-        // still failing: these lines are lost too
-      }
-      if (lineCut) {
-        lost += linesIn(bytes);
-        return false;
-      }
-    }
+  const writeAll = (given: Uint8Array): boolean => {
+    // After a line of ours was cut short, or after a file refused writes (another process sharing it,
+    // a worker, may have had its line cut), the first write begins with a newline, in the same
+    // write: the line after is whole whoever writes first (a review found a worker's line joined to
+    // another's cut one). At worst an empty line.
+    const newline = lineCut || (isFile && lost > 0) ? 1 : 0;
+    const bytes = newline ? Buffer.concat([NEWLINE, given]) : given;
     for (let at = 0; at < bytes.length; ) {
       let wrote: number;
       try {
@@ -128,11 +140,12 @@ export function logOutput(
           }
         }
         if (lost === 0) why = code === 'EAGAIN' ? 'stalled' : code;
-        lost += linesIn(bytes.subarray(at));
-        if (at > 0 && bytes[at - 1] !== 10) lineCut = true;
+        lost += linesIn(bytes.subarray(Math.max(at, newline)));
+        if (at > newline && bytes[at - 1] !== 10) lineCut = true;
         return false;
       }
       at += wrote;
+      lineCut = false;
       if (isFile) unflushed += wrote;
       stalledSince = undefined;
       if (lost > 0) {

@@ -280,6 +280,31 @@ test('a line cut short by a failed write is ended before the next write, so the 
   out.flushSync();
   out.write('{"next":1}\n');
   out.flushSync();
-  assert.deepEqual(written, [long.slice(0, 10), '\n', '{"next":1}\n']);
+  assert.deepEqual(written, [long.slice(0, 10), '\n{"next":1}\n'], 'the newline in the same write as the next line');
   closeSync(nul);
+});
+
+test('a file that refused writes: the first write after begins with a newline, so a line another process sharing it had cut is ended', () => {
+  const dir = tempDir();
+  const fd = openSync(join(dir, 'shared.log'), 'w');
+  const written: string[] = [];
+  let full = true;
+  const out = logOutput(fd, {
+    write: (_fd, bytes, offset) => {
+      if (full) throw failing('ENOSPC');
+      written.push(Buffer.from(bytes.subarray(offset)).toString());
+      return bytes.length - offset;
+    },
+  });
+  out.write('{"lost":1}\n');
+  out.flushSync();
+  full = false;
+  out.write('{"after":1}\n');
+  out.write('{"after":2}\n');
+  out.flushSync();
+  out.write('{"after":3}\n');
+  out.flushSync();
+  assert.deepEqual(written, ['\n{"after":1}\n{"after":2}\n', '{"after":3}\n']);
+  closeSync(fd);
+  rmSync(dir, { recursive: true });
 });
