@@ -31,9 +31,11 @@
 // (a faults review). A write that fails is dropped with the rest of its turn's lines, counted; a
 // reader that takes nothing for STALLED_MS has its lines dropped until it takes some again (a slow
 // one still slows the server down, as before). Once a write goes through again, `resumed` is told
-// how many lines were lost, and why, for the server to log.
-import { constants, fdatasync, fstatSync, openSync, readlinkSync, writeSync } from 'node:fs';
-import { isatty } from 'node:tty';
+// how many lines were lost, and why, for the server to log. A terminal is left blocking by Node, so
+// one that takes nothing (Ctrl-S) still holds the server: opened again without blocking, its
+// partial writes split the workers' lines, and a pty's master side cannot be opened again (a review
+// of that attempt, taken back); a server's log goes to a pipe or a file, as under systemd.
+import { fdatasync, fstatSync, writeSync } from 'node:fs';
 import { monotonicClock, type Clock } from './time.js';
 import { eachTurn } from './turn.js';
 
@@ -76,21 +78,6 @@ export interface LogOutputOptions {
 
 const NEWLINE = Buffer.from('\n');
 
-/**
- * A terminal, opened again without blocking: Node leaves a terminal's own descriptor blocking (a
- * pipe's it makes non-blocking), and a write to a terminal that takes nothing (Ctrl-S, an ssh
- * session that stopped reading) then waited in the kernel, past any STALLED_MS, and every request
- * with it (a review). Anything else, or a terminal that cannot be opened again, as it is.
- */
-function nonBlocking(fd: number): number {
-  if (!isatty(fd)) return fd;
-  try {
-    return openSync(readlinkSync(`/proc/self/fd/${fd}`), constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch {
-    return fd;
-  }
-}
-
 /** Lines in `bytes` (each ends in a newline). */
 function linesIn(bytes: Uint8Array): number {
   let n = 0;
@@ -110,7 +97,6 @@ export function logOutput(
   { write = writeSync, flushBehind = fdatasync, resumed = () => {}, clock = monotonicClock }: LogOutputOptions = {},
 ): LogOutput {
   const isFile = fstatSync(fd).isFile();
-  fd = nonBlocking(fd);
   let unflushed = 0; // bytes written to the file since the last fdatasync began
   let flushing = false;
   let lost = 0; // lines dropped since the last write that went through
