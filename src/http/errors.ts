@@ -46,27 +46,41 @@ export const UNAVAILABLE_LOGGED_EVERY_MS = 1000;
 type Warns = { warn(fields: object, message: string): void };
 
 /**
- * Each kind of 503 (its error's code) logged on its request's log once every `everyMs` at most; the
- * rest counted, and said on `summary` (the app's log) when the interval ends.
+ * Each kind of 503 (its error's code, or for an error without one, its message) logged on its
+ * request's log once every `everyMs` at most; the rest counted, and said on `summary` (the app's
+ * log) when the interval ends, before the next interval's first line, or at close().
  */
 export function unavailableLog(summary: Warns, everyMs: number, clock: Clock = monotonicClock) {
-  const kinds = new Map<string, { until: number; alike: number }>();
-  return (err: unknown, log: Warns): void => {
-    const code = String((err as { code?: unknown }).code ?? 'none');
+  const kinds = new Map<string, { until: number; alike: number; timer?: NodeJS.Timeout }>();
+  const say = (kind: string) => {
+    const interval = kinds.get(kind);
+    if (interval === undefined) return;
+    kinds.delete(kind);
+    clearTimeout(interval.timer);
+    if (interval.alike > 0) summary.warn({ kind, alike_since: interval.alike }, 'database unavailable: more of the same since the last line');
+  };
+  const log = (err: unknown, requestLog: Warns): void => {
+    const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+    const kind = typeof code === 'string' ? code : `${String(message).slice(0, 100)}`;
     const now = clock();
-    const kind = kinds.get(code);
-    if (code === 'ALMONER_COMMIT_UNKNOWN' || kind === undefined || now >= kind.until) {
-      log.warn({ err: loggable(err) }, 'database unavailable');
-      if (code !== 'ALMONER_COMMIT_UNKNOWN') kinds.set(code, { until: now + everyMs, alike: 0 });
+    const interval = kinds.get(kind);
+    if (kind !== 'ALMONER_COMMIT_UNKNOWN' && interval !== undefined && now < interval.until) {
+      // The first skipped: the count is said when the interval ends, whether or not another comes.
+      if (interval.alike++ === 0) interval.timer = setTimeout(() => say(kind), Math.max(0, interval.until - now)).unref();
       return;
     }
-    if (kind.alike++ > 0) return;
-    // The first skipped: the count is said when the interval ends, whether or not another comes.
-    setTimeout(() => {
-      if (kinds.get(code) === kind) kinds.delete(code);
-      summary.warn({ code, alike_since: kind.alike }, 'database unavailable: more of the same since the last line');
-    }, Math.max(0, kind.until - now)).unref();
+    say(kind); // the interval before, over
+    requestLog.warn({ err: loggable(err) }, 'database unavailable');
+    if (kind === 'ALMONER_COMMIT_UNKNOWN') return;
+    // Kinds whose interval ended with nothing to say are dropped once there are many (messages vary more than codes).
+    if (kinds.size >= 64) for (const [k, i] of kinds) if (i.alike === 0 && now >= i.until) kinds.delete(k);
+    kinds.set(kind, { until: now + everyMs, alike: 0 });
   };
+  /** Says every count still to say: before the server stops. */
+  const close = () => {
+    for (const kind of [...kinds.keys()]) say(kind);
+  };
+  return Object.assign(log, { close });
 }
 
 /**
@@ -75,6 +89,10 @@ export function unavailableLog(summary: Warns, everyMs: number, clock: Clock = m
  */
 export function registerErrorHandling(app: FastifyInstance, { clock = monotonicClock }: { clock?: Clock } = {}) {
   const unavailable = unavailableLog(app.log, UNAVAILABLE_LOGGED_EVERY_MS, clock);
+  app.addHook('onClose', (_instance, done) => {
+    unavailable.close();
+    done();
+  });
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // Node's error for a request whose client went before its body was all in: ECONNRESET, as a
     // database's lost connection is, but nobody to answer and nothing wrong here. It was logged as

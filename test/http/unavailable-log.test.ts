@@ -26,12 +26,37 @@ test('each kind once an interval, on the request\'s log; the rest counted and sa
   assert.deepEqual(request.lines.map(([f]) => (f.err as { code: string }).code), ['ECONNREFUSED', '25006']);
   assert.deepEqual(app.lines, []);
   await until('the count, at the interval\'s end', 2_000, () => app.lines.length > 0);
-  assert.deepEqual(app.lines, [[{ code: 'ECONNREFUSED', alike_since: 3 }, 'database unavailable: more of the same since the last line']]);
+  assert.deepEqual(app.lines, [[{ kind: 'ECONNREFUSED', alike_since: 3 }, 'database unavailable: more of the same since the last line']]);
   now += 30;
   log(coded('ECONNREFUSED'), request);
   assert.equal(request.lines.length, 3, 'a new interval: in full again');
   await sleep(60);
   assert.equal(app.lines.length, 1, 'no count when none came');
+});
+
+test("an interval's count is said before the next interval's first line, and at close(); errors without a code are told apart by their message", () => {
+  const app = recorder();
+  const request = recorder();
+  const order: string[] = [];
+  app.warn = (fields) => void order.push(`count ${(fields as { alike_since: number }).alike_since}`);
+  request.warn = () => void order.push('line');
+  let now = 0;
+  const log = unavailableLog(app, 1000, () => now);
+  log(coded('ECONNREFUSED'), request);
+  log(coded('ECONNREFUSED'), request);
+  log(coded('ECONNREFUSED'), request);
+  now += 1000; // over, its timer not yet run
+  log(coded('ECONNREFUSED'), request);
+  log(coded('ECONNREFUSED'), request);
+  assert.deepEqual(order, ['line', 'count 2', 'line']);
+  log.close(); // the server stops within the second
+  assert.deepEqual(order, ['line', 'count 2', 'line', 'count 1']);
+  order.length = 0;
+  log(new Error('Connection terminated unexpectedly'), request);
+  log(new Error('timeout exceeded when trying to connect'), request);
+  log(new Error('Connection terminated unexpectedly'), request);
+  assert.deepEqual(order, ['line', 'line'], 'two kinds without a code, each its own line');
+  log.close();
 });
 
 test('a create of unknown outcome is logged every time, whatever came before it', () => {
