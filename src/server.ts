@@ -57,6 +57,13 @@ export const HEAP_GROWING_PERCENT = 50;
 
 /** The server process, alone (WORKERS=1) or as one of the primary's workers (cluster/primary.ts). */
 export async function serve(config: Config): Promise<void> {
+  // SIGHUP before anything waits: `systemctl reload` (ExecReload) may come while the database opens,
+  // and Node's default for it is to exit (a review: exit 129). One that comes before the server
+  // listens reloads the certificate once it does; bin/almoner counts those before this line.
+  const early = (globalThis as Record<symbol, { count: number } | undefined>)[Symbol.for('almoner.hangupsBeforeStart')];
+  let hangupWhileStarting = (early?.count ?? 0) > 0;
+  let hangup: () => void = () => void (hangupWhileStarting = true);
+  process.on('SIGHUP', () => hangup());
   // Under WORKERS, the first worker says what one server would say (where the docs are, and so on);
   // the primary keeps the shared counters and metrics, and the METRICS_PORT.
   const worker = workerIndex();
@@ -134,7 +141,7 @@ export async function serve(config: Config): Promise<void> {
   if (worker !== undefined) process.on('message', (m: unknown) => isMessage(m, 'almoner:stop') && void stop('SIGTERM')); // the primary's
   // SIGHUP: read the certificate and key again (renewed, say, by certbot) and serve them to new
   // connections; open ones keep theirs. A file that cannot be read keeps the old pair.
-  process.on('SIGHUP', () => {
+  hangup = () => {
     if (!config.tls) return app.log.info('SIGHUP: no TLS certificate to reload');
     try {
       (app.server as unknown as HttpsServer).setSecureContext(readTls(config.tls));
@@ -142,7 +149,8 @@ export async function serve(config: Config): Promise<void> {
     } catch (err) {
       app.log.error({ err: loggable(err) }, 'SIGHUP: TLS certificate not reloaded; the old one is still served');
     }
-  });
+  };
+  if (hangupWhileStarting) hangup();
 
   let address: string;
   try {

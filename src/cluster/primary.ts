@@ -32,6 +32,10 @@ export const REPLACEMENT_RETRY = { firstMs: 1000, maxMs: 30_000 };
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
 export async function runPrimary(config: Config): Promise<void> {
+  // SIGHUP before anything waits: `systemctl reload` (ExecReload) may come as the service starts, and
+  // Node's default for it is to exit (a review: exit 129, or 1 with nothing said).
+  let hangup = () => {};
+  process.on('SIGHUP', () => hangup());
   const logs = logOutput(1, { resumed: (lost, why) => log.warn({ lost_lines: lost, why }, LOG_LINES_LOST) });
   const log = pino({ level: config.logLevel }, logs);
   // On SQLite, the one writer of every worker's creates (cluster/creates.ts): the database is opened,
@@ -54,6 +58,8 @@ export async function runPrimary(config: Config): Promise<void> {
   let status = 0;
 
   const listening = new WeakSet<Worker>();
+  /** Workers a SIGHUP came for before they listened: a process not yet past its start would die of it, so it is sent once they listen. */
+  const hangupOwed = new WeakSet<Worker>();
   /** Forks worker `index`: settles when it listens, or fails if it exits first; after that, its exit is a stop's or a crash's. */
   const start = (index: number) =>
     new Promise<void>((resolve, reject) => {
@@ -61,6 +67,7 @@ export async function runPrimary(config: Config): Promise<void> {
       workers.set(index, worker);
       worker.once('listening', () => {
         listening.add(worker);
+        if (hangupOwed.delete(worker)) worker.process.kill('SIGHUP'); // a SIGHUP that came while it started: its certificate may be older
         if (stopping) toWorker(worker, { type: 'almoner:stop' }); // asked to stop before it could hear it
         resolve();
       });
@@ -114,9 +121,12 @@ export async function runPrimary(config: Config): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  process.on('SIGHUP', () => {
-    for (const worker of workers.values()) worker.process.kill('SIGHUP');
-  });
+  hangup = () => {
+    for (const worker of workers.values()) {
+      if (listening.has(worker)) worker.process.kill('SIGHUP');
+      else hangupOwed.add(worker);
+    }
+  };
 
   // Shared state, before any worker: a worker's counters announce themselves as it starts. With Redis
   // too, whose counters the workers fall back to these while it does not answer.
@@ -145,6 +155,7 @@ export async function runPrimary(config: Config): Promise<void> {
   try {
     await start(0);
   } catch (err) {
+    log.fatal(`the first worker did not start (${(err as Error).message}): stopping`); // its own message, if it had one, is on stderr
     return exit((err as { status: number }).status);
   }
   if (stopping) return;
