@@ -200,9 +200,13 @@ function withInsurance(shared: Counter, own: Counter): Counter {
   };
 }
 
-/** Seconds until the limiter lets `key` through again, rounded up to a whole second. */
-function secondsLeft(res: RateLimiterRes): number {
-  return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+/**
+ * Seconds until the limiter lets `key` through again, rounded up to a whole second, and never more
+ * than its window: the limiters count on Date.now(), so a wall clock stepped back an hour made a
+ * create's Retry-After 3601 s where the block lasted a second (a review).
+ */
+function secondsLeft(res: RateLimiterRes, windowSeconds: number): number {
+  return Math.min(windowSeconds, Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
 }
 
 /** Addresses whose failures this process remembers itself (see mayBlock); past this many, every address is checked. */
@@ -305,7 +309,7 @@ export class Throttle {
       ip && ip.consumedPoints >= AUTH_FAILURES.perAddress ? ip : null,
       pair && pair.consumedPoints >= AUTH_FAILURES.perAddressAndUsername ? pair : null,
     ].filter((r): r is RateLimiterRes => r !== null);
-    return blocked.length ? Math.max(...blocked.map(secondsLeft)) : 0;
+    return blocked.length ? Math.max(...blocked.map((res) => secondsLeft(res, AUTH_FAILURES.windowSeconds))) : 0;
   }
 
   /**
@@ -325,7 +329,8 @@ export class Throttle {
     // instance that began listening in between (and so missed the first, and read Redis before the
     // count) hears it all the same.
     this.announce(address);
-    const refused = await Promise.all([take(this.byAddress, address), take(this.byAddressAndUsername, pairKey(address, username))]);
+    const { windowSeconds } = AUTH_FAILURES;
+    const refused = await Promise.all([take(this.byAddress, address, windowSeconds), take(this.byAddressAndUsername, pairKey(address, username), windowSeconds)]);
     this.announce(address);
     return Math.max(0, ...refused);
   }
@@ -336,7 +341,7 @@ export class Throttle {
 
   /** Seconds to wait if the charity is over its create rate, else 0 (and the create is counted). */
   async createBlocked(charityId: number): Promise<number> {
-    return this.creates ? take(this.creates, String(charityId)) : 0;
+    return this.creates ? take(this.creates, String(charityId), 1) : 0;
   }
 }
 
@@ -344,12 +349,12 @@ export class Throttle {
 const windowEnd = (): number => Date.now() + AUTH_FAILURES.windowSeconds * 1000;
 
 /** Takes a point: 0 when it was there, else the seconds until one is (consume() rejects past the limit). */
-async function take(limiter: Counter, key: string): Promise<number> {
+async function take(limiter: Counter, key: string, windowSeconds: number): Promise<number> {
   try {
     await limiter.consume(key);
     return 0;
   } catch (res) {
-    if (res instanceof RateLimiterRes) return secondsLeft(res);
+    if (res instanceof RateLimiterRes) return secondsLeft(res, windowSeconds);
     throw res;
   }
 }

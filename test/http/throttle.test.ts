@@ -673,3 +673,19 @@ test('a client address as the limits count it: IPv4 as it is (also written as IP
   // A key is its own key (the throttle may read one twice).
   for (const a of ['192.0.2.1', '::ffff:c000:201', '2001:db8::1', 'junk']) assert.equal(addressKey(addressKey(a)), addressKey(a), a);
 });
+
+// The limiters count on Date.now(): until 2026-11-30 a wall clock stepped back an hour made a create's Retry-After 3601 s
+// and a guesser's 3660 s, where the block lasted a second and a minute (a review). A client that obeyed stopped for an hour.
+test('a wall clock stepped back: Retry-After is never longer than the limit\'s window', async (t) => {
+  const throttle = new Throttle({ createsPerSecond: 1 });
+  try {
+    assert.equal(await throttle.createBlocked(7), 0);
+    for (let i = 0; i < AUTH_FAILURES.perAddress; i++) await throttle.authenticationFailed('192.0.2.9', `someone-${i}`);
+    t.mock.timers.enable({ apis: ['Date'], now: Date.now() - 3600_000 });
+    assert.equal(await throttle.createBlocked(7), 1);
+    assert.equal(await throttle.authenticationBlocked('192.0.2.9', 'someone-else'), AUTH_FAILURES.windowSeconds);
+  } finally {
+    t.mock.timers.reset();
+    throttle.close();
+  }
+});
