@@ -1,5 +1,6 @@
 // The server process: config -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
@@ -43,6 +44,24 @@ function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer }
     );
   }
   return pair;
+}
+
+/**
+ * What to warn of a certificate that is not valid now (expired, or not yet valid), or nothing: it is
+ * served all the same, as the operator may have nothing newer, but clients refuse it, and until
+ * 2026-11-30 nothing said so, at start or at a reload that read an old file again (a review).
+ */
+function certificateWarning({ cert }: { cert: Buffer }, now = new Date()): string | undefined {
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(cert);
+  } catch {
+    return undefined; // createSecureContext took it: a form X509Certificate does not read
+  }
+  const [from, to] = [new Date(leaf.validFrom), new Date(leaf.validTo)];
+  if (now > to) return `the TLS certificate expired on ${to.toISOString()}: clients refuse it; renew it, then send SIGHUP`;
+  if (now < from) return `the TLS certificate is not valid until ${from.toISOString()}: clients refuse it until then (is the clock right?)`;
+  return undefined;
 }
 
 /**
@@ -141,11 +160,18 @@ export async function serve(config: Config): Promise<void> {
   if (worker !== undefined) process.on('message', (m: unknown) => isMessage(m, 'almoner:stop') && void stop('SIGTERM')); // the primary's
   // SIGHUP: read the certificate and key again (renewed, say, by certbot) and serve them to new
   // connections; open ones keep theirs. A file that cannot be read keeps the old pair.
+  if (https) {
+    const warning = certificateWarning(https);
+    if (warning) app.log.warn(warning);
+  }
   hangup = () => {
     if (!config.tls) return app.log.info('SIGHUP: no TLS certificate to reload');
     try {
-      (app.server as unknown as HttpsServer).setSecureContext(readTls(config.tls));
+      const renewed = readTls(config.tls);
+      (app.server as unknown as HttpsServer).setSecureContext(renewed);
       app.log.info('SIGHUP: TLS certificate reloaded');
+      const warning = certificateWarning(renewed);
+      if (warning) app.log.warn(warning);
     } catch (err) {
       app.log.error({ err: loggable(err) }, 'SIGHUP: TLS certificate not reloaded; the old one is still served');
     }

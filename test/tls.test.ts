@@ -211,6 +211,26 @@ describe('HTTPS', () => {
     });
   }
 
+  test('an expired certificate is served, and said at start (nothing said so until 2026-11-30: a review)', async () => {
+    const expired = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+      notBeforeDate: new Date(Date.now() - 10 * 24 * 3600 * 1000),
+      notAfterDate: new Date(Date.now() - 24 * 3600 * 1000),
+      keySize: 2048,
+    });
+    const dir = tempDir();
+    const files = { TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') };
+    writeFileSync(files.TLS_CERT_FILE, expired.cert);
+    writeFileSync(files.TLS_KEY_FILE, expired.private);
+    const old = new ServerProcess(database.url, files);
+    try {
+      await old.listening();
+      await until('the warning', 5_000, () => /the TLS certificate expired on \d{4}-\d{2}-\d{2}T[^:]+:\d{2}:\d{2}\.\d{3}Z: clients refuse it; renew it, then send SIGHUP/.test(old.stdout), () => old.stdout);
+      assert.equal((await old.stop('SIGTERM', 10_000)).code, 0);
+    } finally {
+      old.kill();
+    }
+  });
+
   // Last: it stops the server.
   test('a connection still in its TLS handshake, or idle after it, does not hold SIGTERM up: exit 0 at once', async () => {
     const { port } = new URL(server.url);
