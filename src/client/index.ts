@@ -243,12 +243,19 @@ function reason(err: unknown): string {
   return parts.at(-1) ?? String(err);
 }
 
-/** Seconds from a Retry-After header (seconds or an HTTP date); 1 when missing or unreadable. */
+/**
+ * The longest wait a Retry-After is taken to ask for: Almoner's own ask for a minute at most, and a
+ * larger one (a proxy's, or a server's whose clock jumped) became a wait nobody meant, or, past
+ * 2^31 ms, a setTimeout that fired at once: `99999…` gave 1e23 (a review).
+ */
+export const MAX_RETRY_AFTER_SECONDS = 3600;
+
+/** Seconds from a Retry-After header (seconds or an HTTP date), at most MAX_RETRY_AFTER_SECONDS; 1 when missing or unreadable. */
 function retryAfterSeconds(header: string | null): number {
   const value = header?.trim() ?? '';
-  if (/^\d+$/.test(value)) return Number(value);
   const when = Date.parse(value);
-  return Number.isNaN(when) ? 1 : Math.max(0, Math.ceil((when - Date.now()) / 1000));
+  const seconds = /^\d+$/.test(value) ? Number(value) : Number.isNaN(when) ? 1 : Math.max(0, Math.ceil((when - Date.now()) / 1000));
+  return Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
 }
 
 function fieldErrors(value: unknown): Record<string, string[]> {

@@ -17,6 +17,7 @@ import {
   AuthenticationError,
   ConflictError,
   NetworkError,
+  MAX_RETRY_AFTER_SECONDS,
   RateLimitError,
   TimeoutError,
   UnavailableError,
@@ -283,6 +284,11 @@ describe('almoner/client without a live service', () => {
     assert.ok(dated.retryAfterSeconds >= 9 && dated.retryAfterSeconds <= 10, String(dated.retryAfterSeconds));
     const missing = await rejection(answering(json(429, { message: 'slow down' })).client.me(), RateLimitError);
     assert.equal(missing.retryAfterSeconds, 1);
+    // At most an hour: a proxy's or a jumped clock's larger ask was passed on whole, 99999… as 1e23 (a review).
+    for (const huge of ['99999999999999999999999', '86400', new Date(Date.now() + 7 * 24 * 3600_000).toUTCString()]) {
+      const capped = await rejection(answering(json(503, { message: 'later' }, { 'retry-after': huge })).client.me(), UnavailableError);
+      assert.equal(capped.retryAfterSeconds, MAX_RETRY_AFTER_SECONDS, huge);
+    }
   });
 
   test("the shipped nginx's 502 and 504 are UnavailableErrors with its Retry-After, and a create's says it may have been recorded", async () => {
