@@ -8,7 +8,7 @@ import { DATABASE_BUDGET_MS, DatabaseBudget } from './store/budget.js';
 import { authenticatedStill, basicAuth, type FailureDelay } from './http/auth.js';
 import { cachedCredentials, CREDENTIAL_TTL_MS } from './http/credential-cache.js';
 import { boundBody, DRAIN_LIMIT, holdContinue, registerBodyParsing } from './http/body.js';
-import { answerConnect, answerExpectation, answerFrameworkError, answerPlainHttp, answerUnparsableRequest, registerErrorHandling, requireHost, setAnswerHeaders } from './http/errors.js';
+import { answerConnect, answerExpectation, answerFrameworkError, answerPlainHttp, answerUnparsableRequest, checkHeaders, registerErrorHandling, setAnswerHeaders } from './http/errors.js';
 import { createRateLimit, Throttle } from './http/throttle.js';
 import type { Metrics } from './http/metrics.js';
 import type { Clock } from './time.js';
@@ -78,7 +78,7 @@ export async function buildApp({
   const limits = { ...CONNECTION_LIMITS, ...connections };
   // Node's own deadlines for a request to arrive, checked every checkEveryMs (its default, 30 s, would let a stalled request linger).
   const serverTimeouts = { headersTimeout: limits.headersMs, requestTimeout: limits.requestMs, connectionsCheckingInterval: limits.checkEveryMs };
-  // A missing Host is answered by requireHost below, in the app's shape, rather than by Node's bare 400.
+  // A missing Host is answered by checkHeaders below, in the app's shape, rather than by Node's bare 400.
   const serverOptions = { ...serverTimeouts, requireHostHeader: false };
   const options = {
     http: serverOptions,
@@ -144,7 +144,7 @@ export async function buildApp({
   // request is a cost every request pays. (Before them, as the request arrives, its route's own
   // onRequest hooks: authentication, and on a create the create limit, which awaits the throttle as
   // it may ask Redis; with no route, the not-found handler's hook answers 404 or 405 before the body is read.)
-  app.addHook('onRequest', requireHost); // before the route's own: an HTTP/1.1 request must name its Host
+  app.addHook('onRequest', checkHeaders); // before the route's own: no more header lines than Node keeps, a Host for HTTP/1.1
   app.addHook('preParsing', boundBody); // the body's limit (BODY_LIMIT)
   // Below info (or with no logger), nothing is built for a line never written.
   const access = accessLog(app.log);

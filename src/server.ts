@@ -64,6 +64,9 @@ function certificateWarning({ cert }: { cert: Buffer }, now = new Date()): strin
   return undefined;
 }
 
+/** The SIGHUPs bin/almoner counted from its first line, for `serve` (undefined when the server was started otherwise). */
+const hangupsBeforeStart = () => (globalThis as Record<symbol, { count: number } | undefined>)[Symbol.for('almoner.hangupsBeforeStart')];
+
 /**
  * How far V8 lets its old generation grow past what was still live at the last full collection
  * before it collects again: by half. Left to itself V8 lets it grow up to fourfold, and under load
@@ -76,13 +79,6 @@ export const HEAP_GROWING_PERCENT = 50;
 
 /** The server process, alone (WORKERS=1) or as one of the primary's workers (cluster/primary.ts). */
 export async function serve(config: Config): Promise<void> {
-  // SIGHUP before anything waits: `systemctl reload` (ExecReload) may come while the database opens,
-  // and Node's default for it is to exit (a review: exit 129). One that comes before the server
-  // listens reloads the certificate once it does; bin/almoner counts those before this line.
-  const early = (globalThis as Record<symbol, { count: number } | undefined>)[Symbol.for('almoner.hangupsBeforeStart')];
-  let hangupWhileStarting = (early?.count ?? 0) > 0;
-  let hangup: () => void = () => void (hangupWhileStarting = true);
-  process.on('SIGHUP', () => hangup());
   // Under WORKERS, the first worker says what one server would say (where the docs are, and so on);
   // the primary keeps the shared counters and metrics, and the METRICS_PORT.
   const worker = workerIndex();
@@ -164,7 +160,7 @@ export async function serve(config: Config): Promise<void> {
     const warning = certificateWarning(https);
     if (warning) app.log.warn(warning);
   }
-  hangup = () => {
+  const reload = () => {
     if (!config.tls) return app.log.info('SIGHUP: no TLS certificate to reload');
     try {
       const renewed = readTls(config.tls);
@@ -176,7 +172,10 @@ export async function serve(config: Config): Promise<void> {
       app.log.error({ err: loggable(err) }, 'SIGHUP: TLS certificate not reloaded; the old one is still served');
     }
   };
-  if (hangupWhileStarting) hangup();
+  process.on('SIGHUP', reload);
+  // One that came while the server started (`systemctl reload` just after a start) was kept from
+  // ending the process by bin/almoner, which counts them from its first line: acted on now.
+  if ((hangupsBeforeStart()?.count ?? 0) > 0) reload();
 
   let address: string;
   try {

@@ -26,7 +26,7 @@ import { openStore } from '../src/store/open.js';
 import { basic, exampleDonation, validDonation } from './support/app.js';
 import { BACKENDS, mountTmpfs, SQLITE, tempDir, type TestDatabase } from './support/backends.js';
 import { almoner, until } from './support/cli.js';
-import { proxyFor } from './support/proxy.js';
+import { proxyFor, type TcpProxy } from './support/proxy.js';
 import { ServerProcess } from './support/server.js';
 
 /** One request on a connection of its own, so that requests are spread over the workers. */
@@ -575,14 +575,25 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
   });
 
   const postgres = BACKENDS.find((b) => b.name === 'postgres');
-  test('a worker that dies while PostgreSQL is away: its replacement is tried again until the database is back, the other worker serving meanwhile', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, async () => {
-    // Until 2026-11-30 the primary stopped everything at the first replacement that did not start, and nothing served once the database came back (a faults review).
+  /** WORKERS=2 on a fresh PostgreSQL database reached through a proxy the test can cut, with a charity; all of it gone after `run`. */
+  async function behindProxy(run: (server: ServerProcess, proxy: TcpProxy, authorization: string) => Promise<void>): Promise<void> {
     const database = await postgres!.createDatabase();
     const { proxy, url } = await proxyFor(database.url);
     const created = await almoner(database.url, ['charity', 'create', '--name', 'Outage', '--email', 'outage@example.org', '--json']);
     const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
     const server = await start({ ...database, url }, { LOG_LEVEL: 'info' });
     try {
+      await run(server, proxy, basic(username, password));
+    } finally {
+      server.kill();
+      await proxy.close();
+      await database.drop();
+    }
+  }
+
+  test('a worker that dies while PostgreSQL is away: its replacement is tried again until the database is back, the other worker serving meanwhile', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, () =>
+    // Until 2026-11-30 the primary stopped everything at the first replacement that did not start, and nothing served once the database came back (a faults review).
+    behindProxy(async (server, proxy, authorization) => {
       proxy.cut('reset');
       const [victim, survivor] = workerPids(server);
       process.kill(victim!, 'SIGKILL');
@@ -595,35 +606,24 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
       assert.equal(health.status, 200, health.body);
       proxy.restore();
       await until('a replacement listens once the database is back', 15_000, () => workerPids(server).length === 3, () => server.stdout.slice(-2000));
-      const answers = await Promise.all(Array.from({ length: 20 }, () => send(server.url, '/api/v1/me', { authorization: basic(username, password) })));
+      const answers = await Promise.all(Array.from({ length: 20 }, () => send(server.url, '/api/v1/me', { authorization })));
       assert.deepEqual(answers.map((a) => a.status), Array(20).fill(200));
       const { code } = await server.stop('SIGTERM', 15_000);
       assert.equal(code, 0, server.stderr);
-    } finally {
-      server.kill();
-      await proxy.close();
-      await database.drop();
-    }
-  });
+    }),
+  );
 
-  test('SIGTERM while a replacement is still trying to reach PostgreSQL: exit 0, the replacement had nothing in flight', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, async () => {
+  test('SIGTERM while a replacement is still trying to reach PostgreSQL: exit 0, the replacement had nothing in flight', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, () =>
     // Until 2026-11-30 its failed start counted as a worker that did not stop cleanly: exit 1, so systemd marked the stop failed (a review).
-    const database = await postgres!.createDatabase();
-    const { proxy, url } = await proxyFor(database.url);
-    const server = await start({ ...database, url }, { LOG_LEVEL: 'info' });
-    try {
+    behindProxy(async (server, proxy) => {
       proxy.cut('blackhole'); // the replacement waits for its connection
       const [victim] = workerPids(server);
       process.kill(victim!, 'SIGKILL');
       await until('a replacement is started', 10_000, () => logEntries(server).some((e) => e.msg === 'a worker exited; starting another in its place'));
       const { code } = await server.stop('SIGTERM', 15_000);
       assert.equal(code, 0, server.stderr);
-    } finally {
-      server.kill();
-      await proxy.close();
-      await database.drop();
-    }
-  });
+    }),
+  );
 
   test('the port already taken: the first worker says so, and the primary exits with its status', async () => {
     const database = await SQLITE.createDatabase();

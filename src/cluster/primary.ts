@@ -32,10 +32,6 @@ export const REPLACEMENT_RETRY = { firstMs: 1000, maxMs: 30_000 };
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
 export async function runPrimary(config: Config): Promise<void> {
-  // SIGHUP before anything waits: `systemctl reload` (ExecReload) may come as the service starts, and
-  // Node's default for it is to exit (a review: exit 129, or 1 with nothing said).
-  let hangup = () => {};
-  process.on('SIGHUP', () => hangup());
   const logs = logOutput(1, { resumed: (lost, why) => log.warn({ lost_lines: lost, why }, LOG_LINES_LOST) });
   const log = pino({ level: config.logLevel }, logs);
   // On SQLite, the one writer of every worker's creates (cluster/creates.ts): the database is opened,
@@ -121,12 +117,14 @@ export async function runPrimary(config: Config): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  hangup = () => {
+  // A SIGHUP before this one came is kept from ending the process by bin/almoner (server.ts's reload): the workers then
+  // starting read the certificate as they start.
+  process.on('SIGHUP', () => {
     for (const worker of workers.values()) {
       if (listening.has(worker)) worker.process.kill('SIGHUP');
       else hangupOwed.add(worker);
     }
-  };
+  });
 
   // Shared state, before any worker: a worker's counters announce themselves as it starts. With Redis
   // too, whose counters the workers fall back to these while it does not answer.

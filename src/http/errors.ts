@@ -61,7 +61,7 @@ export function unavailableLog(summary: Warns, everyMs: number, clock: Clock = m
   };
   const log = (err: unknown, requestLog: Warns): void => {
     const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
-    const kind = typeof code === 'string' ? code : `${String(message).slice(0, 100)}`;
+    const kind = typeof code === 'string' ? code : String(message).slice(0, 100);
     const now = clock();
     const interval = kinds.get(kind);
     if (kind !== 'ALMONER_COMMIT_UNKNOWN' && interval !== undefined && now < interval.until) {
@@ -227,11 +227,12 @@ export function answerConnect(_request: unknown, socket: Socket): void {
 }
 
 /**
- * An HTTP/1.1 request without a Host header, which HTTP/1.1 requires (RFC 9112, 3.2): a 400 in the
- * app's shape, before anything else about it is looked at (Node's own check, switched off in app.ts,
- * answered a bare 400 with no body and none of the app's headers).
+ * The request's header lines, before anything else about it is looked at: more than Node keeps is a
+ * 431; an HTTP/1.1 request without a Host header, which HTTP/1.1 requires (RFC 9112, 3.2), or with
+ * two of a header it may have only one of, a 400, in the app's shape (Node's own Host check,
+ * switched off in app.ts, answered a bare 400 with no body and none of the app's headers).
  */
-export function requireHost(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+export function checkHeaders(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
   const raw = request.raw;
   // Node keeps the first MAX_HEADER_LINES lines in `headers` and drops the rest unsaid: an
   // Idempotency-Key past them read as none, and a retry stored the donation twice (a faults review),
