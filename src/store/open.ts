@@ -62,7 +62,7 @@ export async function openStore(
   if (location.dialect === 'sqlite') {
     if (mustWrite) checkWritable(location.path);
     if (!duringRestore) await refuseWhileRestoring(location);
-    const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
+    const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs, { backupAllowed: duringRestore });
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     store = new Store(db, 'sqlite', { sqlite, clock });
   } else {
@@ -88,6 +88,24 @@ export async function openStore(
     throw err;
   }
   return store;
+}
+
+/**
+ * What `backup` writes in its copy's header (SQLite's user_version, which VACUUM INTO copies and
+ * Almoner uses for nothing else), and a restore clears: a backup given to keep-replaced as the
+ * database it came from is told from it (a newer backup given so settled the claims made since an
+ * older one as of itself: a review, 2026-11-30), and one given as DATABASE_URL to anything but a
+ * restore's commands is refused (openSqlite). Backups taken before that day bear none.
+ */
+export const BACKUP_MARK = 0x416c6d42; // "AlmB"
+
+/** The refusal of a database that bears BACKUP_MARK, given as DATABASE_URL. */
+export function backupGiven(path: string): ConfigError {
+  return new ConfigError(
+    `DATABASE_URL names a backup that bin/almoner backup wrote (${resolve(path)}), not a database to run on: anything recorded in it, ` +
+      'a Gift Aid claim above all, would be unknown to the database it was taken from. To use what it holds, restore it: ' +
+      '`DATABASE_URL=sqlite:NEW-FILE bin/almoner restore BACKUP` for a look at it, or over the database with --replace (README: Backups)',
+  );
 }
 
 /**
@@ -169,7 +187,7 @@ export const PRIVATE_FILE = 0o600;
 /** A folder Almoner makes for a SQLite database. */
 const PRIVATE_FOLDER = 0o700;
 
-async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSqlite3.Database> {
+async function openSqlite(path: string, busyTimeoutMs: number, { backupAllowed = false } = {}): Promise<BetterSqlite3.Database> {
   // Loaded only for SQLite, as pg only for PostgreSQL: each backend's start-up pays for its own driver.
   const { default: BetterSqlite3 } = await import('better-sqlite3');
   if (path !== ':memory:') {
@@ -183,6 +201,13 @@ async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSq
     }
   }
   const db = new BetterSqlite3(path);
+  // Before anything here writes to it (WAL mode, the migrations): a backup used as the database took
+  // claims of its own, the same donations the live database had claimed since under the same
+  // numbers, and recorded them in the backup (a Gift Aid review, 2026-11-30).
+  if (!backupAllowed && db.pragma('user_version', { simple: true }) === BACKUP_MARK) {
+    db.close();
+    throw backupGiven(path);
+  }
   // WAL + synchronous=FULL: a transaction is on disk (fsynced) when COMMIT returns,
   // so a 200 always means the donation survives a crash or power loss.
   db.pragma('journal_mode = WAL');

@@ -7,7 +7,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
 import { readLedger, type LedgerCopy } from './claims.js';
 import { migrations } from './migrations/index.js';
-import { PRIVATE_FILE } from './open.js';
+import { BACKUP_MARK, backupGiven, PRIVATE_FILE } from './open.js';
 
 /** What a checked copy holds. */
 export interface CopySummary {
@@ -66,15 +66,6 @@ export async function backUpSqlite(source: string, out: string): Promise<CopySum
 }
 
 /**
- * What `backup` writes in its copy's header (SQLite's user_version, which VACUUM INTO copies and
- * Almoner uses for nothing else), and a restore clears: a backup given to keep-replaced as the
- * database it came from is told from it (a newer backup given so settled the claims made since an
- * older one as of itself: a review, 2026-11-30). Backups taken before that day bear none.
- */
-export const BACKUP_MARK = 0x416c6d42; // "AlmB"
-
-
-/**
  * Writes what the database at `source` holds (with its WAL, if it has one) to a new file at `to`,
  * from one read snapshot, with VACUUM INTO: the rows, not the pages. A copy of the pages (SQLite's
  * backup API, or the file's bytes) also carries their free space, where SQLite leaves what a
@@ -91,6 +82,8 @@ async function copyRows(source: string, to: string, destination: string, { tidy,
     opened.pragma('secure_delete = ON');
     opened.prepare('select count(*) from sqlite_master').get();
     read = true;
+    // A backup's backup is refused, as every command refuses a backup for its database (open.ts): `cp` copies one whole.
+    if (userVersion === BACKUP_MARK && opened.pragma('user_version', { simple: true }) === BACKUP_MARK) throw backupGiven(source);
     try {
       opened.prepare('vacuum into ?').run(to);
     } catch (err) {

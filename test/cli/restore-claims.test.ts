@@ -285,6 +285,7 @@ for (const backend of BACKENDS) {
         if (path.dialect !== 'sqlite') return;
         renameSync(path.path, `${path.path}.replaced-2026-11-28T23-00-00-000Z`);
         copyFileSync(before, path.path);
+        withoutBackupMark(path.path);
         left = [`${path.path}.replaced-2026-11-28T23-00-00-000Z`];
       }
       let finished;
@@ -746,5 +747,15 @@ async function recordOne(url: string, charityId: number, email: string): Promise
     return (await store.recordDonation(charityId, validDonation(email))).id;
   } finally {
     await store.close();
+  }
+}
+
+/** The backup's copy as a restore puts it in place: without the mark of a backup, which every command but a restore's refuses. */
+function withoutBackupMark(file: string): void {
+  const db = new BetterSqlite3(file);
+  try {
+    db.pragma('user_version = 0');
+  } finally {
+    db.close();
   }
 }
