@@ -108,27 +108,42 @@ const CARE_OF = /(?:^|[\s,])(?:c\/o|c\.o\.|care of)(?=[\s:,]|$)/i;
 /** A PO box anywhere in donor_address ("PO Box 12", "P.O. Box", "POBox12", "Post Office Box 12"). */
 const PO_BOX = /(?:^|[\s,])(?:p\.?\s?o\.?\s?box|post office box)(?=[\s\d:,]|$)/i;
 
+/**
+ * A donor's text quoted in a reason, as JSON quotes it, with every character that shows as nothing
+ * or as a box written as its code (`"Ed\u0085"`): JSON escapes only those below U+0020, and a
+ * needs-attention line quoting DEL, U+0080 to U+009F or a private-use character showed `""` (a review).
+ */
+export function quoted(text: string): string {
+  return JSON.stringify(text).replace(/\p{C}/gu, (c) => {
+    const code = c.codePointAt(0)!;
+    return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
 /** The reasons, word for word, so callers and tests can recognise them. */
 export const REASONS = {
   noFirstName: 'no first name',
-  firstNameOnlyTitle: (given: string) => `first name is only a title (${JSON.stringify(given)}): HMRC needs the donor's first name or initial`,
+  firstNameOnlyTitle: (given: string) => `first name is only a title (${quoted(given)}): HMRC needs the donor's first name or initial`,
   twoPeople: (firstName: string) =>
-    `first name names two people (${JSON.stringify(firstName)}): HMRC's schedule takes one donor a row, so claim each donor's part by hand, each with their own declaration`,
+    `first name names two people (${quoted(firstName)}): HMRC's schedule takes one donor a row, so claim each donor's part by hand, each with their own declaration`,
   firstNameNoLetters: 'first name has no letters',
   noLastName: 'no last name',
   lastNameNoLetters: 'last name has no letters',
   noHouse: 'no house name or number (donor_address is empty, or stands for none: "-", "N/A")',
+  /** An address with letters or digits but no house read from it: until 2026-11-30 said to be empty (a review). */
+  houseNotFound: (address: string) =>
+    `no house name or number read from donor_address (${quoted(address)}): it seems to hold a street or a town only, or a number run into a word; HMRC needs the house's name or number`,
   /** HMRC: a donor's home address, which "cannot be a place of work or care of address" (a review: claimed as the house until 2026-11-29). */
   careOf: "donor_address is a care-of address (c/o): HMRC needs the donor's own home address",
   poBox: "donor_address is a PO box: HMRC needs the donor's home address",
   houseIsPostcode: "donor_address holds a postcode where the house should be: HMRC needs the house's name or number",
   houseIsName: "donor_address holds the donor's name where the house should be: HMRC needs the house's name or number",
   noPostcode: 'no postcode',
-  badPostcode: (postcode: string) => `postcode ${JSON.stringify(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
+  badPostcode: (postcode: string) => `postcode ${quoted(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
   /** "BFPO 123": the advice for a donor abroad (X) is wrong for a forces address, which has a postcode of its own (a review). */
-  bfpo: (postcode: string) => `postcode ${JSON.stringify(postcode)} is a BFPO number, not a postcode: a forces address has a BF1 postcode (such as BF1 4FB), which is the one to use`,
+  bfpo: (postcode: string) => `postcode ${quoted(postcode)} is a BFPO number, not a postcode: a forces address has a BF1 postcode (such as BF1 4FB), which is the one to use`,
   unwritable: (column: string, chars: readonly string[]) =>
-    `${column} holds ${chars.map((c) => JSON.stringify(c)).join(', ')}, which HMRC's schedule cannot hold and which has no plain-letter spelling`,
+    `${column} holds ${chars.map(quoted).join(', ')}, which HMRC's schedule cannot hold and which has no plain-letter spelling`,
   outOfTime: (cutoff: string, periodEnd?: string) =>
     periodEnd === undefined
       ? `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): left out, though HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, so it may still be in time: if it is, give your accounting period's end (--period-end)`
@@ -176,7 +191,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
     ] as const
   ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));
   const address = normaliseSpaces(d.donor_address ?? '');
-  if (house === '') reasons.push(REASONS.noHouse);
+  if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
   else if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);

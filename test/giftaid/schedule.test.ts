@@ -596,12 +596,26 @@ describe('donations that need attention', () => {
     // Made spaces and claimed as "Ja ne" until 2026-11-29 (a review).
     ['a first name with a control character', { donor_first_name: 'Ja\u0001ne' }, REASONS.unwritable('first name', ['\u0001'])],
     ['a last name with DEL', { donor_last_name: 'Ray\u007f' }, REASONS.unwritable('last name', ['\u007f'])],
+    ['a first name with a C1 control character', { donor_first_name: 'Ed\u0085' }, REASONS.unwritable('first name', ['\u0085'])],
+    // Said to be empty until 2026-11-30 (a review).
+    ['an address of a street alone', { donor_address: 'High Street' }, REASONS.houseNotFound('High Street')],
+    ['a house number run into its street', { donor_address: '10Downing Street' }, REASONS.houseNotFound('10Downing Street')],
   ];
   for (const [what, overrides, reason] of single) {
     test(`${what}: ${reason}`, () => {
       assert.deepEqual(attention(donation(overrides)).reasons, [reason]);
     });
   }
+
+  test("a reason quotes what shows as nothing by its code (it showed \"\" for DEL, U+0080 to U+009F and private use: a review); an address with no house is quoted, one of nothing said to be empty", () => {
+    assert.equal(
+      REASONS.unwritable('first name', ['\u0001', '\u007f', '\u0085', '\ue000', '\u{f0000}']),
+      'first name holds "\\u0001", "\\u007f", "\\u0085", "\\ue000", "\\u{f0000}", which HMRC\'s schedule cannot hold and which has no plain-letter spelling',
+    );
+    assert.equal(REASONS.badPostcode('SW1\u0085'), 'postcode "SW1\\u0085" is not a UK postcode (use X for a donor living outside the UK)');
+    assert.match(REASONS.houseNotFound('10Downing Street'), /^no house name or number read from donor_address \("10Downing Street"\): /);
+    assert.deepEqual(attention(donation({ donor_address: 'N/A' })).reasons, [REASONS.noHouse]);
+  });
 
   test('every reason, in a fixed order', () => {
     const row = attention(
