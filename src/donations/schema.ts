@@ -139,7 +139,7 @@ export const DONATION_FORM_SCHEMA = {
   properties: Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, 'blankInFormIsAbsent' in f ? blankInForm(asText(inputProperty(f))) : asText(inputProperty(f))])),
 } as const;
 
-/** The interface's example request: each field's example. */
+/** The example request (the OpenAPI document's, the /docs page's): each field's example (the interface gives none). */
 export const EXAMPLE_DONATION_INPUT: Readonly<Record<string, string>> = Object.fromEntries(DONATION_FIELDS.map((f) => [f.name, f.example]));
 
 function recordProperty(f: FieldSpec): Record<string, unknown> {

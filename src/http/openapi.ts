@@ -28,7 +28,7 @@ const BLANK_IN_FORM_IS_ABSENT = BLANK_IS_ABSENT.map((name) => `\`${name}\``)
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
-/** The interface's example response: the example request as the server turns it into a record. */
+/** The example response: the example request as the server turns it into a record. */
 function exampleRecord() {
   const result = validateDonation(EXAMPLE_DONATION_INPUT);
   if (!result.ok) throw new Error(`The field table's examples do not validate: ${JSON.stringify(result.errors)}`);

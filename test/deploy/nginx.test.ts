@@ -20,10 +20,11 @@
 import assert from 'node:assert/strict';
 import { BODY_LIMIT, BODY_LIMIT_TEXT, TOO_LARGE_MESSAGE } from '../../src/http/body.js';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { basic, exampleDonation } from '../support/app.js';
@@ -84,6 +85,31 @@ function send(port: number, ca: string, path: string, options: Send = {}): Promi
 }
 
 const json = (answer: Answer) => JSON.parse(answer.text) as Record<string, unknown>;
+
+/** One plain HTTP request to Almoner itself on 127.0.0.1:`port`, with node:http (fetch refuses a 17 KiB header). */
+function sendPlain(port: number, path: string, { method = 'POST', headers = {} }: { method?: string; headers?: Record<string, string> }): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** `bytes` sent over TLS to 127.0.0.1:`port` as they are, and everything that comes back until the server closes. */
+function rawTls(port: number, ca: string, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const socket = tlsConnect({ host: '127.0.0.1', port, ca, servername: 'localhost' }, () => socket.write(bytes));
+    socket.setEncoding('utf8').on('data', (s: string) => (got += s));
+    socket.once('end', () => resolve(got));
+    socket.once('error', reject);
+    socket.setTimeout(15_000, () => socket.destroy(new Error('no answer within 15 s')));
+  });
+}
 
 /** A create body of exactly `bytes` bytes: the example donation, padded with a field Almoner ignores. */
 function donationOfSize(bytes: number, email: string): string {
@@ -194,11 +220,50 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     assert.match(await direct.text(), /almoner_/);
   });
 
-  test('plain HTTP is redirected to HTTPS with 308, which keeps the POST', async () => {
-    const res = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}/api/v1/me`, { method: 'POST', redirect: 'manual' });
-    assert.equal(res.status, 308);
-    assert.equal(res.headers.get('location'), 'https://127.0.0.1/api/v1/me');
-    assert.equal(res.headers.get('server'), 'nginx', "no version, as on 443 (until 2026-11-29 port 80 named nginx's)");
+  test('plain HTTP: an API call is refused with a JSON 403 saying to use https (it was redirected, and a client that followed kept sending credentials in clear), the rest redirected with 308', async () => {
+    for (const path of ['/api/v1/me', '/api/v1/donation/create']) {
+      const res = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}${path}`, { method: 'POST', redirect: 'manual', headers: { authorization, 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(res.status, 403, path);
+      assert.equal(res.headers.get('location'), null, path);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8', path);
+      assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f]{32}$/, path);
+      assert.equal(res.headers.get('server'), 'nginx', "no version, as on 443 (until 2026-11-29 port 80 named nginx's)");
+      assert.match(((await res.json()) as { message: string }).message, /^This API is served over HTTPS only: send your requests to the same address with https:\/\/ instead of http:\/\/\. .*ask for new credentials\.$/);
+    }
+    const docs = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}/docs`, { redirect: 'manual' });
+    assert.equal(docs.status, 308);
+    assert.equal(docs.headers.get('location'), 'https://127.0.0.1/docs');
+  });
+
+  test("nginx's own refusals are Almoner's, word for word: headers or a URL over 16 KiB (431), TRACE (405, with Allow), a request that is not HTTP (400); they were nginx's HTML pages", async () => {
+    const direct = async (path: string, init: { method?: string; headers?: Record<string, string> }) => {
+      const answer = await sendPlain(Number(new URL(main.almoner.url).port), path, init);
+      return { status: answer.status, text: answer.text, contentType: answer.headers['content-type'] };
+    };
+    const cases: [string, string, { method?: string; headers?: Record<string, string> }][] = [
+      ['a header over 16 KiB', '/api/v1/me', { headers: { 'x-big': 'a'.repeat(17_000) } }],
+      ['a URL over 16 KiB', `/api/v1/me?${'a'.repeat(17_000)}`, {}],
+    ];
+    for (const [what, path, init] of cases) {
+      const fromAlmoner = await direct(path, init);
+      assert.equal(fromAlmoner.status, 431, `${what}, from Almoner`);
+      const refused = await viaNginx(path, { ...init, method: 'POST' });
+      assert.deepEqual({ status: refused.status, text: refused.text, contentType: refused.headers['content-type'] }, fromAlmoner, what);
+      assert.equal(refused.headers['x-request-id'], undefined, `${what}: none, as from Almoner (sent before the request is read)`);
+    }
+    for (const [path, allow] of [['/api/v1/me', 'POST'], ['/docs', 'GET, HEAD']] as const) {
+      const trace = await viaNginx(path, { method: 'TRACE' });
+      assert.equal(trace.status, 405, path);
+      assert.equal(trace.headers.allow, allow, path);
+      assert.equal(trace.headers['content-type'], 'application/json; charset=utf-8', path);
+      assert.match(trace.headers['x-request-id'] ?? '', /^[0-9a-f]{32}$/, path);
+      assert.deepEqual(json(trace), { message: `The TRACE method is not supported for this route. Supported methods: ${allow}.` }, path);
+    }
+    const fromAlmoner = await (await fetch(`${main.almoner.url}/api/v1/me`, { method: 'PUT' })).json();
+    assert.match((fromAlmoner as { message: string }).message, /^The PUT method is not supported for this route\. Supported methods: POST\.$/, "Almoner's own 405, which nginx's repeats");
+    const garbage = await rawTls(main.port, main.ca, 'NOT HTTP AT ALL\r\n\r\n');
+    assert.match(garbage, /^HTTP\/1\.1 400 /, garbage);
+    assert.match(garbage, /\r\n\r\n\{"message":"The request is not valid HTTP\."\}$/, garbage);
   });
 
   test("failed authentications are counted per real client address, not per nginx", async () => {
@@ -260,7 +325,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
       assert.equal(refused.status, 413, what);
       assert.equal(refused.text, direct.text, `${what}: the body`);
       assert.equal(refused.headers['content-type'], direct.contentType, `${what}: the Content-Type`);
-      assert.equal(refused.headers['x-request-id'], undefined, `${what}: answered by nginx, not by Almoner`);
+      assert.match(refused.headers['x-request-id'] ?? '', /^[0-9a-f]{32}$/, `${what}: nginx's own id, answered by nginx, not by Almoner`);
       assert.equal(refused.headers['cache-control'], 'no-store');
       assert.equal(refused.headers['x-content-type-options'], 'nosniff');
     }

@@ -347,5 +347,7 @@ describe('GET /api/v1/openapi.json behind a proxy TRUST_PROXY trusts', () => {
     assert.deepEqual(document.info.contact, { name: 'The operator of this Almoner server', email: 'api@helpinghands.example' });
     // A proxy that says some other scheme: the connection's own is used.
     assert.equal((await get({ host: 'a.example', 'x-forwarded-proto': 'gopher' })).servers[0].url, 'http://a.example/api/v1');
+    // A scheme in capitals is the same scheme (it gave http://: an integrator's review).
+    assert.equal((await get({ host: 'a.example', 'x-forwarded-proto': 'HTTPS' })).servers[0].url, 'https://a.example/api/v1');
   });
 });

@@ -156,7 +156,7 @@ function originOf(request: FastifyRequest): string | undefined {
   if (host.length > 261 || !HOST.test(host)) return undefined;
   const port = /:([0-9]+)$/.exec(host)?.[1];
   if (port !== undefined && Number(port) > 65535) return undefined; // EXAMPLE.org:99999 named no server a client could reach
-  const { protocol } = request; // a trusted proxy's X-Forwarded-Proto may say anything
+  const protocol = request.protocol.toLowerCase(); // a trusted proxy's X-Forwarded-Proto may say anything, in any case (a scheme's case does not count: RFC 3986, 3.1)
   const scheme = protocol === 'https' || protocol === 'http' ? protocol : 'encrypted' in request.socket ? 'https' : 'http';
   return `${scheme}://${host.toLowerCase()}`;
 }
