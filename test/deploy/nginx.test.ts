@@ -256,7 +256,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
       assert.equal(trace.status, 405, path);
       assert.equal(trace.headers.allow, allow, path);
       assert.equal(trace.headers['content-type'], 'application/json; charset=utf-8', path);
-      assert.match(trace.headers['x-request-id'] ?? '', /^[0-9a-f]{32}$/, path);
+      assert.match(String(trace.headers['x-request-id']), /^[0-9a-f]{32}$/, path);
       assert.deepEqual(json(trace), { message: `The TRACE method is not supported for this route. Supported methods: ${allow}.` }, path);
     }
     const fromAlmoner = await (await fetch(`${main.almoner.url}/api/v1/me`, { method: 'PUT' })).json();
@@ -325,7 +325,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
       assert.equal(refused.status, 413, what);
       assert.equal(refused.text, direct.text, `${what}: the body`);
       assert.equal(refused.headers['content-type'], direct.contentType, `${what}: the Content-Type`);
-      assert.match(refused.headers['x-request-id'] ?? '', /^[0-9a-f]{32}$/, `${what}: nginx's own id, answered by nginx, not by Almoner`);
+      assert.match(String(refused.headers['x-request-id']), /^[0-9a-f]{32}$/, `${what}: nginx's own id, answered by nginx, not by Almoner`);
       assert.equal(refused.headers['cache-control'], 'no-store');
       assert.equal(refused.headers['x-content-type-options'], 'nosniff');
     }
