@@ -305,7 +305,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
         ),
         InternalServerError: errorResponse('An unexpected fault; nothing about it is shown. Quote the X-Request-Id.', 'Internal Server Error'),
         Unavailable: errorResponse(
-          'The database is unavailable, so the request was not acknowledged (a create may or may not have been stored). Retry after Retry-After seconds, with the same Idempotency-Key.',
+          'The database is unavailable, so the request was not acknowledged. A create whose commit the database did not confirm may have been stored, and its message says so ("The database did not confirm whether this donation was stored…"): retry it only with the same Idempotency-Key, after Retry-After seconds; without one, check whether it was recorded first. Any other 503 stored nothing.',
           'The database is unavailable. Please try again shortly.',
           { 'Retry-After': ref('headers', 'Retry-After') },
         ),

@@ -10,6 +10,7 @@ import { signUpCharity } from '../../src/charities/signup.js';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { CREDENTIAL_TTL_MS } from '../../src/http/credential-cache.js';
 import { DATABASE_BUDGET_MS } from '../../src/store/budget.js';
+import { UNAVAILABLE_MESSAGES } from '../../src/http/errors.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { basic, exampleDonation } from '../support/app.js';
@@ -95,6 +96,14 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
     return res;
   };
 
+  /** Polls `done` until it holds, for at most 10 s. */
+  async function until(done: () => Promise<boolean>) {
+    for (let waited = 0; !(await done()); waited += 100) {
+      assert.ok(waited < 10_000, 'not so after 10 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
     const started = performance.now();
     const value = await work();
@@ -103,7 +112,7 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
 
   function assertUnavailable(res: Awaited<ReturnType<typeof me>>, ms: number) {
     assert.equal(res.statusCode, 503, res.body);
-    assert.deepEqual(res.json(), { message: 'The database is unavailable. Please try again shortly.' });
+    assert.deepEqual(res.json(), { message: UNAVAILABLE_MESSAGES.unavailable });
     assert.equal(res.headers['retry-after'], '1');
     assert.ok(ms < OUTAGE_BOUND_MS, `answered in ${Math.round(ms)} ms`);
   }
@@ -189,11 +198,49 @@ describe('PostgreSQL outage', { skip: postgres ? false : 'TEST_DATABASE_URL is n
         assert.equal(value.statusCode, 503, value.body);
         assert.ok(ms <= STALL_BOUND_MS, `answered in ${Math.round(ms)} ms (slowest ${Math.round(slowest)} ms)`);
       }
+
     } finally {
       proxy.resume();
     }
     await recovers();
     await assertAcknowledgedStored();
+  });
+
+  test('a create whose commit was sent and not answered in time is told that it may have been stored: with a key, to send it again with it; without, to check first (both were told "try again", and one retried without a key was stored twice)', async () => {
+    pastCredentialCache();
+    assert.equal((await me(quick)).statusCode, 200); // the credential remembered: the creates' only statement is their batch's commit
+    const keyed = (key: string, email: string) =>
+      quick.inject({
+        method: 'POST',
+        url: '/api/v1/donation/create',
+        headers: { authorization, 'content-type': 'application/json', 'idempotency-key': key },
+        payload: JSON.stringify(exampleDonation({ donor_email: email })),
+      });
+    // The commit's statement runs at once; its answer, and its token's claim's, come after the deadline.
+    proxy.slowAnswersTo('commit_tokens', QUICK_BUDGET_MS + 1000);
+    let unkeyed, withKey;
+    try {
+      [unkeyed, withKey] = await Promise.all([create(quick), keyed('unknown-outcome', 'unknown-outcome-keyed@example.org')]);
+    } finally {
+      proxy.slowAnswersTo(undefined);
+    }
+    assert.equal(unkeyed.statusCode, 503, unkeyed.body);
+    assert.deepEqual(unkeyed.json(), { message: UNAVAILABLE_MESSAGES.outcomeUnknown });
+    assert.equal(withKey.statusCode, 503, withKey.body);
+    assert.deepEqual(withKey.json(), { message: UNAVAILABLE_MESSAGES.outcomeUnknownKeyed });
+    // Both were stored: "try again" would have doubled the first. The second, sent again with its key, is answered with itself.
+    const email = `donor${counter}@example.org`;
+    const stored = async (donor: string) => {
+      const found = [];
+      for await (const d of direct.exportDonations({})) if (d.donor_email === donor) found.push(d.id);
+      return found;
+    };
+    await until(async () => (await stored(email)).length === 1 && (await stored('unknown-outcome-keyed@example.org')).length === 1);
+    const again = await keyed('unknown-outcome', 'unknown-outcome-keyed@example.org');
+    assert.equal(again.statusCode, 200, again.body);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(await stored('unknown-outcome-keyed@example.org'), [again.json().data.id]);
+    acknowledged.set(again.json().data.id, 'unknown-outcome-keyed@example.org');
   });
 
   test("the database slows down (every answer 1.2 s late): a request's queries share one deadline, not one each", async (t) => {
