@@ -15,7 +15,7 @@ import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
-import { PRIVATE_FILE } from '../store/open.js';
+import { PRIVATE_FILE, refuseBackup } from '../store/open.js';
 import { print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -194,6 +194,7 @@ export function keepReplacedCommand(): Command {
               (seenFromHere(marked) ? '' : `, or, if it is not running, add --not-running`),
           );
         }
+        if ('path' in place) await refuseBackup(place.path); // before its claim is made beside it
         // SQLite: two at once would both make the erasures again.
         const release = 'path' in place ? await claimKeeping(place.path) : () => {};
         try {

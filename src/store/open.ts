@@ -62,7 +62,7 @@ export async function openStore(
   if (location.dialect === 'sqlite') {
     if (mustWrite) checkWritable(location.path);
     if (!duringRestore) await refuseWhileRestoring(location);
-    const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs, { backupAllowed: duringRestore });
+    const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     store = new Store(db, 'sqlite', { sqlite, clock });
   } else {
@@ -94,10 +94,32 @@ export async function openStore(
  * What `backup` writes in its copy's header (SQLite's user_version, which VACUUM INTO copies and
  * Almoner uses for nothing else), and a restore clears: a backup given to keep-replaced as the
  * database it came from is told from it (a newer backup given so settled the claims made since an
- * older one as of itself: a review, 2026-11-30), and one given as DATABASE_URL to anything but a
- * restore's commands is refused (openSqlite). Backups taken before that day bear none.
+ * older one as of itself: a review, 2026-11-30), and one given as DATABASE_URL is refused
+ * (openSqlite). Backups taken by a version before that day's (87512f9) bear none.
  */
 export const BACKUP_MARK = 0x416c6d42; // "AlmB"
+
+/**
+ * For a command that writes beside the database before it opens it (keep-replaced's claim): the
+ * refusal openSqlite would give, before that. A file that is not there, or not a database, is left
+ * to the opening.
+ */
+export async function refuseBackup(path: string): Promise<void> {
+  if (path === ':memory:' || !existsSync(path)) return;
+  const { default: BetterSqlite3 } = await import('better-sqlite3');
+  let version: unknown;
+  try {
+    const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true });
+    try {
+      version = db.pragma('user_version', { simple: true });
+    } finally {
+      db.close();
+    }
+  } catch {
+    return;
+  }
+  if (version === BACKUP_MARK) throw backupGiven(path);
+}
 
 /** The refusal of a database that bears BACKUP_MARK, given as DATABASE_URL. */
 export function backupGiven(path: string): ConfigError {
@@ -187,7 +209,7 @@ export const PRIVATE_FILE = 0o600;
 /** A folder Almoner makes for a SQLite database. */
 const PRIVATE_FOLDER = 0o700;
 
-async function openSqlite(path: string, busyTimeoutMs: number, { backupAllowed = false } = {}): Promise<BetterSqlite3.Database> {
+async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSqlite3.Database> {
   // Loaded only for SQLite, as pg only for PostgreSQL: each backend's start-up pays for its own driver.
   const { default: BetterSqlite3 } = await import('better-sqlite3');
   if (path !== ':memory:') {
@@ -203,8 +225,10 @@ async function openSqlite(path: string, busyTimeoutMs: number, { backupAllowed =
   const db = new BetterSqlite3(path);
   // Before anything here writes to it (WAL mode, the migrations): a backup used as the database took
   // claims of its own, the same donations the live database had claimed since under the same
-  // numbers, and recorded them in the backup (a Gift Aid review, 2026-11-30).
-  if (!backupAllowed && db.pragma('user_version', { simple: true }) === BACKUP_MARK) {
+  // numbers, and recorded them in the backup (a Gift Aid review, 2026-11-30). A restore's own
+  // commands too: a restore reads its backup without this, and puts a copy without the mark in
+  // place; keep-replaced given a backup as DATABASE_URL wrote its entry into it (a review).
+  if (db.pragma('user_version', { simple: true }) === BACKUP_MARK) {
     db.close();
     throw backupGiven(path);
   }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { ERASED_EMAIL } from '../../src/donations/erasure.js';
@@ -161,19 +161,19 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     assert.match(into.stderr, new RegExp(`this user \\(nobody\\) may not write in the folder ${shared}: run the command as the user the server runs as`));
   });
 
-  test("a backup given as DATABASE_URL is refused by serve and by every command but a restore's, and left byte for byte as it was; restored, it opens (a backup used as the database claimed again what the live one had claimed since)", async () => {
+  test("a backup given as DATABASE_URL is refused by serve and by every command, keep-replaced's too, and left byte for byte as it was; restored, it opens (a backup used as the database claimed again what the live one had claimed since)", async () => {
     const backupFile = join(tempDir(), 'as-database.db');
     const run = await almoner(url, ['backup', '--out', backupFile]);
     assert.equal(run.code, 0, run.stderr);
     const bytes = readFileSync(backupFile);
     const asDatabase = `sqlite:${backupFile}`;
-    for (const args of [['serve'], ['giftaid', 'claim', '--charity', username, '--out', tempDir()], ['giftaid', 'mark', '1', 'submitted'], ['giftaid', 'claims'], ['donations', 'export'], ['charity', 'list'], ['charity', 'create', '--name', 'X', '--email', 'x@example.org'], ['backup', '--out', join(tempDir(), 'b.db')]]) {
+    for (const args of [['serve'], ['giftaid', 'claim', '--charity', username, '--out', tempDir()], ['giftaid', 'mark', '1', 'submitted'], ['giftaid', 'claims'], ['donations', 'export'], ['charity', 'list'], ['charity', 'create', '--name', 'X', '--email', 'x@example.org'], ['backup', '--out', join(tempDir(), 'b.db')], ['keep-replaced', '--not-running', join(dir, 'almoner.db')]]) {
       const refused = await almoner(asDatabase, args, { PORT: '0' });
       assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}${refused.stdout}`);
       assert.match(refused.stderr, /DATABASE_URL names a backup that bin\/almoner backup wrote \(.*as-database\.db\), not a database to run on: .*a Gift Aid claim above all.* restore it/, args.join(' '));
       assert.equal(refused.stdout, '', args.join(' '));
       assert.deepEqual(readFileSync(backupFile), bytes, `${args.join(' ')} left the backup as it was`);
-      assert.equal(existsSync(`${backupFile}-wal`), false, `${args.join(' ')}: no WAL made beside it`);
+      assert.deepEqual(readdirSync(dirname(backupFile)), ['as-database.db'], `${args.join(' ')}: nothing made beside it (a WAL, a keep-replaced's file)`);
     }
     const target = `sqlite:${join(tempDir(), 'restored.db')}`;
     const restored = await almoner(target, ['restore', backupFile]);

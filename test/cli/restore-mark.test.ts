@@ -311,6 +311,9 @@ test('two keep-replaced at once, where a killed one left its claim: one is refus
     const keptAs = `${path}.replaced-2026-11-29T00-00-00-000Z`;
     renameSync(path, keptAs);
     writeFileSync(path, readFileSync(backup));
+    const copy = new Database(path); // as the restore's copy is, without the backup's mark (which every command refuses)
+    copy.pragma('user_version = 0');
+    copy.close();
     const owner = { host: hostname(), pid: gone, boot, started: '1', pids: readlinkSync('/proc/self/ns/pid') };
     writeFileSync(`${path}.restoring`, JSON.stringify({ ...owner, began: '2026-11-29T00:00:00.000Z', from: backup, left: [keptAs], replacing: true }));
     const killed = new Database(`${path}.restoring.keeping`); // an earlier keep-replaced's, killed: its lock went with it
