@@ -24,6 +24,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
@@ -96,6 +97,18 @@ function sendPlain(port: number, path: string, { method = 'POST', headers = {} }
     });
     req.on('error', reject);
     req.end();
+  });
+}
+
+/** `bytes` sent over plain TCP to 127.0.0.1:`port` as they are, and everything that comes back until the server closes. */
+function rawSocket(port: number, bytes: string): Promise<{ text: string }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const socket = netConnect({ host: '127.0.0.1', port }, () => socket.write(bytes));
+    socket.setEncoding('utf8').on('data', (s: string) => (text += s));
+    socket.once('end', () => resolve({ text }));
+    socket.once('error', reject);
+    socket.setTimeout(15_000, () => socket.destroy(new Error('no answer within 15 s')));
   });
 }
 
@@ -220,7 +233,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     assert.match(await direct.text(), /almoner_/);
   });
 
-  test('plain HTTP: an API call is refused with a JSON 403 saying to use https (it was redirected, and a client that followed kept sending credentials in clear), the rest redirected with 308', async () => {
+  test('plain HTTP: an API call is refused with a JSON 403 saying to use https (it was redirected, and a client that followed kept sending credentials in clear), as are nginx's own refusals there; the rest redirected with 308', async () => {
     for (const path of ['/api/v1/me', '/api/v1/donation/create']) {
       const res = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}${path}`, { method: 'POST', redirect: 'manual', headers: { authorization, 'content-type': 'application/json' }, body: '{}' });
       assert.equal(res.status, 403, path);
@@ -233,9 +246,23 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     const docs = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}/docs`, { redirect: 'manual' });
     assert.equal(docs.status, 308);
     assert.equal(docs.headers.get('location'), 'https://127.0.0.1/docs');
+    // nginx's own refusals on port 80 say the same, in JSON (they were its HTML pages: a review).
+    const plain = async (request: string) => {
+      const { text } = await rawSocket(main.nginx.site.httpPort, request);
+      return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) };
+    };
+    for (const [what, request] of [
+      ['a TRACE', 'TRACE /api/v1/me HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'],
+      ['a header over 8 KiB', `POST /api/v1/me HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(9000)}\r\nConnection: close\r\n\r\n`],
+      ['a request that is not HTTP', 'NOT HTTP AT ALL\r\n\r\n'],
+    ]) {
+      const answer = await plain(request!);
+      assert.equal(answer.status, 403, `${what}: ${answer.body}`);
+      assert.match(answer.body, /^\{"message":"This API is served over HTTPS only: /, what!);
+    }
   });
 
-  test("nginx's own refusals are Almoner's, word for word: headers or a URL over 16 KiB (431), TRACE (405, with Allow), a request that is not HTTP (400); they were nginx's HTML pages", async () => {
+  test("nginx's own refusals are JSON in Almoner's shape, with HSTS: headers or a URL over 16 KiB (431), TRACE (405 with Allow, or 404), plain HTTP to the HTTPS port and a request that is not HTTP (400), HTTP/2.0 (505); they were nginx's HTML pages", async () => {
     const direct = async (path: string, init: { method?: string; headers?: Record<string, string> }) => {
       const answer = await sendPlain(Number(new URL(main.almoner.url).port), path, init);
       return { status: answer.status, text: answer.text, contentType: answer.headers['content-type'] };
@@ -264,6 +291,21 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     const garbage = await rawTls(main.port, main.ca, 'NOT HTTP AT ALL\r\n\r\n');
     assert.match(garbage, /^HTTP\/1\.1 400 /, garbage);
     assert.match(garbage, /\r\n\r\n\{"message":"The request is not valid HTTP\."\}$/, garbage);
+    assert.match(garbage, /\r\nStrict-Transport-Security: max-age=31536000\r\n/, 'HSTS, as on every answer on 443 (an add_header in a location replaced the server\'s)');
+    // TRACE where Almoner takes GET, and where it has no route (its 404 whatever the method).
+    const traceDocument = await viaNginx('/api/v1/openapi.json', { method: 'TRACE' });
+    assert.deepEqual([traceDocument.status, traceDocument.headers.allow], [405, 'GET, HEAD']);
+    assert.equal(traceDocument.headers['strict-transport-security'], 'max-age=31536000');
+    for (const path of ['/nonexistent', '/api/v1/nope', '/.almoner/bad-request']) {
+      const method = path.startsWith('/.almoner') ? 'GET' : 'TRACE';
+      const missing = await viaNginx(path, { method });
+      assert.deepEqual([missing.status, missing.text, missing.headers.allow], [404, '{"message":"Not Found"}', undefined], `${method} ${path}`);
+    }
+    // Plain HTTP to the HTTPS port: Almoner's own answer to it, and an HTTP version nginx does not speak.
+    const { text: plainToTls } = await rawSocket(main.port, 'POST /api/v1/me HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    assert.match(plainToTls, /^HTTP\/1\.1 400 [^]*\r\n\r\n\{"message":"This server takes HTTPS only: send the request to https:\/\/ rather than http:\/\/\."\}$/, plainToTls);
+    const version = await rawTls(main.port, main.ca, 'GET /docs HTTP/2.0\r\nHost: localhost\r\n\r\n');
+    assert.match(version, /^HTTP\/1\.1 505 [^]*\r\n\r\n\{"message":"The request's HTTP version is not supported: send HTTP\/1\.1\."\}$/, version);
   });
 
   test("failed authentications are counted per real client address, not per nginx", async () => {
