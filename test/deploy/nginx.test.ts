@@ -233,7 +233,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     assert.match(await direct.text(), /almoner_/);
   });
 
-  test('plain HTTP: an API call is refused with a JSON 403 saying to use https (it was redirected, and a client that followed kept sending credentials in clear), as are nginx's own refusals there; the rest redirected with 308', async () => {
+  test("plain HTTP: an API call is refused with a JSON 403 saying to use https (it was redirected, and a client that followed kept sending credentials in clear), as are nginx's own refusals there; the rest redirected with 308", async () => {
     for (const path of ['/api/v1/me', '/api/v1/donation/create']) {
       const res = await fetch(`http://127.0.0.1:${main.nginx.site.httpPort}${path}`, { method: 'POST', redirect: 'manual', headers: { authorization, 'content-type': 'application/json' }, body: '{}' });
       assert.equal(res.status, 403, path);
