@@ -75,10 +75,11 @@ export class RateLimitError extends RetryLaterError {
 
 /**
  * 503: the service's database cannot answer right now; or 502 or 504 from a gateway in front of it
- * (the shipped nginx, while the service is down or too slow), whose message then says whether a create may have been recorded. The request was not acknowledged (in the
- * rare case that the database could not confirm a commit whose answer was lost, a create may still
- * have been stored: retry it with the same Idempotency-Key),
- * so retry a create after `retryAfterSeconds` with the same idempotencyKey.
+ * (the shipped nginx, while the service is down or too slow). The request was not acknowledged. A
+ * create may still have been stored when the database did not confirm its commit (common while the
+ * database stalls under load), and the message then says so ("The database did not confirm whether
+ * this donation was stored…"), as a gateway's does: retry a create after `retryAfterSeconds` with
+ * the same idempotencyKey, never without one.
  */
 export class UnavailableError extends RetryLaterError {
   override name: string = 'UnavailableError';

@@ -101,15 +101,18 @@ export const BACKUP_MARK = 0x416c6d42; // "AlmB"
 
 /**
  * For a command that writes beside the database before it opens it (keep-replaced's claim): the
- * refusal openSqlite would give, before that. A file that is not there, or not a database, is left
- * to the opening.
+ * refusal openSqlite would give, before that. A file that is not there, not a database, or locked
+ * just now, is left to the opening.
  */
 export async function refuseBackup(path: string): Promise<void> {
   if (path === ':memory:' || !existsSync(path)) return;
   const { default: BetterSqlite3 } = await import('better-sqlite3');
   let version: unknown;
   try {
-    const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true });
+    // No wait for a lock: one held (a restore's, another keep-replaced's) is left to the claim and the
+    // opening after it, which say so; waited for, two keep-replaced at once met at the claim together,
+    // and both could be refused (a review).
+    const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true, timeout: 0 });
     try {
       version = db.pragma('user_version', { simple: true });
     } finally {

@@ -255,6 +255,7 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
       ['a TRACE', 'TRACE /api/v1/me HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'],
       ['a header over 8 KiB', `POST /api/v1/me HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(9000)}\r\nConnection: close\r\n\r\n`],
       ['a request that is not HTTP', 'NOT HTTP AT ALL\r\n\r\n'],
+      ['a Transfer-Encoding nginx does not know', 'POST /api/v1/me HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n'],
     ]) {
       const answer = await plain(request!);
       assert.equal(answer.status, 403, `${what}: ${answer.body}`);
@@ -304,6 +305,11 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
     // Plain HTTP to the HTTPS port: Almoner's own answer to it, and an HTTP version nginx does not speak.
     const { text: plainToTls } = await rawSocket(main.port, 'POST /api/v1/me HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
     assert.match(plainToTls, /^HTTP\/1\.1 400 [^]*\r\n\r\n\{"message":"This server takes HTTPS only: send the request to https:\/\/ rather than http:\/\/\."\}$/, plainToTls);
+    // On a path with an extension, JSON all the same (it took the extension's type: text/css), and a Transfer-Encoding nginx does not know.
+    const traceCss = await viaNginx('/docs/swagger-ui.css', { method: 'TRACE' });
+    assert.deepEqual([traceCss.status, traceCss.headers['content-type']], [405, 'application/json; charset=utf-8']);
+    const gzipped = await rawTls(main.port, main.ca, `POST /api/v1/donation/create HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${authorization}\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n`);
+    assert.match(gzipped, /^HTTP\/1\.1 400 [^]*\r\n\r\n\{"message":"The request is not valid HTTP\."\}$/, gzipped);
     const version = await rawTls(main.port, main.ca, 'GET /docs HTTP/2.0\r\nHost: localhost\r\n\r\n');
     assert.match(version, /^HTTP\/1\.1 505 [^]*\r\n\r\n\{"message":"The request's HTTP version is not supported: send HTTP\/1\.1\."\}$/, version);
   });
