@@ -78,8 +78,9 @@ export class RateLimitError extends RetryLaterError {
  * (the shipped nginx, while the service is down or too slow). The request was not acknowledged. A
  * create may still have been stored when the database did not confirm its commit (common while the
  * database stalls under load), and the message then says so ("The database did not confirm whether
- * this donation was stored…"), as a gateway's does: retry a create after `retryAfterSeconds` with
- * the same idempotencyKey, never without one.
+ * this donation was stored…"); for a gateway's 502 or 504, this client adds to the message that the
+ * donation may or may not have been recorded. Retry a create after `retryAfterSeconds` with the
+ * same idempotencyKey, never without one.
  */
 export class UnavailableError extends RetryLaterError {
   override name: string = 'UnavailableError';

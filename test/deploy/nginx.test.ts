@@ -36,7 +36,7 @@ import { ServerProcess } from '../support/server.js';
 import { AUTH_FAILURES } from '../../src/http/throttle.js';
 
 const TOO_LARGE = JSON.stringify({ message: TOO_LARGE_MESSAGE });
-const BAD_GATEWAY = '{"message":"The service is unavailable. Please try again shortly."}';
+const BAD_GATEWAY = '{"message":"The service is unavailable. A create that reached it may have been recorded: send it again shortly with the same Idempotency-Key, or, sent without one, check first."}';
 
 interface Answer {
   status: number;
