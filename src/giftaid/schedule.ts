@@ -549,7 +549,9 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
  *     house ("Station Road, 12" -> "12"); first with none, it is passed over ("High Street" alone
  *     gives no house, where until 2026-11-29 it was claimed as the house; "Station Road, The Old
- *     Forge" gives "The Old Forge").
+ *     Forge, Ambridge" gives "The Old Forge"), unless one line without a number ends the address
+ *     after it (but for a postcode): that is the town, and there is no house ("High Street,
+ *     London", "Station Road, The Old Forge"; until 2026-11-30 "London" was claimed as the house).
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
  *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
@@ -618,7 +620,14 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       const numbered = buildingNumber(next) !== undefined;
       if (!numbered && parts.length > 0) break; // "Flat 3, High Street": the street, after the house
       if (numbered && parts.length === 0) continue; // "Station Road, 12": the number is the house
-      if (parts.length === 0 && TRAILING_STREET.exec(segment)?.[1] === '') continue; // "High Street" first: not the house, which may follow ("Station Road, The Old Forge")
+      if (parts.length === 0 && TRAILING_STREET.exec(segment)?.[1] === '') {
+        // "High Street" first: not the house, which may follow ("Station Road, The Old Forge, Ambridge"); but a
+        // line with no number that ends the address after it (but for a postcode) is its town, not a house:
+        // "High Street, London" was claimed with the house "London" (a review, 2026-11-30).
+        const townAfter = next !== '' && !/\d/.test(next) && !PART_OF_BUILDING.test(next) && segments.slice(i + 2).every((later) => townOrPostcode(later, town) === 'postcode');
+        if (townAfter) break;
+        continue;
+      }
     }
     const numberedStreet = NAME_NUMBER_STREET.exec(segment); // "Rose Cottage 12 High St"
     if (numberedStreet) {
