@@ -502,6 +502,11 @@ const STREET_WORD = String.raw`(?:street|st|road|rd|lane|ln|avenue|ave|drive|dr|
  * it they are Saint and Doctor ("The Old Rectory St Andrews Lane": until a review, "The Old").
  */
 const STREET_WORD_WITHIN = String.raw`(?:(?:street|road|rd|lane|ln|avenue|ave|drive|close|way|crescent|cres|boulevard)\.?(?!\S)|(?:st|dr)\.?$)`;
+/** A line that begins with a word and a street's ("High Street London", "Church Lane Ambridge"): a street, whatever follows it on the line, unless a building's word does ("Long Lane Farm"). */
+const STREET_FIRST = new RegExp(
+  String.raw`^\S+\s+(?:street|road|rd|lane|ln|avenue|ave|drive|close|way|crescent|cres|boulevard)\.?(?:\s|$)(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|barn|mill|villa|mansions|buildings|chambers|stables|grange)\b)`,
+  'i',
+); // ("Long Lane Farm" is a house)
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /** The street at the end of a text with no comma, and the word before it: "Mill House Mill Lane" is "Mill House" and "Mill Lane". */
 const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
@@ -549,9 +554,11 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
  *     house ("Station Road, 12" -> "12"); first with none, it is passed over ("High Street" alone
  *     gives no house, where until 2026-11-29 it was claimed as the house; "Station Road, The Old
- *     Forge, Ambridge" gives "The Old Forge"), unless one line without a number ends the address
- *     after it (but for a postcode): that is the town, and there is no house ("High Street,
- *     London", "Station Road, The Old Forge"; until 2026-11-30 "London" was claimed as the house).
+ *     Forge" gives no house either: a name after a street that came first is a district, town,
+ *     county or country far more often than a house, so the donation needs attention; until
+ *     2026-11-30 "High Street, London" was claimed with the house "London"). A line that begins
+ *     with a word and a street's word ("High Street London") is a street, whatever follows it; and a
+ *     line of words then a postcode ("London SW1A 1AA") is the town's.
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
  *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
@@ -588,6 +595,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
     .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later) !== undefined));
   const parts: { text: string; name: boolean }[] = [];
+  let afterStreet = false; // a street came first, with no house before it
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
     let segment = i === 0 ? segments[i]! : segments[i]!.replace(/^(?:of|at)\s+(?=\d)/i, ''); // "Flat 2, at 12 High St"
     const next = segments[i + 1] ?? '';
@@ -616,16 +624,16 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       if (building) parts.push({ text: building.value, name: false });
       break;
     }
+    if (parts.length === 0 && !/\d/.test(segment) && STREET_FIRST.test(segment)) {
+      afterStreet = true; // "High Street London", "Church Lane Ambridge": a street, then its town, on one line (claimed whole as the house until 2026-11-30)
+      continue;
+    }
     if (STREET.test(segment)) {
       const numbered = buildingNumber(next) !== undefined;
       if (!numbered && parts.length > 0) break; // "Flat 3, High Street": the street, after the house
       if (numbered && parts.length === 0) continue; // "Station Road, 12": the number is the house
       if (parts.length === 0 && TRAILING_STREET.exec(segment)?.[1] === '') {
-        // "High Street" first: not the house, which may follow ("Station Road, The Old Forge, Ambridge"); but a
-        // line with no number that ends the address after it (but for a postcode) is its town, not a house:
-        // "High Street, London" was claimed with the house "London" (a review, 2026-11-30).
-        const townAfter = next !== '' && !/\d/.test(next) && !PART_OF_BUILDING.test(next) && segments.slice(i + 2).every((later) => townOrPostcode(later, town) === 'postcode');
-        if (townAfter) break;
+        afterStreet = true; // "High Street" first: not the house; a number or a flat may follow ("Station Road, 12")
         continue;
       }
     }
@@ -635,6 +643,10 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       parts.push({ text: leadingNumber(numberedStreet[2]!)!.value, name: false });
       break;
     }
+    // A name after a street that came first is a district, town, county or country far more often than a
+    // house ("High Street, Kensington, London", "Main St, Ambridge, Borsetshire", each claimed as the house
+    // until 2026-11-30: a review): no house, and the donation needs attention.
+    if (afterStreet && parts.length === 0) break;
     parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
     const building = buildingNumber(next);
@@ -686,7 +698,9 @@ function townOrPostcode(segment: string, town: string): 'town' | 'postcode' | un
     if (words.length < n || !UK_POSTCODE.test(hmrcPostcode(words.slice(-n).join(' ')).value)) continue;
     const before = words.slice(0, -n).join(' ').toLowerCase();
     if (before === '') return 'postcode';
-    if (before === town) return 'town';
+    // A line of words without a number, then a postcode, is the town's, whatever the town: "London
+    // SW1A 1AA" with no donor_city was claimed as the house (a review, 2026-11-30).
+    if (before === town || !/\d/.test(before)) return 'town';
   }
   return town !== '' && segment.toLowerCase() === town ? 'town' : undefined;
 }
