@@ -496,15 +496,16 @@ const PART_OF_BUILDING = new RegExp(
  * Only words seldom a building's name: "Rose Mews", "Park Terrace", "Canary Wharf Square" are often
  * blocks of flats, and are kept as names.
  */
-const STREET_WORD = String.raw`(?:street|st|road|rd|lane|ln|avenue|ave|drive|dr|close|way|crescent|cres|boulevard|row|walk|wynd|brae|parade)\.?`;
+const STREET_NAMES = 'street|road|rd|lane|ln|avenue|ave|drive|close|way|crescent|cres|boulevard|row|walk|wynd|brae|parade'; // and St, Dr: below
+const STREET_WORD = String.raw`(?:${STREET_NAMES}|st|dr)\.?`;
 /**
  * A street's word within a line, where more follows: "St" and "Dr" only at the line's end, as within
  * it they are Saint and Doctor ("The Old Rectory St Andrews Lane": until a review, "The Old").
  */
-const STREET_WORD_WITHIN = String.raw`(?:(?:street|road|rd|lane|ln|avenue|ave|drive|close|way|crescent|cres|boulevard|row|walk|wynd|brae|parade)\.?(?!\S)|(?:st|dr)\.?$)`;
+const STREET_WORD_WITHIN = String.raw`(?:(?:${STREET_NAMES})\.?(?!\S)|(?:st|dr)\.?$)`;
 /** A line that begins with a word and a street's ("High Street London", "Church Lane Ambridge"): a street, whatever follows it on the line, unless a building's word does ("Long Lane Farm"). */
 const STREET_FIRST = new RegExp(
-  String.raw`^\S+\s+(?:street|road|rd|lane|ln|avenue|ave|drive|close|way|crescent|cres|boulevard|row|walk|wynd|brae|parade)\.?(?:\s|$)(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|barn|mill|villa|mansions|buildings|chambers|stables|grange)\b)`,
+  String.raw`^\S+\s+(?:${STREET_NAMES})\.?(?:\s|$)(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|barn|mill|villa|mansions|buildings|chambers|stables|grange)\b)`,
   'i',
 ); // ("Long Lane Farm" is a house)
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
@@ -528,12 +529,12 @@ const TITLE = new RegExp(`^(?:${TITLES})\\.?$`, 'i');
 
 /** What stands for no address at all: "N/A", "none", "unknown" (and anything with no letter or digit, "-", "?"). */
 const NO_ADDRESS = /^(?:n\/?a|n\.a\.?|none|none given|nil|unknown|not known|not applicable|tbc|tba|no address|nfa|no fixed abode|same as above|x+)$/i;
+/** Whom a letter is for, not where: "FAO Jane Doe", "Attn: Accounts", "Doe Ltd" (each claimed inside the house until 2026-11-30: a review). */
+const ADDRESSEE = /^(?:fao|f\.a\.o\.?|attn|attention|for the attention of)\b|\b(?:ltd|limited|plc|llp)\.?$/i;
 /**
  * A person's name, by the title before it ("Mrs Jane Smith", "Dr Smith"): never a house. But not a
  * building named after one ("Lord Nelson House", "Lady Margaret Hall", "Dr Smith's Surgery"; a review).
  */
-/** Whom a letter is for, not where: "FAO Jane Doe", "Attn: Accounts", "Doe Ltd" (each claimed inside the house until 2026-11-30: a review). */
-const ADDRESSEE = /^(?:fao|f\.a\.o\.?|attn|attention|for the attention of)\b|\b(?:ltd|limited|plc|llp)\.?$/i;
 const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|surgery|mansions|buildings|chambers|college|school|church|centre|center|barn|mill|villa|place|gardens|terrace)$)`, 'i');
 
 /**

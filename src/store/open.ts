@@ -107,21 +107,26 @@ export const BACKUP_MARK = 0x416c6d42; // "AlmB"
 export async function refuseBackup(path: string): Promise<void> {
   if (path === ':memory:' || !existsSync(path)) return;
   const { default: BetterSqlite3 } = await import('better-sqlite3');
-  let version: unknown;
+  let backup = false;
   try {
     // No wait for a lock: one held (a restore's, another keep-replaced's) is left to the claim and the
     // opening after it, which say so; waited for, two keep-replaced at once met at the claim together,
     // and both could be refused (a review).
     const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true, timeout: 0 });
     try {
-      version = db.pragma('user_version', { simple: true });
+      backup = bearsBackupMark(db);
     } finally {
       db.close();
     }
   } catch {
     return;
   }
-  if (version === BACKUP_MARK) throw backupGiven(path);
+  if (backup) throw backupGiven(path);
+}
+
+/** Whether the open database bears BACKUP_MARK: a copy `backup` wrote. */
+export function bearsBackupMark(db: BetterSqlite3.Database): boolean {
+  return db.pragma('user_version', { simple: true }) === BACKUP_MARK;
 }
 
 /** The refusal of a database that bears BACKUP_MARK, given as DATABASE_URL. */
@@ -231,7 +236,7 @@ async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSq
   // numbers, and recorded them in the backup (a Gift Aid review, 2026-11-30). A restore's own
   // commands too: a restore reads its backup without this, and puts a copy without the mark in
   // place; keep-replaced given a backup as DATABASE_URL wrote its entry into it (a review).
-  if (db.pragma('user_version', { simple: true }) === BACKUP_MARK) {
+  if (bearsBackupMark(db)) {
     db.close();
     throw backupGiven(path);
   }

@@ -7,7 +7,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
 import { readLedger, type LedgerCopy } from './claims.js';
 import { migrations } from './migrations/index.js';
-import { BACKUP_MARK, backupGiven, PRIVATE_FILE } from './open.js';
+import { BACKUP_MARK, backupGiven, bearsBackupMark, PRIVATE_FILE } from './open.js';
 
 /** What a checked copy holds. */
 export interface CopySummary {
@@ -83,7 +83,7 @@ async function copyRows(source: string, to: string, destination: string, { tidy,
     opened.prepare('select count(*) from sqlite_master').get();
     read = true;
     // A backup's backup is refused, as every command refuses a backup for its database (open.ts): `cp` copies one whole.
-    if (userVersion === BACKUP_MARK && opened.pragma('user_version', { simple: true }) === BACKUP_MARK) throw backupGiven(source);
+    if (userVersion === BACKUP_MARK && bearsBackupMark(opened)) throw backupGiven(source);
     try {
       opened.prepare('vacuum into ?').run(to);
     } catch (err) {
@@ -193,7 +193,7 @@ export async function readReplaced(replaced: string): Promise<Replaced> {
   try {
     const trail = hasTable(old, 'audit_log') ? (old.prepare('select * from audit_log order by id').all() as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
     const ledger = await readLedger((table) => hasTable(old, table), (query) => old.prepare(query).all() as Record<string, unknown>[]);
-    return { trail, ledger, backupCopy: old.pragma('user_version', { simple: true }) === BACKUP_MARK };
+    return { trail, ledger, backupCopy: bearsBackupMark(old) };
   } finally {
     old.close();
   }
