@@ -1,0 +1,60 @@
+// keep-replaced's claim (restoring.ts claimKeeping): of two begun at the same instant, exactly one
+// goes on. Two processes (SQLite's locks are the operating system's, between processes), each told
+// the moment to claim at, round after round, so that their lock requests meet.
+import assert from 'node:assert/strict';
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+const ROUNDS = 12; // until 2026-11-30, both were refused in 50 rounds of 100 here
+
+// Told a file and a moment: it waits for the moment, claims, answers 'got' or the refusal's message, and lets go when told.
+const CLAIMANT = `
+const { claimKeeping } = await import(process.env.CLAIM_MODULE);
+let release;
+process.on('message', async (m) => {
+  if (m === 'release') { release?.(); release = undefined; return process.send('released'); }
+  while (Date.now() < m.at) {} // both at once
+  try {
+    release = await claimKeeping(m.path);
+    process.send('got');
+  } catch (err) {
+    process.send(err.message);
+  }
+});
+process.send('ready');
+`;
+
+function claimant(): { child: ChildProcess; next(): Promise<string> } {
+  const child = fork('--input-type=module', [], {
+    execArgv: ['--import', 'tsx', '--input-type=module', '--eval', CLAIMANT],
+    env: { ...process.env, CLAIM_MODULE: new URL('../../src/store/restoring.ts', import.meta.url).href },
+  });
+  const said: string[] = [];
+  const waiting: ((m: string) => void)[] = [];
+  child.on('message', (m: string) => (waiting.length ? waiting.shift()!(m) : said.push(m)));
+  return { child, next: () => new Promise<string>((resolve) => (said.length ? resolve(said.shift()!) : waiting.push(resolve))) };
+}
+
+test(`two keep-replaced claims begun at the same instant: exactly one goes on, the other is refused as "another keep-replaced is running" (${ROUNDS} rounds; both were refused in half such rounds until 2026-11-30)`, async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'almoner-keeping-'));
+  const both = [claimant(), claimant()];
+  try {
+    assert.deepEqual(await Promise.all(both.map((c) => c.next())), ['ready', 'ready']);
+    for (let round = 0; round < ROUNDS; round++) {
+      const path = join(folder, `round-${round}.db`);
+      const at = Date.now() + 20;
+      for (const c of both) c.child.send({ path, at });
+      const said = await Promise.all(both.map((c) => c.next()));
+      for (const c of both) c.child.send('release');
+      assert.deepEqual(await Promise.all(both.map((c) => c.next())), ['released', 'released']);
+      assert.equal(said.filter((s) => s === 'got').length, 1, `round ${round}: ${said.join(' | ')}`);
+      assert.match(said.find((s) => s !== 'got')!, /another keep-replaced of .* is running: wait for it/);
+    }
+  } finally {
+    for (const c of both) c.child.kill();
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
