@@ -92,8 +92,9 @@ export async function discardBody(req: IncomingMessage, res: ServerResponse): Pr
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-function charsetOf(contentType: string | undefined): string | undefined {
-  return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+/** The charset parameters of a Content-Type, in lower case: none, one, or (refused) more. */
+function charsetsOf(contentType: string | undefined): string[] {
+  return [...(contentType ?? '').matchAll(/;\s*charset\s*=\s*"?([^";\s]+)/gi)].map((m) => m[1]!.toLowerCase());
 }
 
 /**
@@ -231,7 +232,10 @@ function refusedByHeaders(headers: IncomingHttpHeaders, parsedAs?: 'JSON' | 'for
   // Node undoes only the chunked framing: "gzip, chunked" handed over the gzip bytes, and a plain body so labelled was taken (until 2026-11-29; a review).
   const transfer = headers['transfer-encoding']?.trim().toLowerCase();
   if (transfer && transfer !== 'chunked') return new HttpError(415, `Transfer-Encoding ${JSON.stringify(transfer)} is not supported: send the body uncompressed, with a Content-Length or Transfer-Encoding: chunked alone.`);
-  const charset = charsetOf(headers['content-type']);
+  const charsets = charsetsOf(headers['content-type']);
+  // Two (`charset=utf-8; charset=latin1`): the first was taken until 2026-11-30, where another reader may take the last (a security review).
+  if (charsets.length > 1) return new HttpError(415, `The Content-Type has ${charsets.length} charset parameters: send one, UTF-8, or none.`);
+  const charset = charsets[0];
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return new HttpError(415, `Unsupported charset: ${kind} bodies must be UTF-8.`);
   return undefined;
 }

@@ -274,10 +274,15 @@ export function checkHeaders(request: FastifyRequest, reply: FastifyReply, done:
 export const MAX_HEADER_LINES = 1000;
 export const TOO_MANY_HEADER_LINES = `The request has more than ${MAX_HEADER_LINES.toLocaleString('en-GB')} header lines.`;
 
-/** Headers a request may have only one of (Idempotency-Key too: idempotencyKeyOf). */
+/**
+ * Headers a request may have only one of (Idempotency-Key too: idempotencyKeyOf). Content-Type: Node
+ * keeps the first, a proxy may read the last, and the body would be read as one type and checked
+ * as another (taken, the first winning, until 2026-11-30; a security review).
+ */
 const ONE_ONLY = [
   ['Host', 'host'],
   ['Authorization', 'authorization'],
+  ['Content-Type', 'content-type'],
 ] as const;
 
 /**

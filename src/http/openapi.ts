@@ -51,7 +51,7 @@ function beforeRequestResponse(description: string, example: string) {
 
 /** What makes any request a 400, whatever its operation reads; the last is answered before there is a request to name. */
 const UNREADABLE_REQUEST =
-  'An HTTP/1.1 request has no Host header, which HTTP/1.1 requires (every HTTP client sends one). Or it has more than one Host or Authorization header. Or the request is not valid HTTP (a malformed header line or chunked body), answered before it could be read.';
+  'An HTTP/1.1 request has no Host header, which HTTP/1.1 requires (every HTTP client sends one). Or it has more than one Host, Authorization or Content-Type header. Or the request is not valid HTTP (a malformed header line or chunked body), answered before it could be read.';
 
 /** A 400's X-Request-Id: absent when the request was not valid HTTP. */
 const REQUEST_ID_UNLESS_UNREADABLE = {
@@ -289,7 +289,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
         },
         PayloadTooLarge: errorResponse(`The body is larger than ${BODY_LIMIT_TEXT}.`, TOO_LARGE_MESSAGE),
         UnsupportedMediaType: errorResponse(
-          'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8, or is JSON sent as a form, or has a Content-Encoding (such as gzip) or a Transfer-Encoding other than chunked: send it uncompressed.',
+          'The body is neither application/json nor application/x-www-form-urlencoded, or names a charset other than UTF-8 (or more than one charset), or is JSON sent as a form, or has a Content-Encoding (such as gzip) or a Transfer-Encoding other than chunked: send it uncompressed.',
           'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
         ),
         TooManyRequests: errorResponse(

@@ -303,17 +303,39 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       assert.equal((await rawRequest(port, head, json, true)).status, 200);
     });
 
-    test('more than one Host or Authorization header: 400 naming it, whichever comes first (the first was taken until 2026-11-29)', async () => {
+    test('more than one Host, Authorization or Content-Type header: 400 naming it, whichever comes first (the first was taken until 2026-11-29, a Content-Type\'s until 2026-11-30), and nothing stored', async () => {
       const wrong = `Basic ${Buffer.from('nobody:wrong').toString('base64')}`;
-      for (const [headers, name] of [
-        [`Host: x\r\nHost: y\r\nAuthorization: ${t.charity.authorization}`, 'Host'],
-        [`Host: x\r\nAuthorization: ${t.charity.authorization}\r\nauthorization: ${wrong}`, 'Authorization'],
-        [`Host: x\r\nAuthorization: ${wrong}\r\nAuthorization: ${t.charity.authorization}`, 'Authorization'],
+      const body = JSON.stringify({ ...exampleDonation(), donor_email: 'two-types@example.org' });
+      for (const [path, headers, name] of [
+        ['me', `Host: x\r\nHost: y\r\nAuthorization: ${t.charity.authorization}`, 'Host'],
+        ['me', `Host: x\r\nAuthorization: ${t.charity.authorization}\r\nauthorization: ${wrong}`, 'Authorization'],
+        ['me', `Host: x\r\nAuthorization: ${wrong}\r\nAuthorization: ${t.charity.authorization}`, 'Authorization'],
+        ['donation/create', `Host: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json\r\ncontent-type: text/plain`, 'Content-Type'],
+        ['donation/create', `Host: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: text/plain\r\nContent-Type: application/json`, 'Content-Type'],
       ] as const) {
-        const res = await rawRequest(port, `POST /api/v1/me HTTP/1.1\r\n${headers}`, null);
+        const res = await rawRequest(port, `POST /api/v1/${path} HTTP/1.1\r\n${headers}${path === 'me' ? '' : '\r\nTransfer-Encoding: chunked'}`, path === 'me' ? null : Buffer.from(body), path !== 'me');
         assert.equal(res.status, 400, res.text);
         assert.match(res.text, new RegExp(`"message":"The request has more than one ${name} header: send one\\."`));
       }
+      const stored = [];
+      for await (const d of t.store.exportDonations({ donorEmail: 'two-types@example.org' })) stored.push(d);
+      assert.deepEqual(stored, []);
+    });
+
+    test('a Content-Type with more than one charset parameter: 415 saying so, and nothing stored (the first was taken until 2026-11-30)', async () => {
+      const body = JSON.stringify({ ...exampleDonation(), donor_email: 'two-charsets@example.org' });
+      for (const type of ['application/json; charset=utf-8; charset=latin1', 'application/json; charset=utf-8; charset=UTF-8', 'application/x-www-form-urlencoded;charset=utf-8;charset=utf-8']) {
+        const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: ${type}\r\nTransfer-Encoding: chunked`;
+        const res = await rawRequest(port, head, Buffer.from(body), true);
+        assert.equal(res.status, 415, `${type}: ${res.text}`);
+        assert.match(res.text, /"message":"The Content-Type has 2 charset parameters: send one, UTF-8, or none\."/);
+      }
+      const stored = [];
+      for await (const d of t.store.exportDonations({ donorEmail: 'two-charsets@example.org' })) stored.push(d);
+      assert.deepEqual(stored, []);
+      const head = `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.charity.authorization}\r\nContent-Type: application/json; charset=utf-8\r\nTransfer-Encoding: chunked`;
+      const ok = await rawRequest(port, head, Buffer.from(body), true);
+      assert.equal(ok.status, 200, ok.text);
     });
 
     test(`over ${BODY_LIMIT_TEXT}, chunked without a Content-Length: 413 as well`, async () => {
