@@ -20,7 +20,7 @@ import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
 import { lazyRequestLogger } from './http/request-log.js';
 import { requestIdOf } from './http/request-id.js';
-import { accessLog } from './http/access-log.js';
+import { accessLog, clientShown } from './http/access-log.js';
 import { eachTurn } from './turn.js';
 
 export interface AppOptions {
@@ -151,9 +151,10 @@ export async function buildApp({
   const answered = metrics?.requestAnswered;
   const tally = (request: FastifyRequest, status: number, ms: number) => {
     // The route's pattern, never the raw URL: a path or query string can carry anything. The charity
-    // by its id (an authenticated request's), so abuse can be traced to an integration.
+    // by its id (an authenticated request's), so abuse can be traced to an integration; a refused
+    // one's by its address (clientShown).
     const route = request.routeOptions.url ?? '(no route)';
-    access?.({ reqId: request.id, method: request.method, route, status, ms, charity: request.charity?.id });
+    access?.({ reqId: request.id, method: request.method, route, status, ms, charity: request.charity?.id, client: clientShown(status) ? request.ip : undefined });
     answered?.(route, request.method, status, ms / 1000);
   };
   // The answers of one event-loop turn go out together at its end, one after another: a client on

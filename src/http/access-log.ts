@@ -1,5 +1,5 @@
 // The access line: one JSON line per request at `info`, the line pino writes for
-// `log.info({ reqId, method, route, status, ms, charity }, 'request')`, built as one template.
+// `log.info({ reqId, method, route, status, ms, charity, client }, 'request')`, built as one template.
 //
 // pino builds a line by walking the object it is given, key by key, and checking each value's
 // type; for this line, written for every request, that walk was most of its cost (docs/performance.md).
@@ -18,7 +18,18 @@ export interface AccessEntry {
   ms: number;
   /** The charity's id, when the request authenticated. */
   charity: number | undefined;
+  /** The client's address (the proxy's X-Forwarded-For behind TRUST_PROXY), given for a refused authentication only: see clientShown. */
+  client?: string | undefined;
 }
+
+/**
+ * Whether a line names its client's address: a 401 (credentials missing or wrong) or a 429 (guessing
+ * throttled, or creates over their limit), so that an operator can see from the log who is guessing
+ * and block them (fail2ban, a firewall); until 2026-11-30 no line named one (a security review).
+ * Other lines do not: an authenticated request is traced by its charity, and an address is the
+ * caller's, which for a page's form may be a person's.
+ */
+export const clientShown = (status: number): boolean => status === 401 || status === 429;
 
 /** Writes an access line through `logger`'s stream at its `info` level, or undefined when `info` is off (or `logger` is not pino). */
 export function accessLog(logger: unknown): ((entry: AccessEntry) => void) | undefined {
@@ -29,8 +40,8 @@ export function accessLog(logger: unknown): ((entry: AccessEntry) => void) | und
   const bindings = pino[symbols.chindingsSym] as string;
   const message = `,${JSON.stringify(pino[symbols.messageKeySym])}:"request"}\n`;
   const stream = pino[symbols.streamSym] as { write(line: string): void };
-  return ({ reqId, method, route, status, ms, charity }) => {
-    const who = charity === undefined ? '' : `,"charity":${charity}`;
+  return ({ reqId, method, route, status, ms, charity, client }) => {
+    const who = (charity === undefined ? '' : `,"charity":${charity}`) + (client === undefined ? '' : `,"client":${quoted(client)}`);
     stream.write(
       `${opening}${time()}${bindings},"reqId":${quoted(reqId)},"method":${quotedOften(method)},"route":${quotedOften(route)},"status":${status},"ms":${tenths(ms)}${who}${message}`,
     );

@@ -17,7 +17,7 @@ function capture(): { stream: { write(line: string): void }; lines: Line[] } {
 }
 
 describe('request log lines', () => {
-  test("at info: one line per request and request.log's lines, each with the request's id", async () => {
+  test("at info: one line per request and request.log's lines, each with the request's id; a 401's line names the client's address", async () => {
     const { stream, lines } = capture();
     const t = await startTestApp(undefined, { logger: { level: 'info', stream } });
     try {
@@ -28,6 +28,16 @@ describe('request log lines', () => {
         access.map(({ reqId, method, route, status, charity, level }) => ({ reqId, method, route, status, charity, level })),
         [{ reqId: 'req-log-1', method: 'POST', route: '/api/v1/me', status: 200, charity: t.charity.id, level: 30 }],
       );
+
+      // A refused authentication's line names the client's address, so an operator can see who is
+      // guessing; an authenticated request's does not (its charity says who it is).
+      assert.equal(Object.hasOwn(access[0]!, 'client'), false, JSON.stringify(access[0]));
+      const wrong = `Basic ${Buffer.from(`${t.charity.username}:wrong`).toString('base64')}`;
+      const refused = await t.app.inject({ method: 'POST', url: '/api/v1/me', remoteAddress: '198.51.100.23', headers: { authorization: wrong, 'x-request-id': 'req-log-401' } });
+      assert.equal(refused.statusCode, 401);
+      const refusedLine = lines.find((l) => l.msg === 'request' && l.reqId === 'req-log-401');
+      assert.equal(refusedLine?.client, '198.51.100.23', JSON.stringify(refusedLine));
+      assert.equal(refusedLine?.charity, undefined);
 
       // A failure the route logs itself, through request.log.
       await t.store.close();
@@ -127,6 +137,8 @@ describe('request log lines', () => {
       { reqId: '3f1c2a4e-0d7b-4c1e-9a55-6b1f0e2d7c91', method: 'POST', route: '/api/v1/me', status: 200, ms: 0.4, charity: 7 },
       { reqId: 'a "quoted" \\ id~', method: 'GET', route: '(no route)', status: 404, ms: 12, charity: undefined },
       { reqId: 'r', method: 'POST', route: '/api/v1/donation/create', status: 503, ms: 4501.3, charity: 123456 },
+      { reqId: 'r401', method: 'POST', route: '/api/v1/me', status: 401, ms: 1.2, charity: undefined, client: '203.0.113.9' },
+      { reqId: 'r429', method: 'POST', route: '/api/v1/donation/create', status: 429, ms: 0.1, charity: 3, client: '2001:db8::"1\\' },
       // Written as one template, with its own quoting and its own way with the time: anything JSON escapes, and tenths.
       { reqId: 'tab\there, new\nline, \u0001, é, \u2028, \ud83d\ude00 and a lone \ud800', method: 'PATCH', route: '/x', status: 200, ms: 0, charity: 0 },
       ...[0.1, 0.3, 0.7, 1, 9.9, 10, 99.9, 100, 1234567.8, 0.30000000000000004, 2.05].map((ms, i) => ({ reqId: `t-${i}`, method: 'POST', route: '/api/v1/me', status: 200, ms: Math.round(ms * 10) / 10, charity: 1 })),
