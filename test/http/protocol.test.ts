@@ -95,7 +95,8 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
       const res = await rawRequest(port, head(1000), body);
       assert.equal(res.status, 431, res.text);
       assert.match(res.text, /\r\nconnection: close\r\n/i);
-      assert.match(res.text, /"message":"The request has more than 1,000 header lines\."/);
+      // Node 24's parser refuses that many lines itself, as headers too large (seen on 24.22.3); Node 20 and 22 hand them to Almoner.
+      assert.match(res.text, /"message":"The request (?:has more than 1,000 header lines|headers are too large)\."/);
     }
     assert.equal((await t.donations()).length, before, 'nothing stored');
     // Under the limit, the key is read: the retry is a replay.
