@@ -999,13 +999,19 @@ async function eraseAgain(store: Store, { donors, retention }: ErasuresSince): P
   // Each audited as made again of its first entry (again_of), so that a later restore of a backup holding that one leaves it be.
   for (const { reference, charity, original } of donors) {
     const email = emails.get(reference);
-    if (email !== undefined) donations += (await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false, againOf: original })).donations.length;
+    if (email !== undefined) {
+      const found = await store.donors.erase({ email, charity: charity ?? undefined, today, dryRun: false, againOf: original });
+      if (found.tracesLeft?.erasedNow) throw new Error(found.tracesLeft.message);
+      donations += found.donations.length;
+    }
     // None of theirs here: recorded all the same, or the next restore (of a backup holding their donations) would bring them back.
     else await store.donors.recordErasureAgain({ reference, charity: charity ?? undefined, againOf: original });
   }
   const runs: string[] = [];
   for (const { years, day = today, original } of retention) {
-    const n = (await store.donors.applyRetention({ today: day, retentionYears: years, dryRun: false, againOf: original })).length;
+    const run = await store.donors.applyRetention({ today: day, retentionYears: years, dryRun: false, againOf: original });
+    if (run.tracesLeft?.erasedNow) throw new Error(run.tracesLeft.message);
+    const n = run.erased.length;
     runs.push(`retention with ${years} years as of ${day} (${n} donation${n === 1 ? '' : 's'})`);
   }
   return (

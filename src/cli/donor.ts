@@ -6,7 +6,7 @@ import { ERASED_EMAIL } from '../donations/erasure.js';
 import { foldEmail } from '../donations/donation.js';
 import { donorReference, donorReferences } from '../store/donation-query.js';
 import { DONATION_FIELDS } from '../donations/fields.js';
-import type { ClaimRowErasure, DonationErasure } from '../store/donors.js';
+import type { ClaimRowErasure, DonationErasure, TracesLeft } from '../store/donors.js';
 import type { DonorClaimRow } from '../store/claims.js';
 import { formatPounds } from '../giftaid/schedule.js';
 import { nowIso, ukDay } from '../time.js';
@@ -67,9 +67,22 @@ export function donorCommand(): Command {
       });
       for (const line of describeErasures(found.donations, dryRun)) print(line);
       for (const line of describeClaimRows(found.claimRows, dryRun)) print(line);
+      sayTracesLeft(found.tracesLeft);
     });
 
   return donor;
+}
+
+/**
+ * What an erasure could not clear from the SQLite file, said after what it erased (printed first:
+ * an operator answering the donor needs those lines, which a failure before them left unsaid until
+ * 2026-11-30): exit 1 when this run erased something, a warning alone when only an earlier run's
+ * traces may be left (a reader unrelated to it failed the daily retention timer).
+ */
+export function sayTracesLeft(left: TracesLeft | undefined): void {
+  if (left === undefined) return;
+  if (left.erasedNow) throw new Error(left.message);
+  process.stderr.write(`almoner: warning: ${left.message}\n`);
 }
 
 /**

@@ -2,7 +2,7 @@
 import { Command } from 'commander';
 import { retentionYearsFromEnv } from '../config.js';
 import { ukDay } from '../time.js';
-import { describeErasures } from './donor.js';
+import { describeErasures, sayTracesLeft } from './donor.js';
 import { print, withStore } from './io.js';
 
 export function retentionCommand(): Command {
@@ -14,8 +14,9 @@ export function retentionCommand(): Command {
     .action(async (opts: { dryRun?: boolean }) => {
       const retentionYears = retentionYearsFromEnv();
       const dryRun = opts.dryRun === true;
-      const due = await withStore((store) => store.donors.applyRetention({ today: ukDay(new Date()), retentionYears, dryRun }));
-      for (const line of describeErasures(due, dryRun)) print(line);
+      const run = await withStore((store) => store.donors.applyRetention({ today: ukDay(new Date()), retentionYears, dryRun }));
+      for (const line of describeErasures(run.erased, dryRun)) print(line);
+      sayTracesLeft(run.tracesLeft);
     });
   return retention;
 }

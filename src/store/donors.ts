@@ -13,7 +13,20 @@ import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
 
 /** How long an erasure waits for readers to let it empty the WAL (SQLite): see DonorData.emptyWal. */
-const WAL_EMPTIED_WITHIN_MS = 60_000;
+export const WAL_EMPTIED_WITHIN_MS = 60_000;
+
+/** How often emptyWal tries again while a reader holds the WAL. */
+const WAL_TRY_EVERY_MS = 100;
+
+/**
+ * An erasure's traces left in the SQLite file (emptyWal could not empty the WAL: a reader held it
+ * for WAL_EMPTIED_WITHIN_MS): said after what was erased, never in place of it. `erasedNow`: this
+ * run erased something (the command then exits 1); else only an earlier run's may be left.
+ */
+export interface TracesLeft {
+  erasedNow: boolean;
+  message: string;
+}
 
 /** One donation's erasure: which, whose, and what it changes. */
 export interface DonationErasure {
@@ -42,12 +55,22 @@ export interface ClaimRowErasure {
 export interface DonorErasure {
   donations: DonationErasure[];
   claimRows: ClaimRowErasure[];
+  /** Set when the file may still hold what was erased (SQLite): see TracesLeft. */
+  tracesLeft?: TracesLeft;
+}
+
+/** What a retention run erased (or would), and what it could not clear from the file. */
+export interface RetentionRun {
+  erased: DonationErasure[];
+  tracesLeft?: TracesLeft;
 }
 
 export class DonorData {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DatabaseLocation['dialect'],
+    /** WAL_EMPTIED_WITHIN_MS; a test shortens it instead of waiting a minute. */
+    private readonly walEmptiedWithinMs = WAL_EMPTIED_WITHIN_MS,
   ) {}
 
   /**
@@ -57,7 +80,7 @@ export class DonorData {
    */
   async erase({ email, charity, today, dryRun, againOf }: { email: string; charity?: string; today: string; dryRun: boolean; againOf?: string }): Promise<DonorErasure> {
     let found: DonorErasure = { donations: [], claimRows: [] };
-    await this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
+    const { tracesLeft } = await this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       const reference = donorReference(email);
       const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity })).orderBy('donations.id').execute();
       // A claim's rows a restore kept without their donation, under this donor's reference (migration 0017): kept for HMRC as their donation would be.
@@ -80,7 +103,7 @@ export class DonorData {
       }
       return found.donations;
     }), () => found.claimRows.length);
-    return found;
+    return { ...found, ...(tracesLeft && { tracesLeft }) };
   }
 
   /**
@@ -97,7 +120,7 @@ export class DonorData {
    * donation's seven years after its day (giftAidKeptUntil), any other donation's
    * `retentionYears` after its day; with its audit entry, in one transaction.
    */
-  async applyRetention({ today, retentionYears, dryRun, againOf }: { today: string; retentionYears: number; dryRun: boolean; againOf?: string }): Promise<DonationErasure[]> {
+  async applyRetention({ today, retentionYears, dryRun, againOf }: { today: string; retentionYears: number; dryRun: boolean; againOf?: string }): Promise<RetentionRun> {
     let claimRows = 0; // claim rows kept without their donation whose details went too (they leave no trace either)
     return this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       // Nothing younger than the shorter of the two periods can be due: the query reads only the older rows.
@@ -146,34 +169,54 @@ export class DonorData {
    * PostgreSQL the rows' old versions stay in the table's files until VACUUM reuses their space
    * (the README says what that means for backups).
    */
-  private async leavingNoTrace(dryRun: boolean, erase: () => Promise<DonationErasure[]>, alsoErased: () => number = () => 0): Promise<DonationErasure[]> {
+  private async leavingNoTrace(dryRun: boolean, erase: () => Promise<DonationErasure[]>, alsoErased: () => number = () => 0): Promise<RetentionRun> {
     const erased = await erase();
     // Even when nothing was found: the same command run again then finishes what a reader held up.
-    if (!dryRun && this.dialect === 'sqlite') await this.emptyWal(erased.length + alsoErased() > 0);
-    return erased;
+    const tracesLeft = !dryRun && this.dialect === 'sqlite' ? await this.emptyWal(erased.length + alsoErased() > 0) : undefined;
+    return { erased, ...(tracesLeft && { tracesLeft }) };
   }
 
   /**
    * Checkpoints the WAL into the database and empties it. A connection reading (a `donations
    * export` to a slow reader, a backup's VACUUM INTO) keeps a checkpoint from finishing: SQLite
    * says so (busy), and the database file's own pages still hold what was erased, the WAL only
-   * shadowing them. Tried again until WAL_EMPTIED_WITHIN_MS have passed (each try waits the
-   * connection's busy timeout), then said, as an error: it was said nowhere, the command exited 0.
+   * shadowing them. Tried again every WAL_TRY_EVERY_MS until walEmptiedWithinMs have passed, then
+   * said (TracesLeft): it was said nowhere, the command exited 0.
+   *
+   * Each try without waiting (busy_timeout 0 for it): a TRUNCATE checkpoint that waits holds the
+   * database's write lock while it does, and with the connection's 5 s busy timeout, tried for a
+   * minute, the server's creates waited up to 4.5 s and were answered 503 for as long as a reader
+   * lasted (until 2026-11-30; an operator's review). One that does not wait copies what it can,
+   * as a passive one does, and lets go.
    */
-  private async emptyWal(erasedNow: boolean): Promise<void> {
-    const deadline = performance.now() + WAL_EMPTIED_WITHIN_MS;
-    for (;;) {
-      const { rows } = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(this.db);
-      if (Number(rows[0]?.busy ?? 0) === 0) return;
-      if (performance.now() >= deadline) {
-        throw new Error(
-          `${erasedNow ? 'the erasure is done and recorded, but' : 'nothing more was erased, and'} what was erased is still in the database file's pages: ` +
-            `another connection has been reading for over ${WAL_EMPTIED_WITHIN_MS / 1000} s (a backup, an export) and keeps SQLite from writing the erasure into them. ` +
-            'Run the same command again once it has finished',
-        );
+  private async emptyWal(erasedNow: boolean): Promise<TracesLeft | undefined> {
+    const deadline = performance.now() + this.walEmptiedWithinMs;
+    const { rows: timeout } = await sql<{ timeout: number }>`pragma busy_timeout`.execute(this.db);
+    await sql`pragma busy_timeout = 0`.execute(this.db);
+    try {
+      for (;;) {
+        const { rows } = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(this.db);
+        if (Number(rows[0]?.busy ?? 0) === 0) return undefined;
+        if (performance.now() >= deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, WAL_TRY_EVERY_MS));
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      await sql.raw(`pragma busy_timeout = ${Number(timeout[0]?.timeout ?? 5000)}`).execute(this.db);
     }
+    const held = `another connection has been reading for over ${this.walEmptiedWithinMs / 1000} s (a backup, an export) and keeps SQLite from emptying the WAL`;
+    return erasedNow
+      ? {
+          erasedNow,
+          message:
+            `the erasure is done and recorded, but what was erased is still in the database file's pages: ${held}. ` +
+            'Run the same command again once it has finished',
+        }
+      : {
+          erasedNow,
+          message:
+            `nothing was erased now, but ${held}: if an earlier erasure or retention run exited 1, what it erased may still be in the database file's pages. ` +
+            'Run the same command again once the reader has finished',
+        };
   }
 
   /**

@@ -28,6 +28,8 @@ export interface StoreOptions {
   clock?: Clock;
   /** PostgreSQL: how long to wait for a connection, and for one query; tests shorten them instead of waiting. */
   pgTimeouts?: PgTimeouts;
+  /** SQLite: how long an erasure waits for readers to let it empty the WAL (donors.ts's WAL_EMPTIED_WITHIN_MS); tests shorten it instead of waiting a minute. */
+  walEmptiedWithinMs?: number;
   /**
    * The server: a SQLite database this user cannot write is refused at once. SQLite opens it all the
    * same and reads it, so a server started, said it was ready and answered every create 503. So is a
@@ -55,7 +57,7 @@ const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
 export async function openStore(
   location: DatabaseLocation,
-  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false }: StoreOptions = {},
+  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs }: StoreOptions = {},
 ): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
@@ -64,7 +66,7 @@ export async function openStore(
     if (!duringRestore) await refuseWhileRestoring(location);
     const sqlite = await openSqlite(location.path, sqliteBusyTimeoutMs);
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
-    store = new Store(db, 'sqlite', { sqlite, clock });
+    store = new Store(db, 'sqlite', { sqlite, clock, walEmptiedWithinMs });
   } else {
     db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts, duringRestore ? undefined : refuseMarkedConnection) });
     // Batches of creates take one pooled connection each; one is left for reads (a credential, /health/ready, an

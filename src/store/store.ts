@@ -59,6 +59,7 @@ export class Store {
       writeConcurrency = 1,
       sqlite,
       clock,
+      walEmptiedWithinMs,
     }: {
       /** Batches of writes at once: SQLite has one writer; PostgreSQL, one per pooled connection but one, left for reads (open.ts). */
       writeConcurrency?: number;
@@ -66,11 +67,13 @@ export class Store {
       sqlite?: BetterSqlite3.Database;
       /** The clock KEYS_FOUND_MS is counted on, and on PostgreSQL the one donation ids taken ahead go stale on (DonationIds). */
       clock?: Clock;
+      /** SQLite: how long an erasure waits for readers to let it empty the WAL (donors.ts's WAL_EMPTIED_WITHIN_MS); tests shorten it. */
+      walEmptiedWithinMs?: number;
     } = {},
   ) {
     this.creates = localCreates(db, dialect, { concurrency: writeConcurrency, sqlite }, clock);
     this.claims = new ClaimLedger(db, dialect);
-    this.donors = new DonorData(db, dialect);
+    this.donors = new DonorData(db, dialect, walEmptiedWithinMs);
   }
 
   /** Reports each group-commit batch's size and commit time (to metrics). */

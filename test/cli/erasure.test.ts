@@ -180,17 +180,17 @@ for (const backend of BACKENDS) {
     });
 
     test('retention: kept Gift Aid data goes after its period, other donations after RETENTION_YEARS; a dry run changes nothing', async () => {
-      assert.deepEqual((await store.donors.applyRetention({ today: '2033-01-02', retentionYears: 6, dryRun: false })).map((d) => d.id), [ids.otherDonor, ids.oldNoGiftAid]);
+      assert.deepEqual((await store.donors.applyRetention({ today: '2033-01-02', retentionYears: 6, dryRun: false })).erased.map((d) => d.id), [ids.otherDonor, ids.oldNoGiftAid]);
       assert.equal((await find(ids.recentGiftAid)).donor_first_name, 'Sam', 'kept on the last day of its period');
       const dry = await store.donors.applyRetention({ today: '2033-01-03', retentionYears: 6, dryRun: true });
-      assert.deepEqual(dry.map((d) => d.id), [ids.recentGiftAid]);
+      assert.deepEqual(dry.erased.map((d) => d.id), [ids.recentGiftAid]);
       assert.equal((await find(ids.recentGiftAid)).donor_first_name, 'Sam', 'a dry run changes nothing');
       await store.donors.applyRetention({ today: '2033-01-03', retentionYears: 6, dryRun: false });
       const recent = await find(ids.recentGiftAid);
       assert.deepEqual([recent.donor_first_name, recent.donor_last_name, recent.donor_address, recent.donor_postcode], [null, null, null, null]);
       // Nothing of the donor's is held now, and nothing links the donation to them.
       assert.deepEqual(JSON.parse((await almoner(database.url, ['donor', 'export', '--email', 'sam@example.org'])).stdout).donations, []);
-      assert.deepEqual(await store.donors.applyRetention({ today: '2040-01-01', retentionYears: 6, dryRun: false }), [], 'nothing is erased twice');
+      assert.deepEqual(await store.donors.applyRetention({ today: '2040-01-01', retentionYears: 6, dryRun: false }), { erased: [] }, 'nothing is erased twice');
       const other = await find(ids.otherDonor);
       assert.equal(other.donor_email, ERASED_EMAIL);
       assert.equal(other.amount, '7.00');
@@ -227,7 +227,7 @@ for (const backend of BACKENDS) {
       const year = Number(recordedDay.slice(0, 4));
       const forEver = (await record(store, charityId, { ...SAM, donor_email: 'typo@example.org', gift_aid: 'no', amount: '5.00', donation_date: '31-12-9999' })).id;
       const giftAid = (await record(store, charityId, { ...SAM, donor_email: 'typo@example.org', gift_aid: 'yes', amount: '6.00', donation_date: `01-01-${year + 36}` })).id;
-      const due = async (today: string) => (await store.donors.applyRetention({ today, retentionYears: 6, dryRun: true })).map((d) => d.id).sort((a, b) => a - b);
+      const due = async (today: string) => (await store.donors.applyRetention({ today, retentionYears: 6, dryRun: true })).erased.map((d) => d.id).sort((a, b) => a - b);
       const dayAfter = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
       // Dated within a year of its recording, a donation keeps its own day (a payment on a set day, in HMRC's period of that day).
       const nextMonth = new Date(Date.now() + 31 * 86_400_000).toISOString().slice(0, 10);
@@ -260,7 +260,7 @@ for (const backend of BACKENDS) {
       // Dated within a year before its recording (last year's gifts sent together), a donation keeps its own day.
       const halfYearBack = new Date(Date.now() - 180 * 86_400_000).toISOString().slice(0, 10);
       const withinTheYear = (await record(store, charityId, { ...SAM, donor_email: 'within@example.org', gift_aid: 'no', amount: '7.00', donation_date: dmy(halfYearBack) })).id;
-      const due = async (today: string) => (await store.donors.applyRetention({ today, retentionYears: 6, dryRun: true })).map((d) => d.id).sort((a, b) => a - b);
+      const due = async (today: string) => (await store.donors.applyRetention({ today, retentionYears: 6, dryRun: true })).erased.map((d) => d.id).sort((a, b) => a - b);
       const dayAfter = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
       const yearBefore = yearsLater(-1, recordedDay);
       assert.deepEqual(await due(dayAfter(recordedDay)), [], 'nothing the night it was recorded');
