@@ -11,7 +11,7 @@ export function auditCommand(): Command {
     .action(async (opts: { since?: string; json?: boolean }) => {
       const trail = await withStore((store) => store.auditTrail(opts.since));
       if (opts.json) return trail.forEach(printJson);
-      if (trail.length === 0) return print('No operator actions recorded.');
+      if (trail.length === 0) return print(opts.since === undefined ? 'No operator actions recorded.' : `No operator actions recorded since ${opts.since.slice(0, 10)} (UTC).`);
       const rows = trail.map((r) => [r.at, r.action, r.target, `${r.os_user}@${r.host}`, JSON.stringify(r.summary)]);
       const header = ['AT', 'ACTION', 'TARGET', 'BY', 'SUMMARY'];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -16,7 +16,7 @@ import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSql
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE, refuseBackup } from '../store/open.js';
-import { print, theDatabase, withStoreAt } from './io.js';
+import { count, print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
 const ON_POSTGRES =
@@ -28,8 +28,8 @@ const ON_POSTGRES =
 const counts = (s: CopySummary) => ({ charities: s.charities, donations: s.donations, schema: s.schema });
 
 const describe = (s: CopySummary) =>
-  `${(s.bytes / 1048576).toFixed(1)} MB, integrity ok, schema ${s.schema}: ${s.charities} charities, ${s.donations} donations, ` +
-  `${s.idempotencyKeys} idempotency keys, ${s.giftaidClaims} Gift Aid claims`;
+  `${(s.bytes / 1048576).toFixed(1)} MB, integrity ok, schema ${s.schema}: ${s.charities === 1 ? '1 charity' : `${s.charities.toLocaleString('en-GB')} charities`}, ` +
+  `${count(s.donations, 'donation')}, ${count(s.idempotencyKeys, 'idempotency key')}, ${count(s.giftaidClaims, 'Gift Aid claim')}`;
 
 const writable = (folder: string) => {
   try {
@@ -60,7 +60,7 @@ export function backupCommand(): Command {
       if (location.path === ':memory:') throw new UsageError('an in-memory database has nothing to back up');
       if (out.trim() === '') throw new UsageError('--out is empty: give the backup a file name'); // resolve('') is the current folder
       const file = resolve(out);
-      if (existsSync(file)) throw new UsageError(`${file} exists already: give the backup a new name`);
+      if (existsSync(file)) throw new UsageError(statSync(file).isDirectory() ? `${file} is a folder: give the backup a file name (--out ${join(out, 'almoner-backup.db')}, say)` : `${file} exists already: give the backup a new name`);
       if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
       if (!writable(dirname(file))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(file)}`);
       // A database half-restored is no backup's to take.

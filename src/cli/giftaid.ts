@@ -41,7 +41,7 @@ import { claimsUnsettledBy } from '../store/audit.js';
 import { formatMicros, ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { asText, RFC_4180 } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
-import { print, printJson, withStore } from './io.js';
+import { count, print, printJson, withStore } from './io.js';
 import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
 
 const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.ods`;
@@ -602,14 +602,10 @@ function claimJson(c: Claim) {
 }
 
 function claimIdArgument(value: string): number {
-  if (!/^[1-9][0-9]{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('must be a claim id (a whole number from 1).');
+  if (!/^[1-9][0-9]{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('It must be a claim id (a whole number from 1).');
   return Number(value);
 }
 
-
-function count(n: number, noun: string): string {
-  return `${n.toLocaleString('en-GB')} ${noun}${n === 1 ? '' : 's'}`;
-}
 
 /** Refuses a claim (exit 2) while a restore left the claims made since its backup unsettled (audit.ts's claimsUnsettledBy). */
 async function refuseAfterBlindRestore(store: Store): Promise<void> {

@@ -85,3 +85,8 @@ export function printJson(value: unknown): void {
 export function printAtOnce(lines: string[], lost: (err: NodeJS.ErrnoException) => void): void {
   process.stdout.write(`${lines.join('\n')}\n`, (err) => err && lost(err));
 }
+
+/** `n` things, in words as a person writes them: `1 donation`, `2 donations`, `1,250 donations`. */
+export function count(n: number, noun: string): string {
+  return `${n.toLocaleString('en-GB')} ${noun}${n === 1 ? '' : 's'}`;
+}

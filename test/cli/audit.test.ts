@@ -107,6 +107,7 @@ for (const backend of BACKENDS) {
         assert.ok(!text.includes(secret), `the audit trail shows ${secret}`);
       }
       assert.deepEqual(await trail(database.url, ['--since', '2999-01-01']), []);
+      assert.equal((await almoner(database.url, ['audit', '--since', '2999-01-01'])).stdout.trim(), 'No operator actions recorded since 2999-01-01 (UTC).');
     });
 
     test('the database refuses to change or delete an entry', async () => {

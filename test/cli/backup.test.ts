@@ -109,12 +109,15 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     }
   });
 
-  test('backup refuses a file that exists and a folder that does not; it never leaves a partial file', async () => {
+  test('backup refuses a file that exists, a folder as its file, and a folder that does not exist; it never leaves a partial file', async () => {
     const existing = join(dir, 'exists.db');
     writeFileSync(existing, 'keep me');
     const over = await almoner(url, ['backup', '--out', existing]);
     assert.equal(over.code, 2);
     assert.match(over.stderr, /exists already/);
+    const folder = await almoner(url, ['backup', '--out', dir]); // a folder: said so (it said "exists already" until 2026-11-30)
+    assert.equal(folder.code, 2);
+    assert.match(folder.stderr, /is a folder: give the backup a file name \(--out .*almoner-backup\.db, say\)/);
     const nowhere = await almoner(url, ['backup', '--out', join(dir, 'no', 'such', 'folder', 'b.db')]);
     assert.equal(nowhere.code, 2);
     assert.match(nowhere.stderr, /does not exist/);

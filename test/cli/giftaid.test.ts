@@ -618,7 +618,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
           ['an unknown charity', ['giftaid', 'claim', '--charity', 'no-such-charity'], /no charity has the username "no-such-charity"/],
           ['--to in the future', ['giftaid', 'claim', '--charity', ctx.charity.username, '--to', tomorrow], /--to must not be later than today \(.*\): HMRC refuses donations dated in the future/],
           ['a malformed --to', ['giftaid', 'claim', '--charity', ctx.charity.username, '--to', '25-02-2025'], /must be a date as YYYY-MM-DD/],
-          ['a --to that is no day', ['giftaid', 'claim', '--charity', ctx.charity.username, '--to', '2025-02-30'], /is not a day of the calendar \(2025-02-30\)/],
+          ['a --to that is no day', ['giftaid', 'claim', '--charity', ctx.charity.username, '--to', '2025-02-30'], /argument '2025-02-30' is invalid\. It is not a day of the calendar\./],
           ['no --charity', ['giftaid', 'claim'], /required option '--charity <username>' not specified/],
           ['preview: --from after --to', ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', today, '--to', recent], /--from must not be later than --to/],
           ['preview: no --from', ['giftaid', 'schedule', '--charity', ctx.charity.username, '--to', today], /required option '--from <YYYY-MM-DD>' not specified/],
