@@ -503,22 +503,40 @@ const STREET_WORD = String.raw`(?:${STREET_NAMES}|st|dr)\.?`;
  * it they are Saint and Doctor ("The Old Rectory St Andrews Lane": until a review, "The Old").
  */
 const STREET_WORD_WITHIN = String.raw`(?:(?:${STREET_NAMES})\.?(?!\S)|(?:st|dr)\.?$)`;
-/** A line that begins with a word and a street's ("High Street London", "Church Lane Ambridge"): a street, whatever follows it on the line, unless a building's word does ("Long Lane Farm"). */
+/** The last word of a building's name: where one follows a street's word, the street's word is part of the name ("Long Lane Farm"). */
+const BUILDING_WORDS = 'house|hall|court|lodge|cottages?|farm|manor|barn|mill|villa|mansions|buildings|chambers|stables|grange';
+/** A saint's "St" (or "Saint") before a name, which with it is one name: "St John's Wood Road", "St Marys Cottage". */
+const SAINT = String.raw`(?:st|saint)\.?\s+`;
+/**
+ * A line that begins with a street: one or two words (perhaps after a saint's "St") and a street's
+ * ("High Street London", "Church Lane Ambridge", "Upper Richmond Road London", "St John's Wood Road"):
+ * a street, whatever follows it on the line, unless a building's word does ("Long Lane Farm") or
+ * comes just before the street's ("Rose Cottage Lane End", a house or a street: kept whole). Until
+ * 2026-11-30 only one word before the street's was read so, and "Upper Richmond Road London" was
+ * claimed whole as the house (a review).
+ */
 const STREET_FIRST = new RegExp(
-  String.raw`^\S+\s+(?:${STREET_NAMES})\.?(?:\s|$)(?!.*\b(?:house|hall|court|lodge|cottages?|farm|manor|barn|mill|villa|mansions|buildings|chambers|stables|grange)\b)`,
+  String.raw`^(?:${SAINT})?(?:\S+\s+(?!(?:${BUILDING_WORDS})\s))?\S+\s+(?:${STREET_NAMES})\.?(?:\s|$)(?!.*\b(?:${BUILDING_WORDS})\b)`,
   'i',
-); // ("Long Lane Farm" is a house)
+);
+/** A line ending in an English street's word ("Upper Richmond Road"); STREET also takes a Welsh street ("Heol y Frenhines"). */
+const STREET_AT_END = new RegExp(String.raw`(?:^|\s)${STREET_WORD}$`, 'i');
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /** The street at the end of a text with no comma, and the word before it: "Mill House Mill Lane" is "Mill House" and "Mill Lane". */
 const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /**
  * A house name run on into its street with no comma ("Hillview Farm Long Road Ambridge"): the name,
- * when two words or more come before the street's (so "Rose Cottage Lane End" stays whole); a
- * saint's street is one ("The Old Rectory St Andrews Lane" is "The Old Rectory"). Until
- * 2026-11-29 the whole line was the house, and a donor's erasure kept street and village for seven
- * years with it (a review).
+ * when two words or more come before the street's (so "Rose Cottage Lane End" stays whole), a
+ * saint's "St" at its start not counted and none at its end ("St Marys Cottage High St" is "St
+ * Marys Cottage"; "St John's Wood Road" and "Upper St Martin's Lane" have no name: until 2026-11-30
+ * "St John's" and "Upper St"); a saint's street is one ("The Old Rectory St Andrews Lane" is "The
+ * Old Rectory"). Until 2026-11-29 the whole line was the house, and a donor's erasure kept street
+ * and village for seven years with it (a review).
  */
-const NAME_THEN_STREET = new RegExp(String.raw`^(\S+(?:\s+\S+)+?)\s*[-–,]?\s+(?:(?:st|dr)\.?\s+)?\S+\s+${STREET_WORD_WITHIN}`, 'i');
+const NAME_THEN_STREET = new RegExp(
+  String.raw`^((?:${SAINT}|(?!${SAINT}))\S+(?:\s+\S+)+?)(?<!\s(?:st|saint|dr)\.?)\s*[-–,]?\s+(?:(?:st|dr)\.?\s+)?\S+\s+${STREET_WORD_WITHIN}`,
+  'i',
+);
 /** A house name, its number and the street, with no comma ("Rose Cottage 12 High St"): the name and the number; not a description ending in "of", "above"… ("Flat on top of 12 High St"). */
 const NAME_NUMBER_STREET = new RegExp(String.raw`^(\D*\p{L}\D*?)(?<!\b(?:of|on|at|in|above|over|below|behind|near|by|to|and))\s+(\d{1,4}[A-Za-z]?)\s+(?:.*\s)?${STREET_WORD_WITHIN}`, 'iu');
 
@@ -556,11 +574,14 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     Street" -> "Flat 3"), unless a number follows, when it is a building's name ("Flat 2, Rose
  *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
  *     house ("Station Road, 12" -> "12"); first with none, it is passed over ("High Street" alone
- *     gives no house, where until 2026-11-29 it was claimed as the house; "Station Road, The Old
+ *     gives no house, where until 2026-11-29 it was claimed as the house, as were "Upper Richmond
+ *     Road" and "St John's Wood Road" until 2026-11-30: a street's word with fewer than two words of
+ *     a name before it, a saint's "St" not counted, is all street; "Station Road, The Old
  *     Forge" gives no house either: a name after a street that came first is a district, town,
  *     county or country far more often than a house, so the donation needs attention; until
  *     2026-11-30 "High Street, London" was claimed with the house "London"). A line that begins
- *     with a word and a street's word ("High Street London") is a street, whatever follows it; and a
+ *     with one or two words and a street's word ("High Street London", "Upper Richmond Road
+ *     London") is a street, whatever follows it; and a
  *     line of words then a postcode ("London SW1A 1AA") is the town's.
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
@@ -635,8 +656,11 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       const numbered = buildingNumber(next) !== undefined;
       if (!numbered && parts.length > 0) break; // "Flat 3, High Street": the street, after the house
       if (numbered && parts.length === 0) continue; // "Station Road, 12": the number is the house
-      if (parts.length === 0 && TRAILING_STREET.exec(segment)?.[1] === '') {
-        afterStreet = true; // "High Street" first: not the house; a number or a flat may follow ("Station Road, 12")
+      // First, with no house name before it (NAME_THEN_STREET), not the house: "High Street", "Upper Richmond Road"
+      // (claimed as the house until 2026-11-30: a review); a number or a flat may follow ("Station Road, 12").
+      const nameless = TRAILING_STREET.exec(segment)?.[1] === '' || (!/\d/.test(segment) && STREET_AT_END.test(segment) && !NAME_THEN_STREET.test(segment));
+      if (parts.length === 0 && nameless) {
+        afterStreet = true;
         continue;
       }
     }

@@ -436,6 +436,39 @@ describe('house name or number, from the start of donor_address', () => {
     });
   }
 
+  // A street of three words or more, first, is a street: until 2026-11-30 "Upper Richmond Road, London" was claimed with the
+  // house "Upper Richmond Road", "St John's Wood Road" with "St John's" (a review of house reading). A name before a street
+  // is a house's only when two words or more come before the street's (a saint's "St" not counted, nor one at the end).
+  for (const [address, house] of [
+    ['Upper Richmond Road, London', ''],
+    ['Upper Richmond Road', ''],
+    ['Upper Richmond Road London', ''],
+    ['Old Kent Road', ''],
+    ['St Marys Road', ''],
+    ["St John's Wood Road, London", ''],
+    ["St John's Wood Road", ''],
+    ["St John's Wood Road London", ''],
+    ["Upper St Martin's Lane", ''],
+    ['Rosebank Mill Lane', ''], // "Rosebank" on Mill Lane, or a street: not told apart, so it needs attention
+    ['The Avenue, London', ''],
+    // Unchanged: a number, a flat or a house name of two words or more still reads as before.
+    ['12 Upper Richmond Road', '12'],
+    ["12 St John's Wood Road, London", '12'],
+    ['Upper Richmond Road, 12', '12'],
+    ['Flat 3, Upper Richmond Road', 'Flat 3'],
+    ['Rose Cottage, Upper Richmond Road', 'Rose Cottage'],
+    ['Rose Cottage Lane End', 'Rose Cottage Lane End'],
+    ['St Marys Cottage High St', 'St Marys Cottage'],
+    ['The Old Rectory St Andrews Lane', 'The Old Rectory'],
+    ['Hillview Farm Long Road Ambridge', 'Hillview Farm'],
+    ['Mill House Mill Lane', 'Mill House'],
+    ['Long Lane Farm', 'Long Lane Farm'],
+  ] as const) {
+    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address), house);
+    });
+  }
+
   // Read beside the donor's names and city (John Smith of London): their own name is no house, nor is their town.
   // Until 2026-11-29 "John Smith, 12" and "Flat 3, London" were claimed, houses HMRC cannot match to the donor.
   const johnSmith = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'London' };
