@@ -494,7 +494,8 @@ const PART_OF_BUILDING = new RegExp(
 /**
  * A street, by its last word ("High Street", "Elm Rd", "Heol y Frenhines"): never part of the house.
  * Only words seldom a building's name: "Rose Mews", "Park Terrace", "Canary Wharf Square" are often
- * blocks of flats, and are kept as names.
+ * blocks of flats, and are kept as names (but first in the address, a square, a terrace or gardens
+ * is a street: SQUARE_FIRST).
  */
 const STREET_NAMES = 'street|road|rd|lane|ln|avenue|ave|drive|close|way|crescent|cres|boulevard|row|walk|wynd|brae|parade'; // and St, Dr: below
 const STREET_WORD = String.raw`(?:${STREET_NAMES}|st|dr)\.?`;
@@ -519,6 +520,16 @@ const STREET_FIRST = new RegExp(
   String.raw`^(?:${SAINT})?(?:\S+\s+(?!(?:${BUILDING_WORDS})\s))?\S+\s+(?:${STREET_NAMES})\.?(?:\s|$)(?!.*\b(?:${BUILDING_WORDS})\b)`,
   'i',
 );
+/**
+ * A square, a terrace or gardens at a line's start: one or two words (perhaps after a saint's "St")
+ * and "Square", "Terrace" or "Gardens" ("Russell Square", "The Square Ambridge"), unless a building's
+ * word follows ("Park Terrace Farm"). First in the address with no number after it, a street (until
+ * 2026-11-30 "Russell Square, London" was claimed with the house "Russell Square": a review); after a
+ * flat or before a number, perhaps a block of flats' name ("Flat 2, Park Terrace", "Canary Wharf
+ * Square, 1 Dock Rd"), so not among STREET_NAMES. Hill, Grove, Green, Place, Court and Mews are as
+ * often a house's name ("Rose Hill", "The Grove", "Ivy Court", "The Mews") and are not here.
+ */
+const SQUARE_FIRST = new RegExp(String.raw`^(?:${SAINT})?(?:\S+\s+)?\S+\s+(?:square|terrace|gardens)\.?(?:\s|$)(?!.*\b(?:${BUILDING_WORDS})\b)`, 'i');
 /** A line ending in an English street's word ("Upper Richmond Road"); STREET also takes a Welsh street ("Heol y Frenhines"). */
 const STREET_AT_END = new RegExp(String.raw`(?:^|\s)${STREET_WORD}$`, 'i');
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
@@ -576,7 +587,8 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     house ("Station Road, 12" -> "12"); first with none, it is passed over ("High Street" alone
  *     gives no house, where until 2026-11-29 it was claimed as the house, as were "Upper Richmond
  *     Road" and "St John's Wood Road" until 2026-11-30: a street's word with fewer than two words of
- *     a name before it, a saint's "St" not counted, is all street; "Station Road, The Old
+ *     a name before it, a saint's "St" not counted, is all street, and so, since then, is a square, a
+ *     terrace or gardens with no number after it, "Russell Square, London" (SQUARE_FIRST); "Station Road, The Old
  *     Forge" gives no house either: a name after a street that came first is a district, town,
  *     county or country far more often than a house, so the donation needs attention; until
  *     2026-11-30 "High Street, London" was claimed with the house "London"). A line that begins
@@ -650,6 +662,10 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     }
     if (parts.length === 0 && !/\d/.test(segment) && STREET_FIRST.test(segment)) {
       afterStreet = true; // "High Street London", "Church Lane Ambridge": a street, then its town, on one line (claimed whole as the house until 2026-11-30)
+      continue;
+    }
+    if (parts.length === 0 && !/\d/.test(segment) && SQUARE_FIRST.test(segment) && buildingNumber(next) === undefined) {
+      afterStreet = true; // "Russell Square, London": a street (claimed as the house until 2026-11-30)
       continue;
     }
     if (STREET.test(segment)) {

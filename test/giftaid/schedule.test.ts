@@ -469,6 +469,36 @@ describe('house name or number, from the start of donor_address', () => {
     });
   }
 
+  // A square, a terrace or gardens first, with no number after it, is a street: until 2026-11-30 "Russell Square, London"
+  // was claimed with the house "Russell Square" (a review). After a flat, or with a number after it, it may be a block of
+  // flats' name, and is kept as one. Hill, Grove, Green, Place, Court and Mews are as often a house's name ("Rose Hill",
+  // "The Grove", "Ivy Court") as a street's, and are claimed as written: the postcode tells such a house.
+  for (const [address, house] of [
+    ['Russell Square, London', ''],
+    ['Russell Square', ''],
+    ['Russell Square London', ''],
+    ['Park Terrace, Leeds', ''],
+    ['Kensington Gardens, London', ''],
+    ['The Square, Ambridge', ''],
+    ['Canary Wharf Square', ''],
+    // Unchanged.
+    ['12 Russell Square', '12'],
+    ['Flat 2, Park Terrace', 'Flat 2, Park Terrace'],
+    ['Apartment 7, Canary Wharf Square, 1 Dock Rd', 'Apartment 7, Canary Wharf Square, 1'],
+    ['The Old Bakery, The Square', 'The Old Bakery'],
+    ['Park Terrace Farm', 'Park Terrace Farm'],
+    ['Primrose Hill, London', 'Primrose Hill'],
+    ['12 Primrose Hill', '12'],
+    ['The Grove, 3 Elm Rd', 'The Grove, 3'],
+    ['The Grove, Ambridge', 'The Grove'],
+    ['Ivy Court, London', 'Ivy Court'],
+    ['The Mews, Ambridge', 'The Mews'],
+  ] as const) {
+    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address), house);
+    });
+  }
+
   // Read beside the donor's names and city (John Smith of London): their own name is no house, nor is their town.
   // Until 2026-11-29 "John Smith, 12" and "Flat 3, London" were claimed, houses HMRC cannot match to the donor.
   const johnSmith = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'London' };
