@@ -598,9 +598,11 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
  *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
- *     the house's name). The donor's town (their
- *     donor_city), perhaps with a postcode after it, or a UK postcode ends the house ("Flat 3, London"
- *     and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has no house.
+ *     the house's name). The donor's town (their donor_city, or the town their postcode's area is
+ *     named after: donorsTowns), perhaps with a postcode after it, or a UK postcode ends the house
+ *     ("Flat 3, London" and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has
+ *     no house, and a name after a town that came first is a county or a country ("London, Greater
+ *     London": until 2026-11-30, with no donor_city, "London" was the house, with one "Greater London").
  *  5. Any other segment is a house name, kept whole, with what follows it when that is a part of the
  *     building or the building's number (up to four digits): "Rose Cottage, Lane End" -> "Rose
  *     Cottage"; "The Old Mill, 12 High St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" ->
@@ -620,7 +622,7 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  */
 export function houseNameOrNumber(address: string | null, donor?: HouseDonor, max = HOUSE_MAX_LENGTH): string {
   const ownName = donor === undefined ? undefined : donorsOwnName(donor);
-  const town = donor?.donor_city ? hmrcText(normaliseSpaces(donor.donor_city)).toLowerCase() : '';
+  const towns = donorsTowns(donor);
   const segments = (address ?? '')
     .split(/\r\n|\r|\n/)
     .map((line) => normaliseSpaces(hmrcText(normaliseSpaces(line))))
@@ -631,14 +633,17 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
     .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later) !== undefined));
   const parts: { text: string; name: boolean }[] = [];
-  let afterStreet = false; // a street came first, with no house before it
+  let afterPlace = false; // a street or the donor's town came first, with no house before it
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
     let segment = i === 0 ? segments[i]! : segments[i]!.replace(/^(?:of|at)\s+(?=\d)/i, ''); // "Flat 2, at 12 High St"
     const next = segments[i + 1] ?? '';
-    const place = townOrPostcode(segment, town);
+    const place = townOrPostcode(segment, towns);
     if (place !== undefined) {
       if (parts.length > 0) break; // "Flat 3, London", "Flat 3, London SW1A 1AA": the town, after the house
-      if (place === 'town') continue; // an address of the town alone has no house (a postcode alone is said to be one: houseIsPostcode)
+      if (place === 'town') {
+        afterPlace = true; // an address of the town alone has no house, nor "London, Greater London" (a postcode alone is said to be one: houseIsPostcode)
+        continue;
+      }
     }
     if (PART_OF_BUILDING.test(segment)) {
       parts.push({ text: segment, name: false });
@@ -661,11 +666,11 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       break;
     }
     if (parts.length === 0 && !/\d/.test(segment) && STREET_FIRST.test(segment)) {
-      afterStreet = true; // "High Street London", "Church Lane Ambridge": a street, then its town, on one line (claimed whole as the house until 2026-11-30)
+      afterPlace = true; // "High Street London", "Church Lane Ambridge": a street, then its town, on one line (claimed whole as the house until 2026-11-30)
       continue;
     }
     if (parts.length === 0 && !/\d/.test(segment) && SQUARE_FIRST.test(segment) && buildingNumber(next) === undefined) {
-      afterStreet = true; // "Russell Square, London": a street (claimed as the house until 2026-11-30)
+      afterPlace = true; // "Russell Square, London": a street (claimed as the house until 2026-11-30)
       continue;
     }
     if (STREET.test(segment)) {
@@ -676,7 +681,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       // (claimed as the house until 2026-11-30: a review); a number or a flat may follow ("Station Road, 12").
       const nameless = TRAILING_STREET.exec(segment)?.[1] === '' || (!/\d/.test(segment) && STREET_AT_END.test(segment) && !NAME_THEN_STREET.test(segment));
       if (parts.length === 0 && nameless) {
-        afterStreet = true;
+        afterPlace = true;
         continue;
       }
     }
@@ -689,7 +694,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     // A name after a street that came first is a district, town, county or country far more often than a
     // house ("High Street, Kensington, London", "Main St, Ambridge, Borsetshire", each claimed as the house
     // until 2026-11-30: a review): no house, and the donation needs attention.
-    if (afterStreet && parts.length === 0) break;
+    if (afterPlace && parts.length === 0) break;
     parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
     const building = buildingNumber(next);
@@ -707,8 +712,8 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
   return cut(house, max).replace(/[\s,]+$/, '');
 }
 
-/** What else a donation says that tells a house from its donor's name or town: the names and the city. */
-export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'donor_last_name' | 'donor_city'>>;
+/** What else a donation says that tells a house from its donor's name or town: the names, the city and the postcode. */
+export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'donor_last_name' | 'donor_city' | 'donor_postcode'>>;
 
 /**
  * The donor's own name at the head of the address, without a title ("John Smith, 12 High St", "J
@@ -732,21 +737,75 @@ function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | unde
 }
 
 /**
- * The donor's town (their donor_city, in any case), perhaps with a UK postcode after it, or a
- * postcode alone: where a house has ended ("Flat 3, London", "Flat 3, London SW1A 1AA").
+ * The donor's town (donorsTowns), perhaps with a UK postcode after it, or a postcode alone: where a
+ * house has ended ("Flat 3, London", "Flat 3, London SW1A 1AA").
  */
-function townOrPostcode(segment: string, town: string): 'town' | 'postcode' | undefined {
+function townOrPostcode(segment: string, towns: ReadonlySet<string>): 'town' | 'postcode' | undefined {
   const words = segment.split(' ');
   for (const n of [2, 1]) {
     if (words.length < n || !UK_POSTCODE.test(hmrcPostcode(words.slice(-n).join(' ')).value)) continue;
-    const before = words.slice(0, -n).join(' ').toLowerCase();
+    const before = words.slice(0, -n).join(' ');
     if (before === '') return 'postcode';
     // A line of words without a number, then a postcode, is the town's, whatever the town: "London
     // SW1A 1AA" with no donor_city was claimed as the house (a review, 2026-11-30).
-    if (before === town || !/\d/.test(before)) return 'town';
+    if (towns.has(placeKey(before)) || !/\d/.test(before)) return 'town';
   }
-  return town !== '' && segment.toLowerCase() === town ? 'town' : undefined;
+  return towns.has(placeKey(segment)) ? 'town' : undefined;
 }
+
+/**
+ * The names the donor's town goes by, as placeKey writes them: their donor_city, and the town their
+ * postcode's area is named after (POSTCODE_AREA_TOWNS), given a donor_city or not. Until 2026-11-30
+ * only donor_city was known, and an address of "London" or "Leeds" sent without one was claimed as
+ * the house (a review).
+ */
+function donorsTowns(donor: HouseDonor | undefined): ReadonlySet<string> {
+  const towns = new Set<string>();
+  const city = placeKey(hmrcText(normaliseSpaces(donor?.donor_city ?? '')));
+  if (city !== '') towns.add(city);
+  const postcode = hmrcPostcode(donor?.donor_postcode ?? null);
+  const area = postcode.valid ? /^[A-Z]+/.exec(postcode.value)?.[0] : undefined; // "X" (abroad) has none
+  const named = area === undefined ? undefined : POSTCODE_AREA_TOWNS[area];
+  for (const town of named?.split('|') ?? []) towns.add(placeKey(town));
+  return towns;
+}
+
+/** A place's name for comparing: lower case, without dots or apostrophes, a hyphen as a space, "Saint" as "st" ("St. Albans", "Stoke-on-Trent"). */
+function placeKey(name: string): string {
+  return name
+    .toLowerCase()
+    .replace(/[.'’]/g, '')
+    .replace(/-/g, ' ')
+    .replace(/\bsaint\b/g, 'st')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/**
+ * The town (or island, or county) each UK postcode area is named after, by Royal Mail, with a short
+ * form donors write ("Newcastle"): LS is Leeds; E, EC, N, NW, SE, SW, W and WC are London. An address
+ * of only the donor's own area's town is no house; a house named after another area's town ("Lincoln"
+ * of a donor in PE) is a house. Only the area's one town: "Otley" (LS21) is known by donor_city only.
+ */
+const POSTCODE_AREA_TOWNS: Readonly<Record<string, string>> = {
+  AB: 'Aberdeen', AL: 'St Albans', B: 'Birmingham', BA: 'Bath', BB: 'Blackburn', BD: 'Bradford', BH: 'Bournemouth', BL: 'Bolton',
+  BN: 'Brighton', BR: 'Bromley', BS: 'Bristol', BT: 'Belfast', CA: 'Carlisle', CB: 'Cambridge', CF: 'Cardiff', CH: 'Chester',
+  CM: 'Chelmsford', CO: 'Colchester', CR: 'Croydon', CT: 'Canterbury', CV: 'Coventry', CW: 'Crewe', DA: 'Dartford', DD: 'Dundee',
+  DE: 'Derby', DG: 'Dumfries', DH: 'Durham', DL: 'Darlington', DN: 'Doncaster', DT: 'Dorchester', DY: 'Dudley', E: 'London',
+  EC: 'London', EH: 'Edinburgh', EN: 'Enfield', EX: 'Exeter', FK: 'Falkirk', FY: 'Blackpool', G: 'Glasgow', GL: 'Gloucester',
+  GU: 'Guildford', GY: 'Guernsey', HA: 'Harrow', HD: 'Huddersfield', HG: 'Harrogate', HP: 'Hemel Hempstead', HR: 'Hereford',
+  HS: 'Outer Hebrides', HU: 'Hull|Kingston upon Hull', HX: 'Halifax', IG: 'Ilford', IM: 'Isle of Man', IP: 'Ipswich', IV: 'Inverness',
+  JE: 'Jersey', KA: 'Kilmarnock', KT: 'Kingston upon Thames|Kingston', KW: 'Kirkwall', KY: 'Kirkcaldy', L: 'Liverpool', LA: 'Lancaster',
+  LD: 'Llandrindod Wells', LE: 'Leicester', LL: 'Llandudno', LN: 'Lincoln', LS: 'Leeds', LU: 'Luton', M: 'Manchester', ME: 'Rochester',
+  MK: 'Milton Keynes', ML: 'Motherwell', N: 'London', NE: 'Newcastle upon Tyne|Newcastle', NG: 'Nottingham', NN: 'Northampton',
+  NP: 'Newport', NR: 'Norwich', NW: 'London', OL: 'Oldham', OX: 'Oxford', PA: 'Paisley', PE: 'Peterborough', PH: 'Perth',
+  PL: 'Plymouth', PO: 'Portsmouth', PR: 'Preston', RG: 'Reading', RH: 'Redhill', RM: 'Romford', S: 'Sheffield', SA: 'Swansea',
+  SE: 'London', SG: 'Stevenage', SK: 'Stockport', SL: 'Slough', SM: 'Sutton', SN: 'Swindon', SO: 'Southampton', SP: 'Salisbury',
+  SR: 'Sunderland', SS: 'Southend-on-Sea|Southend', ST: 'Stoke-on-Trent|Stoke', SW: 'London', SY: 'Shrewsbury', TA: 'Taunton',
+  TD: 'Galashiels', TF: 'Telford', TN: 'Tonbridge', TQ: 'Torquay', TR: 'Truro', TS: 'Cleveland|Middlesbrough', TW: 'Twickenham',
+  UB: 'Southall', W: 'London', WA: 'Warrington', WC: 'London', WD: 'Watford', WF: 'Wakefield', WN: 'Wigan', WR: 'Worcester',
+  WS: 'Walsall', WV: 'Wolverhampton', YO: 'York', ZE: 'Lerwick',
+};
 
 /**
  * A flat written after its building's number and street ("12 High Street, Flat 3", "12 High Street

@@ -527,6 +527,41 @@ describe('house name or number, from the start of donor_address', () => {
     });
   }
 
+  // The town the donor's postcode area is named after (Royal Mail's: LS is Leeds; E, N, SW… London) is a town, as their
+  // donor_city is, whether or not donor_city is given; and a name after a town that came first is a county or a country.
+  // Until 2026-11-30 an address of "London" or "Leeds" with no donor_city was claimed with the house "London" or "Leeds",
+  // and "London, Greater London" with "Greater London" (a review of house reading).
+  for (const [address, postcode, city, house] of [
+    ['London', 'SW1A 1AA', null, ''],
+    ['Leeds', 'LS1 4AP', null, ''],
+    ['LEEDS', 'ls14ap', null, ''],
+    ['London, UK', 'SW1A 1AA', null, ''],
+    ['Leeds\nWest Yorkshire', 'LS1 4AP', null, ''],
+    ['London, Greater London', 'SW1A 1AA', 'London', ''],
+    ['Otley, West Yorkshire', 'LS21 1AA', 'Otley', ''],
+    ['Flat 3, Leeds', 'LS1 4AP', null, 'Flat 3'],
+    ['Newcastle', 'NE1 4ST', null, ''],
+    ['St. Albans', 'AL1 3JX', null, ''],
+    ['Stoke on Trent', 'ST4 1AA', null, ''],
+    ['London, Flat 3, 12 High St', 'SW1A 1AA', null, 'Flat 3, 12'],
+    // Unchanged: a house name, a town's name in a building's, or another area's town (a house may be named after one).
+    ['Rosebank', 'LS1 4AP', null, 'Rosebank'],
+    ['Rose Cottage, Leeds', 'LS1 4AP', null, 'Rose Cottage'],
+    ['Flat 3, Leeds House', 'LS1 4AP', null, 'Flat 3, Leeds House'],
+    ['Leeds Road, 12', 'LS1 4AP', null, '12'],
+    ['Lincoln', 'PE1 1AA', null, 'Lincoln'],
+    ['Leeds', 'X', null, 'Leeds'],
+    ['Leeds', 'not a postcode', null, 'Leeds'],
+  ] as const) {
+    test(`${JSON.stringify(address)} of a donor at ${postcode} in ${city ?? 'no donor_city'} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address, { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: city, donor_postcode: postcode }), house);
+    });
+  }
+
+  test('an address of only the town of the donor\'s postcode area needs attention, with no donor_city too', () => {
+    assert.deepEqual(attention(donation({ donor_address: 'Leeds', donor_city: null, donor_postcode: 'LS1 4AP' })).reasons, [REASONS.houseNotFound('Leeds')]);
+  });
+
   test("a claim reads the house beside the donor's names and city; an address of only the donor's name needs attention", () => {
     const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
     assert.equal(claimed(donation({ ...john, donor_address: 'John Smith, 12 High St' })).houseNameOrNumber, '12');
