@@ -598,7 +598,9 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
  *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
- *     the house's name). The donor's town (their donor_city, or the town their postcode's area is
+ *     the house's name), and another's name sharing one of theirs, or initials and a surname, when
+ *     the house's number comes after it ("Jane Brown, 12 High St" of Jane Doe, "B. Smith, 12 High
+ *     St": othersNameOf). The donor's town (their donor_city, or the town their postcode's area is
  *     named after: donorsTowns), perhaps with a postcode after it, or a UK postcode ends the house
  *     ("Flat 3, London" and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has
  *     no house, and a name after a town that came first is a county or a country ("London, Greater
@@ -622,6 +624,7 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  */
 export function houseNameOrNumber(address: string | null, donor?: HouseDonor, max = HOUSE_MAX_LENGTH): string {
   const ownName = donor === undefined ? undefined : donorsOwnName(donor);
+  const othersName = othersNameOf(donor);
   const towns = donorsTowns(donor);
   const segments = (address ?? '')
     .split(/\r\n|\r|\n/)
@@ -631,7 +634,9 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     .map((segment) => segment.trim())
     .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment) && !ADDRESSEE.test(segment))
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
-    .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later) !== undefined));
+    .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later) !== undefined))
+    // Another's name (othersNameOf), when the house's number follows it ("Jane Brown, 12 High St", "B. Smith, Flat 2, 12 High St").
+    .filter((segment, i, all) => !othersName(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || partWithin(later)?.number !== undefined));
   const parts: { text: string; name: boolean }[] = [];
   let afterPlace = false; // a street or the donor's town came first, with no house before it
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
@@ -687,7 +692,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     }
     const numberedStreet = NAME_NUMBER_STREET.exec(segment); // "Rose Cottage 12 High St"
     if (numberedStreet) {
-      if (!ownName?.(numberedStreet[1]!)) parts.push({ text: numberedStreet[1]!, name: true }); // "John Smith 12 High St": the number alone
+      if (!ownName?.(numberedStreet[1]!) && !othersName(numberedStreet[1]!)) parts.push({ text: numberedStreet[1]!, name: true }); // "John Smith 12 High St": the number alone
       parts.push({ text: leadingNumber(numberedStreet[2]!)!.value, name: false });
       break;
     }
@@ -716,22 +721,49 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
 export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'donor_last_name' | 'donor_city' | 'donor_postcode'>>;
 
 /**
+ * Another person's name without a title, which before the house's number is passed over: two or
+ * three names, "&" or "and" aside, one of them the donor's first or last name ("Jane Brown", a
+ * maiden name, or "Bob Doe", a partner, of Jane Doe), or initials and a surname ("B. Smith", "J R
+ * Smith"); none of them a building's or a place's word ("Doe House", "Rose Mews", "Holly Bank").
+ * Until 2026-11-30 only the donor's own name was passed over, and "Jane Brown, 12 High St" was
+ * claimed with the house "Jane Brown, 12" (a review). Only before a number: a house so named loses
+ * its name, never the house. A stranger's name ("Bob Smith") is not told from a house's.
+ */
+function othersNameOf(donor: HouseDonor | undefined): (segment: string) => boolean {
+  const donorsNames = new Set([...nameWords(donor?.donor_first_name), ...nameWords(donor?.donor_last_name)]);
+  return (segment) => {
+    if (!/^[\p{L}\s.'’&-]+$/u.test(segment) || PLACE_WORD.test(segment)) return false;
+    if (INITIALS_AND_SURNAME.test(segment)) return true;
+    const names = nameWords(segment).filter((w) => w !== '&' && w !== 'and');
+    return names.length >= 2 && names.length <= 3 && names.some((w) => donorsNames.has(w));
+  };
+}
+
+/** Initials, then a surname: "B. Smith", "J R Smith", "J.R. Smith". */
+const INITIALS_AND_SURNAME = /^(?:\p{L}\.\s?|\p{L}\s){1,3}\p{L}[\p{L}'’-]+$/u;
+/** A word of a building's or a place's name, never a person's: "Doe House", "Rose Mews", "Holly Bank", "Jane Street". */
+const PLACE_WORD = new RegExp(String.raw`\b(?:${BUILDING_WORDS}|${STREET_NAMES}|st|dr|square|terrace|gardens|mews|hill|grove|green|place|park|view|bank|end|side|wood|field|lea|croft)\b`, 'i');
+
+/** A name's words, as the donor's names are compared: in HMRC's characters, lower case, split at spaces, apostrophes, dots and hyphens. */
+function nameWords(text: string | null | undefined): string[] {
+  return hmrcText(normaliseSpaces(text ?? ''))
+    .toLowerCase()
+    .split(/[\s'.-]+/)
+    .filter((w) => w !== '');
+}
+
+/**
  * The donor's own name at the head of the address, without a title ("John Smith, 12 High St", "J
  * Smith", "Smith"): every word one of their names', an initial, a title or "&", their last name
  * among them. Until 2026-11-29 it was taken for a house name ("John Smith, 12"), which HMRC cannot
  * match to the donor. A house named from other words too ("Smith House") stays a house.
  */
 function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | undefined {
-  const words = (text: string | null | undefined): string[] =>
-    hmrcText(normaliseSpaces(text ?? ''))
-      .toLowerCase()
-      .split(/[\s'.-]+/)
-      .filter((w) => w !== '');
-  const last = new Set(words(donor.donor_last_name));
+  const last = new Set(nameWords(donor.donor_last_name));
   if (last.size === 0) return undefined;
-  const own = new Set([...words(donor.donor_first_name), ...last]);
+  const own = new Set([...nameWords(donor.donor_first_name), ...last]);
   return (segment) => {
-    const ws = words(segment);
+    const ws = nameWords(segment);
     return ws.some((w) => last.has(w)) && ws.every((w) => own.has(w) || TITLE.test(w) || /^\p{L}$/u.test(w) || w === '&' || w === 'and');
   };
 }

@@ -558,6 +558,36 @@ describe('house name or number, from the start of donor_address', () => {
     });
   }
 
+  // Another person's name before the house, sharing one of the donor's names (a maiden name, a partner) or an initial and a
+  // surname, is passed over as the donor's own is: until 2026-11-30 "Jane Brown, 12 High St" of Jane Doe was claimed with the
+  // house "Jane Brown, 12" (a review of house reading). A house so named loses only its name, the number after it is the house.
+  const janeDoe = { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: 'London' };
+  for (const [address, house] of [
+    ['Jane Brown, 12 High St', '12'],
+    ['Bob Doe, 12 High St', '12'],
+    ['Bob Doe 12 High St', '12'],
+    ['Bob & Jane Doe, 12 High St', '12'],
+    ['B. Smith, 12 High St', '12'],
+    ['J R Smith, Flat 2, 12 High St', 'Flat 2, 12'],
+    ['Jane Brown, Flat 2, 12 High St', 'Flat 2, 12'],
+    // Unchanged: a house's name, with a building's word or sharing none of the donor's names, or with no number after it.
+    ['Rose Cottage, 12 High St', 'Rose Cottage, 12'],
+    ['Doe House, 3 Elm Rd', 'Doe House, 3'],
+    ['Jane Brown, Lane End', 'Jane Brown'],
+    ['Bob Smith, 12 High St', 'Bob Smith, 12'], // left: a stranger's name is not told from a house's ("Holly Bank")
+  ] as const) {
+    test(`${JSON.stringify(address)} of Jane Doe -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address, janeDoe), house);
+    });
+  }
+
+  test("a house named with the donor's first name and a place's word keeps its name; another's name before only a flat is kept", () => {
+    assert.equal(houseNameOrNumber('Holly Bank, 12 High St', { donor_first_name: 'Holly', donor_last_name: 'Doe' }), 'Holly Bank, 12');
+    assert.equal(houseNameOrNumber('Rose Mews, Flat 2', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Mews, Flat 2');
+    assert.equal(houseNameOrNumber('Rose Mews, 4 Church St', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Mews, 4');
+    assert.equal(houseNameOrNumber('Jane Brown, Flat 2', janeDoe), 'Jane Brown, Flat 2'); // with no number, the flat alone might not tell the house
+  });
+
   test('an address of only the town of the donor\'s postcode area needs attention, with no donor_city too', () => {
     assert.deepEqual(attention(donation({ donor_address: 'Leeds', donor_city: null, donor_postcode: 'LS1 4AP' })).reasons, [REASONS.houseNotFound('Leeds')]);
   });
