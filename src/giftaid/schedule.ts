@@ -580,7 +580,9 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     Floor, 12 High St" -> "Flat 3, 1st Floor, 12". Within one segment, a part followed by the rest
  *     of the address is read the same (perhaps after "of", "at", "-" or "/"): "Flat 2 of 12 High St"
  *     -> "Flat 2, 12"; "Flat 3 Ivy Court 5 Elm Road" -> "Flat 3, Ivy Court, 5"; "Flat 2 Mill House
- *     Mill Lane" -> "Flat 2, Mill House"; "Flat 10 Downing St" -> "Flat 10".
+ *     Mill Lane" -> "Flat 2, Mill House"; "Flat 10 Downing St" -> "Flat 10"; the donor's town and
+ *     a postcode after a building's name are left out: "Flat 3 Ivy Court London" -> "Flat 3, Ivy
+ *     Court" (claimed whole until 2026-11-30).
  *  3. A street (STREET) is not part of the house: after a flat it ends the house ("Flat 3, High
  *     Street" -> "Flat 3"), unless a number follows, when it is a building's name ("Flat 2, Rose
  *     Way, 4 Church St" -> "Flat 2, Rose Way, 4"); first, with a number after it, the number is the
@@ -634,9 +636,9 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     .map((segment) => segment.trim())
     .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment) && !ADDRESSEE.test(segment))
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
-    .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later) !== undefined))
+    .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later, towns) !== undefined))
     // Another's name (othersNameOf), when the house's number follows it ("Jane Brown, 12 High St", "B. Smith, Flat 2, 12 High St").
-    .filter((segment, i, all) => !othersName(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || partWithin(later)?.number !== undefined));
+    .filter((segment, i, all) => !othersName(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || partWithin(later, towns)?.number !== undefined));
   const parts: { text: string; name: boolean }[] = [];
   let afterPlace = false; // a street or the donor's town came first, with no house before it
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
@@ -654,11 +656,15 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       parts.push({ text: segment, name: false });
       continue;
     }
-    const within = partWithin(segment);
+    const within = partWithin(segment, towns);
     if (within) {
       parts.push({ text: within.part, name: false });
       if (within.name !== '') parts.push({ text: within.name, name: true });
-      if (within.number === undefined) break;
+      if (within.number === undefined) {
+        const building = within.open ? buildingNumber(next) : undefined; // "Room 5 Riverside Court, 1 Quay St"
+        if (building) parts.push({ text: building, name: false });
+        break;
+      }
       segment = within.number;
     }
     const number = leadingNumber(segment);
@@ -862,9 +868,15 @@ function trailingPartOfBuilding(rest: string, next: string): string | undefined 
 /**
  * A part of a building at the start of a segment with no comma, then the rest: a house name, the
  * building's number (from its start), neither, or both ("Flat 3 Ivy Court 5 Elm Road": "Flat 3",
- * "Ivy Court", "5 Elm Road"); a street at the end is no name ("Flat 2 Mill House Mill Lane").
+ * "Ivy Court", "5 Elm Road"); a street is no name ("Flat 2 Mill House Mill Lane", "Flat 3 High
+ * Street London"), nor the donor's town or a postcode at the end ("Flat 3 Ivy Court London SW1A
+ * 1AA": "Flat 3", "Ivy Court"). A name alone after a flat's number or a part of two words or more
+ * ("Flat 3 Ivy Court", "Top Flat The Old Mill") is the building's (until 2026-11-30 the line was
+ * claimed whole, town and all: a review), and `open` when nothing after it ended the house, so that
+ * the next segment may give the building's number ("Room 5 Riverside Court, 1 Quay St"). A part of
+ * one word with no number is a house's name ("Basement Cottage").
  */
-function partWithin(segment: string): { part: string; name: string; number?: string } | undefined {
+function partWithin(segment: string, towns: ReadonlySet<string>): { part: string; name: string; number?: string; open?: boolean } | undefined {
   const words = segment.split(' ');
   for (let n = Math.min(words.length - 1, 5); n >= 1; n--) {
     const part = words.slice(0, n).join(' ');
@@ -877,12 +889,36 @@ function partWithin(segment: string): { part: string; name: string; number?: str
     // The building's number after a name: "Ivy Court 5 Elm Road".
     const inside = /^(.*?\D)\s+(?=\d)(.*)$/.exec(rest);
     if (inside && leadingNumber(inside[2]!) && !/\d/.test(inside[1]!)) return { part, name: inside[1]!.replace(/\s+(?:of|at)$/i, ''), number: inside[2]! };
-    if (/\d/.test(rest)) continue;
-    const street = TRAILING_STREET.exec(rest);
-    if (street) return { part, name: street[1]! };
-    if (STREET.test(rest)) return { part, name: '' };
+    const name = withoutTownAtEnd(rest, towns);
+    if (/\d/.test(name)) continue;
+    // A street, with a house's name before it ("Mill House Mill Lane", "Ivy Court High Street London") or none
+    // ("Downing St", "St Johns Wood Road": until 2026-11-30 "St Johns"), as at the start of an address.
+    const beforeStreet = NAME_THEN_STREET.exec(name);
+    if (beforeStreet) return { part, name: beforeStreet[1]! };
+    if (STREET_AT_END.test(name) || STREET_FIRST.test(name)) return { part, name: '' };
+    const welsh = TRAILING_STREET.exec(name); // "Ty Gwyn Heol y Frenhines"
+    if (welsh) return { part, name: welsh[1]! };
+    if (/\d/.test(part) || part.includes(' ')) return { part, name, open: name === rest };
   }
   return undefined;
+}
+
+/** `text` without a UK postcode at its end, and then without the donor's town (donorsTowns): "Ivy Court London SW1A 1AA" is "Ivy Court". */
+function withoutTownAtEnd(text: string, towns: ReadonlySet<string>): string {
+  let words = text.split(' ');
+  for (const n of [2, 1]) {
+    if (words.length >= n && UK_POSTCODE.test(hmrcPostcode(words.slice(-n).join(' ')).value)) {
+      words = words.slice(0, -n);
+      break;
+    }
+  }
+  for (let n = Math.min(words.length, 4); n >= 1; n--) {
+    if (towns.has(placeKey(words.slice(-n).join(' ')))) {
+      words = words.slice(0, -n);
+      break;
+    }
+  }
+  return words.join(' ');
 }
 
 /**

@@ -295,7 +295,7 @@ describe('house name or number, from the start of donor_address', () => {
     ['Flat 2, at 12 High St', 'Flat 2, 12'],
     ['Flat 3, 1st Floor, 12 High St', 'Flat 3, 1st Floor, 12'],
     ['Top Floor, The Old Mill, Mill Lane', 'Top Floor, The Old Mill'],
-    ['Room 5 Riverside Court, 1 Quay St', 'Room 5 Riverside Court, 1'],
+    ['Room 5 Riverside Court, 1 Quay St', 'Room 5, Riverside Court, 1'], // "Room 5 Riverside Court, 1" until 2026-11-30, when a building's name after a flat on one line was first told apart
     // From a second review (2026-11-29): a flat or floor named otherwise, Scottish and Welsh forms, "No.", "to", a street after a flat.
     ['Top Flat\n7 Elm Road', 'Top Flat, 7'],
     ['Garden Flat, 3 High St', 'Garden Flat, 3'],
@@ -587,6 +587,33 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(houseNameOrNumber('Rose Mews, 4 Church St', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Mews, 4');
     assert.equal(houseNameOrNumber('Jane Brown, Flat 2', janeDoe), 'Jane Brown, Flat 2'); // with no number, the flat alone might not tell the house
   });
+
+  // A flat and its building's name on one line, perhaps with the town and postcode after them, read as with commas: until
+  // 2026-11-30 "Flat 3 Ivy Court London" was claimed whole as the house (a review of house reading).
+  for (const [address, house] of [
+    ['Flat 3 Ivy Court London', 'Flat 3, Ivy Court'],
+    ['Flat 3 Ivy Court', 'Flat 3, Ivy Court'],
+    ['Flat 3 Ivy Court, London', 'Flat 3, Ivy Court'],
+    ['Flat 3 Ivy Court London SW1A 1AA', 'Flat 3, Ivy Court'],
+    ['Flat 3 London', 'Flat 3'],
+    ['Apartment 4B Riverside House', 'Apartment 4B, Riverside House'],
+    ['Top Flat The Old Mill', 'Top Flat, The Old Mill'],
+    ['Flat 3 High Street London', 'Flat 3'],
+    ['Flat 3 Ivy Court High Street London', 'Flat 3, Ivy Court'],
+    ['Flat 3 St Johns Wood Road', 'Flat 3'],
+    ['Flat 3 Ivy Court Road', 'Flat 3'],
+    // Unchanged.
+    ['Flat 3 Ivy Court 5 Elm Road', 'Flat 3, Ivy Court, 5'],
+    ['Flat 2 Mill House Mill Lane', 'Flat 2, Mill House'],
+    ['Flat 10 Downing St', 'Flat 10'],
+    ['Basement Cottage, Lane End', 'Basement Cottage'],
+    ['Maisonette Villa', 'Maisonette Villa'],
+    ['Flat 3, Ivy Court', 'Flat 3, Ivy Court'],
+  ] as const) {
+    test(`${JSON.stringify(address)} of Jane Doe of London -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address, { ...janeDoe, donor_postcode: 'SW1A 1AA' }), house);
+    });
+  }
 
   test('an address of only the town of the donor\'s postcode area needs attention, with no donor_city too', () => {
     assert.deepEqual(attention(donation({ donor_address: 'Leeds', donor_city: null, donor_postcode: 'LS1 4AP' })).reasons, [REASONS.houseNotFound('Leeds')]);
