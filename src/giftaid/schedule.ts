@@ -597,7 +597,8 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     with one or two words and a street's word ("High Street London", "Upper Richmond Road
  *     London") is a street, whatever follows it; and a
  *     line of words then a postcode ("London SW1A 1AA") is the town's.
- *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over, and so, given
+ *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over (with the house
+ *     after it on its line, the name only: "Mrs Jane Smith 12 High St" -> "12"), and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
  *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
  *     the house's name), and another's name sharing one of theirs, or initials and a surname, when
@@ -634,7 +635,8 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     .join(',')
     .split(/[,;]/)
     .map((segment) => segment.trim())
-    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !PERSON.test(segment) && !ADDRESSEE.test(segment))
+    .map((segment) => (PERSON.test(segment) ? afterPersonsName(segment, towns) : segment)) // "Mrs Jane Smith 12 High St": "12 High St"
+    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !ADDRESSEE.test(segment))
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
     .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later, towns) !== undefined))
     // Another's name (othersNameOf), when the house's number follows it ("Jane Brown, 12 High St", "B. Smith, Flat 2, 12 High St").
@@ -725,6 +727,24 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
 
 /** What else a donation says that tells a house from its donor's name or town: the names, the city and the postcode. */
 export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'donor_last_name' | 'donor_city' | 'donor_postcode'>>;
+
+/**
+ * What follows a person's name (PERSON) on its line: from the first of the five words after the title
+ * that begins a house number or a part of a building ("Mrs Jane Smith 12 High St": "12 High St"; "Mrs
+ * Jane Smith Flat 3 12 High St": "Flat 3 12 High St"), or "" when none does: the whole line is the
+ * person's. A building named after a person loses its name, never its number ("Lord Nelson House 3
+ * Quay St": "3 Quay St"), as what is the person's and what the building's cannot be told ("Mrs Jane
+ * Smith Rose Cottage 12 High St"). Until 2026-11-30 the whole line was passed over, and "Mrs Jane
+ * Smith 12 High St" needed attention (a review).
+ */
+function afterPersonsName(segment: string, towns: ReadonlySet<string>): string {
+  const words = segment.split(' ');
+  for (let n = 1; n < Math.min(words.length, 7); n++) {
+    const rest = words.slice(n).join(' ');
+    if (leadingNumber(rest) !== undefined || PART_OF_BUILDING.test(rest) || partWithin(rest, towns) !== undefined) return rest;
+  }
+  return '';
+}
 
 /**
  * Another person's name without a title, which before the house's number is passed over: two or

@@ -615,6 +615,27 @@ describe('house name or number, from the start of donor_address', () => {
     });
   }
 
+  // A title and a name, then the house, on one line: the house after the name. Until 2026-11-30 the whole line was passed
+  // over as a person's name, and "Mrs Jane Smith 12 High St" needed attention (a review of house reading).
+  for (const [address, house] of [
+    ['Mrs Jane Smith 12 High St', '12'],
+    ['Mr Bob Smith 12 High St', '12'],
+    ['Dr J Smith 12a High St', '12a'],
+    ['Mrs Jane Smith Flat 3 12 High St', 'Flat 3, 12'],
+    ['Mrs Jane Smith Rose Cottage 12 High St', '12'],
+    ['Lord Nelson House 3 Quay St', '3'], // a building named after a person, on one line, loses its name, never its number
+    // Unchanged.
+    ['Mrs Jane Smith', ''],
+    ['Mrs Jane Smith High Street', ''],
+    ['Mrs Jane Smith, 12 High St', '12'],
+    ['Lady Margaret Hall', 'Lady Margaret Hall'],
+    ['Lord Nelson House, 3 Quay St', 'Lord Nelson House, 3'],
+  ] as const) {
+    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address), house);
+    });
+  }
+
   test('an address of only the town of the donor\'s postcode area needs attention, with no donor_city too', () => {
     assert.deepEqual(attention(donation({ donor_address: 'Leeds', donor_city: null, donor_postcode: 'LS1 4AP' })).reasons, [REASONS.houseNotFound('Leeds')]);
   });
