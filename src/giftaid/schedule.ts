@@ -846,27 +846,28 @@ function placeKey(name: string): string {
 
 /**
  * The town (or island, or county) each UK postcode area is named after, by Royal Mail, with a short
- * form donors write ("Newcastle"): LS is Leeds; E, EC, N, NW, SE, SW, W and WC are London. An address
+ * form donors write ("Newcastle"): LS is Leeds; E, EC, N, NW, SE, SW, W and WC are London, and so,
+ * as their donors write, are the areas of outer London (BR, CR, DA, EN, HA, IG, KT, RM, SM, TW, UB). An address
  * of only the donor's own area's town is no house; a house named after another area's town ("Lincoln"
  * of a donor in PE) is a house. Only the area's one town: "Otley" (LS21) is known by donor_city only.
  */
 const POSTCODE_AREA_TOWNS: Readonly<Record<string, string>> = {
   AB: 'Aberdeen', AL: 'St Albans', B: 'Birmingham', BA: 'Bath', BB: 'Blackburn', BD: 'Bradford', BH: 'Bournemouth', BL: 'Bolton',
-  BN: 'Brighton', BR: 'Bromley', BS: 'Bristol', BT: 'Belfast', CA: 'Carlisle', CB: 'Cambridge', CF: 'Cardiff', CH: 'Chester',
-  CM: 'Chelmsford', CO: 'Colchester', CR: 'Croydon', CT: 'Canterbury', CV: 'Coventry', CW: 'Crewe', DA: 'Dartford', DD: 'Dundee',
+  BN: 'Brighton', BR: 'Bromley|London', BS: 'Bristol', BT: 'Belfast', CA: 'Carlisle', CB: 'Cambridge', CF: 'Cardiff', CH: 'Chester',
+  CM: 'Chelmsford', CO: 'Colchester', CR: 'Croydon|London', CT: 'Canterbury', CV: 'Coventry', CW: 'Crewe', DA: 'Dartford|London', DD: 'Dundee',
   DE: 'Derby', DG: 'Dumfries', DH: 'Durham', DL: 'Darlington', DN: 'Doncaster', DT: 'Dorchester', DY: 'Dudley', E: 'London',
-  EC: 'London', EH: 'Edinburgh', EN: 'Enfield', EX: 'Exeter', FK: 'Falkirk', FY: 'Blackpool', G: 'Glasgow', GL: 'Gloucester',
-  GU: 'Guildford', GY: 'Guernsey', HA: 'Harrow', HD: 'Huddersfield', HG: 'Harrogate', HP: 'Hemel Hempstead', HR: 'Hereford',
-  HS: 'Outer Hebrides', HU: 'Hull|Kingston upon Hull', HX: 'Halifax', IG: 'Ilford', IM: 'Isle of Man', IP: 'Ipswich', IV: 'Inverness',
-  JE: 'Jersey', KA: 'Kilmarnock', KT: 'Kingston upon Thames|Kingston', KW: 'Kirkwall', KY: 'Kirkcaldy', L: 'Liverpool', LA: 'Lancaster',
+  EC: 'London', EH: 'Edinburgh', EN: 'Enfield|London', EX: 'Exeter', FK: 'Falkirk', FY: 'Blackpool', G: 'Glasgow', GL: 'Gloucester',
+  GU: 'Guildford', GY: 'Guernsey', HA: 'Harrow|London', HD: 'Huddersfield', HG: 'Harrogate', HP: 'Hemel Hempstead', HR: 'Hereford',
+  HS: 'Outer Hebrides', HU: 'Hull|Kingston upon Hull', HX: 'Halifax', IG: 'Ilford|London', IM: 'Isle of Man', IP: 'Ipswich', IV: 'Inverness',
+  JE: 'Jersey', KA: 'Kilmarnock', KT: 'Kingston upon Thames|Kingston|London', KW: 'Kirkwall', KY: 'Kirkcaldy', L: 'Liverpool', LA: 'Lancaster',
   LD: 'Llandrindod Wells', LE: 'Leicester', LL: 'Llandudno', LN: 'Lincoln', LS: 'Leeds', LU: 'Luton', M: 'Manchester', ME: 'Rochester',
   MK: 'Milton Keynes', ML: 'Motherwell', N: 'London', NE: 'Newcastle upon Tyne|Newcastle', NG: 'Nottingham', NN: 'Northampton',
   NP: 'Newport', NR: 'Norwich', NW: 'London', OL: 'Oldham', OX: 'Oxford', PA: 'Paisley', PE: 'Peterborough', PH: 'Perth',
-  PL: 'Plymouth', PO: 'Portsmouth', PR: 'Preston', RG: 'Reading', RH: 'Redhill', RM: 'Romford', S: 'Sheffield', SA: 'Swansea',
-  SE: 'London', SG: 'Stevenage', SK: 'Stockport', SL: 'Slough', SM: 'Sutton', SN: 'Swindon', SO: 'Southampton', SP: 'Salisbury',
+  PL: 'Plymouth', PO: 'Portsmouth', PR: 'Preston', RG: 'Reading', RH: 'Redhill', RM: 'Romford|London', S: 'Sheffield', SA: 'Swansea',
+  SE: 'London', SG: 'Stevenage', SK: 'Stockport', SL: 'Slough', SM: 'Sutton|London', SN: 'Swindon', SO: 'Southampton', SP: 'Salisbury',
   SR: 'Sunderland', SS: 'Southend-on-Sea|Southend', ST: 'Stoke-on-Trent|Stoke', SW: 'London', SY: 'Shrewsbury', TA: 'Taunton',
-  TD: 'Galashiels', TF: 'Telford', TN: 'Tonbridge', TQ: 'Torquay', TR: 'Truro', TS: 'Cleveland|Middlesbrough', TW: 'Twickenham',
-  UB: 'Southall', W: 'London', WA: 'Warrington', WC: 'London', WD: 'Watford', WF: 'Wakefield', WN: 'Wigan', WR: 'Worcester',
+  TD: 'Galashiels', TF: 'Telford', TN: 'Tonbridge', TQ: 'Torquay', TR: 'Truro', TS: 'Cleveland|Middlesbrough', TW: 'Twickenham|London',
+  UB: 'Southall|London', W: 'London', WA: 'Warrington', WC: 'London', WD: 'Watford', WF: 'Wakefield', WN: 'Wigan', WR: 'Worcester',
   WS: 'Walsall', WV: 'Wolverhampton', YO: 'York', ZE: 'Lerwick',
 };
 

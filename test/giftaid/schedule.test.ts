@@ -545,6 +545,7 @@ describe('house name or number, from the start of donor_address', () => {
     ['Leeds', 'LS1 4AP', null, ''],
     ['LEEDS', 'ls14ap', null, ''],
     ['London, UK', 'SW1A 1AA', null, ''],
+    ['London', 'CR0 1AA', null, ''], // Croydon's area, in outer London
     ['Leeds\nWest Yorkshire', 'LS1 4AP', null, ''],
     ['London, Greater London', 'SW1A 1AA', 'London', ''],
     ['Otley, West Yorkshire', 'LS21 1AA', 'Otley', ''],
