@@ -24,6 +24,7 @@ import {
   REASONS,
   type AttentionRow,
   type GiftAidDonation,
+  type HouseDonor,
   type ScheduleRow,
 } from '../../src/giftaid/schedule.js';
 import { formatMicros, ukEndOfDayIso, ukStartOfDayIso } from '../../src/time.js';
@@ -278,6 +279,15 @@ describe("first name: without a title, or the last name after it (until 2026-11-
 });
 
 describe('house name or number, from the start of donor_address', () => {
+  /** A test for each address: it reads as the house given (beside `donor`, named in the test by `of`). */
+  function readsAs(cases: readonly (readonly [string, string])[], donor?: HouseDonor, of = ''): void {
+    for (const [address, house] of cases) {
+      test(`${JSON.stringify(address)}${of} -> ${JSON.stringify(house)}`, () => {
+        assert.equal(houseNameOrNumber(address, donor), house);
+      });
+    }
+  }
+
   const cases: [string, string][] = [
     ['12 High Street', '12'],
     ['12a High Street', '12a'],
@@ -375,14 +385,10 @@ describe('house name or number, from the start of donor_address', () => {
     ['12 Avenue Road', '12'],
     ['3 B&Q Way', '3'],
   ];
-  for (const [address, house] of cases) {
-    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address), house);
-    });
-  }
+  readsAs(cases);
 
   // A flat after its street goes first, and a town or postcode after a flat ends the house: until 2026-11-29 "12" and "Flat 3, SW1A 1AA".
-  for (const [address, house] of [
+  readsAs([
     ['12 High Street, Flat 3', 'Flat 3, 12'],
     ['12 High Street Flat 3', 'Flat 3, 12'],
     ['12a, Flat 3', 'Flat 3, 12a'],
@@ -439,16 +445,12 @@ describe('house name or number, from the start of donor_address', () => {
     ['The Old Post Office Dr Smiths Lane', 'The Old Post Office'],
     ['Mill House Mill Lane', 'Mill House'],
     ['Flat 3, SW1A1AA', 'Flat 3'],
-  ] as const) {
-    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address), house);
-    });
-  }
+  ]);
 
   // A street of three words or more, first, is a street: until 2026-11-30 "Upper Richmond Road, London" was claimed with the
   // house "Upper Richmond Road", "St John's Wood Road" with "St John's" (a review of house reading). A name before a street
   // is a house's only when two words or more come before the street's (a saint's "St" not counted, nor one at the end).
-  for (const [address, house] of [
+  readsAs([
     ['Upper Richmond Road, London', ''],
     ['Upper Richmond Road', ''],
     ['Upper Richmond Road London', ''],
@@ -472,17 +474,13 @@ describe('house name or number, from the start of donor_address', () => {
     ['Hillview Farm Long Road Ambridge', 'Hillview Farm'],
     ['Mill House Mill Lane', 'Mill House'],
     ['Long Lane Farm', 'Long Lane Farm'],
-  ] as const) {
-    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address), house);
-    });
-  }
+  ]);
 
   // A square, a terrace or gardens first, with no number after it, is a street: until 2026-11-30 "Russell Square, London"
   // was claimed with the house "Russell Square" (a review). After a flat, or with a number after it, it may be a block of
   // flats' name, and is kept as one. Hill, Grove, Green, Place, Court and Mews are as often a house's name ("Rose Hill",
   // "The Grove", "Ivy Court") as a street's, and are claimed as written: the postcode tells such a house.
-  for (const [address, house] of [
+  readsAs([
     ['Russell Square, London', ''],
     ['Russell Square', ''],
     ['Russell Square London', ''],
@@ -502,16 +500,12 @@ describe('house name or number, from the start of donor_address', () => {
     ['The Grove, Ambridge', 'The Grove'],
     ['Ivy Court, London', 'Ivy Court'],
     ['The Mews, Ambridge', 'The Mews'],
-  ] as const) {
-    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address), house);
-    });
-  }
+  ]);
 
   // Read beside the donor's names and city (John Smith of London): their own name is no house, nor is their town.
   // Until 2026-11-29 "John Smith, 12" and "Flat 3, London" were claimed, houses HMRC cannot match to the donor.
   const johnSmith = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'London' };
-  for (const [address, house] of [
+  readsAs([
     ['John Smith, 12 High Street', '12'],
     ['J. Smith, Flat 2, 12 High St', 'Flat 2, 12'],
     ['Mr & Mrs Smith, Rose Cottage, Lane End', 'Rose Cottage'],
@@ -530,11 +524,7 @@ describe('house name or number, from the start of donor_address', () => {
     ['London Road, 12', '12'],
     ['Flat 3, London Road', 'Flat 3'],
     ['Flat 3, Londonderry House', 'Flat 3, Londonderry House'],
-  ] as const) {
-    test(`${JSON.stringify(address)} of John Smith of London -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address, johnSmith), house);
-    });
-  }
+  ], johnSmith, ' of John Smith of London');
 
   // The town the donor's postcode area is named after (Royal Mail's: LS is Leeds; E, N, SW… London) is a town, as their
   // donor_city is, whether or not donor_city is given; and a name after a town that came first is a county or a country.
@@ -568,11 +558,15 @@ describe('house name or number, from the start of donor_address', () => {
     });
   }
 
+  test('an address of only the town of the donor\'s postcode area needs attention, with no donor_city too', () => {
+    assert.deepEqual(attention(donation({ donor_address: 'Leeds', donor_city: null, donor_postcode: 'LS1 4AP' })).reasons, [REASONS.houseNotFound('Leeds')]);
+  });
+
   // Another person's name before the house, sharing one of the donor's names (a maiden name, a partner) or an initial and a
   // surname, is passed over as the donor's own is: until 2026-11-30 "Jane Brown, 12 High St" of Jane Doe was claimed with the
   // house "Jane Brown, 12" (a review of house reading). A house so named loses only its name, the number after it is the house.
   const janeDoe = { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: 'London' };
-  for (const [address, house] of [
+  readsAs([
     ['Jane Brown, 12 High St', '12'],
     ['Bob Doe, 12 High St', '12'],
     ['Bob Doe 12 High St', '12'],
@@ -585,11 +579,7 @@ describe('house name or number, from the start of donor_address', () => {
     ['Doe House, 3 Elm Rd', 'Doe House, 3'],
     ['Jane Brown, Lane End', 'Jane Brown'],
     ['Bob Smith, 12 High St', 'Bob Smith, 12'], // left: a stranger's name is not told from a house's ("Holly Bank")
-  ] as const) {
-    test(`${JSON.stringify(address)} of Jane Doe -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address, janeDoe), house);
-    });
-  }
+  ], janeDoe, ' of Jane Doe');
 
   test("a house named with the donor's first name and a place's word keeps its name; another's name before only a flat is kept", () => {
     assert.equal(houseNameOrNumber('Holly Bank, 12 High St', { donor_first_name: 'Holly', donor_last_name: 'Doe' }), 'Holly Bank, 12');
@@ -600,7 +590,7 @@ describe('house name or number, from the start of donor_address', () => {
 
   // A flat and its building's name on one line, perhaps with the town and postcode after them, read as with commas: until
   // 2026-11-30 "Flat 3 Ivy Court London" was claimed whole as the house (a review of house reading).
-  for (const [address, house] of [
+  readsAs([
     ['Flat 3 Ivy Court London', 'Flat 3, Ivy Court'],
     ['Flat 3 Ivy Court', 'Flat 3, Ivy Court'],
     ['Flat 3 Ivy Court, London', 'Flat 3, Ivy Court'],
@@ -619,15 +609,11 @@ describe('house name or number, from the start of donor_address', () => {
     ['Basement Cottage, Lane End', 'Basement Cottage'],
     ['Maisonette Villa', 'Maisonette Villa'],
     ['Flat 3, Ivy Court', 'Flat 3, Ivy Court'],
-  ] as const) {
-    test(`${JSON.stringify(address)} of Jane Doe of London -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address, { ...janeDoe, donor_postcode: 'SW1A 1AA' }), house);
-    });
-  }
+  ], { ...janeDoe, donor_postcode: 'SW1A 1AA' }, ' of Jane Doe of London');
 
   // A title and a name, then the house, on one line: the house after the name. Until 2026-11-30 the whole line was passed
   // over as a person's name, and "Mrs Jane Smith 12 High St" needed attention (a review of house reading).
-  for (const [address, house] of [
+  readsAs([
     ['Mrs Jane Smith 12 High St', '12'],
     ['Mr Bob Smith 12 High St', '12'],
     ['Dr J Smith 12a High St', '12a'],
@@ -640,15 +626,7 @@ describe('house name or number, from the start of donor_address', () => {
     ['Mrs Jane Smith, 12 High St', '12'],
     ['Lady Margaret Hall', 'Lady Margaret Hall'],
     ['Lord Nelson House, 3 Quay St', 'Lord Nelson House, 3'],
-  ] as const) {
-    test(`${JSON.stringify(address)} -> ${JSON.stringify(house)}`, () => {
-      assert.equal(houseNameOrNumber(address), house);
-    });
-  }
-
-  test('an address of only the town of the donor\'s postcode area needs attention, with no donor_city too', () => {
-    assert.deepEqual(attention(donation({ donor_address: 'Leeds', donor_city: null, donor_postcode: 'LS1 4AP' })).reasons, [REASONS.houseNotFound('Leeds')]);
-  });
+  ]);
 
   test("a claim reads the house beside the donor's names and city; an address of only the donor's name needs attention", () => {
     const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
