@@ -375,8 +375,8 @@ const SPELLABLE = /[\p{L}\p{M}\p{Pd}\p{Pi}\p{Pf}\p{Nd}]/u;
 
 /**
  * Text in HMRC's characters. A word with a letter or digit outside them is written wholly in plain
- * letters by any-ascii ("Łukasz Żółkiewski" -> "Lukasz Zolkiewski", "O’Brien" -> "O'Brien", "１２" -> "12"), never half
- * and half; a word HMRC can hold as it is keeps its accents ("Zoë" stays "Zoë"). A word with
+ * letters by any-ascii ("Łukasz Żółkiewski" -> "Lukasz Zolkiewski", "O’Brien" -> "O'Brien", "１２" ->
+ * "12"), never half and half; a word HMRC can hold as it is keeps its accents ("Zoë" stays "Zoë"). A word with
  * anything else outside HMRC's characters (an emoji, a symbol) is left as it is, for
  * outsideHmrcCharacters to report: it must not reach HMRC mangled.
  */
@@ -594,14 +594,14 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     house ("Station Road, 12" -> "12"); first with none, it is passed over ("High Street" alone
  *     gives no house, where until 2026-11-29 it was claimed as the house, as were "Upper Richmond
  *     Road" and "St John's Wood Road" until 2026-11-30: a street's word with fewer than two words of
- *     a name before it, a saint's "St" not counted, is all street, and so, since then, is a square, a
- *     terrace or gardens with no number after it, "Russell Square, London" (SQUARE_FIRST); "Station Road, The Old
- *     Forge" gives no house either: a name after a street that came first is a district, town,
- *     county or country far more often than a house, so the donation needs attention; until
- *     2026-11-30 "High Street, London" was claimed with the house "London"). A line that begins
- *     with one or two words and a street's word ("High Street London", "Upper Richmond Road
- *     London") is a street, whatever follows it; and a
- *     line of words then a postcode ("London SW1A 1AA") is the town's.
+ *     a name before it, a saint's "St" not counted, is all street, and so, since then, is a square,
+ *     a terrace or gardens with no number after it, "Russell Square, London" (SQUARE_FIRST);
+ *     "Station Road, The Old Forge" gives no house either: a name after a street that came first
+ *     is a district, town, county or country far more often than a house, so the donation needs
+ *     attention; until 2026-11-30 "High Street, London" was claimed with the house "London"). A
+ *     line that begins with one or two words and a street's word ("High Street London", "Upper
+ *     Richmond Road London") is a street, whatever follows it; and a line of words then a postcode
+ *     ("London SW1A 1AA") is the town's.
  *  4. A segment with a person's title ("Mrs Jane Smith", "Dr Smith") is passed over (with the house
  *     after it on its line, the name only: "Mrs Jane Smith 12 High St" -> "12"), and so, given
  *     the donor (`donor`), is their own name ("John Smith", "J Smith") when a number or a part of a
@@ -611,8 +611,8 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     St": othersNameOf). The donor's town (their donor_city, or the town their postcode's area is
  *     named after: donorsTowns), perhaps with a postcode after it, or a UK postcode ends the house
  *     ("Flat 3, London" and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has
- *     no house, and a name after a town that came first is a county or a country ("London, Greater
- *     London": until 2026-11-30, with no donor_city, "London" was the house, with one "Greater London").
+ *     no house, and a name after a town that came first is a county or a country (until 2026-11-30
+ *     "London, Greater London" gave "London" without a donor_city, "Greater London" with one).
  *  5. Any other segment is a house name, kept whole, with what follows it when that is a part of the
  *     building or the building's number (up to four digits): "Rose Cottage, Lane End" -> "Rose
  *     Cottage"; "The Old Mill, 12 High St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" ->
@@ -847,9 +847,10 @@ function placeKey(name: string): string {
 /**
  * The town (or island, or county) each UK postcode area is named after, by Royal Mail, with a short
  * form donors write ("Newcastle"): LS is Leeds; E, EC, N, NW, SE, SW, W and WC are London, and so,
- * as their donors write, are the areas of outer London (BR, CR, DA, EN, HA, IG, KT, RM, SM, TW, UB). An address
- * of only the donor's own area's town is no house; a house named after another area's town ("Lincoln"
- * of a donor in PE) is a house. Only the area's one town: "Otley" (LS21) is known by donor_city only.
+ * as their donors write, are the areas of outer London (BR, CR, DA, EN, HA, IG, KT, RM, SM, TW,
+ * UB). An address of only the donor's own area's town is no house; a house named after another
+ * area's town ("Lincoln" of a donor in PE) is a house. Only the area's one town: "Otley" (LS21) is
+ * known by donor_city only.
  */
 const POSTCODE_AREA_TOWNS: Readonly<Record<string, string>> = {
   AB: 'Aberdeen', AL: 'St Albans', B: 'Birmingham', BA: 'Bath', BB: 'Blackburn', BD: 'Bradford', BH: 'Bournemouth', BL: 'Bolton',
