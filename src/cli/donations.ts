@@ -2,10 +2,11 @@
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, Option } from 'commander';
-import { stringify } from 'csv-stringify';
+import { type Cast, stringify } from 'csv-stringify';
 import { toDonationRecord } from '../donations/donation.js';
+import { DONATION_FIELDS } from '../donations/fields.js';
 import type { ExportedDonation } from '../store/store.js';
-import { asText, RFC_4180 } from './csv.js';
+import { asText, RFC_4180, withoutFormula } from './csv.js';
 import { checkCharity, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
@@ -21,10 +22,16 @@ function encoder({ format, bom, spreadsheet }: Pick<ExportOptions, 'format' | 'b
     ...RFC_4180,
     cast: {
       boolean: (v) => (v ? 'true' : 'false'), // as in the JSON record, not csv-stringify's 1/""
-      ...(spreadsheet && { string: asText }),
+      ...(spreadsheet && { string: forSpreadsheet }),
     },
   });
 }
+
+/** The string columns that hold a value, not text: an amount is a number to a spreadsheet, as `id` is. */
+const VALUE_COLUMNS = new Set<string | number | undefined>([...DONATION_FIELDS.filter((f) => f.kind === 'amount' || f.kind === 'date').map((f) => f.name), 'recorded_at']);
+
+/** A string cell for a spreadsheet: a value column's as written, to be read as the value; a text column's as text. */
+const forSpreadsheet: Cast<string> = (value, { column }) => (VALUE_COLUMNS.has(column) ? withoutFormula(value) : asText(value));
 
 export function exportRow(d: ExportedDonation) {
   return { ...toDonationRecord(d), charity: d.charity, recorded_at: d.recorded_at };
@@ -55,7 +62,7 @@ export function donationsCommand(): Command {
     .addOption(new Option('--format <format>', 'csv (RFC 4180, with a header row) or jsonl (one JSON object per line)').choices(['csv', 'jsonl']).default('csv'))
     .addOption(new Option('--bom', 'start the CSV with a UTF-8 byte order mark, for spreadsheet programs (without one, Excel reads UTF-8 as Windows-1252)'))
     .addOption(
-      new Option('--spreadsheet', "for a spreadsheet program: --bom, and a cell that would start a formula (=, +, -, @) with an apostrophe first, so it shows as text"),
+      new Option('--spreadsheet', "for a spreadsheet program: --bom, and an apostrophe first on a cell that would start a formula (=, +, -, @) and on text a spreadsheet would read as a number, date or boolean (07700900123, 1/2, TRUE), so it shows as text"),
     )
     .action(async (opts: ExportOptions) => {
       if (opts.bom && opts.format === 'jsonl') {

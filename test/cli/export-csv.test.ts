@@ -1,16 +1,20 @@
 // bin/almoner donations export, read back by a standard CSV parser: random valid donations whose
 // text holds every character CSV finds awkward come out of the real executable exactly as stored,
-// as CSV and as JSON Lines; --bom adds a byte order mark and nothing else.
+// as CSV and as JSON Lines; --bom adds a byte order mark and nothing else; --spreadsheet's file opens
+// in LibreOffice with text as text and numbers as numbers.
 import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import type { DonationInput, DonationRecord } from '../../src/client/index.js';
 import { isEmail, validateDonation } from '../../src/donations/validate.js';
-import { exampleDonation, RECORD_KEYS, startTestApp, type TestContext } from '../support/app.js';
+import { exampleDonation, RECORD_KEYS, startTestApp, tempDir, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 import { parseCsv } from '../support/csv.js';
+import { csvAsOpened, noLibreOffice, type OpenedCell } from '../support/libreoffice.js';
 
 const HEADER = [...RECORD_KEYS, 'charity', 'recorded_at'];
 
@@ -186,7 +190,7 @@ describe('bin/almoner donations export: CSV that reads back exactly', { concurre
         );
       });
 
-      test("--spreadsheet: the BOM, and a cell that would start a formula with an apostrophe first, so a spreadsheet shows it as text (a donor's =HYPERLINK was a live link until 2026-11-29); nothing else changes", async () => {
+      test("--spreadsheet: the BOM, and a cell that would start a formula with an apostrophe first, so a spreadsheet shows it as text (a donor's =HYPERLINK was a live link until 2026-11-29), as is text it would read as a number or date; nothing else changes", async () => {
         const attack = '=HYPERLINK("http://evil.example","click")';
         const { username, rows } = await recordAll([
           exampleDonation({ donor_first_name: attack, donor_last_name: '-Smith', donor_phone: '+44 7700 900123', donor_city: '@home', donor_address: '\t=1+1' }),
@@ -204,16 +208,68 @@ describe('bin/almoner donations export: CSV that reads back exactly', { concurre
         assert.equal(cell(2, 'donor_address'), 'Flat 2 = top', 'a formula character within a cell is no formula');
         // After a separator within a cell too: a spreadsheet splitting on ';' (German or French Excel) starts a cell there (a review).
         assert.deepEqual([cell(2, 'donor_last_name'), cell(2, 'donor_city')], ["Smith;'=1+1", "Leeds\n'@x"]);
-        // Every other cell as the plain export has it.
+        // Every other cell as the plain export has it, but text a spreadsheet reads as a number or date: the example's phone and IP address.
         const plainRead = readCsv(plain);
+        const readAsValues = [[], ['donor_ip'], ['donor_phone', 'donor_ip']];
         for (let row = 1; row < read.length; row++) {
-          for (const [i, value] of read[row]!.entries()) assert.equal(value.replace(/(?<=^|[;,\t\r\n])'(?=[=+\-@\t\r])/g, ''), plainRead[row]![i], `${HEADER[i]}`);
+          for (const [i, value] of read[row]!.entries()) {
+            const expected = readAsValues[row]!.includes(HEADER[i]!) ? `'${plainRead[row]![i]}` : plainRead[row]![i];
+            assert.equal(value.replace(/(?<=^|[;,\t\r\n])'(?=[=+\-@\t\r])/g, ''), expected, `${HEADER[i]}`);
+          }
         }
         assert.equal(rows.length, 2);
         const jsonl = await almoner(ctx.databaseUrl, ['donations', 'export', '--spreadsheet', '--format', 'jsonl']);
         assert.equal(jsonl.code, 2);
         assert.match(jsonl.stderr, /--spreadsheet is for --format csv only/);
       });
+
+      test(
+        "--spreadsheet opened in LibreOffice: a phone's leading zero, a long reference's digits and text that looks like a date or number stay as text (apostrophe first), the amount and id are numbers, a formula is text",
+        { skip: noLibreOffice ?? (backend !== BACKENDS[0] && 'the file is the same from either backend: opened once') },
+        async () => {
+          const attack = '=HYPERLINK("http://evil.example","click")';
+          const looksLikeValues = {
+            donor_phone: '07700900123',
+            payment_confirmation_number: '12345678901234567890',
+            donor_first_name: attack,
+            donor_last_name: 'TRUE',
+            donor_address: '1e5',
+            donor_city: '1/2',
+            donor_postcode: '12-03',
+            payment_method: '0.50',
+          };
+          const { username, rows } = await recordAll([exampleDonation({ ...looksLikeValues, amount: '1234.50' }), exampleDonation()]);
+          const dir = tempDir();
+          try {
+            const sheetFile = join(dir, 'sheet.csv');
+            const plainFile = join(dir, 'plain.csv');
+            writeFileSync(sheetFile, await exportOut(['--charity', username, '--spreadsheet']));
+            writeFileSync(plainFile, `\uFEFF${await exportOut(['--charity', username])}`);
+            const [sheet, plain] = await csvAsOpened([sheetFile, plainFile]); // one conversion, British English
+            const cell = (cells: OpenedCell[][], row: number, key: string) => cells[row]![HEADER.indexOf(key)]!;
+
+            // The plain CSV is for programs: opened in a spreadsheet, the review's losses.
+            assert.deepEqual(cell(plain!, 1, 'donor_phone'), { type: 'float', value: 7700900123, text: '7700900123' });
+            assert.deepEqual(cell(plain!, 1, 'payment_confirmation_number').type, 'float');
+            assert.equal(cell(plain!, 1, 'donor_first_name').formula, 'of:=HYPERLINK("http://evil.example";"click")', 'a live link');
+
+            assert.deepEqual(sheet![0]!.map((c) => c.text), HEADER);
+            for (const [key, stored] of Object.entries(looksLikeValues)) {
+              assert.deepEqual(cell(sheet!, 1, key), { type: 'string', text: `'${stored}` }, `${key}: text, shown as stored after the apostrophe`);
+            }
+            assert.deepEqual(cell(sheet!, 2, 'donor_phone'), { type: 'string', text: "'07700 900123" });
+            assert.deepEqual(cell(sheet!, 2, 'donor_address'), { type: 'string', text: '12 High Street' }, 'text that reads as text has no apostrophe');
+            // A value column is the value.
+            for (const [row, amount] of [[1, 1234.5], [2, 25]] as const) {
+              assert.deepEqual(cell(sheet!, row, 'amount'), { type: 'float', value: amount, text: String(amount) });
+              const id = rows[row - 1]!.id as number;
+              assert.deepEqual(cell(sheet!, row, 'id'), { type: 'float', value: id, text: String(id) });
+            }
+          } finally {
+            rmSync(dir, { recursive: true, force: true });
+          }
+        },
+      );
 
       test('--bom with --format jsonl is a usage error: exit 2 with a message, no output', async () => {
         for (const args of [['--bom', '--format', 'jsonl'], ['--format', 'jsonl', '--bom']]) {

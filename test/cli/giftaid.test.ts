@@ -271,7 +271,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(reason('tricky'), 'no first name; postcode "75008" is not a UK postcode (use X for a donor living outside the UK)');
         assert.equal(reason('emoji'), 'last name holds "😀", which HMRC\'s schedule cannot hold and which has no plain-letter spelling');
         assert.equal(reason('notHmrcPostcode'), 'postcode "ZZ1 1ZZ" is not a UK postcode (use X for a donor living outside the UK)');
-        assert.deepEqual(rows.get(idOf('tricky'))?.slice(0, 9), [String(idOf('tricky')), '', 'Doe', 'jane.doe@example.com', 'Flat 2, "The Old Mill"\nMill Lane', 'London', '75008', recent, '25.00']);
+        // The postcode with an apostrophe first, as text a spreadsheet would read as a number is written for one (test/cli/giftaid-csv.test.ts).
+        assert.deepEqual(rows.get(idOf('tricky'))?.slice(0, 9), [String(idOf('tricky')), '', 'Doe', 'jane.doe@example.com', 'Flat 2, "The Old Mill"\nMill Lane', 'London', "'75008", recent, '25.00']);
         assert.match(reason('future') ?? '', /^dated after the claim date, which HMRC's checker refuses/);
         assert.equal(rows.size, 8);
       });
