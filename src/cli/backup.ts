@@ -175,35 +175,41 @@ export function keepReplacedCommand(): Command {
       // A restore into a new SQLite file may have stopped before there was one.
       const location = theDatabase({ mayCreate: true });
       await atMark(location, async (place) => {
-        // A mark that cannot be read names no files: those given are taken, and the mark goes once they are.
-        let marked: Restoring | undefined;
-        let unreadable = false;
-        try {
-          marked = await readMark(place);
-        } catch (err) {
-          // Whose it is cannot be told either: the operator says the restore is not running.
-          if (!(err instanceof ConfigError) || given.length === 0 || !notRunning) {
-            throw err instanceof ConfigError && given.length > 0 ? new UsageError(`${err.message}; with the files named, add --not-running once no restore is running`) : err;
-          }
-          unreadable = true;
-        }
-        // --not-running is the operator's word for what cannot be seen from here, not against a restore seen running.
-        if (marked && 'path' in place && mayStillRun(marked) && (!notRunning || seenRunning(marked))) {
-          throw new UsageError(
-            `the restore begun at ${marked.began} may still be running (process ${marked.pid} on ${marked.host}): wait for it` +
-              (seenFromHere(marked) ? '' : `, or, if it is not running, add --not-running`),
-          );
-        }
         if ('path' in place) await refuseBackup(place.path); // before its claim is made beside it
-        // SQLite: two at once would both make the erasures again.
+        // SQLite: two at once would both make the erasures again. Claimed before the mark is read: one that
+        // waited for another's claim read the mark that one had removed, and did its work again (a review).
         const release = 'path' in place ? await claimKeeping(place.path) : () => {};
         try {
-          await finish(location, place, marked, unreadable, given);
+          await keepReplaced(location, place, given, notRunning);
         } finally {
           release();
         }
       });
     });
+}
+
+/** keep-replaced once it holds its claim (or, on PostgreSQL, the restore's lock): reads the mark, refuses while its restore may run, and finishes it. */
+async function keepReplaced(location: DatabaseLocation, place: MarkPlace, given: string[], notRunning: boolean): Promise<void> {
+  // A mark that cannot be read names no files: those given are taken, and the mark goes once they are.
+  let marked: Restoring | undefined;
+  let unreadable = false;
+  try {
+    marked = await readMark(place);
+  } catch (err) {
+    // Whose it is cannot be told either: the operator says the restore is not running.
+    if (!(err instanceof ConfigError) || given.length === 0 || !notRunning) {
+      throw err instanceof ConfigError && given.length > 0 ? new UsageError(`${err.message}; with the files named, add --not-running once no restore is running`) : err;
+    }
+    unreadable = true;
+  }
+  // --not-running is the operator's word for what cannot be seen from here, not against a restore seen running.
+  if (marked && 'path' in place && mayStillRun(marked) && (!notRunning || seenRunning(marked))) {
+    throw new UsageError(
+      `the restore begun at ${marked.began} may still be running (process ${marked.pid} on ${marked.host}): wait for it` +
+        (seenFromHere(marked) ? '' : `, or, if it is not running, add --not-running`),
+    );
+  }
+  await finish(location, place, marked, unreadable, given);
 }
 
 /** keep-replaced's work, once nothing else is at it: what the restore that `marked` the database would have done last. */

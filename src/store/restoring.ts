@@ -4,7 +4,7 @@
 // on one being replaced (on SQLite, on the file about to be moved aside), and a restore that was
 // killed is seen, with what finishes it (`keep-replaced`). On SQLite the mark is a file beside the
 // database; on PostgreSQL a table of its own, which a restore never takes from a backup.
-import { existsSync, linkSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, linkSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ConfigError, type DatabaseLocation } from '../config.js';
 
@@ -130,6 +130,13 @@ const CLAIM_WAIT_MS = 250;
  */
 export async function claimKeeping(path: string): Promise<() => void> {
   const file = `${restoringFile(path)}.keeping`;
+  // One this user may not write SQLite opens read-only, without a word, and a read-only file's lock
+  // excludes nothing: two ran at once (a review; one left by root, say, then the service's user).
+  try {
+    accessSync(file, constants.W_OK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`${file} (keep-replaced's claim) cannot be written by this user: once no keep-replaced is running, delete it, or run as its owner`);
+  }
   const held = new (await import('better-sqlite3')).default(file);
   try {
     // BEGIN EXCLUSIVE holds the file's exclusive lock until the transaction ends: while this process

@@ -338,6 +338,36 @@ test('two keep-replaced at once, where a killed one left its claim: one is refus
   }
 });
 
+test('two keep-replaced begun together on what a killed restore left: one finishes it, the other is refused or finds nothing left to do (both finished it, recording it twice, in half such rounds until 2026-11-30)', async () => {
+  assertBuilt();
+  for (let round = 0; round < 4; round++) {
+    const database = await SQLITE.createDatabase();
+    try {
+      assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Twice', '--email', 't@example.org'])).code, 0);
+      const path = database.location.dialect === 'sqlite' ? database.location.path : '';
+      const backup = join(tempDir(), `b${round}.db`);
+      assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
+      // As a restore killed after its swap leaves the database: the backup's copy in place (without the backup's mark), the database it replaced beside it, and its mark.
+      const keptAs = `${path}.replaced-2026-11-29T00-00-00-000Z`;
+      renameSync(path, keptAs);
+      writeFileSync(path, readFileSync(backup));
+      const copy = new Database(path);
+      copy.pragma('user_version = 0');
+      copy.close();
+      const owner = { host: hostname(), pid: spawnSync('true').pid!, boot: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(), started: '1', pids: readlinkSync('/proc/self/ns/pid') };
+      writeFileSync(`${path}.restoring`, JSON.stringify({ ...owner, began: '2026-11-29T00:00:00.000Z', from: backup, left: [keptAs], replacing: true }));
+      const [a, b] = await Promise.all([almoner(database.url, ['keep-replaced']), almoner(database.url, ['keep-replaced'])]);
+      const said = [a, b].map((r) => (/another keep-replaced of .* is running/.test(r.stderr) ? 'refused' : /is finished|may be used again/.test(r.stdout) ? 'finished' : /nothing to do/.test(r.stdout) ? 'nothing' : `${r.code}: ${r.stdout}${r.stderr}`));
+      assert.equal(said.filter((x) => x === 'finished').length, 1, `round ${round}: ${said.join(' | ')}`);
+      assert.ok(said.every((x) => ['finished', 'refused', 'nothing'].includes(x)), said.join(' | '));
+      const trail = (await almoner(database.url, ['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
+      assert.equal(trail.filter((e) => e.action === 'restore' && e.summary.finished_by === 'keep-replaced').length, 1, 'the restore finished once');
+    } finally {
+      await database.drop();
+    }
+  }
+});
+
 test('SQLite: a restore into a new file killed once its backup was in place, finished by keep-replaced given the backup file itself: the claims since the backup stay unknown, and a claim is refused (it took claim 2 again: a review)', async () => {
   assertBuilt();
   const database = await SQLITE.createDatabase();

@@ -2,11 +2,12 @@
 // goes on. Two processes (SQLite's locks are the operating system's, between processes), each told
 // the moment to claim at, round after round, so that their lock requests meet.
 import assert from 'node:assert/strict';
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 const ROUNDS = 12; // until 2026-11-30, both were refused in 50 rounds of 100 here
 
@@ -55,6 +56,24 @@ test(`two keep-replaced claims begun at the same instant: exactly one goes on, t
     }
   } finally {
     for (const c of both) c.child.kill();
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+// A claim file another user left (root's, say) that this user may not write: SQLite opened it read-only, without a word,
+// and a read-only file's lock excluded nothing, so two ran at once (a review). Run as `nobody` beside a root-owned file.
+const AS_NOBODY = process.getuid?.() === 0 && spawnSync('runuser', ['-u', 'nobody', '--', 'true']).status === 0;
+
+test('a claim file this user may not write is refused, saying whose it may be and what to do (it was opened read-only, and excluded nothing)', { skip: !AS_NOBODY && 'needs root and runuser, to run as nobody' }, () => {
+  const folder = mkdtempSync(join(tmpdir(), 'almoner-keeping-'));
+  try {
+    chmodSync(folder, 0o777);
+    const path = join(folder, 'almoner.db');
+    writeFileSync(`${path}.restoring.keeping`, ''); // root's, 0644
+    const script = `import(${JSON.stringify(new URL('../../src/store/restoring.ts', import.meta.url).href)}).then(({ claimKeeping }) => claimKeeping(${JSON.stringify(path)})).then(() => console.log('got'), (err) => console.log(err.message))`;
+    const run = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, '--import', 'tsx', '--input-type=module', '--eval', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8' });
+    assert.match(run.stdout, /almoner\.db\.restoring\.keeping \(keep-replaced's claim\) cannot be written by this user: once no keep-replaced is running, delete it, or run as its owner/, run.stderr);
+  } finally {
     rmSync(folder, { recursive: true, force: true });
   }
 });
