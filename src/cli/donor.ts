@@ -21,7 +21,7 @@ import { emailArgument } from './usage.js';
 function donorEmail(value: string): string {
   const email = emailArgument(value);
   if (foldEmail(email) === ERASED_EMAIL) {
-    throw new InvalidArgumentError(`It is what Almoner puts in place of an erased address, not a donor's: give the donor's own address (their erased donations still kept for Gift Aid are found by it)`);
+    throw new InvalidArgumentError(`It is what Almoner puts in place of an erased address, not a donor's: give the donor's own address (their erased donations still kept for Gift Aid are found by it).`);
   }
   return email;
 }

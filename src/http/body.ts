@@ -92,9 +92,18 @@ export async function discardBody(req: IncomingMessage, res: ServerResponse): Pr
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-/** The charset parameters of a Content-Type, in lower case: none, one, or (refused) more. */
+/** A Content-Type's parameters after its media type: each name, and its value, in quotes or not (a quoted one may hold `;`). */
+const PARAMETER = /;\s*([^=;\s]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]*))/g;
+
+/** The charset parameters of a Content-Type, in lower case: none, one, or (refused) more. A `charset=` within another's quoted value is not one. */
 function charsetsOf(contentType: string | undefined): string[] {
-  return [...(contentType ?? '').matchAll(/;\s*charset\s*=\s*"?([^";\s]+)/gi)].map((m) => m[1]!.toLowerCase());
+  const charsets: string[] = [];
+  for (const m of (contentType ?? '').matchAll(PARAMETER)) {
+    // As before: an empty one is none, and an unclosed quote is read past (`charset="utf-8`).
+    const value = (m[2] ?? m[3] ?? '').trim().replace(/^"/, '').toLowerCase();
+    if (m[1]!.toLowerCase() === 'charset' && value !== '') charsets.push(value);
+  }
+  return charsets;
 }
 
 /**
