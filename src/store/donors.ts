@@ -8,7 +8,7 @@ import { donationDay } from '../giftaid/schedule.js';
 import { nowIso } from '../time.js';
 import { appendAudit, retentionTarget, type AuditEntry } from './audit.js';
 import { ERASED_CLAIM_DETAILS, ERASED_IN_CLAIM, keptRowsOfDonor } from './claims.js';
-import { donationsWithCharity, donorReference, donorReferences } from './donation-query.js';
+import { donationsWithCharity, donorReference, donorReferences, donorScan } from './donation-query.js';
 import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
 
@@ -80,9 +80,12 @@ export class DonorData {
    */
   async erase({ email, charity, today, dryRun, againOf }: { email: string; charity?: string; today: string; dryRun: boolean; againOf?: string }): Promise<DonorErasure> {
     let found: DonorErasure = { donations: [], claimRows: [] };
+    // Every address read before the write transaction: within it, on SQLite, the server's creates waited for the
+    // whole table (4.5 s, and 503s, for 600,000 donations; a review). Inside, only what it found and what came since.
+    const donorScanned = await donorScan(this.db, email);
     const { tracesLeft } = await this.leavingNoTrace(dryRun, () => this.db.transaction().execute(async (trx) => {
       const reference = donorReference(email);
-      const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity })).orderBy('donations.id').execute();
+      const rows = await (await donationsWithCharity(trx, { donorEmail: email, charity, donorScanned })).orderBy('donations.id').execute();
       // A claim's rows a restore kept without their donation, under this donor's reference (migration 0017): kept for HMRC as their donation would be.
       const kept = await keptRowsOfDonor(trx, donorReferences(email), charity).execute();
       found = {
