@@ -608,7 +608,8 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
  *     the house's name), and another's name sharing one of theirs, or initials and a surname, when
  *     the house's number comes after it ("Jane Brown, 12 High St" of Jane Doe, "B. Smith, 12 High
- *     St": othersNameOf). The donor's town (their donor_city, or the town their postcode's area is
+ *     St": othersNameOf). A telephone number is passed over ("07700 900123", "Tel: 0113 496 0000";
+ *     isTelephone). The donor's town (their donor_city, or the town their postcode's area is
  *     named after: donorsTowns), perhaps with a postcode after it, or a UK postcode ends the house
  *     ("Flat 3, London" and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has
  *     no house, and a name after a town that came first is a county or a country (until 2026-11-30
@@ -641,7 +642,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     .split(/[,;]/)
     .map((segment) => segment.trim())
     .map((segment) => (PERSON.test(segment) ? afterPersonsName(segment, towns) : segment)) // "Mrs Jane Smith 12 High St": "12 High St"
-    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !ADDRESSEE.test(segment))
+    .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !ADDRESSEE.test(segment) && !isTelephone(segment))
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
     .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later, towns) !== undefined))
     // Another's name (othersNameOf), when the house's number follows it ("Jane Brown, 12 High St", "B. Smith, Flat 2, 12 High St").
@@ -740,15 +741,31 @@ export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'dono
  * person's. A building named after a person loses its name, never its number ("Lord Nelson House 3
  * Quay St": "3 Quay St"), as what is the person's and what the building's cannot be told ("Mrs Jane
  * Smith Rose Cottage 12 High St"). Until 2026-11-30 the whole line was passed over, and "Mrs Jane
- * Smith 12 High St" needed attention (a review).
+ * Smith 12 High St" needed attention (a review). A telephone number (a number of five digits or more, as
+ * a house's has at most four, or a word "Tel" or "Mob") ends the name and its line: "Mrs Jane Doe 07700
+ * 900123, Rose Cottage" gave the house "07700" until a review of that day's changes.
  */
 function afterPersonsName(segment: string, towns: ReadonlySet<string>): string {
   const words = segment.split(' ');
   for (let n = 1; n < Math.min(words.length, 7); n++) {
     const rest = words.slice(n).join(' ');
+    // A telephone number after the name, never the house ("Mrs Jane Doe 07700 900123", "Mrs Jane Doe Tel 07700 900123").
+    if (TELEPHONE_MARK.test(words[n]!) || (leadingNumber(rest) !== undefined && buildingNumber(rest) === undefined)) return '';
     if (leadingNumber(rest) !== undefined || PART_OF_BUILDING.test(rest) || partWithin(rest, towns) !== undefined) return rest;
   }
   return '';
+}
+
+/** The word before a telephone number: "Tel", "Tel:", "Tel.", "Telephone", "Phone", "Mob", "Mobile". */
+const TELEPHONE_MARK = /^(?:tel|telephone|phone|mob|mobile)\.?:?$/i;
+/**
+ * A segment that is a telephone number: digits, spaces, "+", brackets and dashes, nine digits or more, or six
+ * after its mark ("07700 900123", "+44 7700 900123", "Tel: 0113 496 0000"). A house's number has at most four
+ * digits; until a review of 2026-11-30's changes "07700 900123, Rose Cottage" was claimed with the house "07700".
+ */
+function isTelephone(segment: string): boolean {
+  const m = /^(?:((?:tel|telephone|phone|mob|mobile)\.?:?)\s?)?(\+?[\d\s()-]+)$/i.exec(segment);
+  return m !== null && m[2]!.replace(/\D/g, '').length >= (m[1] === undefined ? 9 : 6);
 }
 
 /**

@@ -628,6 +628,24 @@ describe('house name or number, from the start of donor_address', () => {
     ['Lord Nelson House, 3 Quay St', 'Lord Nelson House, 3'],
   ]);
 
+  // A telephone number is never the house: until a review of 2026-11-30's changes, a number after a title and a name was
+  // taken whatever its length, and "Mrs Jane Doe 07700 900123, Rose Cottage" was claimed with the house "07700" (before
+  // them, "Rose Cottage"); a telephone number first gave "07700" before them too.
+  readsAs([
+    ['Mrs Jane Doe 07700 900123, Rose Cottage, Mill Lane', 'Rose Cottage'],
+    ['Mrs Jane Doe 07700900123\nRose Cottage\nMill Lane', 'Rose Cottage'],
+    ['Mrs Jane Doe Tel 07700 900123, 4 Elm Rd', '4'],
+    ['Mrs Jane Doe Tel: 07700 900123, 4 Elm Rd', '4'],
+    ['Mrs Jane Doe Mob 07700900123\n4 Elm Rd', '4'],
+    ['07700 900123, Rose Cottage', 'Rose Cottage'],
+    ['Tel: 0113 496 0000, 4 Elm Rd', '4'],
+    ['+44 7700 900123\nRose Cottage', 'Rose Cottage'],
+    ['Mrs Jane Doe 07700 900123', ''],
+    // Unchanged: a house's number of up to four digits.
+    ['Mrs Jane Doe 1234 High St', '1234'],
+    ['1234 High St', '1234'],
+  ], { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_postcode: 'BS1 4DJ' }, ' of Jane Doe of BS1 4DJ');
+
   test("a claim reads the house beside the donor's names and city; an address of only the donor's name needs attention", () => {
     const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
     assert.equal(claimed(donation({ ...john, donor_address: 'John Smith, 12 High St' })).houseNameOrNumber, '12');
