@@ -743,7 +743,9 @@ export type HouseDonor = Partial<Pick<StoredDonation, 'donor_first_name' | 'dono
  * Smith Rose Cottage 12 High St"). Until 2026-11-30 the whole line was passed over, and "Mrs Jane
  * Smith 12 High St" needed attention (a review). A telephone number (a number of five digits or more, as
  * a house's has at most four, or a word "Tel" or "Mob") ends the name and its line: "Mrs Jane Doe 07700
- * 900123, Rose Cottage" gave the house "07700" until a review of that day's changes.
+ * 900123, Rose Cottage" gave the house "07700" until a review of that day's changes. A flat's word that is
+ * also a surname (SURNAME_PART), before a number and a street, is the name's: "Mrs Jane Block 12 High St" is
+ * "12 High St" (claimed with the house "Block 12" until that review).
  */
 function afterPersonsName(segment: string, towns: ReadonlySet<string>): string {
   const words = segment.split(' ');
@@ -751,11 +753,18 @@ function afterPersonsName(segment: string, towns: ReadonlySet<string>): string {
     const rest = words.slice(n).join(' ');
     // A telephone number after the name, never the house ("Mrs Jane Doe 07700 900123", "Mrs Jane Doe Tel 07700 900123").
     if (TELEPHONE_MARK.test(words[n]!) || (leadingNumber(rest) !== undefined && buildingNumber(rest) === undefined)) return '';
+    // A surname that is a flat's word, before a number and a street: "Mrs Jane Block 12 High St" is "12 High St", not "Block 12".
+    const street = words.slice(n + 2).join(' ');
+    if (SURNAME_PART.test(words[n]!) && buildingNumber(words.slice(n + 1).join(' ')) !== undefined && street !== '' && !/\d/.test(street) && (STREET_AT_END.test(street) || STREET_FIRST.test(street))) {
+      return words.slice(n + 1).join(' ');
+    }
     if (leadingNumber(rest) !== undefined || PART_OF_BUILDING.test(rest) || partWithin(rest, towns) !== undefined) return rest;
   }
   return '';
 }
 
+/** A flat's word that is also a surname ("Mrs Jane Block", "Mr Tom Room"). */
+const SURNAME_PART = /^(?:block|room|floor|level|suite)$/i;
 /** The word before a telephone number: "Tel", "Tel:", "Tel.", "Telephone", "Phone", "Mob", "Mobile". */
 const TELEPHONE_MARK = /^(?:tel|telephone|phone|mob|mobile)\.?:?$/i;
 /**
