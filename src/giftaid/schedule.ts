@@ -449,7 +449,9 @@ export function hmrcLastName(name: string | null, max = NAME_MAX_LENGTH): string
  * 12 1/2, 12-14, 12/3, 12 & 14, 12 to 14, 12 and 14, perhaps after "No.", "#" or "Nº" (followed by a
  * space, a comma or the end). Until 2026-11-29 "12 A High Street" gave 12 and "12 & 14 High St" gave
  * 12, and "No. 12 High St" and "12 to 14" were not read (reviews): HMRC matches a donor by house and
- * postcode.
+ * postcode. A half is "12½" or "12 1/2", with a space: "1/2" and "11/2" are a Glasgow flat's floor
+ * and door (until a review of 2026-11-30's changes "1/2, 14 Byres Road" gave "½", "11/2 Byres Road"
+ * "1½").
  */
 const ONE_NUMBER = String.raw`\d+(?:\s?[A-Za-z](?=[\s,]|$)|[A-Za-z])?(?:\s?1/2(?=[\s,]|$)|½)?`;
 const HOUSE_NUMBER = new RegExp(String.raw`^(?:no\.?\s*|number\s+|#\s*|nº\s*)?(${ONE_NUMBER}(?:(?:\s*[-/&]\s*|\s+(?:to|and)\s+)${ONE_NUMBER})?)(?=[\s,]|$)`, 'i');
@@ -459,7 +461,7 @@ function leadingNumber(segment: string): { value: string; rest: string } | undef
   const m = HOUSE_NUMBER.exec(segment);
   if (!m) return undefined;
   const value = m[1]!
-    .replace(/\s?1\/2$/, '½')
+    .replace(/(?<=\d[A-Za-z]?)\s1\/2$/, '½') // "12 1/2": a half; "1/2" and "11/2" are a Glasgow flat's (floor 1, flat 2), as typed
     .replace(/\s+to\s+/i, '-')
     .replace(/\s+and\s+/i, '&')
     .replace(/\s+/g, '')

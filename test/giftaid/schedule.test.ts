@@ -664,6 +664,22 @@ describe('house name or number, from the start of donor_address', () => {
     ], { ...donor, donor_postcode: 'LS8 1AA' }, ` of Jane ${donor.donor_last_name} of LS8 1AA`);
   }
 
+  // A Glasgow flat's 1/2 (floor 1, flat 2) is no half: until a review of 2026-11-30's changes "1/2, 14 Byres Road" was claimed
+  // with the house "½", "11/2 Byres Road" with "1½". A half is written after a number and a space ("12 1/2"), or as "½".
+  readsAs([
+    ['1/2, 14 Byres Road', '1/2, 14'],
+    ['1/2 14 Byres Road', '1/2, 14'],
+    ['Mrs Jane Doe 1/2 14 Byres Road', '1/2, 14'],
+    ['Flat 3 Ivy Court 1/2 Elm Rd', 'Flat 3, Ivy Court, 1/2'],
+    ['11/2 Byres Road', '11/2'],
+    ['21/2 Dumbarton Road', '21/2'],
+    ['14 Byres Road, 1/2', '1/2, 14'],
+    // Unchanged.
+    ['12 1/2 High St', '12½'],
+    ['12½ High St', '12½'],
+    ['3/2, 12 Byres Road', '3/2, 12'],
+  ], { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_postcode: 'G11 5RD' }, ' of Jane Doe of G11 5RD');
+
   test("a claim reads the house beside the donor's names and city; an address of only the donor's name needs attention", () => {
     const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
     assert.equal(claimed(donation({ ...john, donor_address: 'John Smith, 12 High St' })).houseNameOrNumber, '12');
