@@ -671,6 +671,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       parts.push({ text: within.part, name: false });
       if (within.name !== '') parts.push({ text: within.name, name: true });
       if (within.number === undefined) {
+        if (within.open && PART_OF_BUILDING.test(next)) continue; // "Room 5 Riverside Court, 2nd Floor, 1 Quay St": read on, as after a comma
         const building = within.open ? buildingNumber(next) : undefined; // "Room 5 Riverside Court, 1 Quay St"
         if (building) parts.push({ text: building, name: false });
         break;
@@ -928,8 +929,10 @@ function trailingPartOfBuilding(rest: string, next: string): string | undefined 
  * 1AA": "Flat 3", "Ivy Court"). A name alone after a flat's number or a part of two words or more
  * ("Flat 3 Ivy Court", "Top Flat The Old Mill") is the building's (until 2026-11-30 the line was
  * claimed whole, town and all: a review), and `open` when nothing after it ended the house, so that
- * the next segment may give the building's number ("Room 5 Riverside Court, 1 Quay St"). A part of
- * one word with no number is a house's name ("Basement Cottage").
+ * the next segment may give the building's number ("Room 5 Riverside Court, 1 Quay St"), or a part of
+ * it and then the number ("Room 5 Riverside Court, 2nd Floor, 1 Quay St": until a review of that day's
+ * changes, "Room 5, Riverside Court"). A part of one word with no number is a house's name ("Basement
+ * Cottage").
  */
 function partWithin(segment: string, towns: ReadonlySet<string>): { part: string; name: string; number?: string; open?: boolean } | undefined {
   const words = segment.split(' ');

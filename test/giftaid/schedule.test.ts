@@ -602,6 +602,11 @@ describe('house name or number, from the start of donor_address', () => {
     ['Flat 3 Ivy Court High Street London', 'Flat 3, Ivy Court'],
     ['Flat 3 St Johns Wood Road', 'Flat 3'],
     ['Flat 3 Ivy Court Road', 'Flat 3'],
+    // A floor or a block between the building's name and its number: until a review of that day's changes the number was lost.
+    ['Room 5 Riverside Court, 2nd Floor, 1 Quay St', 'Room 5, Riverside Court, 2nd Floor, 1'],
+    ['Flat 3 Ivy Court, Block B, 5 Elm Rd', 'Flat 3, Ivy Court, Block B, 5'],
+    ['Flat 3, Ivy Court, Block B, 5 Elm Rd', 'Flat 3, Ivy Court, Block B, 5'],
+    ['Room 5 Riverside Court, 1 Quay St', 'Room 5, Riverside Court, 1'],
     // Unchanged.
     ['Flat 3 Ivy Court 5 Elm Road', 'Flat 3, Ivy Court, 5'],
     ['Flat 2 Mill House Mill Lane', 'Flat 2, Mill House'],
