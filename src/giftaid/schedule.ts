@@ -875,9 +875,9 @@ function placeKey(name: string): string {
 
 /**
  * The town (or island, or county) each UK postcode area is named after, by Royal Mail, with a short
- * form donors write ("Newcastle"): LS is Leeds; E, EC, N, NW, SE, SW, W and WC are London, and so,
- * as their donors write, are the areas of outer London (BR, CR, DA, EN, HA, IG, KT, RM, SM, TW,
- * UB). An address of only the donor's own area's town is no house; a house named after another
+ * form donors write ("Newcastle"): LS is Leeds; E, EC (also the City of London), N, NW, SE, SW, W
+ * and WC are London, and so, as their donors write, are the areas of outer London (BR, CR, DA, EN,
+ * HA, IG, KT, RM, SM, TW, UB). An address of only the donor's own area's town is no house; a house named after another
  * area's town ("Lincoln" of a donor in PE) is a house. Only the area's one town: "Otley" (LS21) is
  * known by donor_city only.
  */
@@ -886,7 +886,7 @@ const POSTCODE_AREA_TOWNS: Readonly<Record<string, string>> = {
   BN: 'Brighton', BR: 'Bromley|London', BS: 'Bristol', BT: 'Belfast', CA: 'Carlisle', CB: 'Cambridge', CF: 'Cardiff', CH: 'Chester',
   CM: 'Chelmsford', CO: 'Colchester', CR: 'Croydon|London', CT: 'Canterbury', CV: 'Coventry', CW: 'Crewe', DA: 'Dartford|London', DD: 'Dundee',
   DE: 'Derby', DG: 'Dumfries', DH: 'Durham', DL: 'Darlington', DN: 'Doncaster', DT: 'Dorchester', DY: 'Dudley', E: 'London',
-  EC: 'London', EH: 'Edinburgh', EN: 'Enfield|London', EX: 'Exeter', FK: 'Falkirk', FY: 'Blackpool', G: 'Glasgow', GL: 'Gloucester',
+  EC: 'London|City of London', EH: 'Edinburgh', EN: 'Enfield|London', EX: 'Exeter', FK: 'Falkirk', FY: 'Blackpool', G: 'Glasgow', GL: 'Gloucester',
   GU: 'Guildford', GY: 'Guernsey', HA: 'Harrow|London', HD: 'Huddersfield', HG: 'Harrogate', HP: 'Hemel Hempstead', HR: 'Hereford',
   HS: 'Outer Hebrides', HU: 'Hull|Kingston upon Hull', HX: 'Halifax', IG: 'Ilford|London', IM: 'Isle of Man', IP: 'Ipswich', IV: 'Inverness',
   JE: 'Jersey', KA: 'Kilmarnock', KT: 'Kingston upon Thames|Kingston|London', KW: 'Kirkwall', KY: 'Kirkcaldy', L: 'Liverpool', LA: 'Lancaster',
@@ -961,7 +961,10 @@ function partWithin(segment: string, towns: ReadonlySet<string>): { part: string
   return undefined;
 }
 
-/** `text` without a UK postcode at its end, and then without the donor's town (donorsTowns): "Ivy Court London SW1A 1AA" is "Ivy Court". */
+/**
+ * `text` without a UK postcode at its end, and then without the donor's town (donorsTowns), when that is a
+ * whole place's name: "Ivy Court London SW1A 1AA" is "Ivy Court"; "Old Sutton" stays (DANGLING).
+ */
 function withoutTownAtEnd(text: string, towns: ReadonlySet<string>): string {
   let words = text.split(' ');
   for (const n of [2, 1]) {
@@ -972,12 +975,19 @@ function withoutTownAtEnd(text: string, towns: ReadonlySet<string>): string {
   }
   for (let n = Math.min(words.length, 4); n >= 1; n--) {
     if (towns.has(placeKey(words.slice(-n).join(' ')))) {
-      words = words.slice(0, -n);
+      if (!DANGLING.test(words[words.length - n - 1] ?? '')) words = words.slice(0, -n); // "Old Sutton", "City of London": a place's whole name
       break;
     }
   }
   return words.join(' ');
 }
+
+/**
+ * A word that a place's name goes on after, never a building's name's last: "Old Sutton", "Little London",
+ * "City of London" are not the town after "Old", "Little", "City of" (until a review of 2026-11-30's
+ * changes "Flat 6 Old Sutton" gave "Flat 6, Old").
+ */
+const DANGLING = /^(?:old|new|little|great|greater|upper|lower|nether|north|south|east|west|central|inner|outer|of|on|upon|in|under|by|next|the|le|st|saint)$/i;
 
 /**
  * A UK postcode as HMRC wants it: capital letters, one space before the last three characters

@@ -685,6 +685,25 @@ describe('house name or number, from the start of donor_address', () => {
     ['3/2, 12 Byres Road', '3/2, 12'],
   ], { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_postcode: 'G11 5RD' }, ' of Jane Doe of G11 5RD');
 
+  // The donor's town is cut from the end of a building's name only as a whole: until a review of 2026-11-30's changes "Flat 6
+  // Old Sutton" gave "Flat 6, Old", "Flat 1 Little London" "Flat 1, Little". A name that would be left ending in "Old",
+  // "Little", "of"… is kept whole.
+  for (const [address, postcode, house] of [
+    ['Flat 6 Old Sutton', 'SM1 1AA', 'Flat 6, Old Sutton'],
+    ['Flat 1 Little London', 'E1 6AN', 'Flat 1, Little London'],
+    ['Flat 1 City of London', 'EC2V 7AA', 'Flat 1'], // the City of London is the town of EC
+    ['Flat 1 City of London', 'E1 6AN', 'Flat 1, City of London'],
+    ['Flat 2 Ivy Court Upper Leeds', 'LS8 1AA', 'Flat 2, Ivy Court Upper Leeds'],
+    // Unchanged.
+    ['Flat 3 Ivy Court London', 'E1 6AN', 'Flat 3, Ivy Court'],
+    ['Flat 3 Ivy Court Sutton', 'SM1 1AA', 'Flat 3, Ivy Court'],
+    ['Flat 3 London', 'E1 6AN', 'Flat 3'],
+  ] as const) {
+    test(`${JSON.stringify(address)} of a donor at ${postcode} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address, { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_postcode: postcode }), house);
+    });
+  }
+
   test("a claim reads the house beside the donor's names and city; an address of only the donor's name needs attention", () => {
     const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
     assert.equal(claimed(donation({ ...john, donor_address: 'John Smith, 12 High St' })).houseNameOrNumber, '12');
