@@ -533,10 +533,16 @@ const STREET_FIRST = new RegExp(
  * word follows ("Park Terrace Farm"). First in the address with no number after it, a street (until
  * 2026-11-30 "Russell Square, London" was claimed with the house "Russell Square": a review); after a
  * flat or before a number, perhaps a block of flats' name ("Flat 2, Park Terrace", "Canary Wharf
- * Square, 1 Dock Rd"), so not among STREET_NAMES. Hill, Grove, Green, Place, Court and Mews are as
+ * Square, 1 Dock Rd"), or before a street a house's (SQUARE_NAME), so not among STREET_NAMES. Hill, Grove, Green, Place, Court and Mews are as
  * often a house's name ("Rose Hill", "The Grove", "Ivy Court", "The Mews") and are not here.
  */
 const SQUARE_FIRST = new RegExp(String.raw`^(?:${SAINT})?(?:\S+\s+)?\S+\s+(?:square|terrace|gardens)\.?(?:\s|$)(?!.*\b(?:${BUILDING_WORDS})\b)`, 'i');
+/**
+ * A house named like a square, a terrace or gardens, before a street: with "The" ("The Gardens, Church
+ * Lane"), or one word and Gardens or Terrace ("Walled Gardens, Church Lane"). Until a review of
+ * 2026-11-30's changes, each needed attention as a street.
+ */
+const SQUARE_NAME = new RegExp(String.raw`^(?:the\s[^,]+|\S+\s+(?:gardens|terrace)),\s(?:[^,]*\s)?${STREET_WORD}$`, 'i');
 /** A line ending in an English street's word ("Upper Richmond Road"); STREET also takes a Welsh street ("Heol y Frenhines"). */
 const STREET_AT_END = new RegExp(String.raw`(?:^|\s)${STREET_WORD}$`, 'i');
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
@@ -597,7 +603,8 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     gives no house, where until 2026-11-29 it was claimed as the house, as were "Upper Richmond
  *     Road" and "St John's Wood Road" until 2026-11-30: a street's word with fewer than two words of
  *     a name before it, a saint's "St" not counted, is all street, and so, since then, is a square,
- *     a terrace or gardens with no number after it, "Russell Square, London" (SQUARE_FIRST);
+ *     a terrace or gardens with no number after it, "Russell Square, London" (SQUARE_FIRST), but
+ *     not a house so named before a street, "The Gardens, Church Lane" (SQUARE_NAME);
  *     "Station Road, The Old Forge" gives no house either: a name after a street that came first
  *     is a district, town, county or country far more often than a house, so the donation needs
  *     attention; until 2026-11-30 "High Street, London" was claimed with the house "London"). A
@@ -691,7 +698,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       afterPlace = true; // "High Street London", "Church Lane Ambridge": a street, then its town, on one line (claimed whole as the house until 2026-11-30)
       continue;
     }
-    if (parts.length === 0 && !/\d/.test(segment) && SQUARE_FIRST.test(segment) && buildingNumber(next) === undefined) {
+    if (parts.length === 0 && !/\d/.test(segment) && SQUARE_FIRST.test(segment) && buildingNumber(next) === undefined && !SQUARE_NAME.test(`${segment}, ${next}`)) {
       afterPlace = true; // "Russell Square, London": a street (claimed as the house until 2026-11-30)
       continue;
     }

@@ -488,6 +488,13 @@ describe('house name or number, from the start of donor_address', () => {
     ['Kensington Gardens, London', ''],
     ['The Square, Ambridge', ''],
     ['Canary Wharf Square', ''],
+    ['Russell Square, Church Lane', ''],
+    // A name with "The", or of one word and Gardens or Terrace, before a street, is a house's: until a review of that day's
+    // changes, "The Gardens, Church Lane, Ambridge" needed attention, as a street (claimed as "The Gardens" before them).
+    ['The Gardens, Church Lane, Ambridge', 'The Gardens'],
+    ['The Terrace, Mill Lane', 'The Terrace'],
+    ['Walled Gardens, Church Lane', 'Walled Gardens'],
+    ['Kitchen Gardens\nMill Lane', 'Kitchen Gardens'],
     // Unchanged.
     ['12 Russell Square', '12'],
     ['Flat 2, Park Terrace', 'Flat 2, Park Terrace'],
