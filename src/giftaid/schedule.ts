@@ -548,17 +548,21 @@ const STREET_AT_END = new RegExp(String.raw`(?:^|\s)${STREET_WORD}$`, 'i');
 const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
 /** The street at the end of a text with no comma, and the word before it: "Mill House Mill Lane" is "Mill House" and "Mill Lane". */
 const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
+/** A street's first word, before two more ("Upper Richmond Road", "Old Kent Road"), never a house name's last. */
+const STREETS_FIRST_WORD = 'upper|lower|old|new|great|little|north|south|east|west|nether';
 /**
  * A house name run on into its street with no comma ("Hillview Farm Long Road Ambridge"): the name,
  * when two words or more come before the street's (so "Rose Cottage Lane End" stays whole), a
  * saint's "St" at its start not counted and none at its end ("St Marys Cottage High St" is "St
  * Marys Cottage"; "St John's Wood Road" and "Upper St Martin's Lane" have no name: until 2026-11-30
  * "St John's" and "Upper St"); a saint's street is one ("The Old Rectory St Andrews Lane" is "The
- * Old Rectory"). Until 2026-11-29 the whole line was the house, and a donor's erasure kept street
- * and village for seven years with it (a review).
+ * Old Rectory"), and so is one of a word such as Upper or Old and two more (STREETS_FIRST_WORD: "Rose
+ * Cottage Old Kent Road" is "Rose Cottage", where until a review of 2026-11-30's changes it was "Rose
+ * Cottage Old"). Until 2026-11-29 the whole line was the house, and a donor's erasure kept street and
+ * village for seven years with it (a review).
  */
 const NAME_THEN_STREET = new RegExp(
-  String.raw`^((?:${SAINT}|(?!${SAINT}))\S+(?:\s+\S+)+?)(?<!\s(?:st|saint|dr)\.?)\s*[-–,]?\s+(?:(?:st|dr)\.?\s+)?\S+\s+${STREET_WORD_WITHIN}`,
+  String.raw`^((?:${SAINT}|(?!${SAINT}))\S+(?:\s+\S+)+?)(?<!\s(?:st|saint|dr|${STREETS_FIRST_WORD})\.?)\s*[-–,]?\s+(?:(?:st|dr|${STREETS_FIRST_WORD})\.?\s+)?\S+\s+${STREET_WORD_WITHIN}`,
   'i',
 );
 /** A house name, its number and the street, with no comma ("Rose Cottage 12 High St"): the name and the number; not a description ending in "of", "above"… ("Flat on top of 12 High St"). */

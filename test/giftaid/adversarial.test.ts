@@ -14,7 +14,7 @@ const WORDS = [
   'flat', 'flat 3', 'flat no', 'floor', '2nd floor', 'apartment', 'room', 'unit', 'block b', 'maisonette', 'fflat',
   'st', 'st.', 'dr', 'road', 'high st', 'lane', 'heol', 'stryd', 'the', 'of', 'on', 'at', 'and', '&', 'to', '-', '–',
   'mr', 'mrs', 'dr.', 'rev', 'lady', 'no.', 'no', '#', 'nº', '12', '12a', '12 a', '1/2', '12 1/2', '½', '12-14', '3/2', '2f1', '(2f1)',
-  'rose cottage', 'john smith', 'c/o', 'po box', 'n/a', 'sw1a', 'sw1a 1aa', 'o', '0', 'x', ',', ';',
+  'rose cottage', 'john smith', 'old', 'upper kent', 'tel', 'tel:', '07700', 'block', 'the gardens', 'city of', 'c/o', 'po box', 'n/a', 'sw1a', 'sw1a 1aa', 'o', '0', 'x', ',', ';',
 ];
 const ENDINGS = ['', 'x', '!', ',', ' 1', ' road', ' floor', ' flat', ' sw1a 1aa'];
 

@@ -462,6 +462,13 @@ describe('house name or number, from the start of donor_address', () => {
     ["Upper St Martin's Lane", ''],
     ['Rosebank Mill Lane', ''], // "Rosebank" on Mill Lane, or a street: not told apart, so it needs attention
     ['The Avenue, London', ''],
+    // A street of a word such as Upper or Old and two more, after a house name on one line: until a review of 2026-11-30's
+    // changes "Rose Cottage Old Kent Road" gave "Rose Cottage Old", "Greystones Upper Richmond Road" "Greystones Upper".
+    ['Rose Cottage Old Kent Road', 'Rose Cottage'],
+    ['Hill View Farm Upper Richmond Road London', 'Hill View Farm'],
+    ['Greystones Upper Richmond Road', ''], // "Greystones", one word, as "Rosebank Mill Lane"
+    ['Flat 2 Mill House Lower Mill Lane', 'Flat 2, Mill House'],
+    ['Rose Cottage North Road', 'Rose Cottage'],
     // Unchanged: a number, a flat or a house name of two words or more still reads as before.
     ['12 Upper Richmond Road', '12'],
     ["12 St John's Wood Road, London", '12'],
