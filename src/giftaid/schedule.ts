@@ -777,8 +777,8 @@ function afterPersonsName(segment: string, towns: ReadonlySet<string>): string {
   return '';
 }
 
-/** A flat's word that is also a surname ("Mrs Jane Block", "Mr Tom Room"). */
-const SURNAME_PART = /^(?:block|room|floor|level|suite)$/i;
+/** A flat's word that is also a surname ("Mrs Jane Block", "Mr Tom Room", "Mr Sam Unit"). */
+const SURNAME_PART = /^(?:block|room|floor|level|suite|unit|studio)$/i;
 /** The word before a telephone number: "Tel", "Tel:", "Tel.", "Telephone", "Phone", "Mob", "Mobile". */
 const TELEPHONE_MARK = /^(?:tel|telephone|phone|mob|mobile)\.?:?$/i;
 /**
