@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
-import { claimsUnsettledBy, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { charityChangesAfter, claimsUnsettledBy, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
@@ -135,7 +135,8 @@ export function restoreCommand(): Command {
           const claims_since_backup = replaced && continuesFrom(replaced.trail, backupTrail) && !claimsUnsettledBy(replaced.trail) ? 'kept' : 'unknown';
           await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
           // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
-          return replaced ? takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true };
+          const charities = replaced && continuesFrom(replaced.trail, backupTrail) ? charityChangesAfter(replaced.trail, restored) : undefined;
+          return { charities, ...(replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true }) };
         },
         { duringRestore: true },
       );
@@ -150,7 +151,7 @@ export function restoreCommand(): Command {
         print(NO_ERASURES);
         print(NO_LEDGER);
       }
-      print(AS_AT_BACKUP);
+      print(asAtBackup(again.charities));
     });
 }
 
@@ -531,7 +532,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         // A claim is refused until they are taken in, or the operator has checked (giftaid.ts): so too over a database whose own were unsettled.
         const claims_since_backup = now.schema.length > 0 && continuesFrom(now.trail, backupTrail) && !claimsUnsettledBy(now.trail) ? 'kept' : 'unknown';
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
-        return { donations, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
+        const charities = now.schema.length > 0 && continuesFrom(now.trail, backupTrail) ? charityChangesAfter(now.trail, restored) : undefined;
+        return { donations, charities, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
       },
       { duringRestore: true },
     );
@@ -546,7 +548,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       print(NO_ERASURES);
       print(NO_LEDGER);
     }
-    print(AS_AT_BACKUP);
+    print(asAtBackup(again.charities));
   });
 }
 
@@ -882,7 +884,25 @@ function notInBackup(held: number | undefined, restored: number, keptIn: string 
   );
 }
 
-/** Said by every restore: what comes back as it was at the backup and is the operator's to do again. */
+/**
+ * Said by every restore: what comes back as it was at the backup and is the operator's to do again;
+ * with the replaced database's trail (`changes`, charityChangesAfter), each sign-up, rotation and
+ * change of state it recorded since, or that there was none. Until 2026-11-30 the general reminder
+ * alone, whatever the trail held (an operator's review).
+ */
+function asAtBackup(changes: { action: string; target: string; at: string }[] | undefined): string {
+  if (changes === undefined) return AS_AT_BACKUP;
+  if (changes.length === 0) {
+    return "Charities' passwords and their disabled or enabled state are as they were at the backup, and the replaced database's audit trail records no sign-up, rotation, end of grace, disable or enable since: nothing of theirs to do again.";
+  }
+  const done = changes.map((c) => `${c.action} ${c.target} (${c.at})`).join('; ');
+  return (
+    `Charities' passwords and their disabled or enabled state are as they were at the backup; since it, the replaced database's audit trail records: ${done}. ` +
+    'Do each again (a charity signed up since is not in the restored database: sign it up again and give it its new credentials; a password rotated since, say because it leaked, works again until it is rotated again).'
+  );
+}
+
+/** Said by a restore that could not read the replaced database's trail: what comes back as it was at the backup and is the operator's to do again. */
 const AS_AT_BACKUP =
   "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
   'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then), and end-grace again an old password whose grace was ended since.';

@@ -124,6 +124,18 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
   return { donors, retention };
 }
 
+/** What a trail records of a charity's sign-up, password and state: a restore brings each back as it was at the backup. */
+const CHARITY_CHANGES = new Set(['charity create', 'charity rotate', 'charity end-grace', 'charity disable', 'charity enable']);
+
+/**
+ * The charities' sign-ups, rotations, ends of grace, disables and enables a replaced database's
+ * trail records and the backup's does not (entry by entry, as erasuresAfter), in order: each the
+ * operator's to do again, as a restore brings the charities back as they were at the backup.
+ */
+export function charityChangesAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>[], restored: ReadonlySet<string>): { action: string; target: string; at: string }[] {
+  return trail.filter((e) => CHARITY_CHANGES.has(e.action) && !restored.has(entryKey(e))).map(({ action, target, at }) => ({ action, target, at }));
+}
+
 /**
  * The entries a trail holds, for erasuresAfter: each by entryKey, and each erasure a restore made
  * again also as the one it repeats (again_of), so that a trail holding only the repeat is taken to

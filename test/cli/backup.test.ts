@@ -241,8 +241,19 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     assert.ok(kept && existsSync(kept), `the replaced database is kept: ${replaced.stdout}`);
     const [held, holds] = /the database that was there held (\d+) donations and the backup holds (\d+): the 2 recorded after the backup are not in the restored database, only in (.+) \(each was answered 200/.exec(replaced.stdout)?.slice(1, 3).map(Number) ?? [];
     assert.ok(held !== undefined && held === holds! + 2, `the donations not in the backup are said: ${replaced.stdout}`);
-    assert.match(replaced.stdout, /passwords and their disabled or enabled state are as they were at the backup: rotate or disable again/);
+    // The replaced database's trail records no change to a charity since the backup: said so (the general reminder alone until 2026-11-30).
+    assert.match(replaced.stdout, /passwords and their disabled or enabled state are as they were at the backup, and the replaced database's audit trail records no sign-up, rotation, end of grace, disable or enable since/);
     assert.equal((await almoner(url, ['charity', 'list'])).code, 0, 'the restored database opens');
+
+    // A rotation and a sign-up after the backup: each named, to do again.
+    const second = join(dir, 'changes.db');
+    assert.equal((await almoner(url, ['backup', '--out', second])).code, 0);
+    const username = (JSON.parse((await almoner(url, ['charity', 'list', '--json'])).stdout) as { username: string }[])[0]!.username;
+    assert.equal((await almoner(url, ['charity', 'rotate', username, '--json'])).code, 0);
+    const signed = JSON.parse((await almoner(url, ['charity', 'create', '--name', 'Since', '--email', 'since@example.org', '--json'])).stdout) as { username: string };
+    const again = await almoner(url, ['restore', second, '--replace']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, new RegExp(`since it, the replaced database's audit trail records: charity rotate ${username} \\(\\S+\\); charity create ${signed.username} \\(\\S+\\)\\. Do each again`));
 
     const noFolder = await almoner(`sqlite:${join(dir, 'no-such-folder', 'almoner.db')}`, ['restore', backupFile]);
     assert.equal(noFolder.code, 2);
