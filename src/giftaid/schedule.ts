@@ -654,7 +654,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     .join(',')
     .split(/[,;]/)
     .map((segment) => segment.trim())
-    .map((segment) => (PERSON.test(segment) ? afterPersonsName(segment, towns) : segment)) // "Mrs Jane Smith 12 High St": "12 High St"
+    .map((segment) => withoutPersonsName(segment, towns, ownName)) // "Mrs Jane Smith 12 High St": "12 High St"
     .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !ADDRESSEE.test(segment) && !isTelephone(segment))
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
     .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later, towns) !== undefined))
@@ -775,6 +775,42 @@ function afterPersonsName(segment: string, towns: ReadonlySet<string>): string {
     if (leadingNumber(rest) !== undefined || PART_OF_BUILDING.test(rest) || partWithin(rest, towns) !== undefined) return rest;
   }
   return '';
+}
+
+/** A title at a line's start (TITLES), as a word. */
+const TITLE_FIRST = new RegExp(String.raw`^(?:${TITLES})\.?\s`, 'i');
+/** A title only a person has, never a building named after one ("Lord Nelson House", "Lady Margaret Hall" are). */
+const PERSONS_TITLE = /^(?:mr|mrs|ms|miss|mx)\.?$/i;
+
+/**
+ * A segment without the person's name at its start: after a title (PERSON: afterPersonsName), and on a
+ * line that ends in a building's word, which PERSON leaves for a building named after a person ("Lord
+ * Nelson House"), from the first word after the name that begins the house's number or a part of a
+ * building ("Mrs Ann Court 3 Ivy Court": "3 Ivy Court"; "Mrs Jane Doe Flat 2 Elm Court"), else after
+ * the donor's own name ("Mrs Jane Doe Manor Farm": "Manor Farm") or at a "The" ("Mrs Mary Smith The
+ * Barn": "The Barn"); with none of these, the line is another's name and a house that cannot be told
+ * apart ("Mrs Mary Smith Manor Farm": "") after Mr, Mrs, Ms, Miss or Mx, and a building's name
+ * otherwise ("Lady Margaret Hall"). Without a title, the donor's own name before a number or a part of
+ * a building on its line is left out ("Jane Doe Flat 3 Ivy Court London": "Flat 3 Ivy Court London").
+ * Until a review of 2026-11-30's changes each such line was claimed whole, the name with it.
+ */
+function withoutPersonsName(segment: string, towns: ReadonlySet<string>, ownName: ((segment: string) => boolean) | undefined): string {
+  if (PERSON.test(segment)) return afterPersonsName(segment, towns);
+  const words = segment.split(' ');
+  if (TITLE_FIRST.test(segment)) {
+    const rest = afterPersonsName(segment, towns);
+    if (rest !== '') return rest;
+    for (let n = words.length - 1; n >= 2; n--) if (ownName?.(words.slice(1, n).join(' '))) return words.slice(n).join(' ');
+    const the = words.findIndex((w, i) => i >= 2 && /^the$/i.test(w));
+    if (the > 0) return words.slice(the).join(' ');
+    return PERSONS_TITLE.test(words[0]!) ? '' : segment;
+  }
+  if (ownName === undefined) return segment;
+  for (let n = Math.min(words.length - 1, 4); n >= 1; n--) {
+    const rest = words.slice(n).join(' ');
+    if (ownName(words.slice(0, n).join(' ')) && (buildingNumber(rest) !== undefined || PART_OF_BUILDING.test(rest) || partWithin(rest, towns) !== undefined)) return rest;
+  }
+  return segment;
 }
 
 /** A flat's word that is also a surname ("Mrs Jane Block", "Mr Tom Room", "Mr Sam Unit"). */

@@ -647,6 +647,35 @@ describe('house name or number, from the start of donor_address', () => {
     ['Lord Nelson House, 3 Quay St', 'Lord Nelson House, 3'],
   ]);
 
+  // A title and a name on a line that ends in a building's word ("Court", "Barn", "Farm"): the house after the name, not the
+  // whole line. Until a review of 2026-11-30's changes the line was taken for a building named after a person ("Lord Nelson
+  // House") and claimed whole, the donor's name sent to HMRC in the house.
+  readsAs([
+    ['Mrs Jane Doe Flat 2 Elm Court', 'Flat 2, Elm Court'],
+    ['Mr Paul Flat 3 Ivy Court', 'Flat 3, Ivy Court'],
+    ['Mrs Jane Doe 3 Ivy Court', '3'],
+    ['Mrs Jane Doe 2 Rose Cottages', '2'], // as "2 Rose Cottages"
+    ['Mrs Jane Doe Manor Farm', 'Manor Farm'],
+    ['Mrs Jane Doe Rose Cottage, 12 Mill Lane', 'Rose Cottage, 12'],
+    ['Mrs Mary Smith The Barn', 'The Barn'],
+    ['Mrs Mary Smith Manor Farm', ''], // another's name and the house cannot be told apart: needs attention
+    ['Jane Doe Flat 3 Ivy Court London', 'Flat 3, Ivy Court'], // the donor's own name, without a title
+    ['Jane Doe 3 Ivy Court', '3'],
+    // Unchanged: a building named after a person.
+    ['Lord Nelson House', 'Lord Nelson House'],
+    ['Lady Margaret Hall', 'Lady Margaret Hall'],
+    ['Sir John Cass Court', 'Sir John Cass Court'],
+    ['Lord Nelson House, 3 Quay St', 'Lord Nelson House, 3'],
+    ['Doe House, 3 Elm Rd', 'Doe House, 3'],
+  ], { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: 'London' }, ' of Jane Doe of London');
+  readsAs([['Mrs Ann Court 3 Ivy Court', '3'], ['Mrs Ann Court Ivy Court', 'Ivy Court']], { donor_first_name: 'Ann', donor_last_name: 'Court', donor_postcode: 'LS8 1AA' }, ' of Ann Court of LS8 1AA');
+  readsAs([['Mrs Eve Barnes The Barn', 'The Barn'], ['Mrs Eve Barnes Manor Farm', 'Manor Farm']], { donor_first_name: 'Eve', donor_last_name: 'Barnes' }, ' of Eve Barnes');
+
+  test('a title, the donor\'s name and a building\'s word on one line is not claimed with the name (a review of 2026-11-30\'s changes)', () => {
+    assert.equal(claimed(donation({ donor_first_name: 'Ann', donor_last_name: 'Court', donor_postcode: 'LS8 1AA', donor_address: 'Mrs Ann Court 3 Ivy Court' })).houseNameOrNumber, '3');
+    assert.deepEqual(attention(donation({ donor_address: 'Mrs Mary Smith Manor Farm' })).reasons, [REASONS.houseNotFound('Mrs Mary Smith Manor Farm')]);
+  });
+
   // A telephone number is never the house: until a review of 2026-11-30's changes, a number after a title and a name was
   // taken whatever its length, and "Mrs Jane Doe 07700 900123, Rose Cottage" was claimed with the house "07700" (before
   // them, "Rose Cottage"); a telephone number first gave "07700" before them too.
