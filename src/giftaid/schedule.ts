@@ -191,9 +191,10 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
     ] as const
   ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));
   const address = normaliseSpaces(d.donor_address ?? '');
-  if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
-  else if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
+  // A care-of address or a PO box is said to be one whether or not a house was read from it ("J Smith, PO Box12").
+  if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
+  else if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);
   else if (house.includes(' ') && donorsOwnName(d)?.(house)) reasons.push(REASONS.houseIsName);
 
@@ -658,8 +659,9 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     .filter((segment) => /[\p{L}\p{N}]/u.test(segment) && !NO_ADDRESS.test(segment) && !ADDRESSEE.test(segment) && !isTelephone(segment))
     // The donor's own name, when the house follows it ("John Smith, 12 High St"); alone, it may be the house's ("Woodlands, Station Road" of Anne Woodlands).
     .filter((segment, i, all) => !ownName?.(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || PART_OF_BUILDING.test(later) || partWithin(later, towns) !== undefined))
-    // Another's name (othersNameOf), when the house's number follows it ("Jane Brown, 12 High St", "B. Smith, Flat 2, 12 High St").
-    .filter((segment, i, all) => !othersName(segment) || !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || partWithin(later, towns)?.number !== undefined));
+    // Another's name (othersNameOf), when the house's number follows it ("Jane Brown, 12 High St", "B. Smith, Flat 2, 12 High St"),
+    // or a house's name that is clearly one ("Jane Brown, Rose Cottage, Mill Lane"; CLEAR_HOUSE_NAME).
+    .filter((segment, i, all) => !othersName(segment) || (!CLEAR_HOUSE_NAME.test(all[i + 1] ?? '') && !all.slice(i + 1).some((later) => leadingNumber(later) !== undefined || partWithin(later, towns)?.number !== undefined)));
   const parts: { text: string; name: boolean }[] = [];
   let afterPlace = false; // a street or the donor's town came first, with no house before it
   for (let i = 0; i < segments.length && parts.length < 4; i++) {
@@ -728,6 +730,10 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     // house ("High Street, Kensington, London", "Main St, Ambridge, Borsetshire", each claimed as the house
     // until 2026-11-30: a review): no house, and the donation needs attention.
     if (afterPlace && parts.length === 0) break;
+    // Another's name (othersNameOf) with more of a house after it than a street or a town ("Jane Brown, Lane End", "Jane Brown,
+    // Flat 2") is a person's, the house not told: until a review of 2026-11-30's changes it was claimed in the house. Before a
+    // street it may be the house's ("Rose Bower, Mill Lane" of Rose Doe, "Lee Rise, Elm Rd" of Ann Lee), and is kept.
+    if (othersName(segment) && !ownName?.(segment) && next !== '' && !STREET.test(next) && townOrPostcode(next, towns) === undefined) return '';
     parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
     const building = buildingNumber(next);
@@ -845,6 +851,9 @@ function othersNameOf(donor: HouseDonor | undefined): (segment: string) => boole
     return names.length >= 2 && names.length <= 3 && names.some((w) => donorsNames.has(w));
   };
 }
+
+/** A segment that is clearly a house's name, by a building's word at its end ("Rose Cottage", "Manor Farm", "The Old Rectory"), not a street's. */
+const CLEAR_HOUSE_NAME = new RegExp(String.raw`^[^\d]*\s(?:${BUILDING_WORDS}|rectory|vicarage|bungalow|farmhouse)$`, 'i');
 
 /** Initials, then a surname: "B. Smith", "J R Smith", "J.R. Smith". */
 const INITIALS_AND_SURNAME = /^(?:\p{L}\.\s?|\p{L}\s){1,3}\p{L}[\p{L}'’-]+$/u;
