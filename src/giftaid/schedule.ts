@@ -103,6 +103,9 @@ export type Assessment =
  */
 export type Shortened = 'first name' | 'last name' | 'house name or number';
 
+/** Land, not a home, at the start of a line or segment: "Land at Home Farm", "Land adjacent to 4 Mill Lane", "Land to the rear of 12 High St", "Land off Mill Lane". */
+const LAND = /(?:^|[\n\r,;])\s*land\s+(?:at|adj\.?|adjacent|adjoining|next\s+to|near|behind|beside|off|opposite|rear\s+of|to\s+(?:the\s+)?(?:rear|side|north|south|east|west)\s+of|(?:north|south|east|west)\s+of)(?=\s|$)/i;
+
 /** A care-of address anywhere in donor_address ("c/o Mrs Smith", "Flat 2, c/o J Smith", "Care of", "C.O."). */
 const CARE_OF = /(?:^|[\s,])(?:c\/o|c\.o\.|care of)(?=[\s:,]|$)/i;
 /** A PO box anywhere in donor_address ("PO Box 12", "P.O. Box", "POBox12", "Post Office Box 12"). */
@@ -136,6 +139,8 @@ export const REASONS = {
   /** HMRC: a donor's home address, which "cannot be a place of work or care of address" (a review: claimed as the house until 2026-11-29). */
   careOf: "donor_address is a care-of address (c/o): HMRC needs the donor's own home address",
   poBox: "donor_address is a PO box: HMRC needs the donor's home address",
+  /** "Land at Home Farm", "Land adjacent to 4 Mill Lane": a plot, no one's home (claimed as the house until a review of 2026-11-30's changes). */
+  land: "donor_address is land (\"Land at …\"), not a home: HMRC needs the donor's home address",
   houseIsPostcode: "donor_address holds a postcode where the house should be: HMRC needs the house's name or number",
   houseIsName: "donor_address holds the donor's name where the house should be: HMRC needs the house's name or number",
   noPostcode: 'no postcode',
@@ -194,6 +199,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   // A care-of address or a PO box is said to be one whether or not a house was read from it ("J Smith, PO Box12").
   if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
+  else if (LAND.test(d.donor_address ?? '')) reasons.push(REASONS.land);
   else if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);
   else if (house.includes(' ') && donorsOwnName(d)?.(house)) reasons.push(REASONS.houseIsName);

@@ -614,6 +614,8 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(houseNameOrNumber('Holly Bank, 12 High St', { donor_first_name: 'Holly', donor_last_name: 'Doe' }), 'Holly Bank, 12');
     assert.equal(houseNameOrNumber('Rose Mews, Flat 2', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Mews, Flat 2');
     assert.equal(houseNameOrNumber('Rose Mews, 4 Church St', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Mews, 4');
+    assert.equal(claimed(donation({ donor_address: "Lands End, Land Lane" })).houseNameOrNumber, 'Lands End'); // not land
+    assert.equal(claimed(donation({ donor_address: 'Land House, 3 Elm Rd' })).houseNameOrNumber, 'Land House, 3');
     assert.equal(houseNameOrNumber('Rose Bower, Mill Lane', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Bower');
     assert.equal(houseNameOrNumber('Lee Rise, Elm Rd', { donor_first_name: 'Ann', donor_last_name: 'Lee' }), 'Lee Rise');
     assert.equal(houseNameOrNumber('Y Bwthyn, Stryd Fawr, Bala', { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: 'Bala' }), 'Y Bwthyn');
@@ -925,6 +927,10 @@ describe('donations that need attention', () => {
     ['a PO box', { donor_address: 'P.O. Box 123, London' }, REASONS.poBox],
     ['a care-of address after the flat', { donor_address: 'Flat 2, c/o J Smith, 12 High St' }, REASONS.careOf],
     ['a PO box after a name', { donor_address: 'J Smith, PO Box12' }, REASONS.poBox],
+    // Claimed with the house "Land at Home Farm" and "Land adjacent to 4" until a review of 2026-11-30's changes.
+    ['land, not a home', { donor_address: 'Land at Home Farm, Ambridge' }, REASONS.land],
+    ['land beside a house', { donor_address: 'Land adjacent to 4 Mill Lane' }, REASONS.land],
+    ['land behind a house', { donor_address: 'Mrs Jane Doe\nLand to the rear of 12 High St' }, REASONS.land],
     ['an address of "no fixed abode"', { donor_address: 'no fixed abode' }, REASONS.noHouse],
     ['a postcode where the house should be', { donor_address: 'SW1A 1AA' }, REASONS.houseIsPostcode],
     ['no postcode', { donor_postcode: null }, REASONS.noPostcode],
