@@ -106,6 +106,9 @@ export type Shortened = 'first name' | 'last name' | 'house name or number';
 /** Land, not a home, at the start of a line or segment: "Land at Home Farm", "Land adjacent to 4 Mill Lane", "Land to the rear of 12 High St", "Land off Mill Lane". */
 const LAND = /(?:^|[\n\r,;])\s*land\s+(?:at|adj\.?|adjacent|adjoining|next\s+to|near|behind|beside|off|opposite|rear\s+of|to\s+(?:the\s+)?(?:rear|side|north|south|east|west)\s+of|(?:north|south|east|west)\s+of)(?=\s|$)/i;
 
+/** A forces address's BFPO number anywhere in donor_address ("BFPO 123", "HQ 1 Div, BFPO 123"). */
+const BFPO = /(?:^|[\s,;])(bfpo\s?\d+)(?=[\s,;]|$)/i;
+
 /** A care-of address anywhere in donor_address ("c/o Mrs Smith", "Flat 2, c/o J Smith", "Care of", "C.O."). */
 const CARE_OF = /(?:^|[\s,])(?:c\/o|c\.o\.|care of)(?=[\s:,]|$)/i;
 /** A PO box anywhere in donor_address ("PO Box 12", "P.O. Box", "POBox12", "Post Office Box 12"). */
@@ -140,13 +143,16 @@ export const REASONS = {
   careOf: "donor_address is a care-of address (c/o): HMRC needs the donor's own home address",
   poBox: "donor_address is a PO box: HMRC needs the donor's home address",
   /** "Land at Home Farm", "Land adjacent to 4 Mill Lane": a plot, no one's home (claimed as the house until a review of 2026-11-30's changes). */
-  land: "donor_address is land (\"Land at …\"), not a home: HMRC needs the donor's home address",
+  land: "donor_address is land (\"Land at\", \"Land adjacent to\"), not a home: HMRC needs the donor's home address",
   houseIsPostcode: "donor_address holds a postcode where the house should be: HMRC needs the house's name or number",
   houseIsName: "donor_address holds the donor's name where the house should be: HMRC needs the house's name or number",
   noPostcode: 'no postcode',
   badPostcode: (postcode: string) => `postcode ${quoted(postcode)} is not a UK postcode (use X for a donor living outside the UK)`,
   /** "BFPO 123": the advice for a donor abroad (X) is wrong for a forces address, which has a postcode of its own (a review). */
   bfpo: (postcode: string) => `postcode ${quoted(postcode)} is a BFPO number, not a postcode: a forces address has a BF1 postcode (such as BF1 4FB), which is the one to use`,
+  /** "BFPO 123" in donor_address: claimed as the house ("BFPO 123", or a unit's name before it) until a review of 2026-11-30's changes. */
+  bfpoAddress: (bfpo: string) =>
+    `donor_address is a forces address (${quoted(bfpo)}): a BFPO number is not a house name or number, and HMRC matches a donor by their house and postcode; claim it by hand, or give the donor's home address`,
   unwritable: (column: string, chars: readonly string[]) =>
     `${column} holds ${chars.map(quoted).join(', ')}, which HMRC's schedule cannot hold and which has no plain-letter spelling`,
   outOfTime: (cutoff: string, periodEnd?: string) =>
@@ -200,6 +206,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
   else if (LAND.test(d.donor_address ?? '')) reasons.push(REASONS.land);
+  else if (BFPO.test(address)) reasons.push(REASONS.bfpoAddress(normaliseSpaces(BFPO.exec(address)![1]!)));
   else if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);
   else if (house.includes(' ') && donorsOwnName(d)?.(house)) reasons.push(REASONS.houseIsName);

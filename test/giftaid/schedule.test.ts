@@ -937,6 +937,9 @@ describe('donations that need attention', () => {
     ['an empty postcode', { donor_postcode: ' ' }, REASONS.noPostcode],
     ['a postcode that is not a UK one', { donor_postcode: '75008' }, REASONS.badPostcode('75008')],
     ['a BFPO number for a postcode (not a donor abroad: a forces address has a BF1 postcode)', { donor_postcode: 'bfpo  123' }, REASONS.bfpo('bfpo 123')],
+    // Claimed with the house "BFPO 123" and "HQ 1 Div" until a review of 2026-11-30's changes.
+    ['a BFPO number for an address', { donor_address: 'BFPO 123', donor_postcode: 'BF1 3AA' }, REASONS.bfpoAddress('BFPO 123')],
+    ['a unit and a BFPO number for an address', { donor_address: 'HQ 1 Div\nBFPO 123', donor_postcode: 'BF1 3AA' }, REASONS.bfpoAddress('BFPO 123')],
     ['a last name HMRC would mangle', { donor_last_name: 'Doe 🙂' }, REASONS.unwritable('last name', ['🙂'])],
     // Made spaces and claimed as "Ja ne" until 2026-11-29 (a review).
     ['a first name with a control character', { donor_first_name: 'Ja\u0001ne' }, REASONS.unwritable('first name', ['\u0001'])],
