@@ -832,8 +832,11 @@ function withoutPersonsName(segment: string, towns: ReadonlySet<string>, ownName
   return segment;
 }
 
-/** A flat's word that is also a surname ("Mrs Jane Block", "Mr Tom Room", "Mr Sam Unit"). */
-const SURNAME_PART = /^(?:block|room|floor|level|suite|unit|studio)$/i;
+/**
+ * A flat's word that is also a surname ("Mrs Jane Block", "Mr Tom Room"). Not Unit or Studio, far
+ * more often a flat than a name: with them, "Mrs J Doe Unit 4 Elm Rd" lost its unit (a review).
+ */
+const SURNAME_PART = /^(?:block|room|floor|level|suite)$/i;
 /** The word before a telephone number: "Tel", "Tel:", "Tel.", "Telephone", "Phone", "Mob", "Mobile". */
 const TELEPHONE_MARK = /^(?:tel|telephone|phone|mob|mobile)\.?:?$/i;
 /**

@@ -718,7 +718,7 @@ describe('house name or number, from the start of donor_address', () => {
     ['1234 High St', '1234'],
   ], { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_postcode: 'BS1 4DJ' }, ' of Jane Doe of BS1 4DJ');
 
-  // A surname that is also a flat's word (Block, Room, Floor, Level, Suite, Unit, Studio), after a title, with a number and a street after it:
+  // A surname that is also a flat's word (Block, Room, Floor, Level, Suite), after a title, with a number and a street after it:
   // the number is the house's. Until a review of 2026-11-30's changes "Mrs Jane Block 12 High St" was claimed with the
   // house "Block 12", the name taken for a block of flats.
   for (const donor of [{ donor_first_name: 'Jane', donor_last_name: 'Block' }, { donor_first_name: 'Jane', donor_last_name: 'Doe' }]) {
@@ -729,8 +729,8 @@ describe('house name or number, from the start of donor_address', () => {
       ['Mrs Jane Floor 3 Elm Rd', '3'],
       ['Mr John Suite 3 Elm Rd', '3'],
       ['Miss Amy Level 9 Elm Rd', '9'],
-      ['Mr Sam Unit 4 Elm Rd', '4'], // Unit and Studio too: "Unit 4" until the day's last review
-      ['Ms Ann Studio 7 Elm Rd', '7'],
+      // Unit, far more often a flat than a surname, stays the flat's (for one day taken as a name, and the unit lost).
+      ['Mrs J Doe Unit 4 Elm Rd', 'Unit 4'],
       // Unchanged: a flat's own word, or a block with its building's number after it.
       ['Mrs Jane Smith Flat 3 High St', 'Flat 3'],
       ['Mrs Jane Smith Flat 3 12 High St', 'Flat 3, 12'],
