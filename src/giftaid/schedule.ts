@@ -557,11 +557,13 @@ const SQUARE_FIRST = new RegExp(String.raw`^(?:${SAINT})?(?:\S+\s+)?\S+\s+(?:squ
  * 2026-11-30's changes, each needed attention as a street.
  */
 const SQUARE_NAME = new RegExp(String.raw`^(?:the\s[^,]+|\S+\s+(?:gardens|terrace)),\s(?:[^,]*\s)?${STREET_WORD}$`, 'i');
+/** A Welsh street's first word: Heol, Stryd, Ffordd, and Lôn (also written Lon: "Lôn Las" was claimed as a house until a review of 2026-11-30's changes). */
+const WELSH_STREET = 'heol|stryd|ffordd|l[oô]n';
 /** A line ending in an English street's word ("Upper Richmond Road"); STREET also takes a Welsh street ("Heol y Frenhines"). */
 const STREET_AT_END = new RegExp(String.raw`(?:^|\s)${STREET_WORD}$`, 'i');
-const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
+const STREET = new RegExp(String.raw`(?:^|\s)(?:${STREET_WORD}|(?:${WELSH_STREET})\s.+)$`, 'i');
 /** The street at the end of a text with no comma, and the word before it: "Mill House Mill Lane" is "Mill House" and "Mill Lane". */
-const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:heol|stryd|ffordd)\s.+)$`, 'i');
+const TRAILING_STREET = new RegExp(String.raw`^(.*?)\s*(?:\S+\s+${STREET_WORD}|(?:${WELSH_STREET})\s.+)$`, 'i');
 /** A street's first word, before two more ("Upper Richmond Road", "Old Kent Road"), never a house name's last. */
 const STREETS_FIRST_WORD = 'upper|lower|old|new|great|little|north|south|east|west|nether';
 /**

@@ -621,6 +621,14 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(houseNameOrNumber('Y Bwthyn, Stryd Fawr, Bala', { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: 'Bala' }), 'Y Bwthyn');
   });
 
+  test('a Welsh street that begins with Lôn (or Lon) is a street, as one with Heol, Stryd or Ffordd is: "Lôn Las, Llanfairpwll" was claimed with the house "Lôn Las" (the day\'s last review)', () => {
+    const donor = { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_postcode: 'LL61 5JA' };
+    assert.equal(houseNameOrNumber('Lôn Las, Llanfairpwll', donor), '');
+    assert.equal(houseNameOrNumber('Lon Las, Llanfairpwll', donor), '');
+    assert.equal(houseNameOrNumber('3 Lôn Las', donor), '3');
+    assert.equal(houseNameOrNumber('Ty Gwyn, Lôn Las', donor), 'Ty Gwyn');
+  });
+
   // A flat and its building's name on one line, perhaps with the town and postcode after them, read as with commas: until
   // 2026-11-30 "Flat 3 Ivy Court London" was claimed whole as the house (a review of house reading).
   readsAs([
