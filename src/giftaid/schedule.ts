@@ -707,6 +707,9 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
       segment = within.number;
     }
     const number = leadingNumber(segment);
+    // Five digits or more are no UK house's number (buildingNumber): "12345 Elm Rd" was claimed with the house "12345" (the day's
+    // last review). Abroad (postcode X) they may be: "10001 Main Street".
+    if (number && /\d{5}/.test(number.value) && hmrcPostcode(donor?.donor_postcode ?? null).value !== 'X') return '';
     if (number) {
       const building = number.value.includes('/') ? leadingNumber(number.rest === '' ? next : number.rest) : undefined;
       const flatAfter = parts.length === 0 && !building ? trailingPartOfBuilding(number.rest, next) : undefined;

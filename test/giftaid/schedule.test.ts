@@ -621,6 +621,13 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(houseNameOrNumber('Y Bwthyn, Stryd Fawr, Bala', { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: 'Bala' }), 'Y Bwthyn');
   });
 
+  test('a number of five digits or more is no UK house\'s: needs attention ("12345 Elm Rd" was claimed with the house "12345"); abroad it may be', () => {
+    assert.equal(houseNameOrNumber('12345 Elm Rd', { donor_postcode: 'LS8 1AA' }), '');
+    assert.equal(houseNameOrNumber('Flat 12, 10001 Elm Rd', { donor_postcode: 'LS8 1AA' }), '');
+    assert.equal(houseNameOrNumber('1234 Elm Rd', { donor_postcode: 'LS8 1AA' }), '1234');
+    assert.equal(houseNameOrNumber('10001 Main Street', { donor_postcode: 'X' }), '10001');
+  });
+
   test('a Welsh street that begins with Lôn (or Lon) is a street, as one with Heol, Stryd or Ffordd is: "Lôn Las, Llanfairpwll" was claimed with the house "Lôn Las" (the day\'s last review)', () => {
     const donor = { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_postcode: 'LL61 5JA' };
     assert.equal(houseNameOrNumber('Lôn Las, Llanfairpwll', donor), '');
