@@ -605,7 +605,8 @@ for (const backend of BACKENDS) describe(`hostile input [${backend.name}]`, () =
           const sent: Sent = { op: 'create', ...who, object: parsed.object };
           const headers = { authorization, 'content-type': 'application/json', 'idempotency-key': key };
           const res = await inject(sent, { headers, payload: text });
-          if (valid) assertStatus(res, 'create', 200, 422);
+          // A long string of characters JSON escapes six bytes each (NUL as \u0000) can pass the body's limit: a 413 then (a CI run drew one).
+          if (valid) assertStatus(res, 'create', ...(Buffer.byteLength(text) > BODY_LIMIT ? [413] : [200, 422]));
           if (retry && key !== undefined && res.status === 200) {
             // The client retries (say, after a timeout): the first answer again, and nothing new stored.
             const again = await inject(sent, { headers, payload: text });
