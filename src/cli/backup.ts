@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
-import { charityChangesAfter, claimsUnsettledBy, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { charityChangesAfter, claimsUnsettledBy, type CharityChange, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { migrations } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
@@ -28,7 +28,7 @@ const ON_POSTGRES =
 const counts = (s: CopySummary) => ({ charities: s.charities, donations: s.donations, schema: s.schema });
 
 const describe = (s: CopySummary) =>
-  `${(s.bytes / 1048576).toFixed(1)} MB, integrity ok, schema ${s.schema}: ${s.charities === 1 ? '1 charity' : `${s.charities.toLocaleString('en-GB')} charities`}, ` +
+  `${(s.bytes / 1048576).toFixed(1)} MB, integrity ok, schema ${s.schema}: ${count(s.charities, 'charity', 'charities')}, ` +
   `${count(s.donations, 'donation')}, ${count(s.idempotencyKeys, 'idempotency key')}, ${count(s.giftaidClaims, 'Gift Aid claim')}`;
 
 const writable = (folder: string) => {
@@ -132,10 +132,11 @@ export function restoreCommand(): Command {
           const restored = heldBy(backupTrail);
           // Whether the claims made since the backup were taken in: a claim is refused until they are, or the operator has checked (giftaid.ts).
           // Known only from a replaced database that goes on from the backup, its own settled (not one the server had just made: a review).
-          const claims_since_backup = replaced && continuesFrom(replaced.trail, backupTrail) && !claimsUnsettledBy(replaced.trail) ? 'kept' : 'unknown';
+          const continuing = replaced && continuesFrom(replaced.trail, backupTrail) ? replaced : undefined;
+          const claims_since_backup = continuing && !claimsUnsettledBy(continuing.trail) ? 'kept' : 'unknown';
           await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
           // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
-          const charities = replaced && continuesFrom(replaced.trail, backupTrail) ? charityChangesAfter(replaced.trail, restored) : undefined;
+          const charities = continuing && charityChangesAfter(continuing.trail, restored);
           return { charities, ...(replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true }) };
         },
         { duringRestore: true },
@@ -530,9 +531,10 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         const restored = heldBy(backupTrail);
         const donations = await store.count('donations');
         // A claim is refused until they are taken in, or the operator has checked (giftaid.ts): so too over a database whose own were unsettled.
-        const claims_since_backup = now.schema.length > 0 && continuesFrom(now.trail, backupTrail) && !claimsUnsettledBy(now.trail) ? 'kept' : 'unknown';
+        const continues = now.schema.length > 0 && continuesFrom(now.trail, backupTrail);
+        const claims_since_backup = continues && !claimsUnsettledBy(now.trail) ? 'kept' : 'unknown';
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
-        const charities = now.schema.length > 0 && continuesFrom(now.trail, backupTrail) ? charityChangesAfter(now.trail, restored) : undefined;
+        const charities = continues ? charityChangesAfter(now.trail, restored) : undefined;
         return { donations, charities, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
       },
       { duringRestore: true },
@@ -890,7 +892,7 @@ function notInBackup(held: number | undefined, restored: number, keptIn: string 
  * change of state it recorded since, or that there was none. Until 2026-11-30 the general reminder
  * alone, whatever the trail held (an operator's review).
  */
-function asAtBackup(changes: { action: string; target: string; at: string }[] | undefined): string {
+function asAtBackup(changes: CharityChange[] | undefined): string {
   if (changes === undefined) return AS_AT_BACKUP;
   if (changes.length === 0) {
     return "Charities' passwords and their disabled or enabled state are as they were at the backup, and the replaced database's audit trail records no sign-up, rotation, end of grace, disable or enable since: nothing of theirs to do again.";

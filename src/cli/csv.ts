@@ -27,6 +27,9 @@ export function asText(cell: string): string {
   return safe.startsWith("'") || !readAsValue(cell) ? safe : `'${safe}`;
 }
 
+/** A cell for a spreadsheet: a value column's (an amount, an id, a date) as written, for the spreadsheet to read as the value; a text column's as text (asText). */
+export const spreadsheetCell = (cell: string, value: boolean): string => (value ? withoutFormula(cell) : asText(cell));
+
 /**
  * Whether a spreadsheet opening CSV may read this text as a value: spaces at the ends aside (they
  * are trimmed), a boolean or an error, or text with a digit and no letters but an exponent's `e`, a

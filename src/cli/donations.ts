@@ -6,7 +6,7 @@ import { type Cast, stringify } from 'csv-stringify';
 import { toDonationRecord } from '../donations/donation.js';
 import { DONATION_FIELDS } from '../donations/fields.js';
 import type { ExportedDonation } from '../store/store.js';
-import { asText, RFC_4180, withoutFormula } from './csv.js';
+import { RFC_4180, spreadsheetCell } from './csv.js';
 import { checkCharity, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
@@ -31,7 +31,7 @@ function encoder({ format, bom, spreadsheet }: Pick<ExportOptions, 'format' | 'b
 const VALUE_COLUMNS = new Set<string | number | undefined>([...DONATION_FIELDS.filter((f) => f.kind === 'amount' || f.kind === 'date').map((f) => f.name), 'recorded_at']);
 
 /** A string cell for a spreadsheet: a value column's as written, to be read as the value; a text column's as text. */
-const forSpreadsheet: Cast<string> = (value, { column }) => (VALUE_COLUMNS.has(column) ? withoutFormula(value) : asText(value));
+const forSpreadsheet: Cast<string> = (value, { column }) => spreadsheetCell(value, VALUE_COLUMNS.has(column));
 
 export function exportRow(d: ExportedDonation) {
   return { ...toDonationRecord(d), charity: d.charity, recorded_at: d.recorded_at };

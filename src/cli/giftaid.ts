@@ -39,7 +39,7 @@ import type { StoredDonation } from '../donations/donation.js';
 import type { Store } from '../store/store.js';
 import { claimsUnsettledBy } from '../store/audit.js';
 import { formatMicros, ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
-import { asText, RFC_4180, withoutFormula } from './csv.js';
+import { RFC_4180, spreadsheetCell } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
 import { count, print, printJson, withStore } from './io.js';
 import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
@@ -532,7 +532,7 @@ async function writeNewFiles(
   return files.map((f) => f.name);
 }
 
-/** needs-attention's columns that hold a value, for a spreadsheet to read as one (a number, a date); the others are text, written as such (asText). */
+/** needs-attention's columns that hold a value, for a spreadsheet to read as one (a number, a date); the others are text (spreadsheetCell). */
 const ATTENTION_VALUES = new Set<string>(['id', 'donation_date', 'amount']);
 
 /**
@@ -543,7 +543,7 @@ const ATTENTION_VALUES = new Set<string>(['id', 'donation_date', 'amount']);
 async function writeAttention(dir: string, name: string, rows: readonly AttentionRow[]): Promise<void> {
   const path = join(dir, name);
   if (rows.length === 0) return void (await rm(path, { force: true })); // no stale to-do list left behind
-  const cells = rows.map((r) => attentionCells(r).map((cell, i) => (ATTENTION_VALUES.has(ATTENTION_COLUMNS[i]!) ? withoutFormula(cell) : asText(cell))));
+  const cells = rows.map((r) => attentionCells(r).map((cell, i) => spreadsheetCell(cell, ATTENTION_VALUES.has(ATTENTION_COLUMNS[i]!))));
   const csv = stringify([[...ATTENTION_COLUMNS], ...cells], { bom: true, ...RFC_4180 });
   const partial = join(dir, `.${name}.${process.pid}-${randomBytes(4).toString('hex')}.partial`); // another run's is not this one's
   try {

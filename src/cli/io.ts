@@ -86,7 +86,7 @@ export function printAtOnce(lines: string[], lost: (err: NodeJS.ErrnoException) 
   process.stdout.write(`${lines.join('\n')}\n`, (err) => err && lost(err));
 }
 
-/** `n` things, in words as a person writes them: `1 donation`, `2 donations`, `1,250 donations`. */
-export function count(n: number, noun: string): string {
-  return `${n.toLocaleString('en-GB')} ${noun}${n === 1 ? '' : 's'}`;
+/** `n` things, in words as a person writes them: `1 donation`, `2 donations`, `1,250 donations` (`plural` where an s is not it: `charities`). */
+export function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n.toLocaleString('en-GB')} ${n === 1 ? noun : plural}`;
 }

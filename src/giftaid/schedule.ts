@@ -483,10 +483,13 @@ function leadingNumber(segment: string): { value: string; rest: string } | undef
   return { value, rest: segment.slice(m[0].length).trim() };
 }
 
-/** A building's number after a house name: a UK house number has at most four digits ("00100 Roma" is a postcode). */
+/** Whether a number can be a UK house's: it has at most four digits ("00100 Roma" is a postcode, "07700" a telephone's). */
+const ukHouseNumber = (value: string): boolean => !/\d{5}/.test(value);
+
+/** A building's number after a house name, a UK house's (ukHouseNumber). */
 function buildingNumber(segment: string): string | undefined {
   const number = leadingNumber(segment);
-  return number && !/\d{5}/.test(number.value) ? number.value : undefined;
+  return number && ukHouseNumber(number.value) ? number.value : undefined;
 }
 
 const NUMBER_WORD = 'one|two|three|four|five|six|seven|eight|nine|ten';
@@ -709,7 +712,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     const number = leadingNumber(segment);
     // Five digits or more are no UK house's number (buildingNumber): "12345 Elm Rd" was claimed with the house "12345" (the day's
     // last review). Abroad (postcode X) they may be: "10001 Main Street".
-    if (number && /\d{5}/.test(number.value) && hmrcPostcode(donor?.donor_postcode ?? null).value !== 'X') return '';
+    if (number && !ukHouseNumber(number.value) && hmrcPostcode(donor?.donor_postcode ?? null).value !== 'X') return '';
     if (number) {
       const building = number.value.includes('/') ? leadingNumber(number.rest === '' ? next : number.rest) : undefined;
       const flatAfter = parts.length === 0 && !building ? trailingPartOfBuilding(number.rest, next) : undefined;
@@ -843,14 +846,17 @@ function withoutPersonsName(segment: string, towns: ReadonlySet<string>, ownName
  */
 const SURNAME_PART = /^(?:block|room|floor|level|suite)$/i;
 /** The word before a telephone number: "Tel", "Tel:", "Tel.", "Telephone", "Phone", "Mob", "Mobile". */
-const TELEPHONE_MARK = /^(?:tel|telephone|phone|mob|mobile)\.?:?$/i;
+const TELEPHONE_WORD = String.raw`(?:tel|telephone|phone|mob|mobile)\.?:?`;
+const TELEPHONE_MARK = new RegExp(`^${TELEPHONE_WORD}$`, 'i');
+/** A telephone number, perhaps after its mark (isTelephone). */
+const TELEPHONE = new RegExp(String.raw`^(?:(${TELEPHONE_WORD})\s?)?(\+?[\d\s()-]+)$`, 'i');
 /**
  * A segment that is a telephone number: digits, spaces, "+", brackets and dashes, nine digits or more, or six
  * after its mark ("07700 900123", "+44 7700 900123", "Tel: 0113 496 0000"). A house's number has at most four
  * digits; until a review of 2026-11-30's changes "07700 900123, Rose Cottage" was claimed with the house "07700".
  */
 function isTelephone(segment: string): boolean {
-  const m = /^(?:((?:tel|telephone|phone|mob|mobile)\.?:?)\s?)?(\+?[\d\s()-]+)$/i.exec(segment);
+  const m = TELEPHONE.exec(segment);
   return m !== null && m[2]!.replace(/\D/g, '').length >= (m[1] === undefined ? 9 : 6);
 }
 
@@ -1064,7 +1070,7 @@ function withoutTownAtEnd(text: string, towns: ReadonlySet<string>): string {
  * "City of London" are not the town after "Old", "Little", "City of" (until a review of 2026-11-30's
  * changes "Flat 6 Old Sutton" gave "Flat 6, Old").
  */
-const DANGLING = /^(?:old|new|little|great|greater|upper|lower|nether|north|south|east|west|central|inner|outer|of|on|upon|in|under|by|next|the|le|st|saint)$/i;
+const DANGLING = new RegExp(`^(?:${STREETS_FIRST_WORD}|greater|central|inner|outer|of|on|upon|in|under|by|next|the|le|st|saint)$`, 'i');
 
 /**
  * A UK postcode as HMRC wants it: capital letters, one space before the last three characters

@@ -124,6 +124,9 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
   return { donors, retention };
 }
 
+/** A charity's sign-up, rotation, end of grace, disable or enable, as its trail entry names it. */
+export type CharityChange = Pick<AuditRecord, 'action' | 'target' | 'at'>;
+
 /** What a trail records of a charity's sign-up, password and state: a restore brings each back as it was at the backup. */
 const CHARITY_CHANGES = new Set(['charity create', 'charity rotate', 'charity end-grace', 'charity disable', 'charity enable']);
 
@@ -132,7 +135,7 @@ const CHARITY_CHANGES = new Set(['charity create', 'charity rotate', 'charity en
  * trail records and the backup's does not (entry by entry, as erasuresAfter), in order: each the
  * operator's to do again, as a restore brings the charities back as they were at the backup.
  */
-export function charityChangesAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>[], restored: ReadonlySet<string>): { action: string; target: string; at: string }[] {
+export function charityChangesAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>[], restored: ReadonlySet<string>): CharityChange[] {
   return trail.filter((e) => CHARITY_CHANGES.has(e.action) && !restored.has(entryKey(e))).map(({ action, target, at }) => ({ action, target, at }));
 }
 

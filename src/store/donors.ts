@@ -13,7 +13,7 @@ import { toStoredDonation } from './rows.js';
 import type { Database, DonationsTable } from './schema.js';
 
 /** How long an erasure waits for readers to let it empty the WAL (SQLite): see DonorData.emptyWal. */
-export const WAL_EMPTIED_WITHIN_MS = 60_000;
+const WAL_EMPTIED_WITHIN_MS = 60_000;
 
 /** How often emptyWal tries again while a reader holds the WAL. */
 const WAL_TRY_EVERY_MS = 100;
