@@ -1,9 +1,10 @@
 // The donations with their charity's username, filtered: what an export, a donor's export and an
 // erasure read. One statement of the filters, so the three always pick the same donations.
 import { createHash } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { domainToASCII } from 'node:url';
 import { foldEmail, foldEmailCase } from '../donations/donation.js';
+import type { DatabaseLocation } from '../config.js';
 import type { Database } from './schema.js';
 
 export interface DonationFilter {
@@ -24,8 +25,14 @@ export interface DonorScan {
   lastId: number;
 }
 
-/** How many ids one statement is given at most: SQLite's limit on a statement's parameters is 32,766, PostgreSQL's 65,535. */
-const IDS_AT_ONCE = 1000;
+/**
+ * `column` is one of `ids`, however many: they go as one parameter (a JSON array on SQLite, an array
+ * on PostgreSQL), where a parameter each met SQLite's limit of 32,766 a statement and PostgreSQL's of
+ * 65,535. A donor with more donations than that could not be exported or erased (until 2026-11-30).
+ */
+export function isOneOf(dialect: DatabaseLocation['dialect'], column: string, ids: readonly number[]): RawBuilder<boolean> {
+  return dialect === 'postgres' ? sql<boolean>`${sql.ref(column)} = any(${[...ids]}::bigint[])` : sql<boolean>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(ids)}))`;
+}
 
 
 /**
@@ -56,14 +63,14 @@ const referenceOf = (folded: string): string => `donor ${createHash('sha256').up
  * The query, unordered and unrun: within `db` (a transaction, say). A donor's donations are looked
  * up first (donorScan), as their addresses are folded here, not by the database.
  */
-export async function donationsWithCharity(db: Kysely<Database>, filter: DonationFilter = {}) {
+export async function donationsWithCharity(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], filter: DonationFilter = {}) {
   let q = db.selectFrom('donations').innerJoin('charities', 'charities.id', 'donations.charity_id').selectAll('donations').select('charities.username as charity');
   if (filter.charity !== undefined) q = q.where('charities.username', '=', filter.charity);
   if (filter.from !== undefined) q = q.where('donations.donation_date', '>=', filter.from);
   if (filter.to !== undefined) q = q.where('donations.donation_date', '<=', filter.to);
   if (filter.donorEmail !== undefined) {
-    const ids = filter.donorScanned === undefined ? (await donorScan(db, filter.donorEmail)).ids : await donorDonationsSince(db, filter.donorEmail, filter.donorScanned);
-    q = ids.length > 0 ? q.where('donations.id', 'in', ids) : q.where(sql<boolean>`1 = 0`);
+    const ids = filter.donorScanned === undefined ? (await donorScan(db, filter.donorEmail)).ids : await donorDonationsSince(db, dialect, filter.donorEmail, filter.donorScanned);
+    q = q.where(isOneOf(dialect, 'donations.id', ids));
   }
   return q;
 }
@@ -101,13 +108,11 @@ function donorsRow(email: string): (row: { donor_email: string; erased_donor: st
  * read. Donations are never re-addressed, only erased, and ids only grow, so nothing else can have
  * become theirs.
  */
-async function donorDonationsSince(db: Kysely<Database>, email: string, scanned: DonorScan): Promise<number[]> {
+async function donorDonationsSince(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], email: string, scanned: DonorScan): Promise<number[]> {
   const isTheirs = donorsRow(email);
   const ids: number[] = [];
-  for (let i = 0; i < scanned.ids.length; i += IDS_AT_ONCE) {
-    const rows = await db.selectFrom('donations').select(['id', 'donor_email', 'erased_donor']).where('id', 'in', scanned.ids.slice(i, i + IDS_AT_ONCE)).execute();
-    for (const row of rows) if (isTheirs(row)) ids.push(Number(row.id));
-  }
+  const rows = await db.selectFrom('donations').select(['id', 'donor_email', 'erased_donor']).where(isOneOf(dialect, 'id', scanned.ids)).execute();
+  for (const row of rows) if (isTheirs(row)) ids.push(Number(row.id));
   return [...ids, ...(await donorScan(db, email, scanned.lastId)).ids];
 }
 

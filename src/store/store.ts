@@ -295,7 +295,7 @@ export class Store {
 
   /** Streams donations in id order, filtered by charity, by inclusive donation_date bounds and by donor. */
   async *exportDonations(filter: DonationFilter): AsyncIterable<ExportedDonation> {
-    for await (const row of (await donationsWithCharity(this.db, filter)).orderBy('donations.id').stream(500)) {
+    for await (const row of (await donationsWithCharity(this.db, this.dialect, filter)).orderBy('donations.id').stream(500)) {
       yield { ...toStoredDonation(row), charity: row.charity };
     }
   }

@@ -27,7 +27,7 @@ for (const backend of BACKENDS) {
         assert.deepEqual(scanned.ids, [first]);
         const after = await record('ann.donor@example.org'); // between the scan and the erasure's transaction
         await record('someone.else@example.org');
-        const ids = async () => (await (await donationsWithCharity(db, { donorEmail: 'ANN.DONOR@example.org', donorScanned: scanned })).execute()).map((r) => Number(r.id)).sort((a, b) => a - b);
+        const ids = async () => (await (await donationsWithCharity(db, backend.name, { donorEmail: 'ANN.DONOR@example.org', donorScanned: scanned })).execute()).map((r) => Number(r.id)).sort((a, b) => a - b);
         assert.deepEqual(await ids(), [first, after]);
         // Erased in full meanwhile (another erasure): no longer theirs by address or reference.
         await store.donors.erase({ email: 'ann.donor@example.org', today: '2040-01-01', dryRun: false });
