@@ -7,7 +7,10 @@
 //
 // almoner/client is not on the npm registry, and the registry's "almoner" is someone else's: never
 // `npm install almoner`. Install it from a copy of Almoner your operator gives you, built with
-// `npm ci`: `npm install /path/to/almoner` (it links that folder).
+// `npm ci`: `npm install /path/to/almoner` (it links that folder). This file uses top-level
+// `await`, so your project must be an ES module: `npm pkg set type=module` (npm init -y makes a
+// CommonJS one, where tsx stops: "Top-level await is currently not supported with the "cjs"
+// output format"), or name the file .mts. Then `npm install -D tsx` and run it as above.
 import { randomUUID } from 'node:crypto';
 import { AlmonerClient, AlmonerError, ValidationError, type DonationInput } from 'almoner/client';
 

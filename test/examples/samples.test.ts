@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { basename, join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { codeSampleFiles, EXAMPLES_DIR, type OperationId } from '../../src/http/code-samples.js';
 import { EXAMPLE_RECORD, startTestApp, type TestContext } from '../support/app.js';
+import { tempDir } from '../support/backends.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const EXAMPLES = EXAMPLES_DIR;
@@ -339,6 +340,35 @@ describe('examples/: every code sample, run against a live server', () => {
         assert.match(result.stderr, /refused|connect/i);
         assert.equal(result.stdout, '');
       });
+    });
+  }
+});
+
+describe("examples/: the typed client's samples in an integrator's own project", () => {
+  // README: "The code samples of the docs page and the OpenAPI document say the same" (that the
+  // project must be an ES module). They did not, and copied into a project `npm init -y` made
+  // (CommonJS), tsx stopped on their top-level await (an integrator's review, 2026-11-30).
+  const TSX = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+  const typed = SAMPLES.find((s) => s.language.startsWith('TypeScript'))!;
+  for (const file of [typed.files.me, typed.files.create]) {
+    test(`${file} says it needs an ES module project, and runs in one as it says (and not in a CommonJS one)`, { skip: typed.missing() }, () => {
+      const source = readFileSync(join(EXAMPLES, file), 'utf8');
+      assert.match(source, /npm pkg set type=module/);
+      assert.match(source, /\.mts\b/);
+      const runIn = (packageJson: string) => {
+        const project = tempDir();
+        mkdirSync(join(project, 'node_modules'));
+        symlinkSync(ROOT, join(project, 'node_modules', 'almoner'), 'dir');
+        writeFileSync(join(project, 'package.json'), packageJson);
+        writeFileSync(join(project, file), source);
+        // Without credentials a sample stops at once, naming them: as far as it needs to get here.
+        return spawnSync(process.execPath, [TSX, file], { cwd: project, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 60_000 });
+      };
+      const commonJs = runIn('{"name":"app","version":"1.0.0"}\n');
+      assert.match(commonJs.stderr, /Top-level await is currently not supported with the "cjs" output format/);
+      const esm = runIn('{"name":"app","version":"1.0.0","type":"module"}\n');
+      assert.equal(esm.status, 1, esm.stderr);
+      assert.match(esm.stderr, /Set ALMONER_USERNAME and ALMONER_PASSWORD/);
     });
   }
 });
