@@ -169,7 +169,10 @@ export class AlmonerClient {
     try {
       response = await doFetch(url, {
         method: 'POST',
-        headers: { Accept: 'application/json', Authorization: this.#authorization, ...headers },
+        // X-Requested-With: a 401 is then challenged with XBasic, not Basic, so that a browser (from the
+        // server's own origin) hands it to the caller as an AuthenticationError instead of covering the
+        // page with its login dialog, and resending the request with whatever is typed there (a review).
+        headers: { Accept: 'application/json', Authorization: this.#authorization, 'X-Requested-With': 'XMLHttpRequest', ...headers },
         ...(payload === undefined ? {} : { body: payload }),
         // A redirect is reported, not followed: following one could resend the donation elsewhere.
         redirect: 'manual',

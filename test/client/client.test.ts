@@ -80,6 +80,8 @@ for (const backend of BACKENDS) {
       for (const h of seen) {
         assert.equal(h.get('accept'), 'application/json');
         assert.equal(h.get('authorization'), t.charity.authorization);
+        // So that a browser leaves a 401 to the caller rather than showing its login dialog.
+        assert.equal(h.get('x-requested-with'), 'XMLHttpRequest');
       }
       assert.equal(seen[0]?.get('content-type'), null);
       assert.equal(seen[1]?.get('content-type'), 'application/json');
