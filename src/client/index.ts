@@ -36,17 +36,17 @@ export interface AlmonerClientOptions {
   /** The charity's password. */
   password: string;
   /** The fetch to use; the global one by default. */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /**
    * Milliseconds to wait for a complete answer before a TimeoutError; 30,000 by default.
    * `Infinity` waits for ever.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 export interface RequestOptions {
   /** Aborts the call; it then rejects with the signal's reason, as fetch does. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface CreateDonationOptions extends RequestOptions {
@@ -55,7 +55,7 @@ export interface CreateDonationOptions extends RequestOptions {
    * and the same donation gets the first answer again (`replayed: true`) instead of recording a
    * second donation. Keys are remembered for 24 hours.
    */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
 }
 
 /** Who the credentials belong to, as `me()` returns it. */

@@ -141,10 +141,15 @@ export type Entry = readonly [key: string, expression: string];
 /** The expression reading `key` of the object named `object`, for compiledObject: by name, as V8 reads `o.key`. */
 export const read = (object: string, key: string): string => `${object}[${JSON.stringify(key)}]`;
 
-/** A donation as a charity sends it: the required fields required, the others optional. */
+/**
+ * A donation as a charity sends it: the required fields required, the others optional. An optional
+ * field may be `undefined` too, which JSON leaves out, as it does an omitted one: without it, a project
+ * with `exactOptionalPropertyTypes` (in the tsconfig `tsc --init` writes) could not pass an optional
+ * value it may not have (`donor_phone: form.phone`) though the client sends it correctly (a review).
+ */
 export type DonationInput = Simplify<
   { [F in DonationField as F['required'] extends true ? F['name'] : never]: Of<F, 'input'> } & {
-    [F in DonationField as F['required'] extends true ? never : F['name']]?: Of<F, 'input'>;
+    [F in DonationField as F['required'] extends true ? never : F['name']]?: Of<F, 'input'> | undefined;
   }
 >;
 

@@ -328,6 +328,34 @@ describe('almoner/client without a live service', () => {
     }
   });
 
+  test("the types take an optional value that may be undefined under exactOptionalPropertyTypes (in the tsconfig tsc --init writes), as the client does", async () => {
+    // Until 2026-11-30 `donor_phone: form.phone` (string | undefined) and `{ idempotencyKey: maybeKey }`
+    // failed to compile there (TS2375, TS2379), though the client sends both correctly (an integrator's review).
+    const project = tempDir();
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(ROOT, join(project, 'node_modules', 'almoner'), 'dir');
+    writeFileSync(join(project, 'package.json'), '{"type":"module"}\n');
+    writeFileSync(
+      join(project, 'app.ts'),
+      [
+        "import { AlmonerClient, type DonationInput } from 'almoner/client';",
+        'export function send(phone: string | undefined, key: string | undefined, signal: AbortSignal | undefined, timeoutMs: number | undefined) {',
+        "  const client = new AlmonerClient({ baseUrl: 'http://x', username: 'u', password: 'p', timeoutMs, fetch: undefined });",
+        "  const donation: DonationInput = { donor_email: 'a@example.com', gift_aid: 'yes', amount: '1', donation_type: 'one-time', donor_phone: phone, zakat_donation: undefined };",
+        '  return [client.createDonation(donation, { idempotencyKey: key, signal }), client.me({ signal })];',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const run = spawnSync(process.execPath, [TSC, '--noEmit', '--strict', '--exactOptionalPropertyTypes', '--module', 'nodenext', '--target', 'es2022', 'app.ts'], { cwd: project, encoding: 'utf8' });
+    assert.equal(run.status, 0, `${run.stdout}${run.stderr}`);
+    // And undefined is sent as nothing: no Idempotency-Key header, no donor_phone key.
+    const { client, calls } = answering(json(200, { data: { id: 1 } }));
+    await client.createDonation({ ...EXAMPLE_DONATION, donor_phone: undefined }, { idempotencyKey: undefined, signal: undefined });
+    assert.equal(new Headers(calls[0]?.init?.headers).get('idempotency-key'), null);
+    assert.ok(!('donor_phone' in JSON.parse(String(calls[0]?.init?.body))));
+  });
+
   test('a non-JSON error page (a proxy 502) is an UnavailableError with the status and the text', async () => {
     const { client } = answering(() => new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }));
     const err = await rejection(client.me(), UnavailableError);
