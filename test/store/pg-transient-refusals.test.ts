@@ -80,7 +80,14 @@ describe('PostgreSQL refusing writes for a moment [postgres]', { skip: postgres 
     } finally {
       await setForNewSessions('reset default_transaction_read_only');
     }
-    assert.equal((await create('read-only-1')).statusCode, 200, 'the key of a 503 is not used up');
+    // A pooled session the reset ended may yet answer one 503 of its own (seen once on Node 24): the same create is
+    // sent again with its key, as a client does after a 503, and is stored once.
+    const body = JSON.stringify(exampleDonation({ donor_email: 'read-only-again@example.org' }));
+    const again = () => app.inject({ method: 'POST', url: '/api/v1/donation/create', headers: { authorization, 'content-type': 'application/json', 'idempotency-key': 'read-only-1' }, payload: body });
+    let res = await again();
+    for (let tries = 1; res.statusCode === 503 && tries < 5; tries++) res = await again();
+    assert.equal(res.statusCode, 200, 'the key of a 503 is not used up');
+    assert.equal(await stored(), before + 1);
   });
 
   test('a privilege revoked from the server\'s database user while it runs (42501): every create is a 503, nothing is stored, /health/ready says not ready, and the grant back puts it right', async () => {
