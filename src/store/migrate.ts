@@ -1,7 +1,7 @@
 // Brings a database's schema up to date: every migration in migrations/, in order, once.
 import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely } from 'kysely';
 import { ConfigError, type DatabaseLocation } from '../config.js';
-import { migrations } from './migrations/index.js';
+import { migrations, WITHDRAWN_MIGRATIONS } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 
@@ -44,6 +44,8 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
     return false; // no bookkeeping table yet
   }
   const known = Object.keys(migrations(dialect));
+  // One that was taken back is undone by migrateOn, not taken for a newer Almoner's.
+  if (applied.some((name) => name in WITHDRAWN_MIGRATIONS)) return false;
   const newer = applied.filter((name) => !known.includes(name)).sort();
   // Kysely said "corrupted migrations: previously executed migration 0099_x is missing".
   if (newer.length > 0) {
@@ -99,7 +101,26 @@ export async function refuseServerWithoutPrivileges(db: Kysely<Database>, dialec
   );
 }
 
+/**
+ * Undoes each withdrawn migration (migrations/index.ts) the database ran, and forgets it, before
+ * Kysely's Migrator, which refuses a database that ran a migration it is not given. Each step may
+ * be run again: a run stopped between them is finished by the next.
+ */
+async function undoWithdrawn(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+  let applied: string[];
+  try {
+    applied = (await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db)).rows.map((row) => row.name);
+  } catch {
+    return; // no bookkeeping table yet
+  }
+  for (const name of applied.filter((n) => n in WITHDRAWN_MIGRATIONS)) {
+    await WITHDRAWN_MIGRATIONS[name]!(db, dialect);
+    await sql`delete from ${sql.table(DEFAULT_MIGRATION_TABLE)} where name = ${name}`.execute(db);
+  }
+}
+
 async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+  await undoWithdrawn(db, dialect);
   const provider = { getMigrations: async () => migrations(dialect) };
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   if (error) {

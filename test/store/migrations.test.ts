@@ -248,6 +248,35 @@ for (const backend of BACKENDS) {
         await database.drop();
       }
     });
+
+    test('a migration taken back (0018_previous_password, on main from 0919866 to 2cb1e85) is undone, and the database brought up to date; it was refused as made by "a newer Almoner", exit 2, with no way forward', async () => {
+      const database = await backend.createDatabase();
+      try {
+        const old = await migratedTo(database, '0017_claim_rows_donor');
+        try {
+          // What 0018_previous_password did, and its row in Kysely's bookkeeping.
+          await old.schema.alterTable('charities').addColumn('previous_password_hash', 'text').execute();
+          await old.schema.alterTable('charities').addColumn('previous_until', 'text').execute();
+          await old.insertInto('kysely_migration').values({ name: '0018_previous_password', timestamp: '2026-11-29T21:10:00.000Z' }).execute();
+        } finally {
+          await old.destroy();
+        }
+        const store = await openStore(database.location);
+        try {
+          const db = (store as unknown as { db: Kysely<any> }).db;
+          const applied = (await db.selectFrom('kysely_migration').select('name').orderBy('name').execute()).map((r) => r.name);
+          assert.deepEqual(applied, Object.keys(migrations(backend.name === 'sqlite' ? 'sqlite' : 'postgres')));
+          const columns = (await db.introspection.getTables()).find((t) => t.name === 'charities')!.columns.map((c) => c.name);
+          assert.ok(columns.includes('old_password_hash') && columns.includes('old_password_until'), columns.join(', '));
+          assert.ok(!columns.includes('previous_password_hash') && !columns.includes('previous_until'), columns.join(', '));
+        } finally {
+          await store.close();
+        }
+        await (await openStore(database.location)).close(); // and opened again, as it now is
+      } finally {
+        await database.drop();
+      }
+    });
   });
 }
 

@@ -1,5 +1,5 @@
 // Every migration, in order. Names are permanent: a new schema change is a new entry.
-import type { Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import type { DatabaseLocation } from '../../config.js';
 
 type Dialect = DatabaseLocation['dialect'];
@@ -44,3 +44,26 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0018_old_password_kept': oldPasswordKept(),
   };
 }
+
+/**
+ * Migrations that were on main for a while and then taken back, each with what undoes it. A
+ * database one of them ran on is brought back to the schema without it (src/store/migrate.ts:
+ * before the migrations run, and its row in kysely_migration deleted), where it was refused as
+ * made by "a newer Almoner", exit 2, with no way forward but the version that made it; a backup
+ * that holds one is restored, and brought up to date as it is opened.
+ *
+ * 0018_previous_password: 0919866 to 2cb1e85 (2026-11-29, 21:09 to 21:35 UTC), taken back by
+ * e37477a; 0018_old_password_kept, which followed it, adds columns of other names.
+ */
+export const WITHDRAWN_MIGRATIONS: Record<string, (db: Kysely<any>, dialect: Dialect) => Promise<void>> = {
+  '0018_previous_password': async (db, dialect) => {
+    for (const column of ['previous_until', 'previous_password_hash']) {
+      if (dialect === 'postgres') {
+        await sql`alter table charities drop column if exists ${sql.ref(column)}`.execute(db);
+      } else {
+        const { rows } = await sql<{ name: string }>`select name from pragma_table_info('charities')`.execute(db);
+        if (rows.some((r) => r.name === column)) await sql`alter table charities drop column ${sql.ref(column)}`.execute(db);
+      }
+    }
+  },
+};
