@@ -48,6 +48,15 @@ test('systemd-analyze verify accepts the four units', { skip: noSystemd }, () =>
   assert.deepEqual(faults, []);
 });
 
+test("almoner.service starts once the network is online: a HOST not yet configured is exit 2, which it does not restart", { skip: noSystemd }, () => {
+  const server = settings(unit('almoner.service'));
+  assert.ok(server.get('RestartPreventExitStatus')?.includes('2'));
+  for (const key of ['Wants', 'After']) assert.ok(server.get(key)?.includes('network-online.target'), `${key}=network-online.target`);
+  const run = spawnSync('systemd-analyze', ['verify', join(ROOT, 'deploy', 'almoner.service')], { encoding: 'utf8' });
+  const faults = run.stderr.split('\n').filter((l) => l.trim() && !/\/usr\/bin\/node|\/opt\/almoner/.test(l));
+  assert.deepEqual(faults, []);
+});
+
 test("each service's command, run as systemd runs it, does its job: a checked backup under a new name; a retention run", async () => {
   assertBuilt();
   const state = tempDir();
