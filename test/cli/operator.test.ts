@@ -86,6 +86,28 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
     assert.deepEqual(run, { code: 0, stdout: `${version}\n`, stderr: '' });
   });
 
+  test("a Node older than package.json's engines (Debian 12's own 18): exit 2 naming the versions needed, where the first import failed with a SyntaxError, exit 1, which systemd restarted every 2 s", async () => {
+    for (const old of ['18.20.8', '20.18.3', '21.7.3', '22.11.0']) {
+      const pretend = `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${old}"})`;
+      const run = await new Promise<Run>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', pretend, BIN, '--version'], { env: childEnv('sqlite::memory:'), stdio: ['ignore', 'pipe', 'pipe'] });
+        let [stdout, stderr] = ['', ''];
+        child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+        child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      assert.equal(run.code, 2, `${old}: ${run.stderr}`);
+      assert.equal(run.stdout, '');
+      assert.match(run.stderr, new RegExp(`^almoner: this is Node\\.js ${old.replaceAll('.', '\\.')} .*needs 20\\.19 or later on Node 20, 22\\.12 or later on Node 22, or Node 24`));
+    }
+    for (const fine of ['20.19.0', '22.12.0', '24.0.0']) {
+      const pretend = `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${fine}"})`;
+      const run = await new Promise<number | null>((resolve) => spawn(process.execPath, ['--import', pretend, BIN, '--version'], { stdio: 'ignore' }).on('close', resolve));
+      assert.equal(run, 0, fine);
+    }
+  });
+
   test("a command that only reads refuses a SQLite file that is not there: exit 2 naming the path, and nothing created", async () => {
     const dir = tempDir();
     const path = join(dir, 'nowhere', 'almoner.db');
