@@ -584,6 +584,11 @@ const NAME_THEN_STREET = new RegExp(
   String.raw`^((?:${SAINT}|(?!${SAINT}))\S+(?:\s+\S+)+?)(?<!\s(?:st|saint|dr|${STREETS_FIRST_WORD})\.?)\s*[-–,]?\s+(?:(?:st|dr|${STREETS_FIRST_WORD})\.?\s+)?\S+\s+${STREET_WORD_WITHIN}`,
   'i',
 );
+/**
+ * A house name run on into a Welsh street with no comma ("Ty Gwyn Heol y Bont", "Bryn Awel Ffordd y Parc"): the name,
+ * as partWithin reads one after a flat. Until a review the whole line, street and all, was claimed as the house.
+ */
+const NAME_THEN_WELSH_STREET = new RegExp(String.raw`^(\S+(?:\s+\S+)*?)\s+(?:${WELSH_STREET})\s.+$`, 'i');
 /** A house name, its number and the street, with no comma ("Rose Cottage 12 High St"): the name and the number; not a description ending in "of", "above"… ("Flat on top of 12 High St"). */
 const NAME_NUMBER_STREET = new RegExp(String.raw`^(\D*\p{L}\D*?)(?<!\b(?:of|on|at|in|above|over|below|behind|near|by|to|and))\s+(\d{1,4}[A-Za-z]?)\s+(?:.*\s)?${STREET_WORD_WITHIN}`, 'iu');
 
@@ -755,7 +760,7 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     // Flat 2") is a person's, the house not told: until a review of 2026-11-30's changes it was claimed in the house. Before a
     // street it may be the house's ("Rose Bower, Mill Lane" of Rose Doe, "Lee Rise, Elm Rd" of Ann Lee), and is kept.
     if (othersName(segment) && !ownName?.(segment) && next !== '' && !STREET.test(next) && townOrPostcode(next, towns) === undefined) return '';
-    parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? segment, name: true });
+    parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? NAME_THEN_WELSH_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
     const building = buildingNumber(next);
     if (building) parts.push({ text: building, name: false });

@@ -636,6 +636,18 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(houseNameOrNumber('Ty Gwyn, Lôn Las', donor), 'Ty Gwyn');
   });
 
+  test('a Welsh house name run on into its Welsh street on one line is the name: "Ty Gwyn Heol y Bont" was claimed whole, street and all (a review)', () => {
+    const donor = { donor_first_name: 'Gareth', donor_last_name: 'Jones', donor_city: 'Caernarfon', donor_postcode: 'LL55 1AA' };
+    assert.equal(houseNameOrNumber('Ty Gwyn Heol y Bont', donor), 'Ty Gwyn');
+    assert.equal(houseNameOrNumber('Bryn Awel Ffordd y Parc', donor), 'Bryn Awel');
+    assert.equal(houseNameOrNumber('Ty Newydd Lon Goch', donor), 'Ty Newydd');
+    assert.equal(houseNameOrNumber('Bwthyn Rhosyn Stryd y Castell Caernarfon', donor), 'Bwthyn Rhosyn');
+    // Unchanged: a street alone, a number before it, a name before it with a comma.
+    assert.equal(houseNameOrNumber('Heol y Bont', donor), '');
+    assert.equal(houseNameOrNumber('14 Heol y Bont', donor), '14');
+    assert.equal(houseNameOrNumber('Ty Gwyn, Heol y Bont', donor), 'Ty Gwyn');
+  });
+
   // A flat and its building's name on one line, perhaps with the town and postcode after them, read as with commas: until
   // 2026-11-30 "Flat 3 Ivy Court London" was claimed whole as the house (a review of house reading).
   readsAs([
