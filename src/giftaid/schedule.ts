@@ -106,6 +106,14 @@ export type Shortened = 'first name' | 'last name' | 'house name or number';
 /** Land, not a home, at the start of a line or segment: "Land at Home Farm", "Land adjacent to 4 Mill Lane", "Land to the rear of 12 High St", "Land off Mill Lane". */
 const LAND = /(?:^|[\n\r,;])\s*land\s+(?:at|adj\.?|adjacent|adjoining|next\s+to|near|behind|beside|off|opposite|rear\s+of|to\s+(?:the\s+)?(?:rear|side|north|south|east|west)\s+of|(?:north|south|east|west)\s+of)(?=\s|$)/i;
 
+/**
+ * A plot or a pitch with its number at the start of a line or segment ("Plot 3 Meadow Way", "Plot 12, Sunnyside Park Homes",
+ * "Pitch 14, Riverside Caravan Park"): a building plot's number (a new home before its street numbers it) or a park home's
+ * pitch, which may not be the postal address HMRC matches. Until a review "Plot 3 Meadow Way" was claimed with the house
+ * "Plot, 3" and "Plot 5 The Paddocks" whole.
+ */
+const PLOT = /(?:^|[\n\r,;])\s*(?:plot|pitch)\s*(?:no\.?\s*)?\d/i;
+
 /** A forces address's BFPO number anywhere in donor_address ("BFPO 123", "HQ 1 Div, BFPO 123"). */
 const BFPO = /(?:^|[\s,;])(bfpo\s?\d+)(?=[\s,;]|$)/i;
 
@@ -144,6 +152,8 @@ export const REASONS = {
   poBox: "donor_address is a PO box: HMRC needs the donor's home address",
   /** "Land at Home Farm", "Land adjacent to 4 Mill Lane": a plot, no one's home (claimed as the house until a review of 2026-11-30's changes). */
   land: "donor_address is land (\"Land at\", \"Land adjacent to\"), not a home: HMRC needs the donor's home address",
+  /** "Plot 3 Meadow Way", "Pitch 14, Riverside Caravan Park": claimed as the house ("Plot, 3") until a review. */
+  plot: 'donor_address is a plot or pitch ("Plot 3", "Pitch 14"): a building plot\'s or a park home\'s number may not be its postal address, which HMRC matches: give the house\'s name or number as the post knows it',
   houseIsPostcode: "donor_address holds a postcode where the house should be: HMRC needs the house's name or number",
   houseIsName: "donor_address holds the donor's name where the house should be: HMRC needs the house's name or number",
   noPostcode: 'no postcode',
@@ -206,6 +216,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
   else if (LAND.test(d.donor_address ?? '')) reasons.push(REASONS.land);
+  else if (PLOT.test(d.donor_address ?? '')) reasons.push(REASONS.plot);
   else if (BFPO.test(address)) reasons.push(REASONS.bfpoAddress(normaliseSpaces(BFPO.exec(address)![1]!)));
   else if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);

@@ -616,6 +616,8 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(houseNameOrNumber('Rose Mews, 4 Church St', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Mews, 4');
     assert.equal(claimed(donation({ donor_address: "Lands End, Land Lane" })).houseNameOrNumber, 'Lands End'); // not land
     assert.equal(claimed(donation({ donor_address: 'Land House, 3 Elm Rd' })).houseNameOrNumber, 'Land House, 3');
+    assert.equal(claimed(donation({ donor_address: 'Plot Farm, Pitch Lane' })).houseNameOrNumber, 'Plot Farm'); // not a plot
+    assert.equal(claimed(donation({ donor_address: '3 Pitchford Road' })).houseNameOrNumber, '3');
     assert.equal(houseNameOrNumber('Rose Bower, Mill Lane', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Bower');
     assert.equal(houseNameOrNumber('Lee Rise, Elm Rd', { donor_first_name: 'Ann', donor_last_name: 'Lee' }), 'Lee Rise');
     assert.equal(houseNameOrNumber('Y Bwthyn, Stryd Fawr, Bala', { donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: 'Bala' }), 'Y Bwthyn');
@@ -958,6 +960,11 @@ describe('donations that need attention', () => {
     ['land, not a home', { donor_address: 'Land at Home Farm, Ambridge' }, REASONS.land],
     ['land beside a house', { donor_address: 'Land adjacent to 4 Mill Lane' }, REASONS.land],
     ['land behind a house', { donor_address: 'Mrs Jane Doe\nLand to the rear of 12 High St' }, REASONS.land],
+    // Claimed with the house "Plot, 3", "Plot 5 The Paddocks" and "Pitch 14" until a review.
+    ['a building plot', { donor_address: 'Plot 3 Meadow Way' }, REASONS.plot],
+    ['a building plot after its name', { donor_address: 'Jane Doe\nPlot 5 The Paddocks' }, REASONS.plot],
+    ['a park home\'s pitch', { donor_address: 'Pitch 14, Riverside Caravan Park' }, REASONS.plot],
+    ['a plot and a number', { donor_address: 'Plot 9, 12 Meadow Way' }, REASONS.plot],
     ['an address of "no fixed abode"', { donor_address: 'no fixed abode' }, REASONS.noHouse],
     ['a postcode where the house should be', { donor_address: 'SW1A 1AA' }, REASONS.houseIsPostcode],
     ['no postcode', { donor_postcode: null }, REASONS.noPostcode],
