@@ -114,6 +114,25 @@ const LAND = /(?:^|[\n\r,;])\s*land\s+(?:at|adj\.?|adjacent|adjoining|next\s+to|
  */
 const PLOT = /(?:^|[\n\r,;])\s*(?:plot|pitch)\s*(?:no\.?\s*)?\d/i;
 
+/**
+ * A place of work in donor_address, in a segment of its own (a line, or the text between commas): a company, by the word
+ * ending its name ("Acme Ltd", "Acme Holdings Limited", "Barclays Bank plc", "Jones Solicitors LLP", "Smith & Sons", "Widget
+ * Co"); an estate or park of businesses ("Unit 4 Trade Park", "Riverside Industrial Estate", "Enterprise Park"); or a school,
+ * hospital, surgery or council by the word ending the segment ("St Mary's School", "Leeds General Infirmary", "The Surgery"),
+ * but not an old one made a home ("The Old School", "Old Surgery") nor a house named after one ("School House"). HMRC: the
+ * donor's home address "cannot be a place of work". Until a review, "Acme Ltd, Unit 4 Trade Park" was claimed with the house
+ * "Unit 4, Trade Park" and "Acme Ltd, 12 High St" with "12", the company passed over as whom the letter was for.
+ */
+const WORKPLACE = new RegExp(
+  String.raw`(?:^|,)\s*(?:` +
+    String.raw`[^,]*\s(?:ltd|limited|plc|llp|(?:&|and)\s+(?:co|sons))\.?` +
+    String.raw`|[^,]*\S\s+co\.?` +
+    String.raw`|[^,]*\b(?:industrial|trading|business|trade|enterprise|retail|science|technology)\s+(?:estate|park|centre|center|village)\b[^,]*` +
+    String.raw`|(?![^,]*\bold\s)[^,]*\b(?:school|college|academy|university|hospital|infirmary|surgery|medical\s+centre|health\s+centre|council|solicitors|accountants)` +
+    String.raw`)\s*(?=,|$)`,
+  'i',
+);
+
 /** A forces address's BFPO number anywhere in donor_address ("BFPO 123", "HQ 1 Div, BFPO 123"). */
 const BFPO = /(?:^|[\s,;])(bfpo\s?\d+)(?=[\s,;]|$)/i;
 
@@ -154,6 +173,8 @@ export const REASONS = {
   land: "donor_address is land (\"Land at\", \"Land adjacent to\"), not a home: HMRC needs the donor's home address",
   /** "Plot 3 Meadow Way", "Pitch 14, Riverside Caravan Park": claimed as the house ("Plot, 3") until a review. */
   plot: 'donor_address is a plot or pitch ("Plot 3", "Pitch 14"): a building plot\'s or a park home\'s number may not be its postal address, which HMRC matches: give the house\'s name or number as the post knows it',
+  /** "Acme Ltd, Unit 4 Trade Park", "St Mary's School, Church Road": claimed as the house until a review. */
+  workplace: (place: string) => `donor_address is a place of work (${quoted(place)}): HMRC needs the donor's home address, which cannot be a place of work`,
   houseIsPostcode: "donor_address holds a postcode where the house should be: HMRC needs the house's name or number",
   houseIsName: "donor_address holds the donor's name where the house should be: HMRC needs the house's name or number",
   noPostcode: 'no postcode',
@@ -217,6 +238,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
   else if (LAND.test(d.donor_address ?? '')) reasons.push(REASONS.land);
   else if (PLOT.test(d.donor_address ?? '')) reasons.push(REASONS.plot);
+  else if (WORKPLACE.test(segmentsOf(d.donor_address))) reasons.push(REASONS.workplace(WORKPLACE.exec(segmentsOf(d.donor_address))![0]!.replace(/^,/, '').trim()));
   else if (BFPO.test(address)) reasons.push(REASONS.bfpoAddress(normaliseSpaces(BFPO.exec(address)![1]!)));
   else if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);
@@ -262,6 +284,15 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
       amountMinor: d.amount_minor,
     },
   };
+}
+
+/** donor_address with its lines and semicolons as commas, each segment's spaces normalised: "Acme Ltd\nUnit 4" is "Acme Ltd, Unit 4". */
+function segmentsOf(address: string | null): string {
+  return (address ?? '')
+    .split(/[\r\n,;]+/)
+    .map((segment) => normaliseSpaces(segment))
+    .filter((segment) => segment !== '')
+    .join(', ');
 }
 
 /** A donation that cannot be claimed as it stands, for the charity's needs-attention list. */

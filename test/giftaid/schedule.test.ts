@@ -617,6 +617,12 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(claimed(donation({ donor_address: "Lands End, Land Lane" })).houseNameOrNumber, 'Lands End'); // not land
     assert.equal(claimed(donation({ donor_address: 'Land House, 3 Elm Rd' })).houseNameOrNumber, 'Land House, 3');
     assert.equal(claimed(donation({ donor_address: 'Plot Farm, Pitch Lane' })).houseNameOrNumber, 'Plot Farm'); // not a plot
+    // Not a place of work: an old one made a home, a house named after one, a street, a county.
+    assert.equal(claimed(donation({ donor_address: 'The Old School, Church Lane' })).houseNameOrNumber, 'The Old School');
+    assert.equal(claimed(donation({ donor_address: 'School House, 3 College Road' })).houseNameOrNumber, 'School House, 3');
+    assert.equal(claimed(donation({ donor_address: 'Flat 2, College Court, 5 Hospital Lane' })).houseNameOrNumber, 'Flat 2, College Court, 5');
+    assert.equal(claimed(donation({ donor_address: '12 Main St, Ballymena, Co Antrim' })).houseNameOrNumber, '12');
+    assert.equal(claimed(donation({ donor_address: 'Park View, Business Lane' })).houseNameOrNumber, 'Park View');
     assert.equal(claimed(donation({ donor_address: '3 Pitchford Road' })).houseNameOrNumber, '3');
     assert.equal(houseNameOrNumber('Rose Bower, Mill Lane', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Bower');
     assert.equal(houseNameOrNumber('Lee Rise, Elm Rd', { donor_first_name: 'Ann', donor_last_name: 'Lee' }), 'Lee Rise');
@@ -965,6 +971,13 @@ describe('donations that need attention', () => {
     ['a building plot after its name', { donor_address: 'Jane Doe\nPlot 5 The Paddocks' }, REASONS.plot],
     ['a park home\'s pitch', { donor_address: 'Pitch 14, Riverside Caravan Park' }, REASONS.plot],
     ['a plot and a number', { donor_address: 'Plot 9, 12 Meadow Way' }, REASONS.plot],
+    // A place of work: claimed with the house "Unit 4, Trade Park", "12", "St Mary's School" and "The Surgery, 4" until a review.
+    ['a company, then its unit', { donor_address: 'Acme Ltd, Unit 4 Trade Park' }, REASONS.workplace('Acme Ltd')],
+    ['a company, on its own line', { donor_address: 'Acme Holdings Limited\n3 Commerce Way' }, REASONS.workplace('Acme Holdings Limited')],
+    ['a company with "& Sons"', { donor_address: 'Smith & Sons, 12 High St' }, REASONS.workplace('Smith & Sons')],
+    ['a unit on an industrial estate', { donor_address: 'Unit 7, Riverside Industrial Estate' }, REASONS.workplace('Riverside Industrial Estate')],
+    ['a school', { donor_address: "St Mary's School, Church Road" }, REASONS.workplace("St Mary's School")],
+    ['a surgery', { donor_address: 'The Surgery, 4 High Street' }, REASONS.workplace('The Surgery')],
     ['an address of "no fixed abode"', { donor_address: 'no fixed abode' }, REASONS.noHouse],
     ['a postcode where the house should be', { donor_address: 'SW1A 1AA' }, REASONS.houseIsPostcode],
     ['no postcode', { donor_postcode: null }, REASONS.noPostcode],
