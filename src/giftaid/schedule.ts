@@ -802,6 +802,9 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     // Flat 2") is a person's, the house not told: until a review of 2026-11-30's changes it was claimed in the house. Before a
     // street it may be the house's ("Rose Bower, Mill Lane" of Rose Doe, "Lee Rise, Elm Rd" of Ann Lee), and is kept.
     if (othersName(segment) && !ownName?.(segment) && next !== '' && !STREET.test(next) && townOrPostcode(next, towns) === undefined) return '';
+    // A stranger's name by a common first name (strangersName), with no house after it that was read: alone, or before a street
+    // or a town, it is a person's, not a house's ("Peter Jackson, Mill Lane"), and the house is not told.
+    if (strangersName(segment) && !ownName?.(segment)) return '';
     parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? NAME_THEN_WELSH_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
     const building = buildingNumber(next);
@@ -877,7 +880,8 @@ function withoutPersonsName(segment: string, towns: ReadonlySet<string>, ownName
     for (let n = words.length - 1; n >= 2; n--) if (ownName?.(words.slice(1, n).join(' '))) return words.slice(n).join(' ');
     const the = words.findIndex((w, i) => i >= 2 && /^the$/i.test(w));
     if (the > 0) return words.slice(the).join(' ');
-    return PERSONS_TITLE.test(words[0]!) ? '' : segment;
+    // "Dr Ann Mill": a doctor's, a vicar's or a professor's first name, then a building's word, is a person's too (until a review, claimed as the house).
+    return PERSONS_TITLE.test(words[0]!) || (/^(?:dr|rev|revd|prof)\.?$/i.test(words[0]!) && GIVEN_NAMES.has((words[1] ?? '').toLowerCase())) ? '' : segment;
   }
   if (ownName === undefined) return segment;
   for (let n = Math.min(words.length - 1, 4); n >= 1; n--) {
@@ -922,9 +926,35 @@ function othersNameOf(donor: HouseDonor | undefined): (segment: string) => boole
     if (!/^[\p{L}\s.'’&-]+$/u.test(segment) || PLACE_WORD.test(segment)) return false;
     if (INITIALS_AND_SURNAME.test(segment)) return true;
     const names = nameWords(segment).filter((w) => w !== '&' && w !== 'and');
-    return names.length >= 2 && names.length <= 3 && names.some((w) => donorsNames.has(w));
+    return names.length >= 2 && names.length <= 3 && (names.some((w) => donorsNames.has(w)) || strangersName(segment));
   };
 }
+
+/**
+ * A stranger's name: two or three words of letters, the first a common first name (GIVEN_NAMES), none a building's or a
+ * place's word ("Bob Smith", "Sarah Jane Connor"; not "Holly Bank", "Jack's Barn"). Before the house's number or a clear
+ * house's name it is passed over, as a name with a title is ("Bob Smith, 12 High St" -> "12"); with no house after it, the
+ * house is not told. Until a review it was claimed in the house, "Bob Smith, 12", and "David Lloyd, Rose Cottage" as "David Lloyd".
+ */
+function strangersName(segment: string): boolean {
+  if (!/^[\p{L}\s.'’-]+$/u.test(segment) || PLACE_WORD.test(segment)) return false;
+  const words = segment.split(' ');
+  return words.length >= 2 && words.length <= 3 && GIVEN_NAMES.has(words[0]!.toLowerCase()) && words.every((w) => /^\p{Lu}/u.test(w));
+}
+
+/**
+ * Common first names of UK donors, for strangersName. Not those that are as often a house's word or a place's ("Rose",
+ * "Holly", "Ivy", "Hazel", "Heather", "Glen", "Ben", "Bryn", "Grace", "Victoria", "Albert"), which stay a house's name.
+ */
+const GIVEN_NAMES = new Set(
+  `adam alan alex alexander alice alison amanda amy andrew angela ann anna anne anthony barbara barry benjamin bob brian carol
+  caroline catherine charles charlotte chris christine christopher claire colin craig daniel david deborah dennis derek diane donald
+  dorothy edward elaine elizabeth ellen emily emma eric fiona frances frank gareth gary geoffrey gillian gordon graham harry helen
+  ian jack james jane janet jason jean jennifer jessica joan john jonathan joseph julie karen kate katherine keith kevin laura lee
+  linda lisa louise lucy margaret mark martin mary matthew michael michelle mohammed muhammad nicholas nicola nigel oliver pamela
+  patricia patrick paul pauline peter philip rachel raymond rebecca richard robert ronald ruth sally samuel sandra sarah sharon
+  simon stephen steven susan thomas timothy tom tony tracey valerie william`.split(/\s+/),
+);
 
 /** A segment that is clearly a house's name, by a building's word at its end ("Rose Cottage", "Manor Farm", "The Old Rectory"), not a street's. */
 const CLEAR_HOUSE_NAME = new RegExp(String.raw`^[^\d]*\s(?:${BUILDING_WORDS}|rectory|vicarage|bungalow|farmhouse)$`, 'i');
@@ -932,7 +962,7 @@ const CLEAR_HOUSE_NAME = new RegExp(String.raw`^[^\d]*\s(?:${BUILDING_WORDS}|rec
 /** Initials, then a surname: "B. Smith", "J R Smith", "J.R. Smith". */
 const INITIALS_AND_SURNAME = /^(?:\p{L}\.\s?|\p{L}\s){1,3}\p{L}[\p{L}'’-]+$/u;
 /** A word of a building's or a place's name, never a person's: "Doe House", "Rose Mews", "Holly Bank", "Jane Street". */
-const PLACE_WORD = new RegExp(String.raw`\b(?:${BUILDING_WORDS}|${STREET_NAMES}|st|dr|square|terrace|gardens|mews|hill|grove|green|place|park|view|bank|end|side|wood|field|lea|croft)\b`, 'i');
+const PLACE_WORD = new RegExp(String.raw`\b(?:${BUILDING_WORDS}|${STREET_NAMES}|st|dr|square|terrace|gardens|mews|hill|grove|green|place|park|view|bank|end|side|wood|field|lea|croft|rise|ridge|dene|garth|holt|haven|brook|dale|heights|nook|orchard|meadows?|acres?)\b`, 'i');
 
 /** A name's words, as the donor's names are compared: in HMRC's characters, lower case, split at spaces, apostrophes, dots and hyphens. */
 function nameWords(text: string | null | undefined): string[] {
