@@ -805,6 +805,17 @@ export function houseNameOrNumber(address: string | null, donor?: HouseDonor, ma
     // A stranger's name by a common first name (strangersName), with no house after it that was read: alone, or before a street
     // or a town, it is a person's, not a house's ("Peter Jackson, Mill Lane"), and the house is not told.
     if (strangersName(segment) && !ownName?.(segment)) return '';
+    // A name of three words at most first, with no street in it, and nothing after it but the donor's town, a postcode or a
+    // county: one that ends as an area's or a street's does (AREA_END: "Primrose Hill, London", "The Grove, Leeds", "Mill
+    // Green, Ingatestone", or alone, "Mill Green") may be either, and one with nothing of a house's name ("Kensington, London",
+    // "Old Trafford, Manchester", "Sutton Coldfield, West Midlands") is a district or a lesser town far more often than a house
+    // (HOUSE_CUE: "Rose Cottage, Ambridge", "The Old Rectory, London" are houses): the house is not told. Each was claimed as
+    // the house until a review. Before a street or a number it is a house's name ("Rose Hill, Mill Lane", "Fernbank, 4 Elm Rd").
+    if (parts.length === 0 && !/\d/.test(segment) && !STREET.test(segment) && segment.split(' ').length <= 3 && !ownName?.(segment)) {
+      const placeAfter = next !== '' && (townOrPostcode(next, towns) !== undefined || COUNTY.test(next));
+      if (AREA_END.test(segment) && (placeAfter || next === '')) return '';
+      if (placeAfter && !HOUSE_CUE.test(segment)) return '';
+    }
     parts.push({ text: NAME_THEN_STREET.exec(segment)?.[1] ?? NAME_THEN_WELSH_STREET.exec(segment)?.[1] ?? segment, name: true });
     if (PART_OF_BUILDING.test(next)) continue; // "Cartwright Hall, Room 12"
     const building = buildingNumber(next);
@@ -958,6 +969,22 @@ const GIVEN_NAMES = new Set(
 
 /** A segment that is clearly a house's name, by a building's word at its end ("Rose Cottage", "Manor Farm", "The Old Rectory"), not a street's. */
 const CLEAR_HOUSE_NAME = new RegExp(String.raw`^[^\d]*\s(?:${BUILDING_WORDS}|rectory|vicarage|bungalow|farmhouse)$`, 'i');
+
+/**
+ * The last word of an area's or a street's name that is as often a house's (Hill, Green, Grove, Heath, Common, Park, Place,
+ * Mews, Wharf, Fields, Vale, Rise, Gate, Cross, End): first in the address, of three words at most, with nothing after it
+ * but the donor's town, a postcode or a county, the house is not told ("Primrose Hill, London", "The Grove, Leeds", "Mill
+ * Green"); before a street it is a house's ("Rose Hill, Mill Lane"). Not Court, more often a house's or a block's ("Ivy Court").
+ */
+const AREA_END = /(?:^|\s)(?:hill|green|grove|heath|common|park|place|mews|wharf|fields|vale|rise|gate|cross|end)$/i;
+/** A county or a region, after a place's name: "West Midlands", "Greater Manchester", "Co Antrim", "Lancashire", "Kent". */
+const COUNTY = /^(?:(?:north|south|east|west|greater|mid)\s+)?(?:[\p{L}-]+shire|midlands|yorkshire|sussex|kent|essex|surrey|norfolk|suffolk|devon|cornwall|dorset|somerset|cumbria|merseyside|middlesex|london|manchester|glamorgan|lothian|fife|tyne and wear|(?:county|co\.?)\s+\p{L}+)$/iu;
+/**
+ * What shows a name is a house's, not a place's: a building's word at its end (CLEAR_HOUSE_NAME: "Rose Cottage", "Manor
+ * Farm"), or "The" at its start ("The Old Forge", "The Laurels"), or a Welsh, Gaelic or Cornish house's first word ("Ty
+ * Gwyn", "Tigh na Mara", "Chy an Mor", "Bryn Awel").
+ */
+const HOUSE_CUE = new RegExp(String.raw`${CLEAR_HOUSE_NAME.source}|^(?:the|ty|tŷ|tigh|chy|bwthyn|plas|bryn|pen|hafod|fferm)\s|\s(?:cottage|forge|barn|bungalow|lodge|house)s?$`, 'iu');
 
 /** Initials, then a surname: "B. Smith", "J R Smith", "J.R. Smith". */
 const INITIALS_AND_SURNAME = /^(?:\p{L}\.\s?|\p{L}\s){1,3}\p{L}[\p{L}'’-]+$/u;

@@ -486,7 +486,7 @@ describe('house name or number, from the start of donor_address', () => {
   // A square, a terrace or gardens first, with no number after it, is a street: until 2026-11-30 "Russell Square, London"
   // was claimed with the house "Russell Square" (a review). After a flat, or with a number after it, it may be a block of
   // flats' name, and is kept as one. Hill, Grove, Green, Place, Court and Mews are as often a house's name ("Rose Hill",
-  // "The Grove", "Ivy Court") as a street's, and are claimed as written: the postcode tells such a house.
+  // "The Grove", "Ivy Court") as a street's, and are claimed as written (but see below, with only a town after them).
   readsAs([
     ['Russell Square, London', ''],
     ['Russell Square', ''],
@@ -508,13 +508,45 @@ describe('house name or number, from the start of donor_address', () => {
     ['Apartment 7, Canary Wharf Square, 1 Dock Rd', 'Apartment 7, Canary Wharf Square, 1'],
     ['The Old Bakery, The Square', 'The Old Bakery'],
     ['Park Terrace Farm', 'Park Terrace Farm'],
-    ['Primrose Hill, London', 'Primrose Hill'],
     ['12 Primrose Hill', '12'],
     ['The Grove, 3 Elm Rd', 'The Grove, 3'],
-    ['The Grove, Ambridge', 'The Grove'],
-    ['Ivy Court, London', 'Ivy Court'],
+    ['The Grove, Ambridge', 'The Grove'], // Ambridge: not known to be the donor's town here
+    ['Ivy Court, London', 'Ivy Court'], // a court is more often a house's or a block's name
     ['The Mews, Ambridge', 'The Mews'],
+    ['Rose Hill, Mill Lane', 'Rose Hill'],
+    ['Rose Hill, Lane End', 'Rose Hill'],
   ]);
+
+  // A name first that ends as an area's or a street's does (Hill, Green, Grove, Heath, Common, Park, Place, Mews…), with
+  // nothing after it but the donor's town, a postcode or a county, or nothing at all, may be either; one with nothing of a
+  // house's name (a building's word, "The") before the donor's town or a county is a district or a lesser town far more
+  // often than a house. The house is not told: until a review each was claimed as the house ("Primrose Hill", "Kensington").
+  const inTown = (city: string, postcode: string) => ({ donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: city, donor_postcode: postcode });
+  for (const [address, city, postcode, house] of [
+    ['Primrose Hill, London', 'London', 'NW1 8AA', ''],
+    ['Primrose Hill', 'London', 'NW1 8AA', ''],
+    ['The Grove, Leeds', 'Leeds', 'LS8 1AA', ''],
+    ['Mill Green, Ingatestone', 'Ingatestone', 'CM4 0AA', ''],
+    ['Mill Green\nIngatestone\nCM4 0AA', 'Ingatestone', 'CM4 0AA', ''],
+    ['Castle Mews, London', 'London', 'NW1 8AA', ''],
+    ['Kensington, London', 'London', 'W8 4AA', ''],
+    ['Old Trafford, Manchester', null, 'M16 0AA', ''],
+    ['Sutton Coldfield, West Midlands', 'Birmingham', 'B73 5AA', ''],
+    // Unchanged: a house's name, by a building's word or "The" or a Welsh house's word, before the town; such a name before
+    // a street or a number; a number before an area's name.
+    ['Rose Cottage, Ambridge', 'Ambridge', 'BS1 1AA', 'Rose Cottage'],
+    ['The Old Rectory, London', 'London', 'NW3 1AA', 'The Old Rectory'],
+    ['Ty Gwyn, Bala', 'Bala', 'LL23 7AA', 'Ty Gwyn'],
+    ['Hill House, London', 'London', 'NW3 1AA', 'Hill House'],
+    ['Primrose Hill, Mill Lane, London', 'London', 'NW1 8AA', 'Primrose Hill'],
+    ['Kensington, 4 Elm Rd, London', 'London', 'W8 4AA', 'Kensington, 4'],
+    ['Greystones, Little Snoring', 'Fakenham', 'NR21 0AA', 'Greystones'],
+    ['3 Mill Green, Ingatestone', 'Ingatestone', 'CM4 0AA', '3'],
+  ] as const) {
+    test(`${JSON.stringify(address)} of a donor at ${postcode} in ${city ?? 'no donor_city'} -> ${JSON.stringify(house)}`, () => {
+      assert.equal(houseNameOrNumber(address, inTown(city as string, postcode)), house);
+    });
+  }
 
   // Read beside the donor's names and city (John Smith of London): their own name is no house, nor is their town.
   // Until 2026-11-29 "John Smith, 12" and "Flat 3, London" were claimed, houses HMRC cannot match to the donor.
