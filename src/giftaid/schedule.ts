@@ -1021,6 +1021,12 @@ function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | unde
  */
 function townOrPostcode(segment: string, towns: ReadonlySet<string>): 'town' | 'postcode' | undefined {
   const words = segment.split(' ');
+  // The donor's outward code alone at the end ("Uxbridge UB8", "London W4", "UB8"): until a review, "Uxbridge UB8" was claimed as the house.
+  if (towns.has(`outward:${words.at(-1)!.toLowerCase()}`) && !PART_OF_BUILDING.test(segment)) {
+    const before = words.slice(0, -1).join(' ');
+    if (before === '') return 'postcode';
+    if (!/\d/.test(before)) return 'town';
+  }
   for (const n of [2, 1]) {
     if (words.length < n || !UK_POSTCODE.test(hmrcPostcode(words.slice(-n).join(' ')).value)) continue;
     const before = words.slice(0, -n).join(' ');
@@ -1046,6 +1052,7 @@ function donorsTowns(donor: HouseDonor | undefined): ReadonlySet<string> {
   const area = postcode.valid ? /^[A-Z]+/.exec(postcode.value)?.[0] : undefined; // "X" (abroad) has none
   const named = area === undefined ? undefined : POSTCODE_AREA_TOWNS[area];
   for (const town of named?.split('|') ?? []) towns.add(placeKey(town));
+  if (postcode.valid && postcode.value !== 'X') towns.add(`outward:${postcode.value.split(' ')[0]!.toLowerCase()}`); // townOrPostcode: "Uxbridge UB8"
   return towns;
 }
 

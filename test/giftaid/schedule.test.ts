@@ -520,7 +520,8 @@ describe('house name or number, from the start of donor_address', () => {
   // A name first that ends as an area's or a street's does (Hill, Green, Grove, Heath, Common, Park, Place, Mews…), with
   // nothing after it but the donor's town, a postcode or a county, or nothing at all, may be either; one with nothing of a
   // house's name (a building's word, "The") before the donor's town or a county is a district or a lesser town far more
-  // often than a house. The house is not told: until a review each was claimed as the house ("Primrose Hill", "Kensington").
+  // often than a house; and the donor's outward code is a postcode's ("Uxbridge UB8"). The house is not told: until a
+  // review each was claimed as the house ("Primrose Hill", "Kensington", "Uxbridge UB8").
   const inTown = (city: string, postcode: string) => ({ donor_first_name: 'Jane', donor_last_name: 'Doe', donor_city: city, donor_postcode: postcode });
   for (const [address, city, postcode, house] of [
     ['Primrose Hill, London', 'London', 'NW1 8AA', ''],
@@ -532,8 +533,10 @@ describe('house name or number, from the start of donor_address', () => {
     ['Kensington, London', 'London', 'W8 4AA', ''],
     ['Old Trafford, Manchester', null, 'M16 0AA', ''],
     ['Sutton Coldfield, West Midlands', 'Birmingham', 'B73 5AA', ''],
+    ['Uxbridge UB8', 'Uxbridge', 'UB8 1AA', ''],
+    ['Clifton, Bristol BS8', 'Bristol', 'BS8 1AA', ''],
     // Unchanged: a house's name, by a building's word or "The" or a Welsh house's word, before the town; such a name before
-    // a street or a number; a number before an area's name.
+    // a street or a number; a number before an area's name; another area's outward code.
     ['Rose Cottage, Ambridge', 'Ambridge', 'BS1 1AA', 'Rose Cottage'],
     ['The Old Rectory, London', 'London', 'NW3 1AA', 'The Old Rectory'],
     ['Ty Gwyn, Bala', 'Bala', 'LL23 7AA', 'Ty Gwyn'],
@@ -542,6 +545,8 @@ describe('house name or number, from the start of donor_address', () => {
     ['Kensington, 4 Elm Rd, London', 'London', 'W8 4AA', 'Kensington, 4'],
     ['Greystones, Little Snoring', 'Fakenham', 'NR21 0AA', 'Greystones'],
     ['3 Mill Green, Ingatestone', 'Ingatestone', 'CM4 0AA', '3'],
+    ['Flat 2, Ivy Court, W8', 'London', 'W8 4AA', 'Flat 2, Ivy Court'],
+    ['Flat W4, Chiswick Court', 'London', 'W4 2AA', 'Flat W4, Chiswick Court'],
   ] as const) {
     test(`${JSON.stringify(address)} of a donor at ${postcode} in ${city ?? 'no donor_city'} -> ${JSON.stringify(house)}`, () => {
       assert.equal(houseNameOrNumber(address, inTown(city as string, postcode)), house);
