@@ -687,18 +687,23 @@ const PERSON = new RegExp(String.raw`^(?:${TITLES})\.?\s(?!.*\b(?:house|hall|cou
  *     building comes after it ("John Smith, 12 High St"; alone, "Woodlands" of Anne Woodlands may be
  *     the house's name), and another's name sharing one of theirs, or initials and a surname, when
  *     the house's number comes after it ("Jane Brown, 12 High St" of Jane Doe, "B. Smith, 12 High
- *     St": othersNameOf). A telephone number is passed over ("07700 900123", "Tel: 0113 496 0000";
+ *     St": othersNameOf), and so is a stranger's by a common first name ("Bob Smith, 12 High St" ->
+ *     "12"; with no house after it the house is not told: strangersName). A telephone number is passed over ("07700 900123", "Tel: 0113 496 0000";
  *     isTelephone). The donor's town (their donor_city, or the town their postcode's area is
  *     named after: donorsTowns), perhaps with a postcode after it, or a UK postcode ends the house
  *     ("Flat 3, London" and "Flat 3, London SW1A 1AA" -> "Flat 3"); an address of the town alone has
  *     no house, and a name after a town that came first is a county or a country (until 2026-11-30
  *     "London, Greater London" gave "London" without a donor_city, "Greater London" with one).
- *  5. Any other segment is a house name, kept whole, with what follows it when that is a part of the
+ *  5. Any other segment is a house name, kept whole (but first, with only the donor's town, a postcode or
+ *     a county after it, or nothing, a name that ends as an area's does, "Primrose Hill, London", or with
+ *     nothing of a house's name before the town, "Kensington, London", is not told from a district:
+ *     AREA_END, HOUSE_CUE), with what follows it when that is a part of the
  *     building or the building's number (up to four digits): "Rose Cottage, Lane End" -> "Rose
  *     Cottage"; "The Old Mill, 12 High St" -> "The Old Mill, 12"; "Flat 2, Mill House, Mill Lane" ->
  *     "Flat 2, Mill House"; "Cartwright Hall, Room 12" -> "Cartwright Hall, Room 12". (An address
  *     with no comma, "Hillview Farm Long Road Ambridge", is cut before its street, "Hillview Farm",
- *     when two words or more come before it; "Rose Cottage Lane End" cannot be told apart from its
+ *     when two words or more come before it, or before a Welsh street, "Ty Gwyn Heol y Bont" -> "Ty
+ *     Gwyn"; "Rose Cottage Lane End" cannot be told apart from its
  *     street, so the whole first line is taken; a number before the street is the building's: "Rose
  *     Cottage 12 High St" -> "Rose Cottage, 12".)
  *  6. Over 40 characters (`max`), a house name between a flat and the number goes first ("Apartment
@@ -929,7 +934,7 @@ function isTelephone(segment: string): boolean {
  * Smith"); none of them a building's or a place's word ("Doe House", "Rose Mews", "Holly Bank").
  * Until 2026-11-30 only the donor's own name was passed over, and "Jane Brown, 12 High St" was
  * claimed with the house "Jane Brown, 12" (a review). Only before a number: a house so named loses
- * its name, never the house. A stranger's name ("Bob Smith") is not told from a house's.
+ * its name, never the house. A stranger's name is one by a common first name (strangersName: "Bob Smith").
  */
 function othersNameOf(donor: HouseDonor | undefined): (segment: string) => boolean {
   const donorsNames = new Set([...nameWords(donor?.donor_first_name), ...nameWords(donor?.donor_last_name)]);
