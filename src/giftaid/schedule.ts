@@ -127,7 +127,7 @@ const WORKPLACE = new RegExp(
   String.raw`(?:^|,)\s*(?:` +
     String.raw`[^,]*\s(?:ltd|limited|plc|llp|(?:&|and)\s+(?:co|sons))\.?` +
     String.raw`|[^,]*\S\s+co\.?` +
-    String.raw`|[^,]*\b(?:industrial|trading|business|trade|enterprise|retail|science|technology)\s+(?:estate|park|centre|center|village)\b[^,]*` +
+    String.raw`|[^,]*\b(?:industrial|trading|business|trade|enterprise|retail|science|technology)\s+(?:estate|park|centre|center|village)` +
     String.raw`|(?![^,]*\bold\s)[^,]*\b(?:school|college|academy|university|hospital|infirmary|surgery|medical\s+centre|health\s+centre|council|solicitors|accountants)` +
     String.raw`)\s*(?=,|$)`,
   'i',

@@ -684,6 +684,7 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(claimed(donation({ donor_address: 'Flat 2, College Court, 5 Hospital Lane' })).houseNameOrNumber, 'Flat 2, College Court, 5');
     assert.equal(claimed(donation({ donor_address: '12 Main St, Ballymena, Co Antrim' })).houseNameOrNumber, '12');
     assert.equal(claimed(donation({ donor_address: 'Park View, Business Lane' })).houseNameOrNumber, 'Park View');
+    assert.equal(claimed(donation({ donor_address: '12 Trade Park Road' })).houseNameOrNumber, '12'); // a street named after one
     assert.equal(claimed(donation({ donor_address: '3 Pitchford Road' })).houseNameOrNumber, '3');
     assert.equal(houseNameOrNumber('Rose Bower, Mill Lane', { donor_first_name: 'Rose', donor_last_name: 'Doe' }), 'Rose Bower');
     assert.equal(houseNameOrNumber('Lee Rise, Elm Rd', { donor_first_name: 'Ann', donor_last_name: 'Lee' }), 'Lee Rise');
