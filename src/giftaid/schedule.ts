@@ -163,9 +163,9 @@ export const REASONS = {
   noLastName: 'no last name',
   lastNameNoLetters: 'last name has no letters',
   noHouse: 'no house name or number (donor_address is empty, or stands for none: "-", "N/A")',
-  /** An address with letters or digits but no house read from it: until 2026-11-30 said to be empty (a review). */
+  /** An address with letters or digits but no house read from it: until 2026-11-30 said to be empty (a review); since a later review, a district ("Kensington, London") or a person's name ("Peter Jackson, Mill Lane") is said too. */
   houseNotFound: (address: string) =>
-    `no house name or number read from donor_address (${quoted(address)}): it seems to hold a street or a town only, or a number run into a word; HMRC needs the house's name or number`,
+    `no house name or number read from donor_address (${quoted(address)}): it seems to hold a street, a district or a town, or a person's name, only, or a number run into a word; HMRC needs the house's name or number`,
   /** HMRC: a donor's home address, which "cannot be a place of work or care of address" (a review: claimed as the house until 2026-11-29). */
   careOf: "donor_address is a care-of address (c/o): HMRC needs the donor's own home address",
   poBox: "donor_address is a PO box: HMRC needs the donor's home address",

@@ -1071,6 +1071,9 @@ describe('donations that need attention', () => {
     );
     assert.equal(REASONS.badPostcode('SW1\u0085'), 'postcode "SW1\\u0085" is not a UK postcode (use X for a donor living outside the UK)');
     assert.match(REASONS.houseNotFound('10Downing Street'), /^no house name or number read from donor_address \("10Downing Street"\): /);
+    // A district or a person's name is said too, as such addresses need attention since a review ("Kensington, London", "Peter Jackson").
+    assert.deepEqual(attention(donation({ donor_address: 'Kensington, London' })).reasons, [REASONS.houseNotFound('Kensington, London')]);
+    assert.match(REASONS.houseNotFound('Peter Jackson'), /a street, a district or a town, or a person's name, only/);
     assert.deepEqual(attention(donation({ donor_address: 'N/A' })).reasons, [REASONS.noHouse]);
   });
 
