@@ -1015,7 +1015,9 @@ function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | unde
   if (last.size === 0) return undefined;
   const own = new Set([...nameWords(donor.donor_first_name), ...last]);
   return (segment) => {
-    const ws = nameWords(segment);
+    // "The Smiths": the household, by the donor's last name with an s and "The" before it (claimed in the house until a review).
+    const household = /^the\s/i.test(segment) ? nameWords(segment).slice(1).map((w) => (w.endsWith('s') && last.has(w.slice(0, -1)) ? w.slice(0, -1) : w)) : undefined;
+    const ws = household ?? nameWords(segment);
     return ws.some((w) => last.has(w)) && ws.every((w) => own.has(w) || TITLE.test(w) || /^\p{L}$/u.test(w) || w === '&' || w === 'and');
   };
 }

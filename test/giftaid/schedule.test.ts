@@ -874,6 +874,10 @@ describe('house name or number, from the start of donor_address', () => {
     const john = { donor_first_name: 'John', donor_last_name: 'Smith', donor_city: 'Leeds' };
     assert.equal(claimed(donation({ ...john, donor_address: 'John Smith, 12 High St' })).houseNameOrNumber, '12');
     assert.equal(claimed(donation({ ...john, donor_address: 'Flat 3, Leeds' })).houseNameOrNumber, 'Flat 3');
+    // The household by the donor's last name: claimed with the house "The Smiths, 12" until a review.
+    assert.equal(claimed(donation({ ...john, donor_address: 'The Smiths, 12 High St' })).houseNameOrNumber, '12');
+    assert.equal(claimed(donation({ ...john, donor_address: 'The Smith Family\n12 High St' })).houseNameOrNumber, '12');
+    assert.equal(claimed(donation({ ...john, donor_address: 'The Smithies, 12 High St' })).houseNameOrNumber, 'The Smithies, 12');
     assert.deepEqual(attention(donation({ ...john, donor_address: 'John Smith, Leeds' })).reasons, [REASONS.houseIsName]);
     // A house named as the donor is only by their last name is claimed: "Woodlands" of Anne Woodlands (a review).
     assert.equal(claimed(donation({ donor_first_name: 'Anne', donor_last_name: 'Woodlands', donor_address: 'Woodlands, Station Road' })).houseNameOrNumber, 'Woodlands');
