@@ -878,6 +878,14 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(claimed(donation({ ...john, donor_address: 'The Smiths, 12 High St' })).houseNameOrNumber, '12');
     assert.equal(claimed(donation({ ...john, donor_address: 'The Smith Family\n12 High St' })).houseNameOrNumber, '12');
     assert.equal(claimed(donation({ ...john, donor_address: 'The Smithies, 12 High St' })).houseNameOrNumber, 'The Smithies, 12');
+    // "The" and the donor's last name in the singular is a house's name, not the household's: "The Lodge" of Lee Lodge needed
+    // attention as the donor's name after that review. "The Joneses" and "The Jones" are the household, as "The Smiths" is.
+    assert.equal(claimed(donation({ donor_first_name: 'Lee', donor_last_name: 'Lodge', donor_address: 'The Lodge, Hall Estate' })).houseNameOrNumber, 'The Lodge');
+    assert.equal(claimed(donation({ donor_first_name: 'Ann', donor_last_name: 'Croft', donor_address: 'The Croft\nMill Lane' })).houseNameOrNumber, 'The Croft');
+    assert.equal(claimed(donation({ donor_first_name: 'Ann', donor_last_name: 'Green', donor_address: 'The Green, Church Lane' })).houseNameOrNumber, 'The Green');
+    const sarah = { donor_first_name: 'Sarah', donor_last_name: 'Jones' };
+    assert.equal(claimed(donation({ ...sarah, donor_address: 'The Joneses, 12 High St' })).houseNameOrNumber, '12');
+    assert.equal(claimed(donation({ ...sarah, donor_address: 'The Jones, 12 High St' })).houseNameOrNumber, '12');
     assert.deepEqual(attention(donation({ ...john, donor_address: 'John Smith, Leeds' })).reasons, [REASONS.houseIsName]);
     // A house named as the donor is only by their last name is claimed: "Woodlands" of Anne Woodlands (a review).
     assert.equal(claimed(donation({ donor_first_name: 'Anne', donor_last_name: 'Woodlands', donor_address: 'Woodlands, Station Road' })).houseNameOrNumber, 'Woodlands');
