@@ -993,8 +993,12 @@ const HOUSE_CUE = new RegExp(String.raw`${CLEAR_HOUSE_NAME.source}|^(?:the|ty|tÅ
 
 /** Initials, then a surname: "B. Smith", "J R Smith", "J.R. Smith". */
 const INITIALS_AND_SURNAME = /^(?:\p{L}\.\s?|\p{L}\s){1,3}\p{L}[\p{L}'â€™-]+$/u;
-/** A word of a building's or a place's name, never a person's: "Doe House", "Rose Mews", "Holly Bank", "Jane Street". */
-const PLACE_WORD = new RegExp(String.raw`\b(?:${BUILDING_WORDS}|${STREET_NAMES}|st|dr|square|terrace|gardens|mews|hill|grove|green|place|park|view|bank|end|side|wood|field|lea|croft|rise|ridge|dene|garth|holt|haven|brook|dale|heights|nook|orchard|meadows?|acres?)\b`, 'i');
+/**
+ * A word of a building's or a place's name, never a person's: "Doe House", "Rose Mews", "Holly Bank", "Jane Street"; and a
+ * Gaelic or Welsh word of a house's name after a first name's ("Craig Dhu", "Craig Mhor", "Craig Fawr", "Craig Goch": craig,
+ * a rock), which strangersName took for a stranger's name and sent to needs attention.
+ */
+const PLACE_WORD = new RegExp(String.raw`\b(?:${BUILDING_WORDS}|${STREET_NAMES}|st|dr|square|terrace|gardens|mews|hill|grove|green|place|park|view|bank|end|side|wood|field|lea|croft|rise|ridge|dene|garth|holt|haven|brook|dale|heights|nook|orchard|meadows?|acres?|dhu|dubh|mhor|beag|bheag|ruadh|ddu|fawr|fach|goch)\b`, 'i');
 
 /** A name's words, as the donor's names are compared: in HMRC's characters, lower case, split at spaces, apostrophes, dots and hyphens. */
 function nameWords(text: string | null | undefined): string[] {

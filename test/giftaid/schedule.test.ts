@@ -886,6 +886,12 @@ describe('house name or number, from the start of donor_address', () => {
     const sarah = { donor_first_name: 'Sarah', donor_last_name: 'Jones' };
     assert.equal(claimed(donation({ ...sarah, donor_address: 'The Joneses, 12 High St' })).houseNameOrNumber, '12');
     assert.equal(claimed(donation({ ...sarah, donor_address: 'The Jones, 12 High St' })).houseNameOrNumber, '12');
+    // "Craig" (a rock) begins many a Scottish or Welsh house's name: "Craig Dhu, Mill Lane" needed attention as a stranger's
+    // name since a review; "Craig Smith, Mill Lane" still does.
+    assert.equal(claimed(donation({ donor_address: 'Craig Dhu, Mill Lane' })).houseNameOrNumber, 'Craig Dhu');
+    assert.equal(claimed(donation({ donor_address: 'Craig Mhor\nShore Road' })).houseNameOrNumber, 'Craig Mhor');
+    assert.equal(claimed(donation({ donor_address: 'Craig Fawr, Ffordd y Llan' })).houseNameOrNumber, 'Craig Fawr');
+    assert.equal(houseNameOrNumber('Craig Smith, Mill Lane', { donor_first_name: 'Jo', donor_last_name: 'Kay' }), '');
     assert.deepEqual(attention(donation({ ...john, donor_address: 'John Smith, Leeds' })).reasons, [REASONS.houseIsName]);
     // A house named as the donor is only by their last name is claimed: "Woodlands" of Anne Woodlands (a review).
     assert.equal(claimed(donation({ donor_first_name: 'Anne', donor_last_name: 'Woodlands', donor_address: 'Woodlands, Station Road' })).houseNameOrNumber, 'Woodlands');
