@@ -628,9 +628,10 @@ const NAME_THEN_STREET = new RegExp(
 );
 /**
  * A house name run on into a Welsh street with no comma ("Ty Gwyn Heol y Bont", "Bryn Awel Ffordd y Parc"): the name,
- * as partWithin reads one after a flat. Until a review the whole line, street and all, was claimed as the house.
+ * as partWithin reads one after a flat. Until a review the whole line, street and all, was claimed as the house. Not a
+ * house's first word alone ("Ty Heol Fawr" was claimed as the house "Ty"): the line is read as it was before.
  */
-const NAME_THEN_WELSH_STREET = new RegExp(String.raw`^(\S+(?:\s+\S+)*?)\s+(?:${WELSH_STREET})\s.+$`, 'i');
+const NAME_THEN_WELSH_STREET = new RegExp(String.raw`^((?!(?:ty|pen|bryn|plas|maes|hen|yr?)\s+(?:${WELSH_STREET})\s)\S+(?:\s+\S+)*?)\s+(?:${WELSH_STREET})\s.+$`, 'i');
 /** A house name, its number and the street, with no comma ("Rose Cottage 12 High St"): the name and the number; not a description ending in "of", "above"… ("Flat on top of 12 High St"). */
 const NAME_NUMBER_STREET = new RegExp(String.raw`^(\D*\p{L}\D*?)(?<!\b(?:of|on|at|in|above|over|below|behind|near|by|to|and))\s+(\d{1,4}[A-Za-z]?)\s+(?:.*\s)?${STREET_WORD_WITHIN}`, 'iu');
 

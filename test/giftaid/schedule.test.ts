@@ -892,6 +892,11 @@ describe('house name or number, from the start of donor_address', () => {
     assert.equal(claimed(donation({ donor_address: 'Craig Mhor\nShore Road' })).houseNameOrNumber, 'Craig Mhor');
     assert.equal(claimed(donation({ donor_address: 'Craig Fawr, Ffordd y Llan' })).houseNameOrNumber, 'Craig Fawr');
     assert.equal(houseNameOrNumber('Craig Smith, Mill Lane', { donor_first_name: 'Jo', donor_last_name: 'Kay' }), '');
+    // A Welsh street after a house's first word alone is not a house name run on into its street: "Ty Heol Fawr" gave "Ty".
+    assert.equal(houseNameOrNumber('Ty Heol Fawr'), 'Ty Heol Fawr');
+    assert.equal(houseNameOrNumber('Pen Ffordd y Llan'), 'Pen Ffordd y Llan');
+    assert.equal(houseNameOrNumber('Ty Gwyn Heol y Bont'), 'Ty Gwyn');
+    assert.equal(houseNameOrNumber('Cartref Lon Goch'), 'Cartref');
     assert.deepEqual(attention(donation({ ...john, donor_address: 'John Smith, Leeds' })).reasons, [REASONS.houseIsName]);
     // A house named as the donor is only by their last name is claimed: "Woodlands" of Anne Woodlands (a review).
     assert.equal(claimed(donation({ donor_first_name: 'Anne', donor_last_name: 'Woodlands', donor_address: 'Woodlands, Station Road' })).houseNameOrNumber, 'Woodlands');
