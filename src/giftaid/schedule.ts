@@ -1021,10 +1021,10 @@ function donorsOwnName(donor: HouseDonor): ((segment: string) => boolean) | unde
   const own = new Set([...nameWords(donor.donor_first_name), ...last]);
   return (segment) => {
     // "The Smiths", "The Joneses", "The Jones": the household, by the donor's last name in the plural (or one ending in s) with "The"
-    // before it (claimed in the house until a review). "The Lodge", "The Grange", "The Croft" of a Mr Lodge, Grange or Croft are
+    // before it (claimed in the house until a review). Only a last name ending in s takes -es: "The Birches" of Jo Birch is a house. "The Lodge", "The Grange", "The Croft" of a Mr Lodge, Grange or Croft are
     // houses, as they were before that review (which sent them to needs attention as the donor's name).
     const plural = (w: string): string | undefined =>
-      w.endsWith('es') && last.has(w.slice(0, -2)) ? w.slice(0, -2) : w.endsWith('s') && last.has(w.slice(0, -1)) ? w.slice(0, -1) : w.endsWith('s') && last.has(w) ? w : undefined;
+      w.endsWith('ses') && last.has(w.slice(0, -2)) ? w.slice(0, -2) : w.endsWith('s') && last.has(w.slice(0, -1)) ? w.slice(0, -1) : w.endsWith('s') && last.has(w) ? w : undefined;
     const words = nameWords(segment);
     const household = /^the\s/i.test(segment) && words.slice(1).some((w) => plural(w) !== undefined) ? words.slice(1).map((w) => plural(w) ?? w) : undefined;
     const ws = household ?? words;

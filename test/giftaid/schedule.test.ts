@@ -886,6 +886,7 @@ describe('house name or number, from the start of donor_address', () => {
     const sarah = { donor_first_name: 'Sarah', donor_last_name: 'Jones' };
     assert.equal(claimed(donation({ ...sarah, donor_address: 'The Joneses, 12 High St' })).houseNameOrNumber, '12');
     assert.equal(claimed(donation({ ...sarah, donor_address: 'The Jones, 12 High St' })).houseNameOrNumber, '12');
+    assert.equal(claimed(donation({ donor_first_name: 'Jo', donor_last_name: 'Birch', donor_address: 'The Birches, Mill Lane' })).houseNameOrNumber, 'The Birches');
     // "Craig" (a rock) begins many a Scottish or Welsh house's name: "Craig Dhu, Mill Lane" needed attention as a stranger's
     // name since a review; "Craig Smith, Mill Lane" still does.
     assert.equal(claimed(donation({ donor_address: 'Craig Dhu, Mill Lane' })).houseNameOrNumber, 'Craig Dhu');
