@@ -39,6 +39,12 @@ for (const backend of BACKENDS) {
         }
         assert.equal(exported, MANY);
 
+        // A dry run finds them all and changes nothing (the README says `--dry-run` is tested at this size too).
+        const dry = await store.donors.erase({ email: 'CASH@example.org', today: '2040-01-01', dryRun: true });
+        assert.equal(dry.donations.length, MANY);
+        const still = await db.selectFrom('donations').select((eb) => eb.fn.countAll<number>().as('n')).where('donor_email', '=', 'cash@example.org').executeTakeFirstOrThrow();
+        assert.equal(Number(still.n), MANY, 'a dry run erases nothing');
+
         const erasure = await store.donors.erase({ email: 'cash@example.org', today: '2040-01-01', dryRun: false });
         assert.equal(erasure.donations.length, MANY);
         const left = await db.selectFrom('donations').select((eb) => eb.fn.countAll<number>().as('n')).where('donor_email', '=', 'cash@example.org').executeTakeFirstOrThrow();
