@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
 import { charityChangesAfter, claimsUnsettledBy, type CharityChange, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
-import { migrations, WITHDRAWN_MIGRATIONS } from '../store/migrations/index.js';
+import { newerThanThis } from '../store/migrations/index.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
@@ -458,8 +458,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     // what the backup holds, so a table a later migration made would be left as it is, and the
     // migrations run after the restore would fail on it, with the restore already committed.
     const backupSchema = await migrationsIn(file, env, here);
-    const known = [...Object.keys(migrations('postgres')), ...Object.keys(WITHDRAWN_MIGRATIONS)]; // a withdrawn one is undone as the restored database is opened
-    const newer = backupSchema.filter((name) => !known.includes(name));
+    const newer = newerThanThis('postgres', backupSchema); // a withdrawn one is undone as the restored database is opened
     if (newer.length) throw new UsageError(`${file} was made by a newer Almoner (its schema has ${newer.join(', ')}): restore it with that version`);
     const place = pgPlace(client);
     const began = new Date();

@@ -233,12 +233,13 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
     ] as const
   ).flatMap(([column, value, whole]) => (value === whole ? [] : [column]));
   const address = normaliseSpaces(d.donor_address ?? '');
+  const workplace = WORKPLACE.exec(segmentsOf(d.donor_address))?.[0].replace(/^,/, '').trim();
   // A care-of address or a PO box is said to be one whether or not a house was read from it ("J Smith, PO Box12").
   if (CARE_OF.test(address)) reasons.push(REASONS.careOf);
   else if (PO_BOX.test(address)) reasons.push(REASONS.poBox);
   else if (LAND.test(d.donor_address ?? '')) reasons.push(REASONS.land);
   else if (PLOT.test(d.donor_address ?? '')) reasons.push(REASONS.plot);
-  else if (WORKPLACE.test(segmentsOf(d.donor_address))) reasons.push(REASONS.workplace(WORKPLACE.exec(segmentsOf(d.donor_address))![0]!.replace(/^,/, '').trim()));
+  else if (workplace !== undefined) reasons.push(REASONS.workplace(workplace));
   else if (BFPO.test(address)) reasons.push(REASONS.bfpoAddress(normaliseSpaces(BFPO.exec(address)![1]!)));
   else if (house === '') reasons.push(/[\p{L}\p{N}]/u.test(address) && !NO_ADDRESS.test(address) ? REASONS.houseNotFound(address) : REASONS.noHouse);
   else if (UK_POSTCODE.test(hmrcPostcode(house).value)) reasons.push(REASONS.houseIsPostcode);

@@ -109,10 +109,6 @@ function donorsRow(email: string): (row: { donor_email: string; erased_donor: st
  * become theirs.
  */
 async function donorDonationsSince(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], email: string, scanned: DonorScan): Promise<number[]> {
-  const isTheirs = donorsRow(email);
-  const ids: number[] = [];
   const rows = await db.selectFrom('donations').select(['id', 'donor_email', 'erased_donor']).where(isOneOf(dialect, 'id', scanned.ids)).execute();
-  for (const row of rows) if (isTheirs(row)) ids.push(Number(row.id));
-  return [...ids, ...(await donorScan(db, email, scanned.lastId)).ids];
+  return [...rows.filter(donorsRow(email)).map((row) => Number(row.id)), ...(await donorScan(db, email, scanned.lastId)).ids];
 }
-

@@ -246,7 +246,6 @@ export class DonorData {
     const unkept = erasures.filter((e) => e.erasure.keptUntil === null).map((e) => e.id);
     if (unkept.length > 0) await trx.updateTable('giftaid_claim_donations').set(ERASED_CLAIM_DETAILS).where(isOneOf(this.dialect, 'donation_id', unkept)).execute();
   }
-
 }
 
 function toErasure(row: Parameters<typeof toStoredDonation>[0] & { charity: string }, today: string): DonationErasure {

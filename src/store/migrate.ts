@@ -1,7 +1,7 @@
 // Brings a database's schema up to date: every migration in migrations/, in order, once.
 import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely } from 'kysely';
 import { ConfigError, type DatabaseLocation } from '../config.js';
-import { migrations, WITHDRAWN_MIGRATIONS } from './migrations/index.js';
+import { migrations, newerThanThis, WITHDRAWN_MIGRATIONS } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 
@@ -46,7 +46,7 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
   const known = Object.keys(migrations(dialect));
   // One that was taken back is undone by migrateOn, not taken for a newer Almoner's.
   if (applied.some((name) => name in WITHDRAWN_MIGRATIONS)) return false;
-  const newer = applied.filter((name) => !known.includes(name)).sort();
+  const newer = newerThanThis(dialect, applied).sort();
   // Kysely said "corrupted migrations: previously executed migration 0099_x is missing".
   if (newer.length > 0) {
     throw new ConfigError(

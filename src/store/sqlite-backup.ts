@@ -6,7 +6,7 @@ import { basename, dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
 import { readLedger, type LedgerCopy } from './claims.js';
-import { migrations, WITHDRAWN_MIGRATIONS } from './migrations/index.js';
+import { newerThanThis } from './migrations/index.js';
 import { BACKUP_MARK, backupGiven, bearsBackupMark, PRIVATE_FILE } from './open.js';
 
 /** What a checked copy holds. */
@@ -133,8 +133,7 @@ export async function checkCopy(path: string): Promise<CopySummary> {
       );
     }
     const applied = (db.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map((r) => r.name);
-    const known = [...Object.keys(migrations('sqlite')), ...Object.keys(WITHDRAWN_MIGRATIONS)]; // a withdrawn one is undone as the restored database is opened
-    const unknown = applied.filter((name) => !known.includes(name));
+    const unknown = newerThanThis('sqlite', applied); // a withdrawn one is undone as the restored database is opened
     if (unknown.length) throw new CopyRefused(`${path} was made by a newer Almoner (its schema has ${unknown.join(', ')}): restore it with that version`);
     const count = (table: string) => (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n;
     return {

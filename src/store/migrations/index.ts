@@ -67,3 +67,9 @@ export const WITHDRAWN_MIGRATIONS: Record<string, (db: Kysely<any>, dialect: Dia
     }
   },
 };
+
+/** The migrations of `applied` this version knows neither as its own nor as withdrawn: a newer Almoner's, whose database or backup it refuses. */
+export function newerThanThis(dialect: Dialect, applied: readonly string[]): string[] {
+  const known = new Set([...Object.keys(migrations(dialect)), ...Object.keys(WITHDRAWN_MIGRATIONS)]);
+  return applied.filter((name) => !known.has(name));
+}
