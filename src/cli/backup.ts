@@ -992,6 +992,7 @@ const REFUSED_WHY: Record<RefusedWhy, string> = {
     "is another). If the charity signs up again and sends those donations again, claim none that this claim holds: the replaced database's " +
     'giftaid files for it say what it holds, and whether it was sent to HMRC',
   taken: 'a donation of it is in another live claim here',
+  reopened: 'the replaced database reopened it (giftaid reopen), but a donation of it is in another live claim here, so it stays rejected',
 };
 
 /** What a restore kept of the replaced database's claim ledger (ClaimLedger.keepFrom), said; nothing when it had nothing to keep. */
@@ -1007,8 +1008,14 @@ function describeKept({ added, marked, refused }: KeptClaims): string | undefine
             'so its files can be written again, and a donation sent again that matches one goes to needs-attention, not into a claim'),
     );
   }
-  for (const { id, status } of marked) lines.push(`  claim ${id} marked ${status}${status === 'rejected' ? ' (its donations are free to claim again, but for any that another live claim holds)' : ''}`);
-  for (const { id, why } of refused) lines.push(`  claim ${id} left out: ${REFUSED_WHY[why]}; check it by hand against what was sent to HMRC`);
+  for (const { id, status, reopened } of marked) {
+    lines.push(
+      reopened
+        ? `  claim ${id} reopened: ${status} again, its donations its own again`
+        : `  claim ${id} marked ${status}${status === 'rejected' ? ' (its donations are free to claim again, but for any that another live claim holds)' : ''}`,
+    );
+  }
+  for (const { id, why } of refused) lines.push(`  claim ${id} ${why === 'reopened' ? 'not reopened' : 'left out'}: ${REFUSED_WHY[why]}; check it by hand against what was sent to HMRC`);
   return lines.join('\n');
 }
 

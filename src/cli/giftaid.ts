@@ -34,7 +34,7 @@ import {
   type Schedule,
   type ScheduleRow,
 } from '../giftaid/schedule.js';
-import { ClaimConflictError, ClaimStatusError, type Claim } from '../store/claims.js';
+import { ClaimConflictError, ClaimReopenError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { StoredDonation } from '../donations/donation.js';
 import type { Store } from '../store/store.js';
 import { claimsUnsettledBy } from '../store/audit.js';
@@ -203,6 +203,32 @@ export function giftaidCommand(): Command {
                 `  Delete the files written for it before (claim-${id}-*.ods): they still pass HMRC's checker, and uploaded after the next claim they would claim ` +
                 `those donations twice. bin/almoner giftaid files ${id} --out DIR writes them again, marked as rejected.`
             : `Claim ${id} marked ${status}.`,
+        );
+      });
+    });
+
+  giftaid
+    .command('reopen')
+    .description(
+      'take back a rejection marked by mistake: the claim is again what it was (submitted, or prepared if never submitted) and its donations are its own again; ' +
+        'refused while another live claim holds any of them',
+    )
+    .argument('<claim>', 'the claim id', claimIdArgument)
+    .option('--json', 'print the claim as `claims --json` does')
+    .action(async (id: number, opts: { json?: boolean }) => {
+      await withStore(async (store) => {
+        let claim;
+        try {
+          claim = await store.claims.reopen(id);
+        } catch (err) {
+          if (err instanceof ClaimReopenError) throw new UsageError(err.message);
+          throw err;
+        }
+        if (!claim) throw new UsageError(`no claim has the id ${id}.`);
+        if (opts.json) return printJson(claimJson(claim));
+        print(
+          `Claim ${id} reopened: ${claim.status} again, with its ${count(claim.donation_count, 'donation')}; the next claim will not take them. ` +
+            `bin/almoner giftaid files ${id} --out DIR writes its files again.`,
         );
       });
     });

@@ -27,6 +27,7 @@ export type AuditAction =
   | 'giftaid files'
   | 'giftaid schedule'
   | 'giftaid mark'
+  | 'giftaid reopen'
   | 'giftaid claims kept'
   | 'backup'
   | 'restore'

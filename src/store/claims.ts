@@ -3,7 +3,7 @@
 // unique index over live rows, see migration 0003), not this code's: two claims prepared at the
 // same moment, in two processes or on two instances, cannot both take a donation.
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { comesAfter, NEXT_STATUSES, statusesBefore, type ClaimStatus } from '../giftaid/claim.js';
+import { movesOf, NEXT_STATUSES, statusesBefore, statusReopened, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
 import { donationDay, hmrcLastName, hmrcPostcode, matchableFirstName, matchablePostcode, type ScheduleRow } from '../giftaid/schedule.js';
 import { GIFT_FACTS, type GiftFacts } from '../giftaid/twins.js';
@@ -51,8 +51,28 @@ export class ClaimStatusError extends Error {
     const next = NEXT_STATUSES[claim.status];
     super(
       `claim ${claim.id} is ${claim.status}, so it cannot be marked ${to}` +
-        (next.length > 0 ? ` (it can be marked ${next.join(' or ')})` : ` (a ${claim.status} claim is final)`) +
+        (next.length > 0
+          ? ` (it can be marked ${next.join(' or ')})`
+          : claim.status === 'rejected'
+            ? ` (if it was marked rejected by mistake, bin/almoner giftaid reopen ${claim.id} makes it ${statusReopened(claim)} again)`
+            : ` (a ${claim.status} claim is final)`) +
         '.',
+    );
+  }
+}
+
+/** The claim cannot be reopened: it is not rejected, or another live claim has taken some of its donations since; nothing was changed. */
+export class ClaimReopenError extends Error {
+  constructor(
+    readonly claim: Claim,
+    /** The live claims that hold some of its donations now, in id order. */
+    readonly takenBy: readonly number[] = [],
+  ) {
+    super(
+      claim.status !== 'rejected'
+        ? `claim ${claim.id} is ${claim.status}, not rejected: only a rejected claim can be reopened.`
+        : `claim ${claim.id} cannot be reopened: its donations are in ${takenBy.length === 1 ? 'claim' : 'claims'} ${takenBy.join(', ')} now, ` +
+            'and reopened it would claim them twice. Nothing was changed.',
     );
   }
 }
@@ -159,7 +179,7 @@ async function claimRowsWithDonor(has: LedgerQueries['has'], all: LedgerQueries[
  * signed up after the backup, and is lost with the database replaced), or a donation of it is in
  * another live claim here.
  */
-export type RefusedWhy = 'another claim' | 'status' | 'charity' | 'taken';
+export type RefusedWhy = 'another claim' | 'status' | 'charity' | 'taken' | 'reopened';
 
 /** A donor's row in a claim (ClaimLedger.ofDonor): the row as it went to HMRC, its claim, and whether its donation is in this database. */
 export interface DonorClaimRow extends ScheduleRow {
@@ -198,8 +218,8 @@ export interface KeptClaims {
    * those rows are kept without a donation (migration 0014).
    */
   added: Array<{ id: number; status: ClaimStatus; withoutDonation: number }>;
-  /** Claims here that the other ledger had moved on (submitted, paid, rejected), and their status now. */
-  marked: Array<{ id: number; status: ClaimStatus }>;
+  /** Claims here that the other ledger had moved on (submitted, paid, rejected, or reopened), and their status now. */
+  marked: Array<{ id: number; status: ClaimStatus; reopened?: true }>;
   /** Claims of the other ledger that cannot be this database's, each with why: left out. */
   refused: Array<{ id: number; why: RefusedWhy }>;
 }
@@ -400,7 +420,7 @@ export class ClaimLedger {
       const at = nowIso();
       const r = await trx
         .updateTable('giftaid_claims')
-        .set({ status: to, [`${to}_at`]: at })
+        .set((eb) => ({ status: to, [`${to}_at`]: at, moves: eb('moves', '+', 1) }))
         .where('id', '=', id)
         .where('status', 'in', from)
         .executeTakeFirst();
@@ -415,6 +435,50 @@ export class ClaimLedger {
     if (!claim) return undefined;
     if (!changed && claim.status !== to) throw new ClaimStatusError(claim, to);
     return { claim, changed };
+  }
+
+  /**
+   * Takes back a rejection marked by mistake: the claim is again what it was when it was rejected
+   * (statusReopened), and its donations are its own again, in one transaction with its audit entry.
+   * Throws ClaimReopenError when it is not rejected, or when another live claim has taken some of
+   * its donations since (or, for rows a restore kept without their donation, a row of the same
+   * donor, day and amount); undefined for no such claim.
+   */
+  async reopen(id: number): Promise<Claim | undefined> {
+    const claim = await this.find(id);
+    if (!claim) return undefined;
+    if (claim.status !== 'rejected') throw new ClaimReopenError(claim);
+    const status = statusReopened(claim);
+    const reopened = async () =>
+      await this.db.transaction().execute(async (trx) => {
+        const takenBy = await claimsHoldingRowsOf(trx, id);
+        if (takenBy.length > 0) return takenBy;
+        const r = await trx
+          .updateTable('giftaid_claims')
+          .set((eb) => ({ status, rejected_at: null, moves: eb('moves', '+', 1) }))
+          .where('id', '=', id)
+          .where('status', '=', 'rejected')
+          .executeTakeFirst();
+        if (r.numUpdatedRows === 0n) return null; // reopened (or gone) meanwhile
+        await trx.updateTable('giftaid_claim_donations').set({ live: 1 }).where('claim_id', '=', id).execute();
+        await appendAudit(trx, { action: 'giftaid reopen', target: `claim ${id}`, summary: { status, rejected_at: claim.rejected_at } });
+        return [];
+      });
+    let takenBy: number[] | null;
+    try {
+      takenBy = await reopened();
+    } catch (err) {
+      // A claim prepared at the same moment took one of its donations: say which.
+      if (!isUniqueViolation(err)) throw err;
+      takenBy = await claimsHoldingRowsOf(this.db, id);
+    }
+    const now = (await this.find(id))!;
+    if (takenBy === null) {
+      if (now.status === 'rejected') throw new ClaimReopenError(now);
+      return now;
+    }
+    if (takenBy.length > 0) throw new ClaimReopenError(claim, takenBy);
+    return now;
   }
 
   /**
@@ -443,16 +507,20 @@ export class ClaimLedger {
         else rowsOf.set(r.claim_id, [r]);
       }
       // In id order: a claim rejected frees its donations before a later claim that took them is added.
+      const reopened: Array<(typeof copy.claims)[number]> = [];
       for (const claim of [...copy.claims].sort((a, b) => a.id - b.id)) {
         const mine = here.get(claim.id);
         if (mine) {
+          // Whichever moved more is the later (reopen moves a claim back); a paid claim is settled in any history.
+          const later = movesOf(claim) > movesOf(mine);
           if (Number(mine.charity_id) !== claim.charity_id || mine.prepared_at !== claim.prepared_at) kept.refused.push({ id: claim.id, why: 'another claim' });
-          else if (comesAfter(claim.status, mine.status)) {
+          else if (later && mine.status === 'rejected' && claim.status !== 'rejected') reopened.push(claim);
+          else if (later && mine.status !== 'paid') {
             const { status, submitted_at, paid_at, rejected_at } = claim;
-            await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at }).where('id', '=', claim.id).execute();
+            await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at, moves: movesOf(claim) }).where('id', '=', claim.id).execute();
             if (status === 'rejected') await trx.updateTable('giftaid_claim_donations').set({ live: null }).where('claim_id', '=', claim.id).execute();
             kept.marked.push({ id: claim.id, status });
-          } else if (claim.status !== mine.status && !comesAfter(mine.status, claim.status)) kept.refused.push({ id: claim.id, why: 'status' });
+          } else if (claim.status !== mine.status && (later || movesOf(claim) === movesOf(mine))) kept.refused.push({ id: claim.id, why: 'status' });
           continue;
         }
         if (!ownCharityHere(claim.charity_id)) {
@@ -488,7 +556,7 @@ export class ClaimLedger {
           continue;
         }
         const { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at } = claim;
-        const values = { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at };
+        const values = { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at, moves: movesOf(claim) };
         // PostgreSQL's ids are GENERATED ALWAYS: a claim keeps its own only when the statement says so.
         if (this.dialect === 'postgres') await sql`insert into giftaid_claims (${sql.join(Object.keys(values).map((k) => sql.ref(k)))}) overriding system value values (${sql.join(Object.values(values))})`.execute(trx);
         else await trx.insertInto('giftaid_claims').values(values).execute();
@@ -506,13 +574,24 @@ export class ClaimLedger {
         }
         kept.added.push({ id, status, withoutDonation: without.length });
       }
+      // A claim the other ledger reopened takes its donations back last, once every claim that took them meanwhile is rejected or added.
+      for (const claim of reopened) {
+        if ((await claimsHoldingRowsOf(trx, claim.id)).length > 0) {
+          kept.refused.push({ id: claim.id, why: 'reopened' });
+          continue;
+        }
+        const { status, submitted_at, paid_at, rejected_at } = claim;
+        await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at, moves: movesOf(claim) }).where('id', '=', claim.id).execute();
+        await trx.updateTable('giftaid_claim_donations').set({ live: 1 }).where('claim_id', '=', claim.id).execute();
+        kept.marked.push({ id: claim.id, status, reopened: true });
+      }
       // Past every number either ledger gave, kept or not: a claim refused here was sent to HMRC under its number too.
       await this.numberAfter(Math.max(0, ...copy.claims.map((c) => c.id)), trx);
       if (kept.added.length + kept.marked.length + kept.refused.length > 0) {
         await appendAudit(trx, {
           action: 'giftaid claims kept',
           target: 'the replaced database',
-          summary: { added: kept.added.map((c) => c.id).join(' ') || null, marked: kept.marked.map((c) => `${c.id} ${c.status}`).join(', ') || null, refused: kept.refused.map((c) => `${c.id} ${c.why}`).join(', ') || null },
+          summary: { added: kept.added.map((c) => c.id).join(' ') || null, marked: kept.marked.map((c) => `${c.id} ${c.status}${c.reopened ? ' reopened' : ''}`).join(', ') || null, refused: kept.refused.map((c) => `${c.id} ${c.why}`).join(', ') || null },
         });
       }
     });
@@ -583,4 +662,39 @@ function madeFrom(
     hmrcLastName(d.donor_last_name) === r.last_name &&
     matchablePostcode(hmrcPostcode(d.donor_postcode).value) === matchablePostcode(r.postcode)
   );
+}
+
+/**
+ * The live claims other than `id` that hold one of its donations: a row of the same donation, or,
+ * for a row a restore kept without its donation, a row of the same charity's donor (last name and
+ * postcode), day and amount (a donation sent again after the restore), in id order.
+ */
+async function claimsHoldingRowsOf(db: Kysely<Database>, id: number): Promise<number[]> {
+  const byDonation = await db
+    .selectFrom('giftaid_claim_donations as other')
+    .select('other.claim_id')
+    .distinct()
+    .where('other.live', '=', 1)
+    .where('other.claim_id', '<>', id)
+    .where('other.donation_id', 'in', db.selectFrom('giftaid_claim_donations').select('donation_id').where('claim_id', '=', id))
+    .execute();
+  const byFacts = await db
+    .selectFrom('giftaid_claim_rows_without_donation as kept')
+    .innerJoin('giftaid_claims as mine', 'mine.id', 'kept.claim_id')
+    .innerJoin('giftaid_claim_donations as other', (j) =>
+      j
+        .onRef('other.donation_day', '=', 'kept.donation_day')
+        .onRef('other.amount_minor', '=', 'kept.amount_minor')
+        .onRef('other.last_name', '=', 'kept.last_name')
+        .onRef('other.postcode', '=', 'kept.postcode'),
+    )
+    .innerJoin('giftaid_claims as theirs', 'theirs.id', 'other.claim_id')
+    .select('other.claim_id')
+    .distinct()
+    .where('kept.claim_id', '=', id)
+    .where('other.live', '=', 1)
+    .where('other.claim_id', '<>', id)
+    .whereRef('theirs.charity_id', '=', 'mine.charity_id')
+    .execute();
+  return [...new Set([...byDonation, ...byFacts].map((r) => Number(r.claim_id)))].sort((a, b) => a - b);
 }

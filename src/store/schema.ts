@@ -59,6 +59,8 @@ export interface GiftaidClaimsTable {
   submitted_at: string | null;
   paid_at: string | null;
   rejected_at: string | null;
+  /** How many times its status has moved (`giftaid mark`, `giftaid reopen`): migration 0019. */
+  moves: Generated<number>;
 }
 
 /** A donation in a claim, with its row exactly as it went into HMRC's schedule. */

@@ -249,6 +249,45 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('0019: each claim has moved once for each of its times (submitted, paid, rejected), so a restore still tells which ledger is later', async () => {
+      const database = await backend.createDatabase();
+      try {
+        const old = await migratedTo(database, '0018_old_password_kept');
+        try {
+          const now = '2026-11-23T12:00:00.000000Z';
+          const { id: charityId } = await old
+            .insertInto('charities')
+            .values({ name: 'Old', email: 'old@example.org', username: 'old-charity', password_hash: 'x', active: 1, created_at: now, updated_at: now })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          const claim = (status: string, times: Record<string, string>) =>
+            ({ charity_id: charityId, status, up_to: '2026-11-23', claim_date: '2026-11-23', donation_count: 1, total_minor: 2500, prepared_at: now, ...times });
+          await old
+            .insertInto('giftaid_claims')
+            .values([
+              claim('prepared', {}),
+              claim('submitted', { submitted_at: now }),
+              claim('paid', { submitted_at: now, paid_at: now }),
+              claim('rejected', { rejected_at: now }),
+              claim('rejected', { submitted_at: now, rejected_at: now }),
+            ])
+            .execute();
+        } finally {
+          await old.destroy();
+        }
+        const store = await openStore(database.location); // applies 0019
+        try {
+          const db = (store as unknown as { db: Kysely<any> }).db;
+          const after = await db.selectFrom('giftaid_claims').select(['status', 'moves']).orderBy('id').execute();
+          assert.deepEqual(after.map((r) => [r.status, Number(r.moves)]), [['prepared', 0], ['submitted', 1], ['paid', 2], ['rejected', 1], ['rejected', 2]]);
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('a migration taken back (0018_previous_password, on main from 0919866 to 2cb1e85) is undone, and the database brought up to date; it was refused as made by "a newer Almoner", exit 2, with no way forward', async () => {
       const database = await backend.createDatabase();
       try {

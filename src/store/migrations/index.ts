@@ -21,6 +21,7 @@ import { auditLogNotReplaced } from './0015_audit_log_not_replaced.js';
 import { keptHouseReadAgain } from './0016_kept_house_read_again.js';
 import { claimRowsDonor } from './0017_claim_rows_donor.js';
 import { oldPasswordKept } from './0018_old_password_kept.js';
+import { claimMoves } from './0019_claim_moves.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -42,6 +43,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0016_kept_house_read_again': keptHouseReadAgain(),
     '0017_claim_rows_donor': claimRowsDonor(),
     '0018_old_password_kept': oldPasswordKept(),
+    '0019_claim_moves': claimMoves(),
   };
 }
 
