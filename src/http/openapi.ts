@@ -74,8 +74,32 @@ const COMMON_RESPONSES = {
   '429': ref('responses', 'TooManyRequests'),
   '431': ref('responses', 'HeadersTooLarge'),
   '500': ref('responses', 'InternalServerError'),
+  '502': ref('responses', 'BadGateway'),
   '503': ref('responses', 'Unavailable'),
+  '504': ref('responses', 'GatewayTimeout'),
 };
+
+/**
+ * The answers of a gateway in front when Almoner cannot answer: the shipped deploy/nginx.conf's, word
+ * for word (test/http/openapi.test.ts holds the two together). Documented since 2026-11-30: a client
+ * generated from the document had no schema for them, though the typed client handled them.
+ */
+export const GATEWAY_MESSAGES = {
+  '502': 'The service is unavailable. A create that reached it may have been recorded: send it again shortly with the same Idempotency-Key, or, sent without one, check first.',
+  '504': 'The service did not answer in time, so a create may have been recorded: send it again shortly with the same Idempotency-Key, or, sent without one, check first.',
+} as const;
+
+/** A gateway's answer: its X-Request-Id is the gateway's own. */
+function gatewayResponse(description: string, example: string) {
+  return {
+    description: `${description} Sent by a gateway in front of the service (the shipped nginx), never by the service itself. A create answered so was not acknowledged but may have been recorded: send it again with the same Idempotency-Key after Retry-After seconds; without one, check whether it was recorded first.`,
+    headers: {
+      'X-Request-Id': { description: "The gateway's own request id (the shipped nginx logs it).", schema: { type: 'string' } },
+      'Retry-After': ref('headers', 'Retry-After'),
+    },
+    content: json(ref('schemas', 'Error'), { message: example }),
+  };
+}
 
 /**
  * /me reads no body: only a Content-Type header that is no media type at all is refused, and nothing
@@ -304,6 +328,8 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           },
         ),
         InternalServerError: errorResponse('An unexpected fault; nothing about it is shown. Quote the X-Request-Id.', 'Internal Server Error'),
+        BadGateway: gatewayResponse('The service is stopped or restarting.', GATEWAY_MESSAGES['502']),
+        GatewayTimeout: gatewayResponse('The service did not answer within 30 s.', GATEWAY_MESSAGES['504']),
         Unavailable: errorResponse(
           'The database is unavailable, so the request was not acknowledged. A create whose commit the database did not confirm may have been stored, and its message says so ("The database did not confirm whether this donation was stored…"): retry it only with the same Idempotency-Key, after Retry-After seconds; without one, check whether it was recorded first. Any other 503 stored nothing.',
           'The database is unavailable. Please try again shortly.',

@@ -12,7 +12,7 @@ import { DONATION_FIELDS, YES_NO, type FieldSpec } from '../../src/donations/fie
 import { DESCRIBED_ONLY } from '../../src/donations/schema.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { codeSampleFiles } from '../../src/http/code-samples.js';
-import { buildOpenApiDocument } from '../../src/http/openapi.js';
+import { buildOpenApiDocument, GATEWAY_MESSAGES } from '../../src/http/openapi.js';
 import { exampleDonation, startTestApp, type TestContext } from '../support/app.js';
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
@@ -23,7 +23,7 @@ const { version } = createRequire(import.meta.url)('../../package.json') as { ve
 type Json = any;
 
 // 408, 417 and 431 declared for each operation since 2026-11-29 (a review: they were only in the description).
-const ERROR_STATUSES = ['400', '401', '405', '408', '413', '415', '417', '429', '431', '500', '503'];
+const ERROR_STATUSES = ['400', '401', '405', '408', '413', '415', '417', '429', '431', '500', '502', '503', '504'];
 
 describe('the OpenAPI document', () => {
   const document: Json = buildOpenApiDocument(version);
@@ -117,6 +117,17 @@ describe('the OpenAPI document', () => {
     assert.ok(headerOf('/me', '401', 'WWW-Authenticate').required);
     assert.ok(headerOf('/donation/create', '429', 'Retry-After').required);
     assert.ok(headerOf('/donation/create', '503', 'Retry-After').required);
+    // A gateway's 502 and 504 (the shipped nginx's, while the service is down or slow): documented, word for word
+    // as deploy/nginx.conf sends them, where until 2026-11-30 a client generated from the document had no schema for them.
+    const nginx = readFileSync(new URL('../../deploy/nginx.conf', import.meta.url), 'utf8');
+    for (const status of ['502', '504'] as const) {
+      const response = checker.deref(op('/donation/create').responses[status]);
+      assert.match(response.description, /never by the service itself.*same Idempotency-Key/);
+      assert.ok(checker.deref(response.headers['Retry-After']));
+      const sent = new RegExp(`return ${status} '(.*)';`).exec(nginx)?.[1];
+      assert.equal(sent, JSON.stringify({ message: GATEWAY_MESSAGES[status] }), `nginx's ${status} body`);
+      assert.deepEqual(response.content['application/json'].example, { message: GATEWAY_MESSAGES[status] });
+    }
     assert.ok(headerOf('/me', '405', 'Allow').required);
     assert.ok(headerOf('/donation/create', '200', 'Idempotent-Replayed'));
   });
