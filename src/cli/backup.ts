@@ -9,8 +9,9 @@ import { Command } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
-import { charityChangesAfter, claimsUnsettledBy, type CharityChange, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { charitiesChangedIn, charityChangesAfter, claimsUnsettledBy, type CharityChange, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditAction, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { newerThanThis } from '../store/migrations/index.js';
+import type { CharityRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
@@ -135,9 +136,9 @@ export function restoreCommand(): Command {
           const continuing = replaced && continuesFrom(replaced.trail, backupTrail) ? replaced : undefined;
           const claims_since_backup = continuing && !claimsUnsettledBy(continuing.trail) ? 'kept' : 'unknown';
           await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
-          // Should keeping its claims fail, the ledger is in the replaced database, kept beside.
-          const charities = continuing && charityChangesAfter(continuing.trail, restored);
-          return { charities, ...(replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }) : { said: [], finished: true }) };
+          // Should keeping its claims fail, the ledger is in the replaced database, kept beside. Nothing was changed here since the restore.
+          const taken = replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }, continuing && new Set()) : { said: [], finished: true, charities: undefined };
+          return { ...taken, charities: charitiesSaid(continuing !== undefined, taken.charities) };
         },
         { duringRestore: true },
       );
@@ -152,7 +153,7 @@ export function restoreCommand(): Command {
         print(NO_ERASURES);
         print(NO_LEDGER);
       }
-      print(asAtBackup(again.charities));
+      print(again.charities);
     });
 }
 
@@ -166,7 +167,7 @@ export function restoreCommand(): Command {
 export function keepReplacedCommand(): Command {
   return new Command('keep-replaced')
     .description(
-      'finish a restore that stopped early: keep the Gift Aid claims, and erase again the donors, that the replaced database recorded after the backup (safe to run again)',
+      "finish a restore that stopped early: keep the Gift Aid claims, erase again the donors, and carry over the charities' credentials, that the replaced database recorded after the backup (safe to run again)",
     )
     .argument(
       '[files...]',
@@ -303,7 +304,10 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       // file the operator named (run again with the same files, it was not there: a review), nor a replaced SQLite database.
       const named = new Set(given.map((f) => (isPostgresUrl(f) ? f : resolve(f))));
       const restoresOwn = ledger !== undefined && ledger.trail === undefined && (marked?.left ?? []).includes(ledger.file) && !named.has(ledger.file);
-      const taken = await takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: restoresOwn });
+      // Charities' credentials carried over from a trail given (of this database's history: one that is not is refused above), but
+      // for those this database changed since the restore (restoredTrail): its own change stands.
+      const changedHere = trail && charitiesChangedIn(current.slice(backupTrail.length));
+      const taken = await takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: restoresOwn }, changedHere);
       // What it took in, and from where (a database given by its URL without the password), and whether it kept the claims: until 2026-11-30 only
       // a restore it finished named them (an operator's review). After what it did, so that a run that failed to keep them settles nothing.
       await store.audit(keepReplacedEntry(location, { from: files.map(shownSource).join(', '), claims_kept: settles && taken.finished }));
@@ -311,14 +315,14 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       const copyOnly = aBackup
         ? `${read.find((r) => r.backupCopy)!.file} is a copy bin/almoner backup wrote, not the database it came from: what it holds is taken in, but claims made after it are not known here, so giftaid claim refuses until the operator has compared them with what was sent to HMRC (--checked-since-backup)`
         : undefined;
-      return { ...taken, said: [marked?.whole && `the database that was there is kept as ${marked.whole}`, lost, ...taken.said, copyOnly] };
+      return { ...taken, said: [marked?.whole && `the database that was there is kept as ${marked.whole}`, lost, taken.charities, ...taken.said, copyOnly] };
     },
     { duringRestore: true },
   );
   for (const line of taken.said) if (line) print(line);
   if (!taken.finished) return;
   if (taken.said.every((line) => !line)) print(`nothing to do: the database holds every claim and erasure that ${files.map(shownSource).join(' and ')} recorded after the backup`);
-  if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
+  if (!trail) print(`no audit trail was given: donors erased after the backup are not erased again by this, nor are charities' passwords and states changed since carried over (give the trail${location.dialect === 'postgres' ? ', <dump>.replaced-trail-<time>.jsonl' : ''})`);
   if (marked || unreadable) {
     await unmark(place);
     done(marked ? `the restore begun at ${marked.began} is finished` : 'the restore is finished');
@@ -507,7 +511,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // Donors' data is not in the trail (they are named by reference), but who did what is: readable by this user only. An empty database has none.
       if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
-      // With no claims, for its largest donation id, which a restore killed after pg_restore must still take in.
+      // With no claims, for its largest donation id and its charities' rows, which a restore killed after pg_restore must still take in.
       if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
       // The whole of what is replaced, donations and all.
       if (dumping) {
@@ -533,8 +537,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         const continues = now.schema.length > 0 && continuesFrom(now.trail, backupTrail);
         const claims_since_backup = continues && !claimsUnsettledBy(now.trail) ? 'kept' : 'unknown';
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
-        const charities = continues ? charityChangesAfter(now.trail, restored) : undefined;
-        return { donations, charities, ...(await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined)) };
+        const taken = await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined, continues ? new Set() : undefined);
+        return { donations, ...taken, charities: charitiesSaid(continues, taken.charities) };
       },
       { duringRestore: true },
     );
@@ -549,7 +553,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       print(NO_ERASURES);
       print(NO_LEDGER);
     }
-    print(asAtBackup(again.charities));
+    print(again.charities);
   });
 }
 
@@ -608,8 +612,8 @@ async function readOtherPostgres(url: string, location: DatabaseLocation): Promi
   return { file: shown, trail: now.trail, ...(worthKeeping(now.ledger) && { ledger: now.ledger }) };
 }
 
-/** Whether a replaced database's ledger holds anything a restore must take in: claims, or donation ids it gave out. */
-const worthKeeping = (ledger: LedgerCopy): boolean => ledger.claims.length > 0 || (ledger.largestDonationId ?? 0) > 0;
+/** Whether a replaced database's ledger holds anything a restore must take in: claims, donation ids it gave out, or charities (whose credentials it carries over). */
+const worthKeeping = (ledger: LedgerCopy): boolean => ledger.claims.length > 0 || (ledger.largestDonationId ?? 0) > 0 || (ledger.charities?.length ?? 0) > 0;
 
 /** One plain connection to the PostgreSQL database at `url` (which migrates nothing), for `work`. */
 async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -886,24 +890,16 @@ function notInBackup(held: number | undefined, restored: number, keptIn: string 
 }
 
 /**
- * Said by every restore: what comes back as it was at the backup and is the operator's to do again;
- * with the replaced database's trail (`changes`, charityChangesAfter), each sign-up, rotation and
- * change of state it recorded since, or that there was none. Until 2026-11-30 the general reminder
- * alone, whatever the trail held (an operator's review).
+ * Said by every restore of the charities: over a database of the backup's history (`sameHistory`), what
+ * it carried over of theirs (`carried`, carryCharities), or that its trail records no change to any
+ * since the backup; else what comes back as it was at the backup, for the operator to do again.
  */
-function asAtBackup(changes: CharityChange[] | undefined): string {
-  if (changes === undefined) return AS_AT_BACKUP;
-  if (changes.length === 0) {
-    return "Charities' passwords and their disabled or enabled state are as they were at the backup, and the replaced database's audit trail records no sign-up, rotation, end of grace, disable or enable since: nothing of theirs to do again.";
-  }
-  const done = changes.map((c) => `${c.action} ${c.target} (${c.at})`).join('; ');
-  return (
-    `Charities' passwords and their disabled or enabled state are as they were at the backup; since it, the replaced database's audit trail records: ${done}. ` +
-    'Do each again (a charity signed up since is not in the restored database: sign it up again and give it its new credentials; a password rotated since, say because it leaked, works again until it is rotated again).'
-  );
+function charitiesSaid(sameHistory: boolean, carried: string | undefined): string {
+  if (!sameHistory) return AS_AT_BACKUP;
+  return carried ?? "Charities' passwords and their disabled or enabled state are as they were at the backup, and the replaced database's audit trail records no sign-up, rotation, end of grace, disable or enable since: nothing of theirs to carry over.";
 }
 
-/** Said by a restore that could not read the replaced database's trail: what comes back as it was at the backup and is the operator's to do again. */
+/** Said by a restore that could not read the replaced database's trail, or found it of another history: what comes back as it was at the backup and is the operator's to do again. */
 const AS_AT_BACKUP =
   "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
   'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then), and end-grace again an old password whose grace was ended since.';
@@ -912,7 +908,7 @@ const AS_AT_BACKUP =
 const NO_ERASURES =
   "Donors' erasures made since the backup are not in it: erase those donors again before the server takes requests. " +
   'With the database the backup came from still at hand, bin/almoner keep-replaced --not-running THAT-DATABASE (its SQLite file, or its postgres:// URL) ' +
-  'does it, and keeps its Gift Aid claims; else bin/almoner donor erase --email each donor, whom that database\'s trail names only by a hash of the address.';
+  "does it, keeps its Gift Aid claims and carries over its charities' credentials; else bin/almoner donor erase --email each donor, whom that database's trail names only by a hash of the address.";
 
 /** Said when a restore had no replaced database to read the claim ledger from. */
 const NO_LEDGER =
@@ -944,16 +940,88 @@ type LedgerFile = { saved: string; remove: boolean } | undefined;
 
 /**
  * Takes into the restored database what the replaced one recorded after the backup and the
- * restored trail (`restored`, heldBy) does not hold: its claims kept, its erasures made again. Each
+ * restored trail (`restored`, heldBy) does not hold: its charities' credentials carried over (only
+ * where its trail is of the backup's history: `changedHere` then names the charities this database
+ * changed since the restore, whose changes stand), its claims kept, its erasures made again. Each
  * is a no-op when done already, so a restore that stopped half-way is finished by doing it again
- * (keep-replaced). What was done, said.
+ * (keep-replaced). What was done, said; what was carried over, apart (`charities`).
  */
-async function takeIn(store: Store, { trail, ledger }: Replaced, restored: ReadonlySet<string>, file: LedgerFile): Promise<{ said: Array<string | undefined>; finished: boolean }> {
+async function takeIn(
+  store: Store,
+  { trail, ledger }: Replaced,
+  restored: ReadonlySet<string>,
+  file: LedgerFile,
+  changedHere: ReadonlySet<string> | undefined,
+): Promise<{ said: Array<string | undefined>; finished: boolean; charities: string | undefined }> {
+  // First: a claim of a charity signed up since is kept only once that charity is here.
+  const charities = changedHere && (await carryCharities(store, charityChangesAfter(trail, restored), ledger.charities, changedHere));
   // Charities keep the ids they were answered with: none is given to another donation.
   const largest = ledger.largestDonationId ?? 0;
   const ids = (await store.donationIdsAfter(largest)) ? `donation ids go on after ${largest}, the largest the replaced database gave out` : undefined;
   const claims = await keepClaims(store, ledger, file);
-  return { said: [ids, claims.said, await eraseAgain(store, erasuresAfter(trail, restored))], finished: claims.kept };
+  return { said: [ids, claims.said, await eraseAgain(store, erasuresAfter(trail, restored))], finished: claims.kept, charities };
+}
+
+/**
+ * Carries over into the restored database the credentials of each charity whose sign-up, rotation,
+ * end of grace, disable or enable the replaced database's trail records after the backup (`changes`,
+ * charityChangesAfter), as the replaced database holds them (its `rows`): its password, its old
+ * password and that one's end, whether it is enabled; a charity signed up since, whole, with its id
+ * and username. A password rotated since (say, because it leaked) does not work again, a charity
+ * disabled since is not enabled again, and one signed up since keeps the credentials it was given.
+ * Each change is recorded again with the row, naming the entry it repeats (again_of), so that a
+ * later restore does not carry it twice. Left out, and said, to do again: a charity this database
+ * changed since the restore (`changedHere`: its change stands), one whose row is not at hand (a
+ * claims file from before 2026-11-30, or none given), and one whose id or username is another
+ * charity's here. What it did, said; nothing when there was no change. Until 2026-11-30 every
+ * change was only named, for the operator to do again (an operator's review).
+ */
+async function carryCharities(
+  store: Store,
+  changes: CharityChange[],
+  rows: LedgerCopy['charities'],
+  changedHere: ReadonlySet<string>,
+): Promise<string | undefined> {
+  if (changes.length === 0) return undefined;
+  const byCharity = new Map<string, CharityChange[]>();
+  for (const c of changes) byCharity.set(c.target, [...(byCharity.get(c.target) ?? []), c]);
+  const actions = (username: string) => byCharity.get(username)!.map((c) => c.action.replace(/^charity /, '')).join(', ');
+  const left: string[] = [];
+  const toCarry: Array<{ row: CharityRow; entries: AuditEntry[] }> = [];
+  for (const [username, its] of byCharity) {
+    const row = carriable(rows?.find((r) => r.username === username));
+    if (changedHere.has(username)) left.push(`${username} (${actions(username)}): this database changed it since the restore, and that stands`);
+    else if (!row) left.push(`${username} (${actions(username)}): its row is not in what the replaced database left (a claims file written before 2026-11-30, or none)`);
+    else toCarry.push({ row, entries: its.map((c) => ({ action: c.action as AuditAction, target: c.target, summary: { ...(c.summary as AuditEntry['summary']), again_of: c.original } })) });
+  }
+  const carried: string[] = [];
+  for (const outcome of await store.carryCharities(toCarry)) {
+    const { username } = outcome;
+    if (outcome.outcome === 'clash') {
+      const { other } = outcome;
+      const taken = other.username === username ? `its username is charity ${other.id}'s here` : `its id is charity ${other.username}'s here`;
+      const signedUp = byCharity.get(username)!.some((c) => c.action === 'charity create');
+      left.push(`${username} (${actions(username)}): ${taken}${signedUp ? '; sign it up again (bin/almoner charity create) and give it its new credentials' : ''}`);
+    } else carried.push(`  ${username}: ${actions(username)}${outcome.outcome === 'added' ? ` (signed up since: added, id ${outcome.id})` : ''}`);
+  }
+  const lines: string[] = [];
+  if (carried.length) lines.push("carried over the charities' credentials the replaced database changed after the backup, as it holds them (password, old password and its end, disabled or enabled):", ...carried);
+  if (left.length) {
+    lines.push(
+      'not carried over, each to do again by hand where it still applies (a password rotated since, say because it leaked, works here until it is rotated again; a charity signed up since is not here):',
+      ...left.map((l) => `  ${l}`),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** A charity's row as the replaced database left it, whole enough to carry over: one from before 2026-11-30's copies names only its id and username. */
+function carriable(row: NonNullable<LedgerCopy['charities']>[number] | undefined): CharityRow | undefined {
+  if (!row) return undefined;
+  const { id, name, email, username, password_hash, active, old_password_hash = null, old_password_until = null, created_at, updated_at } = row;
+  const texts = [name, email, password_hash, created_at, updated_at];
+  if (!texts.every((t) => typeof t === 'string') || (active !== 0 && active !== 1)) return undefined;
+  return { id, name: name!, email: email!, username, password_hash: password_hash!, active, old_password_hash, old_password_until, created_at: created_at!, updated_at: updated_at! };
 }
 
 /**
@@ -988,7 +1056,7 @@ const REFUSED_WHY: Record<RefusedWhy, string> = {
   'another claim': 'this database has another claim under its number (another charity or time)',
   status: "the two databases moved it apart (paid in one, rejected in the other, or the like), and this database's stands",
   charity:
-    'its charity is not in the backup (it signed up after it) and so is not in this database, nor are its donations (a charity here under the same id ' +
+    'its charity is not in the backup (it signed up after it) and was not carried over, so is not in this database, nor are its donations (a charity here under the same id ' +
     "is another). If the charity signs up again and sends those donations again, claim none that this claim holds: the replaced database's " +
     'giftaid files for it say what it holds, and whether it was sent to HMRC',
   taken: 'a donation of it is in another live claim here',

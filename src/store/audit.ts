@@ -96,6 +96,12 @@ export interface ErasuresSince {
   retention: { years: number; day: string | undefined; original: string }[];
 }
 
+/** An entry a restore made again (an erasure, a charity's change carried over) names the one it repeats (again_of): the entry that first recorded it. */
+const originalOf = (e: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>): string => (typeof e.summary.again_of === 'string' ? e.summary.again_of : entryKey(e));
+
+/** Whether `restored` (heldBy) holds the entry `e`, or the one it repeats: if the backup holds that one, so is it held. */
+const heldIn = (restored: ReadonlySet<string>, e: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>): boolean => restored.has(entryKey(e)) || restored.has(originalOf(e));
+
 /**
  * What a replaced database's trail erased that the restored trail (the backup's) does not hold:
  * put back, the backup brings those donors' data back with it, so a restore erases it again
@@ -106,10 +112,8 @@ export interface ErasuresSince {
  * two trails' ids down two histories, an erasure whose id the backup used for something else was.
  */
 export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>[], restored: ReadonlySet<string>): ErasuresSince {
-  // An erasure a restore made again names the one it repeats (again_of): if the backup holds that one, so is it held.
-  const original = (e: (typeof trail)[number]) => (typeof e.summary.again_of === 'string' ? e.summary.again_of : entryKey(e));
-  const entries = trail.filter((e) => !restored.has(entryKey(e)) && !restored.has(original(e)));
-  const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null, original: original(e) }));
+  const entries = trail.filter((e) => !heldIn(restored, e));
+  const donors = entries.filter((e) => e.action === 'donor erase').map((e) => ({ reference: e.target, charity: (e.summary.charity as string | null | undefined) ?? null, original: originalOf(e) }));
   // Each period's last run of all, in the order of those last runs (one met again moves to the end), then
   // those the backup does not hold: picked among those it does not hold, a run made again held its own, and
   // the run before it became the last, made again by the next keep-replaced (until 2026-11-29; a review).
@@ -120,30 +124,36 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
     lastOfPeriod.set(years, e);
   }
   const retention = [...lastOfPeriod]
-    .filter(([, e]) => !restored.has(entryKey(e)) && !restored.has(original(e)))
-    .map(([years, e]) => ({ years, day: RETENTION_TARGET.exec(e.target)?.[1], original: original(e) }));
+    .filter(([, e]) => !heldIn(restored, e))
+    .map(([years, e]) => ({ years, day: RETENTION_TARGET.exec(e.target)?.[1], original: originalOf(e) }));
   return { donors, retention };
 }
 
-/** A charity's sign-up, rotation, end of grace, disable or enable, as its trail entry names it. */
-export type CharityChange = Pick<AuditRecord, 'action' | 'target' | 'at'>;
+/** A charity's sign-up, rotation, end of grace, disable or enable, as its trail entry names it, and the entry that first recorded it (entryKey). */
+export type CharityChange = Pick<AuditRecord, 'action' | 'target' | 'summary'> & { original: string };
 
-/** What a trail records of a charity's sign-up, password and state: a restore brings each back as it was at the backup. */
+/** What a trail records of a charity's sign-up, password and state. */
 const CHARITY_CHANGES = new Set(['charity create', 'charity rotate', 'charity end-grace', 'charity disable', 'charity enable']);
 
 /**
  * The charities' sign-ups, rotations, ends of grace, disables and enables a replaced database's
- * trail records and the backup's does not (entry by entry, as erasuresAfter), in order: each the
- * operator's to do again, as a restore brings the charities back as they were at the backup.
+ * trail records and the backup's does not (entry by entry, as erasuresAfter: one a restore carried
+ * over counts as the one it repeats), in order: what a restore carries over (cli/backup.ts), as the
+ * backup brings each charity back as it was then.
  */
-export function charityChangesAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target'>[], restored: ReadonlySet<string>): CharityChange[] {
-  return trail.filter((e) => CHARITY_CHANGES.has(e.action) && !restored.has(entryKey(e))).map(({ action, target, at }) => ({ action, target, at }));
+export function charityChangesAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>[], restored: ReadonlySet<string>): CharityChange[] {
+  return trail.filter((e) => CHARITY_CHANGES.has(e.action) && !heldIn(restored, e)).map((e) => ({ action: e.action, target: e.target, summary: e.summary, original: originalOf(e) }));
+}
+
+/** The charities whose sign-up, password or state `entries` change by the operator's hand, not as a restore's carry of another database's change (again_of). */
+export function charitiesChangedIn(entries: Pick<AuditRecord, 'action' | 'target' | 'summary'>[]): Set<string> {
+  return new Set(entries.filter((e) => CHARITY_CHANGES.has(e.action) && typeof e.summary.again_of !== 'string').map((e) => e.target));
 }
 
 /**
- * The entries a trail holds, for erasuresAfter: each by entryKey, and each erasure a restore made
- * again also as the one it repeats (again_of), so that a trail holding only the repeat is taken to
- * hold the original too.
+ * The entries a trail holds, for erasuresAfter and charityChangesAfter: each by entryKey, and each
+ * erasure a restore made again, or charity's change it carried over, also as the one it repeats
+ * (again_of), so that a trail holding only the repeat is taken to hold the original too.
  */
 export function heldBy(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>[]): Set<string> {
   const held = new Set(trail.map(entryKey));

@@ -9,10 +9,10 @@ import { donationDay, hmrcLastName, hmrcPostcode, matchableFirstName, matchableP
 import { GIFT_FACTS, type GiftFacts } from '../giftaid/twins.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
-import type { Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
+import type { CharityRow, Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
 import { appendAudit } from './audit.js';
-import { idsAfter } from './sequence.js';
+import { idsAfter, insertWithId } from './sequence.js';
 import { donorReference } from './donation-query.js';
 import { ERASED_EMAIL } from '../donations/erasure.js';
 
@@ -97,9 +97,12 @@ export interface LedgerCopy {
   withoutDonation: Selectable<GiftaidClaimRowsWithoutDonationTable>[];
   /**
    * That database's charities, by id: a claim is kept only under the charity it was made for, not
-   * another that signed up since and took the same id. Absent from a copy written before 2026-11-29.
+   * another that signed up since and took the same id. Absent from a copy written before 2026-11-29;
+   * their id and username alone until 2026-11-30, when a restore began to carry their credentials
+   * over (cli/backup.ts): each row whole, as that database holds it (a database of a version before
+   * migration 0018 has no old password).
    */
-  charities?: Array<{ id: number; username: string }>;
+  charities?: Array<Pick<CharityRow, 'id' | 'username'> & Partial<CharityRow>>;
   /** The largest donation id that database gave out: a restore gives none of them again. Absent from a copy written before 2026-11-29. */
   largestDonationId?: number;
   /** How many donations that database held: a restore says how many are not in the backup. Absent from a copy written before 2026-11-30. */
@@ -126,7 +129,7 @@ export async function readLedger(has: LedgerQueries['has'], all: LedgerQueries['
     claims: (await rowsOf('giftaid_claims', 'id')).map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
     rows: (await claimRowsWithDonor(has, all)).map((r) => numbers(r, rowNumbers)),
     withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
-    charities: (await rowsOf('charities', 'id')).map((c) => ({ id: Number(c.id), username: String(c.username) })),
+    charities: (await rowsOf('charities', 'id')).map((c) => ({ ...c, id: Number(c.id), username: String(c.username) })),
     largestDonationId: await largestDonationId(has, all),
     donationCount: (await has('donations')) ? Number((await all('select count(*) as n from donations'))[0]?.n ?? 0) : 0,
   };
@@ -557,9 +560,7 @@ export class ClaimLedger {
         }
         const { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at } = claim;
         const values = { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at, moves: movesOf(claim) };
-        // PostgreSQL's ids are GENERATED ALWAYS: a claim keeps its own only when the statement says so.
-        if (this.dialect === 'postgres') await sql`insert into giftaid_claims (${sql.join(Object.keys(values).map((k) => sql.ref(k)))}) overriding system value values (${sql.join(Object.values(values))})`.execute(trx);
-        else await trx.insertInto('giftaid_claims').values(values).execute();
+        await insertWithId(trx, this.dialect, 'giftaid_claims', values);
         // The columns by name: the replaced database may be of another version.
         const row = ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor }: (typeof rows)[number]) =>
           ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor });

@@ -1,5 +1,5 @@
 // The database schema as one TypeScript interface: the single source of the query types.
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { DonationColumns } from '../donations/fields.js';
 import type { ClaimStatus } from '../giftaid/claim.js';
 
@@ -18,6 +18,9 @@ export interface CharitiesTable {
   created_at: string;
   updated_at: string;
 }
+
+/** A charity's row as read. */
+export type CharityRow = Selectable<CharitiesTable>;
 
 /**
  * A donation's row: its own columns, then the donation's, derived from the field table (text as

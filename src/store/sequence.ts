@@ -4,11 +4,14 @@ import { sql, type Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import type { Database } from './schema.js';
 
+/** The tables whose rows a restore takes in from another database with their ids. */
+type KeptIdTable = 'giftaid_claims' | 'donations' | 'charities';
+
 /**
  * The next id of `table` is after `largest` at least: moved on if it would come before, never back
  * (a PostgreSQL sequence may be ahead of every id stored: DonationIds takes ids ahead). Whether it moved.
  */
-export async function idsAfter(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], table: 'giftaid_claims' | 'donations', largest: number): Promise<boolean> {
+export async function idsAfter(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], table: KeptIdTable, largest: number): Promise<boolean> {
   if (!(largest > 0)) return false;
   if (dialect === 'postgres') {
     const { rows } = await sql<{ sequence: string; last: string | null; top: string | null }>`
@@ -26,4 +29,10 @@ export async function idsAfter(db: Kysely<Database>, dialect: DatabaseLocation['
   if (Number(known.rows[0]?.n ?? 0) > 0) return false;
   await sql`insert into sqlite_sequence (name, seq) values (${table}, ${largest})`.execute(db);
   return true;
+}
+
+/** Inserts a row with the id it brings from another database: PostgreSQL's ids are GENERATED ALWAYS, and take one only when the statement says so. */
+export async function insertWithId(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], table: 'giftaid_claims' | 'charities', values: Record<string, unknown>): Promise<void> {
+  const columns = sql.join(Object.keys(values).map((k) => sql.ref(k)));
+  await sql`insert into ${sql.table(table)} (${columns}) ${dialect === 'postgres' ? sql`overriding system value` : sql``} values (${sql.join(Object.values(values))})`.execute(db);
 }

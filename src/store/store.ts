@@ -9,9 +9,9 @@ import { UsernameTakenError, type Charity, type CharityCredential, type NewChari
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { loggable } from '../loggable.js';
 import { formatMicros, nowIso, nowMicros, type Clock } from '../time.js';
-import type { Database } from './schema.js';
+import type { CharityRow, Database } from './schema.js';
 import { ClaimLedger } from './claims.js';
-import { idsAfter } from './sequence.js';
+import { idsAfter, insertWithId } from './sequence.js';
 import { donationsWithCharity, type DonationFilter } from './donation-query.js';
 import { DonationWrites, keyTaken, type IdempotencyKey, type KeyedOutcome } from './donation-writes.js';
 import { DonorData } from './donors.js';
@@ -19,6 +19,9 @@ import { toStoredDonation } from './rows.js';
 import type { DatabaseLocation } from '../config.js';
 import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
+
+/** What carryCharities did with a charity's row: put it on this database's, added it, or left it out for another charity's here. */
+export type CarriedCharity = { username: string; outcome: 'updated' | 'added'; id: number } | { username: string; outcome: 'clash'; other: { id: number; username: string } };
 
 /** An update of one charity's row, narrowed further by changeCharity's callers. */
 type CharityUpdate = UpdateQueryBuilder<Database, 'charities', 'charities', UpdateResult>;
@@ -220,6 +223,39 @@ export class Store {
     const changed = await this.changeCharity(username, { active: to }, audit, (q) => q.where('active', '<>', to));
     if (changed) return 'changed';
     return (await this.findCredential(username)) ? 'already' : 'unknown';
+  }
+
+  /**
+   * A restore's carry of charities' credentials from the database it replaced (cli/backup.ts), in
+   * one transaction: each `row`'s password, old password and its end, and whether it is enabled, put
+   * on this database's row of the same id and username; or, where this database has neither, the row
+   * whole, with its id (a charity signed up after the backup), the ids going on after it. Each with
+   * its `entries` in the trail. A row whose id or username is another charity's here is left out
+   * ('clash', naming that one): this database gave it out since, and it is not this one.
+   */
+  async carryCharities(carried: Array<{ row: CharityRow; entries: AuditEntry[] }>): Promise<CarriedCharity[]> {
+    return this.db.transaction().execute(async (trx) => {
+      const outcomes: CarriedCharity[] = [];
+      for (const { row, entries } of carried) {
+        const here = await trx.selectFrom('charities').select(['id', 'username']).where((eb) => eb.or([eb('id', '=', row.id), eb('username', '=', row.username)])).execute();
+        const other = here.find((c) => Number(c.id) !== row.id || c.username !== row.username);
+        if (other) {
+          outcomes.push({ username: row.username, outcome: 'clash', other: { id: Number(other.id), username: other.username } });
+          continue;
+        }
+        const { id, name, email, username, password_hash, old_password_hash, old_password_until, active, created_at, updated_at } = row;
+        if (here.length > 0) {
+          await trx.updateTable('charities').set({ password_hash, old_password_hash, old_password_until, active, updated_at: nowIso() }).where('id', '=', id).execute();
+        } else {
+          // The counter first: it is moved on only past the ids stored, and this one would be.
+          await idsAfter(trx, this.dialect, 'charities', id);
+          await insertWithId(trx, this.dialect, 'charities', { id, name, email, username, password_hash, active, old_password_hash, old_password_until, created_at, updated_at });
+        }
+        for (const entry of entries) await appendAudit(trx, entry);
+        outcomes.push({ username, outcome: here.length > 0 ? 'updated' : 'added', id });
+      }
+      return outcomes;
+    });
   }
 
   /** Changes the charity's row and audits it, in one transaction; false when no row changed (no such charity, or none that `only` keeps). */

@@ -12,8 +12,8 @@ import { openStore } from '../../src/store/open.js';
 import { ERASED_EMAIL } from '../../src/donations/erasure.js';
 import { recordGiftAided, validDonation } from '../support/app.js';
 import BetterSqlite3 from 'better-sqlite3';
-import { BACKENDS, queryPostgres, rawSql, tempDir, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt } from '../support/cli.js';
+import { BACKENDS, queryPostgres, rawSql, tempDir } from '../support/backends.js';
+import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
 
 for (const backend of BACKENDS) {
@@ -216,41 +216,6 @@ test("a kept claim's row written before 2026-11-29, whose postcode's O was not y
   }
 });
 
-/** The operator's steps on `database`, each expected to succeed: a command, a charity, a claim (marked submitted), a backup. */
-/** A `tool` in front of the real one that kills the restore (its parent) with SIGKILL: before its own work, or once it has succeeded. */
-function killing(tool: 'pg_dump' | 'pg_restore', when: 'before' | 'after'): string {
-  const shim = tempDir();
-  const real = execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
-  // pg_restore also reads the archive (--list) before anything is marked: only its restore (--single-transaction) counts.
-  const body = when === 'before' ? 'kill -9 $PPID; exit 1' : `"${real}" "$@"; code=$?\ncase " $* " in *" --single-transaction "*) [ $code -eq 0 ] && kill -9 $PPID;; esac\nexit $code`;
-  writeFileSync(join(shim, tool), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
-  return `${shim}:${process.env.PATH}`;
-}
-
-function operator(database: TestDatabase, backend: string) {
-  const cli = async (args: string[]) => {
-    const run = await almoner(database.url, args);
-    assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
-    return run;
-  };
-  return {
-    cli,
-    charity: async (name: string) => JSON.parse((await cli(['charity', 'create', '--name', name, '--email', `${name.toLowerCase()}@example.org`, '--json'])).stdout) as { id: number; username: string },
-    claim: async (username: string) => {
-      const out = tempDir();
-      const made = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', out, '--json'])).stdout) as { claim: number | null; donations: number };
-      if (made.claim !== null) await cli(['giftaid', 'mark', String(made.claim), 'submitted']);
-      return { ...made, out };
-    },
-    backup: async (name: string) => {
-      const file = join(tempDir(), name);
-      if (backend === 'sqlite') await cli(['backup', '--out', file]);
-      else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
-      return file;
-    },
-  };
-}
-
 for (const backend of BACKENDS) {
   test(`a restore killed before it kept the replaced database's claims and erasures: keep-replaced finishes it from what the restore left, and again changes nothing [${backend.name}]`, async () => {
     assertBuilt();
@@ -362,15 +327,16 @@ for (const backend of BACKENDS) {
   });
 }
 
-test('a claim of a charity that signed up after the backup is left out by the restore, saying so: its charity is not in the backup', async () => {
+test("a claim of a charity that signed up after the backup is kept with the charity, which the restore carries over; where that charity's id is another's here, it is left out, saying so", async () => {
   // The restore said such a claim "cannot be this database's (another charity or time under the same id, or a donation in another
-  // live claim here)", neither of which it was (a review, 2026-11-29).
+  // live claim here)", neither of which it was (a review, 2026-11-29); until 2026-11-30 it was always left out, its charity not being in the backup.
   assertBuilt();
   const database = await BACKENDS[0]!.createDatabase(); // SQLite: the reasons are the ledger's, the same on both
+  const fresh = await BACKENDS[0]!.createDatabase();
   try {
-    const cli = async (args: string[], code = 0) => {
-      const run = await almoner(database.url, args);
-      assert.equal(run.code, code, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
+    const cli = async (args: string[], url = database.url) => {
+      const run = await almoner(url, args);
+      assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
       return run;
     };
     await cli(['charity', 'create', '--name', 'Before', '--email', 'before@example.org', '--json']);
@@ -380,21 +346,28 @@ test('a claim of a charity that signed up after the backup is left out by the re
     await recordGiftAided(database.url, id, [{ donor_email: 'late@example.org' }]);
     const claimed = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json'])).stdout) as { claim: number };
     await cli(['giftaid', 'mark', String(claimed.claim), 'submitted']);
-    const restored = await cli(['restore', backup, '--replace']);
-    assert.match(restored.stdout, new RegExp(`claim ${claimed.claim} left out: its charity is not in the backup \\(it signed up after it\\)`));
-    const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
-    assert.deepEqual(trail.find((e) => e.action === 'giftaid claims kept')?.summary, { added: null, marked: null, refused: `${claimed.claim} charity` });
-    // Another charity signs up and takes the lost one's id; keep-replaced, run again (it is safe to), still leaves the claim
-    // out: it went under the newcomer, its donor and all (a review, 2026-11-29).
-    const newcomer = JSON.parse((await cli(['charity', 'create', '--name', 'Newcomer', '--email', 'new@example.org', '--json'])).stdout) as { id: number };
+
+    // Into another database, where a charity signed up since the restore took the id of the one signed up after the backup: left out.
+    await cli(['restore', backup], fresh.url);
+    const newcomer = JSON.parse((await cli(['charity', 'create', '--name', 'Newcomer', '--email', 'new@example.org', '--json'], fresh.url)).stdout) as { id: number };
     assert.equal(newcomer.id, id, 'the same id');
-    const replaced = readdirSync(dirname(database.location.dialect === 'sqlite' ? database.location.path : '')).find((f) => f.includes('.replaced-') && !f.endsWith('-wal') && !f.endsWith('-shm'));
-    assert.ok(replaced, 'the replaced database is beside it');
-    const again = await cli(['keep-replaced', '--not-running', join(dirname(database.location.dialect === 'sqlite' ? database.location.path : ''), replaced)]);
-    assert.match(again.stdout, new RegExp(`claim ${claimed.claim} left out: its charity is not in the backup`));
-    assert.deepEqual(JSON.parse((await cli(['giftaid', 'claims', '--json'])).stdout), [], 'no claim under the newcomer');
+    const path = database.location.dialect === 'sqlite' ? database.location.path : '';
+    const intoFresh = await cli(['keep-replaced', '--not-running', path], fresh.url);
+    assert.match(intoFresh.stdout, new RegExp(`claim ${claimed.claim} left out: its charity is not in the backup \\(it signed up after it\\) and was not carried over`));
+    assert.match(intoFresh.stdout, new RegExp(`  ${username} \\(create\\): its id is charity newcomer-\\w+'s here`));
+    assert.deepEqual(JSON.parse((await cli(['giftaid', 'claims', '--json'], fresh.url)).stdout), [], 'no claim under the newcomer');
+
+    // Over the database it came from: the charity is carried over, and its claim kept under it.
+    const restored = await cli(['restore', backup, '--replace']);
+    assert.match(restored.stdout, new RegExp(`claim ${claimed.claim} \\(submitted\\) added; 1 of its donations is not in the backup`));
+    assert.match(restored.stdout, new RegExp(`  ${username}: create \\(signed up since: added, id ${id}\\)`));
+    const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string; summary: Record<string, unknown> });
+    assert.deepEqual(trail.find((e) => e.action === 'giftaid claims kept')?.summary, { added: String(claimed.claim), marked: null, refused: null });
+    const claims = JSON.parse((await cli(['giftaid', 'claims', '--charity', username, '--json'])).stdout) as Array<{ id: number; status: string }>;
+    assert.deepEqual(claims.map((c) => [c.id, c.status]), [[claimed.claim, 'submitted']]);
   } finally {
     await database.drop();
+    await fresh.drop();
   }
 });
 

@@ -1,8 +1,10 @@
 // Test support for the real executable: run bin/almoner as an operator would, on a given database.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir, type TestDatabase } from './backends.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/almoner', import.meta.url));
 const DIST_MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -75,4 +77,39 @@ export async function until(
     }
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** A `tool` in front of the real one that kills the restore (its parent) with SIGKILL: before its own work, or once it has succeeded. */
+export function killing(tool: 'pg_dump' | 'pg_restore', when: 'before' | 'after'): string {
+  const shim = tempDir();
+  const real = execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
+  // pg_restore also reads the archive (--list) before anything is marked: only its restore (--single-transaction) counts.
+  const body = when === 'before' ? 'kill -9 $PPID; exit 1' : `"${real}" "$@"; code=$?\ncase " $* " in *" --single-transaction "*) [ $code -eq 0 ] && kill -9 $PPID;; esac\nexit $code`;
+  writeFileSync(join(shim, tool), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return `${shim}:${process.env.PATH}`;
+}
+
+/** The operator's steps on `database`, each expected to succeed: a command, a charity, a claim (marked submitted), a backup. */
+export function operator(database: TestDatabase, backend: string) {
+  const cli = async (args: string[]) => {
+    const run = await almoner(database.url, args);
+    assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}${run.stdout}`);
+    return run;
+  };
+  return {
+    cli,
+    charity: async (name: string) => JSON.parse((await cli(['charity', 'create', '--name', name, '--email', `${name.toLowerCase()}@example.org`, '--json'])).stdout) as { id: number; name: string; username: string; password: string },
+    claim: async (username: string) => {
+      const out = tempDir();
+      const made = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', out, '--json'])).stdout) as { claim: number | null; donations: number };
+      if (made.claim !== null) await cli(['giftaid', 'mark', String(made.claim), 'submitted']);
+      return { ...made, out };
+    },
+    backup: async (name: string) => {
+      const file = join(tempDir(), name);
+      if (backend === 'sqlite') await cli(['backup', '--out', file]);
+      else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
+      return file;
+    },
+  };
 }

@@ -1,0 +1,259 @@
+// Charities' credentials are not data to roll back: a restore over the database the backup came from
+// carries over each charity's password, old password and its end, and disabled or enabled state, as
+// that database holds them, for every charity its trail changed after the backup, and the charities
+// signed up since, with their ids. Until 2026-11-30 everything came back as it was at the backup: a
+// password rotated since (because it leaked) worked again, a charity disabled since was enabled, and
+// one signed up since was gone, its integration answered 401; the restore only named what to do again.
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, test } from 'node:test';
+import { buildApp } from '../../src/app.js';
+import { authenticatedCharity } from '../../src/charities/credentials.js';
+import { entryKey } from '../../src/store/audit.js';
+import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
+import { basic, HONOURED_WITHIN_MS, NO_FAILURE_DELAY } from '../support/app.js';
+import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
+import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
+import { TestClock } from '../support/clock.js';
+import { ServerProcess } from '../support/server.js';
+
+interface Charity {
+  id: number;
+  name: string;
+  username: string;
+  password: string;
+}
+
+interface Entry {
+  id: number;
+  at: string;
+  action: string;
+  target: string;
+  summary: Record<string, unknown>;
+}
+
+/** The operator's commands on `database` (operator's), with a charity's rotation, the trail and the charities. */
+function operatorOf(database: TestDatabase, backend: string) {
+  const { cli, charity, backup } = operator(database, backend);
+  return {
+    cli,
+    backup,
+    create: charity,
+    /** The new password. */
+    rotate: async (c: Charity, ...options: string[]) => (JSON.parse((await cli(['charity', 'rotate', c.username, '--json', ...options])).stdout) as { password: string }).password,
+    trail: async () => (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as Entry),
+    list: async () => JSON.parse((await cli(['charity', 'list', '--json'])).stdout) as Array<{ id: number; name: string; username: string; active: boolean; old_password_until: string | null }>,
+  };
+}
+
+const CHARITY_CHANGES = new Set(['charity create', 'charity rotate', 'charity end-grace', 'charity disable', 'charity enable']);
+
+for (const backend of BACKENDS) {
+  describe(`a restore carries charities' credentials over [${backend.name}]`, () => {
+    test('over the database the backup came from: passwords rotated since (twice, with a grace running, ended or lapsed), charities disabled or enabled since, and one signed up since are as that database held them; audited once, and the same backup restored again carries them again', async () => {
+      assertBuilt();
+      const database = await backend.createDatabase();
+      try {
+        const { cli, create, rotate, trail, list, backup } = operatorOf(database, backend.name);
+        const made: Charity[] = [];
+        for (const name of ['Twice', 'Grace', 'Ended', 'Lapsed', 'Disabled', 'Back', 'Flicker', 'Still']) made.push(await create(name));
+        const [twice, grace, ended, lapsed, disabled, back, flicker, still] = made as [Charity, Charity, Charity, Charity, Charity, Charity, Charity, Charity];
+        await cli(['charity', 'disable', back.username]);
+        const before = await backup('before');
+        const atBackup = (await trail()).length;
+
+        // After the backup.
+        const twice1 = await rotate(twice);
+        const twice2 = await rotate(twice);
+        const grace1 = await rotate(grace, '--grace', '7d'); // its grace runs on
+        const ended1 = await rotate(ended, '--grace', '7d');
+        await cli(['charity', 'end-grace', ended.username]);
+        const lapsed1 = await rotate(lapsed, '--grace', '30m');
+        await rawSql(database.url, `update charities set old_password_until = '2026-01-01T00:00:00.000000Z' where username = '${lapsed.username}'`); // its 30 minutes gone by
+        await cli(['charity', 'disable', disabled.username]);
+        await cli(['charity', 'enable', back.username]);
+        await cli(['charity', 'disable', flicker.username]);
+        await cli(['charity', 'enable', flicker.username]);
+        const since = await create('Since');
+        const originals = (await trail()).slice(atBackup).filter((e) => CHARITY_CHANGES.has(e.action));
+        assert.equal(originals.length, 11);
+        const listed = await list();
+
+        const restored = await cli(['restore', before, '--replace']);
+        assert.match(restored.stdout, /carried over the charities' credentials the replaced database changed after the backup, as it holds them \(password, old password and its end, disabled or enabled\):\n/);
+        for (const [c, did] of [
+          [twice, 'rotate, rotate'],
+          [grace, 'rotate'],
+          [ended, 'rotate, end-grace'],
+          [lapsed, 'rotate'],
+          [disabled, 'disable'],
+          [back, 'enable'],
+          [flicker, 'disable, enable'],
+        ] as const) {
+          assert.match(restored.stdout, new RegExp(`\\n  ${c.username}: ${did}\\n`), restored.stdout);
+        }
+        assert.match(restored.stdout, new RegExp(`\\n  ${since.username}: create \\(signed up since: added, id ${since.id}\\)`));
+        assert.doesNotMatch(restored.stdout, new RegExp(`${still.username}|not carried over|Do each again|rotate or disable again`));
+        // The charities as the replaced database held them: the one signed up since with its id, username and name.
+        assert.deepEqual(await list(), listed);
+
+        const server = await new ServerProcess(database.url).listening();
+        try {
+          const me = async (c: Charity, password = c.password) =>
+            (await fetch(`${server.url}/api/v1/me`, { method: 'POST', headers: { authorization: basic(c.username, password) } })).status;
+          const answers = {
+            twice: [await me(twice), await me(twice, twice1), await me(twice, twice2)],
+            grace: [await me(grace), await me(grace, grace1)],
+            ended: [await me(ended), await me(ended, ended1)],
+            lapsed: [await me(lapsed), await me(lapsed, lapsed1)],
+            disabled: await me(disabled),
+            back: await me(back),
+            flicker: await me(flicker),
+            since: await me(since),
+            still: await me(still),
+          };
+          assert.deepEqual(answers, {
+            twice: [401, 401, 200], // the backup's password and the first rotation's do not work again
+            grace: [200, 200], // the old password in its grace, and the new
+            ended: [401, 200],
+            lapsed: [401, 200],
+            disabled: 401,
+            back: 200,
+            flicker: 200,
+            since: 200, // its integration keeps the credentials it was given
+            still: 200, // unchanged since the backup: the backup's row
+          });
+        } finally {
+          await server.stop('SIGTERM', 10_000);
+        }
+
+        // Each change carried over recorded again, naming the entry it repeats; none of the unchanged charity's.
+        const carriedEntries = (await trail()).filter((e) => typeof e.summary.again_of === 'string');
+        assert.deepEqual(carriedEntries.map((e) => [e.action, e.target, e.summary.again_of]), originals.map((e) => [e.action, e.target, entryKey(e)]));
+        assert.equal(carriedEntries.find((e) => e.action === 'charity create')?.summary.id, since.id);
+
+        // The same backup restored again, over the database the first restore made: carried over again, from the repeats, each naming the first entry.
+        const again = await cli(['restore', before, '--replace']);
+        assert.match(again.stdout, new RegExp(`\\n  ${twice.username}: rotate, rotate\\n`));
+        assert.match(again.stdout, new RegExp(`\\n  ${since.username}: create \\(signed up since: added, id ${since.id}\\)`));
+        assert.deepEqual(await list(), listed);
+        assert.deepEqual(
+          (await trail()).filter((e) => typeof e.summary.again_of === 'string').map((e) => e.summary.again_of),
+          originals.map(entryKey),
+          'once each in the restored trail, naming the first entries',
+        );
+        // Finished: keep-replaced given the database the restore replaced finds nothing left to carry.
+        if (backend.name === 'sqlite') {
+          const path = database.location.dialect === 'sqlite' ? database.location.path : '';
+          const replaced = readdirSync(dirname(path)).filter((f) => /\.replaced-[^.]+$/.test(f)).sort().at(-1)!;
+          const nothing = await cli(['keep-replaced', '--not-running', join(dirname(path), replaced)]);
+          assert.match(nothing.stdout, /^nothing to do: /);
+        }
+
+        // A sign-up takes an id after the one carried over.
+        assert.ok((await create('Next')).id > since.id);
+
+        // Over a database of another history: nothing is carried over, and the restore says what to do again, as before.
+        const other = await backend.createDatabase();
+        try {
+          await almoner(other.url, ['charity', 'create', '--name', 'Other', '--email', 'o@example.org']);
+          const over = await almoner(other.url, ['restore', before, '--replace']);
+          assert.equal(over.code, 0, over.stderr);
+          assert.match(over.stdout, /as they were at the backup: rotate or disable again whatever was rotated or disabled since/);
+          assert.doesNotMatch(over.stdout, /carried over/);
+        } finally {
+          await other.drop();
+        }
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test('restored into another database, the one it came from at hand: keep-replaced carries the credentials over into the running server, but for a charity changed here since (that stands) and one whose id a sign-up here took (said, to do again)', async () => {
+      assertBuilt();
+      const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
+      try {
+        const { cli, create, rotate, backup } = operatorOf(old, backend.name);
+        const here = operatorOf(fresh, backend.name);
+        const [leaked, stopped, both] = [await create('Leaked'), await create('Stopped'), await create('Both')];
+        const b = await backup('before');
+        const leaked1 = await rotate(leaked);
+        await cli(['charity', 'disable', stopped.username]);
+        const bothThere = await rotate(both);
+        const [taken, added] = [await create('Taken'), await create('Added')];
+
+        const restored = await here.cli(['restore', b]);
+        assert.match(restored.stdout, /as they were at the backup: rotate or disable again/, 'no database replaced: what to do, as before');
+        // The server on the restored database, with its own clock: credentials it has used are remembered.
+        const served = await openStore(fresh.location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS });
+        const clock = new TestClock();
+        const app = await buildApp({ store: served, clock: clock.now, failureDelay: NO_FAILURE_DELAY });
+        try {
+          await app.ready();
+          const me = async (c: Charity, password = c.password) => (await app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: basic(c.username, password) } })).statusCode;
+          assert.deepEqual([await me(leaked), await me(stopped)], [200, 200], 'as at the backup, and now remembered');
+          // Here, since the restore: Both rotated again, and a sign-up that takes the id Taken had.
+          const bothHere = await here.rotate(both);
+          const newcomer = await here.create('Newcomer');
+          assert.equal(newcomer.id, taken.id);
+
+          const kept = await here.cli(['keep-replaced', '--not-running', old.location.dialect === 'sqlite' ? old.location.path : old.url]);
+          assert.match(kept.stdout, new RegExp(`carried over the charities' credentials .*:\\n  ${leaked.username}: rotate\\n  ${stopped.username}: disable\\n  ${added.username}: create \\(signed up since: added, id ${added.id}\\)\\n`));
+          assert.match(kept.stdout, new RegExp(`not carried over, .*\\n  ${both.username} \\(rotate\\): this database changed it since the restore, and that stands`));
+          assert.match(kept.stdout, new RegExp(`\\n  ${taken.username} \\(create\\): its id is charity ${newcomer.username}'s here; sign it up again \\(bin/almoner charity create\\) and give it its new credentials`));
+
+          // What works now works at once; what stops, within the time a remembered credential is kept, as after a disable.
+          assert.deepEqual([await me(leaked, leaked1), await me(added), await me(both, bothHere), await me(newcomer)], [200, 200, 200, 200]);
+          clock.advance(HONOURED_WITHIN_MS);
+          assert.deepEqual([await me(leaked), await me(stopped), await me(both, bothThere), await me(taken)], [401, 401, 401, 401]);
+
+          // Run again: nothing more carried over; what was left out is said again.
+          const again = await here.cli(['keep-replaced', '--not-running', old.location.dialect === 'sqlite' ? old.location.path : old.url]);
+          assert.doesNotMatch(again.stdout, /carried over the charities'/);
+          assert.match(again.stdout, new RegExp(`not carried over, .*\\n  ${both.username} \\(rotate\\)`));
+          assert.equal((await here.trail()).filter((e) => typeof e.summary.again_of === 'string').length, 3, 'rotate, disable, create: recorded once');
+          assert.ok((await here.create('Later')).id > added.id, 'ids go on after the one carried over');
+        } finally {
+          await app.close();
+          await served.close();
+        }
+      } finally {
+        await old.drop();
+        await fresh.drop();
+      }
+    });
+  });
+}
+
+test('a PostgreSQL restore killed once pg_restore had committed: keep-replaced carries the credentials over from the file the restore left [postgres]', { skip: BACKENDS.length < 2 && 'no TEST_DATABASE_URL' }, async () => {
+  assertBuilt();
+  const backend = BACKENDS[1]!;
+  const database = await backend.createDatabase();
+  try {
+    const { cli, create, rotate, list, backup } = operatorOf(database, backend.name);
+    const first = await create('First');
+    const before = await backup('before');
+    const rotated = await rotate(first);
+    const since = await create('Since');
+    const killed = await almoner(database.url, ['restore', before, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
+      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
+      (err: { signal?: string }) => err,
+    );
+    assert.equal(killed.signal, 'SIGKILL');
+    const finished = await cli(['keep-replaced']);
+    assert.match(finished.stdout, new RegExp(`carried over the charities' credentials .*:\\n  ${first.username}: rotate\\n  ${since.username}: create \\(signed up since: added, id ${since.id}\\)\\n`));
+    assert.match(finished.stdout, /the restore begun at \S+ is finished/);
+    const charities = await list();
+    assert.deepEqual(charities.map((c) => [c.id, c.username]), [[first.id, first.username], [since.id, since.username]]);
+    const store = await openStore(database.location);
+    try {
+      const works = async (c: Charity, password = c.password) => authenticatedCharity(await store.findCredential(c.username), password) !== undefined;
+      assert.deepEqual([await works(first), await works(first, rotated), await works(since)], [false, true, true]);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await database.drop();
+  }
+});
