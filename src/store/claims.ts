@@ -497,6 +497,10 @@ export class ClaimLedger {
   async keepFrom(copy: LedgerCopy): Promise<KeptClaims> {
     const kept: KeptClaims = { added: [], marked: [], refused: [] };
     await this.db.transaction().execute(async (trx) => {
+      // Past every number either ledger gave, kept or not: a claim refused here was sent to HMRC under its number too. Before the
+      // claims are added: a PostgreSQL counter is moved on only past the ids stored, and those kept would be (it stayed behind
+      // them until 2026-11-30, and the next claim's tries failed on their numbers one by one).
+      await this.numberAfter(Math.max(0, ...copy.claims.map((c) => c.id)), trx);
       const here = new Map((await trx.selectFrom('giftaid_claims').selectAll().execute()).map((c) => [Number(c.id), c]));
       const charities = new Map((await trx.selectFrom('charities').select(['id', 'username']).execute()).map((c) => [Number(c.id), c.username]));
       const theirs = copy.charities && new Map(copy.charities.map((c) => [c.id, c.username]));
@@ -586,8 +590,6 @@ export class ClaimLedger {
         await trx.updateTable('giftaid_claim_donations').set({ live: 1 }).where('claim_id', '=', claim.id).execute();
         kept.marked.push({ id: claim.id, status, reopened: true });
       }
-      // Past every number either ledger gave, kept or not: a claim refused here was sent to HMRC under its number too.
-      await this.numberAfter(Math.max(0, ...copy.claims.map((c) => c.id)), trx);
       if (kept.added.length + kept.marked.length + kept.refused.length > 0) {
         await appendAudit(trx, {
           action: 'giftaid claims kept',

@@ -732,3 +732,40 @@ function withoutBackupMark(file: string): void {
     db.close();
   }
 }
+
+for (const backend of BACKENDS) {
+  test(`a claim made after a restore that kept claims takes the next number at its first try (on PostgreSQL the counter stayed behind the kept claims, and each number one of them held cost the claim a failed try, of its ten) [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const { cli, charity, claim: claimOf, backup } = operator(database, backend.name);
+      const { id, username } = await charity('Numbers');
+      await recordGiftAided(database.url, id, [{ donor_email: 'one@example.org' }]);
+      assert.equal((await claimOf(username)).claim, 1);
+      const before = await backup('before');
+      await recordGiftAided(database.url, id, [{ donor_email: 'two@example.org', amount: '20.00' }]);
+      assert.equal((await claimOf(username)).claim, 2);
+      await cli(['restore', before, '--replace']);
+      await recordGiftAided(database.url, id, [{ donor_email: 'three@example.org', amount: '30.00' }]);
+      // The ledger's own prepare, without giftaid claim's tries again.
+      const store = await openStore(database.location);
+      try {
+        let row;
+        for await (const d of store.exportDonations({})) if (d.donor_email === 'three@example.org') row = d;
+        assert.ok(row);
+        const claim = await store.claims.prepare({
+          charityId: id,
+          upTo: row.donation_date.slice(0, 10),
+          claimDate: row.donation_date.slice(0, 10),
+          rows: [{ donationId: row.id, firstName: 'Three', lastName: 'Doe', houseNameOrNumber: '1', postcode: 'AB1 2CD', donationDay: row.donation_date.slice(0, 10), amountMinor: 3000 }],
+          needsAttention: 0,
+        });
+        assert.equal(claim.id, 3);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+}
