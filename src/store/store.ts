@@ -4,7 +4,7 @@
 // is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type UpdateObject, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
-import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
+import { appendAudit, readAudit, type AuditAction, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { loggable } from '../loggable.js';
@@ -22,6 +22,15 @@ import { GroupCommit, type BatchObserver } from './group-commit.js';
 
 /** What carryCharities did with a charity's row: put it on this database's, added it, or left it out for another charity's here. */
 export type CarriedCharity = { username: string; outcome: 'updated' | 'added'; id: number } | { username: string; outcome: 'clash'; other: { id: number; username: string } };
+
+/** The columns of a charity's credentials each of its changes sets (setPasswordHash, endGrace, setActive, createCharity): what carryCharities carries of it. */
+const CARRIED_BY: Partial<Record<AuditAction, Array<'password_hash' | 'old_password_hash' | 'old_password_until' | 'active'>>> = {
+  'charity create': ['password_hash', 'old_password_hash', 'old_password_until', 'active'],
+  'charity rotate': ['password_hash', 'old_password_hash', 'old_password_until'],
+  'charity end-grace': ['old_password_hash', 'old_password_until'],
+  'charity disable': ['active'],
+  'charity enable': ['active'],
+};
 
 /** An update of one charity's row, narrowed further by changeCharity's callers. */
 type CharityUpdate = UpdateQueryBuilder<Database, 'charities', 'charities', UpdateResult>;
@@ -227,11 +236,16 @@ export class Store {
 
   /**
    * A restore's carry of charities' credentials from the database it replaced (cli/backup.ts), in
-   * one transaction: each `row`'s password, old password and its end, and whether it is enabled, put
-   * on this database's row of the same id and username; or, where this database has neither, the row
-   * whole, with its id (a charity signed up after the backup), the ids going on after it. Each with
-   * its `entries` in the trail. A row whose id or username is another charity's here is left out
-   * ('clash', naming that one): this database gave it out since, and it is not this one.
+   * one transaction: on this database's row of the same id and username, what each of `row`'s
+   * `entries` set (CARRIED_BY: a rotation its password, old password and its end; an end of grace
+   * the old password's end; a disable or enable whether it is enabled; a sign-up all of them); or,
+   * where this database has neither, the row whole, with its id (a charity signed up after the
+   * backup), the ids going on after it. Each with its `entries` in the trail. A row whose id or
+   * username is another charity's here is left out ('clash', naming that one): this database gave
+   * it out since, and it is not this one. Until 2026-11-30 all four were carried whatever the entries
+   * were: over a database whose history had parted from the backup's at an earlier restore (of the
+   * wrong backup, into a new database), a rotation there enabled again a charity the backup held
+   * disabled, and a disable there brought back a password the backup had rotated away (a review).
    */
   async carryCharities(carried: Array<{ row: CharityRow; entries: AuditEntry[] }>): Promise<CarriedCharity[]> {
     return this.db.transaction().execute(async (trx) => {
@@ -245,7 +259,9 @@ export class Store {
         }
         const { id, name, email, username, password_hash, old_password_hash, old_password_until, active, created_at, updated_at } = row;
         if (here.length > 0) {
-          await trx.updateTable('charities').set({ password_hash, old_password_hash, old_password_until, active, updated_at: nowIso() }).where('id', '=', id).execute();
+          const credentials = { password_hash, old_password_hash, old_password_until, active };
+          const set = Object.fromEntries(entries.flatMap((e) => CARRIED_BY[e.action] ?? []).map((column) => [column, credentials[column]]));
+          await trx.updateTable('charities').set({ ...set, updated_at: nowIso() }).where('id', '=', id).execute();
         } else {
           // The counter first: it is moved on only past the ids stored, and this one would be.
           await idsAfter(trx, this.dialect, 'charities', id);

@@ -257,3 +257,44 @@ test('a PostgreSQL restore killed once pg_restore had committed: keep-replaced c
     await database.drop();
   }
 });
+
+for (const backend of BACKENDS) {
+  test(`a restore over a database whose history parted from the backup's at an earlier restore carries only what that database's changes set: a charity the backup holds disabled is not enabled by a rotation there, and a password the backup rotated away does not come back with a disable there [${backend.name}]`, async () => {
+    assertBuilt();
+    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
+    try {
+      const { cli, create, rotate, backup } = operatorOf(old, backend.name);
+      const here = operatorOf(fresh, backend.name);
+      const [stopped, leaked] = [await create('Stopped'), await create('Leaked')];
+      const first = await backup('first');
+      // After the first backup: Stopped disabled, Leaked's password rotated (it leaked); then the backup that holds both.
+      await cli(['charity', 'disable', stopped.username]);
+      const leaked1 = await rotate(leaked);
+      const second = await backup('second');
+
+      // The wrong (older) backup restored first, into a new database, which then goes on: a rotation of Stopped, a disable of Leaked.
+      await here.cli(['restore', first]);
+      const stopped2 = await here.rotate(stopped);
+      await here.cli(['charity', 'disable', leaked.username]);
+      // Then the right one over it.
+      const restored = await here.cli(['restore', second, '--replace']);
+      assert.match(restored.stdout, new RegExp(`\\n  ${stopped.username}: rotate\\n  ${leaked.username}: disable\\n`), restored.stdout);
+      await here.cli(['charity', 'enable', leaked.username]); // Leaked enabled again by hand: with the password its integration was given last
+
+      const store = await openStore(fresh.location);
+      try {
+        const works = async (c: Charity, password: string) => authenticatedCharity(await store.findCredential(c.username), password) !== undefined;
+        assert.deepEqual(
+          { stoppedActive: (await store.findCredential(stopped.username))?.active, stopped: await works(stopped, stopped2), leaked: await works(leaked, leaked.password), leaked1: await works(leaked, leaked1) },
+          { stoppedActive: false, stopped: false, leaked: false, leaked1: true },
+          'Stopped stays disabled (with the password rotated there); the password Leaked had before its rotation does not work again',
+        );
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await old.drop();
+      await fresh.drop();
+    }
+  });
+}
