@@ -1002,7 +1002,10 @@ async function carryCharities(
       const taken = other.username === username ? `its username is charity ${other.id}'s here` : `its id is charity ${other.username}'s here`;
       const signedUp = byCharity.get(username)!.some((c) => c.action === 'charity create');
       left.push(`${username} (${actions(username)}): ${taken}${signedUp ? '; sign it up again (bin/almoner charity create) and give it its new credentials' : ''}`);
-    } else carried.push(`  ${username}: ${actions(username)}${outcome.outcome === 'added' ? ` (signed up since: added, id ${outcome.id})` : ''}`);
+    } else {
+      const note = outcome.outcome === 'added' ? ` (signed up since: added, id ${outcome.id})` : outcome.oldPasswordLeft ? " (its old password is not carried over: the backup's history had rotated it away)" : '';
+      carried.push(`  ${username}: ${actions(username)}${note}`);
+    }
   }
   const lines: string[] = [];
   if (carried.length) lines.push("carried over the charities' credentials the replaced database changed after the backup, as it holds them (password, old password and its end, disabled or enabled):", ...carried);

@@ -21,7 +21,9 @@ import { byDeadline, type DatabaseBudget } from './budget.js';
 import { GroupCommit, type BatchObserver } from './group-commit.js';
 
 /** What carryCharities did with a charity's row: put it on this database's, added it, or left it out for another charity's here. */
-export type CarriedCharity = { username: string; outcome: 'updated' | 'added'; id: number } | { username: string; outcome: 'clash'; other: { id: number; username: string } };
+export type CarriedCharity =
+  | { username: string; outcome: 'updated' | 'added'; id: number; oldPasswordLeft?: true }
+  | { username: string; outcome: 'clash'; other: { id: number; username: string } };
 
 /** The columns of a charity's credentials each of its changes sets (setPasswordHash, endGrace, setActive, createCharity): what carryCharities carries of it. */
 const CARRIED_BY: Partial<Record<AuditAction, Array<'password_hash' | 'old_password_hash' | 'old_password_until' | 'active'>>> = {
@@ -251,15 +253,26 @@ export class Store {
     return this.db.transaction().execute(async (trx) => {
       const outcomes: CarriedCharity[] = [];
       for (const { row, entries } of carried) {
-        const here = await trx.selectFrom('charities').select(['id', 'username']).where((eb) => eb.or([eb('id', '=', row.id), eb('username', '=', row.username)])).execute();
+        const here = await trx
+          .selectFrom('charities')
+          .select(['id', 'username', 'password_hash', 'old_password_hash', 'old_password_until'])
+          .where((eb) => eb.or([eb('id', '=', row.id), eb('username', '=', row.username)]))
+          .execute();
         const other = here.find((c) => Number(c.id) !== row.id || c.username !== row.username);
         if (other) {
           outcomes.push({ username: row.username, outcome: 'clash', other: { id: Number(other.id), username: other.username } });
           continue;
         }
         const { id, name, email, username, password_hash, old_password_hash, old_password_until, active, created_at, updated_at } = row;
-        if (here.length > 0) {
-          const credentials = { password_hash, old_password_hash, old_password_until, active };
+        const ours = here[0];
+        // An old password is one a password rotated away: the one this row has (or has in its grace), or one the changes carried
+        // set. Else it is one the backup's history rotated away, which the replaced database's history, parted from it at an
+        // earlier restore, never did (say because it leaked): it is not carried.
+        const setByChanges = entries.filter((e) => e.action === 'charity rotate' || e.action === 'charity create').length > 1;
+        const stillOurs = ours && (old_password_hash === ours.password_hash || (old_password_hash === ours.old_password_hash && (ours.old_password_until ?? '') > nowIso()));
+        const oldPasswordLeft = ours !== undefined && old_password_hash !== null && !setByChanges && !stillOurs;
+        if (ours) {
+          const credentials = { password_hash, active, ...(oldPasswordLeft ? { old_password_hash: null, old_password_until: null } : { old_password_hash, old_password_until }) };
           const set = Object.fromEntries(entries.flatMap((e) => CARRIED_BY[e.action] ?? []).map((column) => [column, credentials[column]]));
           await trx.updateTable('charities').set({ ...set, updated_at: nowIso() }).where('id', '=', id).execute();
         } else {
@@ -268,7 +281,7 @@ export class Store {
           await insertWithId(trx, this.dialect, 'charities', { id, name, email, username, password_hash, active, old_password_hash, old_password_until, created_at, updated_at });
         }
         for (const entry of entries) await appendAudit(trx, entry);
-        outcomes.push({ username, outcome: here.length > 0 ? 'updated' : 'added', id });
+        outcomes.push({ username, outcome: ours ? 'updated' : 'added', id, ...(oldPasswordLeft && { oldPasswordLeft }) });
       }
       return outcomes;
     });

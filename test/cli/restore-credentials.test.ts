@@ -298,3 +298,42 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+for (const backend of BACKENDS) {
+  test(`over a database whose history parted from the backup's, a rotation there with a grace does not carry over as its old password one the backup had rotated away [${backend.name}]`, async () => {
+    assertBuilt();
+    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
+    try {
+      const { create, rotate, backup } = operatorOf(old, backend.name);
+      const here = operatorOf(fresh, backend.name);
+      const [leaked, graced] = [await create('Leaked'), await create('Graced')];
+      const graced0 = await rotate(graced, '--grace', '7d'); // the backup holds a grace running: its old password is the backup's too
+      const first = await backup('first');
+      const leaked1 = await rotate(leaked); // it leaked
+      const second = await backup('second');
+
+      // The older backup restored first, into a new database, where Leaked is rotated with a grace (its old password the leaked one), and Graced too.
+      await here.cli(['restore', first]);
+      const leakedHere = await here.rotate(leaked, '--grace', '7d');
+      const gracedHere = await here.rotate(graced, '--grace', '7d');
+      // Then the right one over it.
+      const restored = await here.cli(['restore', second, '--replace']);
+      assert.match(restored.stdout, new RegExp(`\\n  ${leaked.username}: rotate \\(its old password is not carried over: the backup's history had rotated it away\\)\\n  ${graced.username}: rotate\\n`), restored.stdout);
+
+      const store = await openStore(fresh.location);
+      try {
+        const works = async (c: Charity, password: string) => authenticatedCharity(await store.findCredential(c.username), password) !== undefined;
+        assert.deepEqual(
+          { leaked: await works(leaked, leaked.password), leaked1: await works(leaked, leaked1), leakedHere: await works(leaked, leakedHere), graced0: await works(graced, graced0), gracedHere: await works(graced, gracedHere) },
+          { leaked: false, leaked1: false, leakedHere: true, graced0: true, gracedHere: true },
+          "the leaked password rotated away in the backup's history does not work again; the new one does, and so does an old one in its grace that the backup's history had not rotated away",
+        );
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await old.drop();
+      await fresh.drop();
+    }
+  });
+}
