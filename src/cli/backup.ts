@@ -12,7 +12,7 @@ import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type 
 import { charitiesChangedIn, charityChangesAfter, claimsUnsettledBy, type CharityChange, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditAction, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import { columnsSetBy, type CredentialColumn, type Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
@@ -137,7 +137,7 @@ export function restoreCommand(): Command {
           const claims_since_backup = continuing && !claimsUnsettledBy(continuing.trail) ? 'kept' : 'unknown';
           await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
           // Should keeping its claims fail, the ledger is in the replaced database, kept beside. Nothing was changed here since the restore.
-          const taken = replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }, continuing && new Set()) : { said: [], finished: true, charities: undefined };
+          const taken = replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }, continuing && new Map()) : { said: [], finished: true, charities: undefined };
           return { ...taken, charities: charitiesSaid(continuing !== undefined, taken.charities) };
         },
         { duringRestore: true },
@@ -305,7 +305,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       const named = new Set(given.map((f) => (isPostgresUrl(f) ? f : resolve(f))));
       const restoresOwn = ledger !== undefined && ledger.trail === undefined && (marked?.left ?? []).includes(ledger.file) && !named.has(ledger.file);
       // Charities' credentials carried over from a trail given (of this database's history: one that is not is refused above), but
-      // for those this database changed since the restore (restoredTrail): its own change stands.
+      // for what this database changed since the restore (restoredTrail): its own change stands.
       const changedHere = trail && charitiesChangedIn(current.slice(backupTrail.length));
       const taken = await takeIn(store, copy, restored, ledger && { saved: ledger.file, remove: restoresOwn }, changedHere);
       // What it took in, and from where (a database given by its URL without the password), and whether it kept the claims: until 2026-11-30 only
@@ -537,7 +537,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         const continues = now.schema.length > 0 && continuesFrom(now.trail, backupTrail);
         const claims_since_backup = continues && !claimsUnsettledBy(now.trail) ? 'kept' : 'unknown';
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
-        const taken = await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined, continues ? new Set() : undefined);
+        const taken = await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined, continues ? new Map() : undefined);
         return { donations, ...taken, charities: charitiesSaid(continues, taken.charities) };
       },
       { duringRestore: true },
@@ -942,7 +942,7 @@ type LedgerFile = { saved: string; remove: boolean } | undefined;
  * Takes into the restored database what the replaced one recorded after the backup and the
  * restored trail (`restored`, heldBy) does not hold: its charities' credentials carried over (only
  * where its trail is of the backup's history: `changedHere` then names the charities this database
- * changed since the restore, whose changes stand), its claims kept, its erasures made again. Each
+ * changed since the restore, with those changes, which stand), its claims kept, its erasures made again. Each
  * is a no-op when done already, so a restore that stopped half-way is finished by doing it again
  * (keep-replaced). What was done, said; what was carried over, apart (`charities`).
  */
@@ -951,7 +951,7 @@ async function takeIn(
   { trail, ledger }: Replaced,
   restored: ReadonlySet<string>,
   file: LedgerFile,
-  changedHere: ReadonlySet<string> | undefined,
+  changedHere: ReadonlyMap<string, string[]> | undefined,
 ): Promise<{ said: Array<string | undefined>; finished: boolean; charities: string | undefined }> {
   // First: a claim of a charity signed up since is kept only once that charity is here.
   const charities = changedHere && (await carryCharities(store, charityChangesAfter(trail, restored), ledger.charities, changedHere));
@@ -970,37 +970,50 @@ async function takeIn(
  * and username. A password rotated since (say, because it leaked) does not work again, a charity
  * disabled since is not enabled again, and one signed up since keeps the credentials it was given.
  * Each change is recorded again with the row, naming the entry it repeats (again_of), so that a
- * later restore does not carry it twice. Left out, and said, to do again: a charity this database
- * changed since the restore (`changedHere`: its change stands), one whose row is not at hand (a
- * claims file from before 2026-11-30, or none given), and one whose id or username is another
- * charity's here. What it did, said; nothing when there was no change. Until 2026-11-30 every
- * change was only named, for the operator to do again (an operator's review).
+ * later restore does not carry it twice. Left out, and said, to do again: what this database
+ * changed since the restore (`changedHere`: a change there of a charity's password, old password or
+ * state that this database's changes of it set too; its own stand, and what they did not set is
+ * carried), a charity whose row is not at hand (a claims file from before 2026-11-30, or none
+ * given), and one whose id or username is another charity's here. What it did, said; nothing when
+ * there was no change. Until 2026-11-30 every change was only named, for the operator to do again
+ * (an operator's review); and a charity changed here was left out whole, so that a disable there
+ * was lost to a rotation here (a review).
  */
 async function carryCharities(
   store: Store,
   changes: CharityChange[],
   rows: LedgerCopy['charities'],
-  changedHere: ReadonlySet<string>,
+  changedHere: ReadonlyMap<string, string[]>,
 ): Promise<string | undefined> {
   if (changes.length === 0) return undefined;
   const byCharity = new Map<string, CharityChange[]>();
   for (const c of changes) byCharity.set(c.target, [...(byCharity.get(c.target) ?? []), c]);
-  const actions = (username: string) => byCharity.get(username)!.map((c) => c.action.replace(/^charity /, '')).join(', ');
+  const named = (its: CharityChange[]) => its.map((c) => c.action.replace(/^charity /, '')).join(', ');
   const left: string[] = [];
-  const toCarry: Array<{ row: CharityRow; entries: AuditEntry[] }> = [];
+  const toCarry: Array<{ row: CharityRow; entries: AuditEntry[]; keep: Set<CredentialColumn> }> = [];
+  /** The changes of each charity carried (or tried), by username. */
+  const carrying = new Map<string, CharityChange[]>();
   for (const [username, its] of byCharity) {
+    const keep = new Set((changedHere.get(username) ?? []).flatMap(columnsSetBy));
+    const stand = its.filter((c) => columnsSetBy(c.action).every((column) => keep.has(column)));
+    const rest = its.filter((c) => !stand.includes(c));
+    if (stand.length) left.push(`${username} (${named(stand)}): this database changed it since the restore, and that stands`);
+    if (rest.length === 0) continue;
     const row = carriable(rows?.find((r) => r.username === username));
-    if (changedHere.has(username)) left.push(`${username} (${actions(username)}): this database changed it since the restore, and that stands`);
-    else if (!row) left.push(`${username} (${actions(username)}): its row is not in what the replaced database left (a claims file written before 2026-11-30, or none)`);
-    else toCarry.push({ row, entries: its.map((c) => ({ action: c.action as AuditAction, target: c.target, summary: { ...(c.summary as AuditEntry['summary']), again_of: c.original } })) });
+    if (!row) left.push(`${username} (${named(rest)}): its row is not in what the replaced database left (a claims file written before 2026-11-30, or none)`);
+    else {
+      carrying.set(username, rest);
+      toCarry.push({ row, keep, entries: rest.map((c) => ({ action: c.action as AuditAction, target: c.target, summary: { ...(c.summary as AuditEntry['summary']), again_of: c.original } })) });
+    }
   }
+  const actions = (username: string) => named(carrying.get(username)!);
   const carried: string[] = [];
   for (const outcome of await store.carryCharities(toCarry)) {
     const { username } = outcome;
     if (outcome.outcome === 'clash') {
       const { other } = outcome;
       const taken = other.username === username ? `its username is charity ${other.id}'s here` : `its id is charity ${other.username}'s here`;
-      const signedUp = byCharity.get(username)!.some((c) => c.action === 'charity create');
+      const signedUp = carrying.get(username)!.some((c) => c.action === 'charity create');
       left.push(`${username} (${actions(username)}): ${taken}${signedUp ? '; sign it up again (bin/almoner charity create) and give it its new credentials' : ''}`);
     } else {
       const note = outcome.outcome === 'added' ? ` (signed up since: added, id ${outcome.id})` : outcome.oldPasswordLeft ? " (its old password is not carried over: the backup's history had rotated it away)" : '';

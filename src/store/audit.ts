@@ -145,9 +145,11 @@ export function charityChangesAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'acti
   return trail.filter((e) => CHARITY_CHANGES.has(e.action) && !heldIn(restored, e)).map((e) => ({ action: e.action, target: e.target, summary: e.summary, original: originalOf(e) }));
 }
 
-/** The charities whose sign-up, password or state `entries` change by the operator's hand, not as a restore's carry of another database's change (again_of). */
-export function charitiesChangedIn(entries: Pick<AuditRecord, 'action' | 'target' | 'summary'>[]): Set<string> {
-  return new Set(entries.filter((e) => CHARITY_CHANGES.has(e.action) && typeof e.summary.again_of !== 'string').map((e) => e.target));
+/** The charities whose sign-up, password or state `entries` change by the operator's hand, not as a restore's carry of another database's change (again_of): each with those changes' actions. */
+export function charitiesChangedIn(entries: Pick<AuditRecord, 'action' | 'target' | 'summary'>[]): Map<string, string[]> {
+  const changed = new Map<string, string[]>();
+  for (const e of entries) if (CHARITY_CHANGES.has(e.action) && typeof e.summary.again_of !== 'string') changed.set(e.target, [...(changed.get(e.target) ?? []), e.action]);
+  return changed;
 }
 
 /**

@@ -4,7 +4,7 @@
 // is brought up to date by migrate.ts.
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type UpdateObject, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
-import { appendAudit, readAudit, type AuditAction, type AuditEntry, type AuditRecord } from './audit.js';
+import { appendAudit, readAudit, type AuditEntry, type AuditRecord } from './audit.js';
 import { UsernameTakenError, type Charity, type CharityCredential, type NewCharity } from '../charities/charity.js';
 import type { NewDonation, StoredDonation } from '../donations/donation.js';
 import { loggable } from '../loggable.js';
@@ -25,14 +25,20 @@ export type CarriedCharity =
   | { username: string; outcome: 'updated' | 'added'; id: number; oldPasswordLeft?: true }
   | { username: string; outcome: 'clash'; other: { id: number; username: string } };
 
+/** A column of a charity's credentials. */
+export type CredentialColumn = 'password_hash' | 'old_password_hash' | 'old_password_until' | 'active';
+
 /** The columns of a charity's credentials each of its changes sets (setPasswordHash, endGrace, setActive, createCharity): what carryCharities carries of it. */
-const CARRIED_BY: Partial<Record<AuditAction, Array<'password_hash' | 'old_password_hash' | 'old_password_until' | 'active'>>> = {
+const CARRIED_BY: Partial<Record<string, CredentialColumn[]>> = {
   'charity create': ['password_hash', 'old_password_hash', 'old_password_until', 'active'],
   'charity rotate': ['password_hash', 'old_password_hash', 'old_password_until'],
   'charity end-grace': ['old_password_hash', 'old_password_until'],
   'charity disable': ['active'],
   'charity enable': ['active'],
 };
+
+/** The columns of a charity's credentials that a change of it (its audit entry's action) sets. */
+export const columnsSetBy = (action: string): CredentialColumn[] => CARRIED_BY[action] ?? [];
 
 /** An update of one charity's row, narrowed further by changeCharity's callers. */
 type CharityUpdate = UpdateQueryBuilder<Database, 'charities', 'charities', UpdateResult>;
@@ -244,15 +250,16 @@ export class Store {
    * where this database has neither, the row whole, with its id (a charity signed up after the
    * backup), the ids going on after it. Each with its `entries` in the trail. A row whose id or
    * username is another charity's here is left out ('clash', naming that one): this database gave
-   * it out since, and it is not this one. Until 2026-11-30 all four were carried whatever the entries
+   * it out since, and it is not this one. The columns in `keep` (changed here since the restore) are
+   * not touched. Until 2026-11-30 all four were carried whatever the entries
    * were: over a database whose history had parted from the backup's at an earlier restore (of the
    * wrong backup, into a new database), a rotation there enabled again a charity the backup held
    * disabled, and a disable there brought back a password the backup had rotated away (a review).
    */
-  async carryCharities(carried: Array<{ row: CharityRow; entries: AuditEntry[] }>): Promise<CarriedCharity[]> {
+  async carryCharities(carried: Array<{ row: CharityRow; entries: AuditEntry[]; keep: ReadonlySet<CredentialColumn> }>): Promise<CarriedCharity[]> {
     return this.db.transaction().execute(async (trx) => {
       const outcomes: CarriedCharity[] = [];
-      for (const { row, entries } of carried) {
+      for (const { row, entries, keep } of carried) {
         const here = await trx
           .selectFrom('charities')
           .select(['id', 'username', 'password_hash', 'old_password_hash', 'old_password_until'])
@@ -270,10 +277,11 @@ export class Store {
         // earlier restore, never did (say because it leaked): it is not carried.
         const setByChanges = entries.filter((e) => e.action === 'charity rotate' || e.action === 'charity create').length > 1;
         const stillOurs = ours && (old_password_hash === ours.password_hash || (old_password_hash === ours.old_password_hash && (ours.old_password_until ?? '') > nowIso()));
-        const oldPasswordLeft = ours !== undefined && old_password_hash !== null && !setByChanges && !stillOurs;
+        const columns = new Set(entries.flatMap((e) => columnsSetBy(e.action)).filter((column) => !keep.has(column)));
+        const oldPasswordLeft = ours !== undefined && columns.has('old_password_hash') && old_password_hash !== null && !setByChanges && !stillOurs;
         if (ours) {
           const credentials = { password_hash, active, ...(oldPasswordLeft ? { old_password_hash: null, old_password_until: null } : { old_password_hash, old_password_until }) };
-          const set = Object.fromEntries(entries.flatMap((e) => CARRIED_BY[e.action] ?? []).map((column) => [column, credentials[column]]));
+          const set = Object.fromEntries([...columns].map((column) => [column, credentials[column]]));
           await trx.updateTable('charities').set({ ...set, updated_at: nowIso() }).where('id', '=', id).execute();
         } else {
           // The counter first: it is moved on only past the ids stored, and this one would be.

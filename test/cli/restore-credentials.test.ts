@@ -9,7 +9,7 @@ import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { buildApp } from '../../src/app.js';
-import { authenticatedCharity } from '../../src/charities/credentials.js';
+import { authenticatedCharity, whichPassword } from '../../src/charities/credentials.js';
 import { entryKey } from '../../src/store/audit.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import { basic, HONOURED_WITHIN_MS, NO_FAILURE_DELAY } from '../support/app.js';
@@ -328,6 +328,53 @@ for (const backend of BACKENDS) {
           { leaked: false, leaked1: false, leakedHere: true, graced0: true, gracedHere: true },
           "the leaked password rotated away in the backup's history does not work again; the new one does, and so does an old one in its grace that the backup's history had not rotated away",
         );
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await old.drop();
+      await fresh.drop();
+    }
+  });
+}
+
+for (const backend of BACKENDS) {
+  test(`keep-replaced carries of a charity changed here since the restore what that change did not set: a disable there is carried over a rotation here, and a rotation there over a disable here [${backend.name}]`, async () => {
+    assertBuilt();
+    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
+    try {
+      const { cli, create, rotate, backup } = operatorOf(old, backend.name);
+      const here = operatorOf(fresh, backend.name);
+      const [stopped, moved] = [await create('Stopped'), await create('Moved')];
+      const b = await backup('before');
+      await cli(['charity', 'disable', stopped.username]);
+      const stoppedThere = await rotate(stopped);
+      const moved1 = await rotate(moved);
+
+      await here.cli(['restore', b]);
+      // Here, since the restore, by hand: Stopped's password rotated (it was said to be rotated again), Moved disabled.
+      const stoppedHere = await here.rotate(stopped);
+      await here.cli(['charity', 'disable', moved.username]);
+      const kept = await here.cli(['keep-replaced', '--not-running', old.location.dialect === 'sqlite' ? old.location.path : old.url]);
+      assert.match(kept.stdout, new RegExp(`:\\n  ${stopped.username}: disable\\n  ${moved.username}: rotate\\n`), kept.stdout);
+      assert.match(kept.stdout, new RegExp(`not carried over, .*\\n  ${stopped.username} \\(rotate\\): this database changed it since the restore, and that stands\\n`));
+
+      const store = await openStore(fresh.location);
+      try {
+        const row = async (c: Charity) => (await store.findCredential(c.username))!;
+        const matches = async (c: Charity, password: string) => whichPassword(await row(c), password) !== undefined;
+        assert.deepEqual(
+          {
+            stopped: { active: (await row(stopped)).active, here: await matches(stopped, stoppedHere), there: await matches(stopped, stoppedThere) },
+            moved: { active: (await row(moved)).active, before: await matches(moved, moved.password), there: await matches(moved, moved1) },
+          },
+          { stopped: { active: false, here: true, there: false }, moved: { active: false, before: false, there: true } },
+          "Stopped disabled as there, with the password rotated here; Moved disabled as here, with the password rotated there",
+        );
+        // Run again: the rotation of Stopped there is said again, and nothing more is carried.
+        const again = await here.cli(['keep-replaced', '--not-running', old.location.dialect === 'sqlite' ? old.location.path : old.url]);
+        assert.doesNotMatch(again.stdout, /carried over the charities'/);
+        assert.match(again.stdout, new RegExp(`\\n  ${stopped.username} \\(rotate\\): this database changed it since the restore`));
       } finally {
         await store.close();
       }
