@@ -258,129 +258,121 @@ test('a PostgreSQL restore killed once pg_restore had committed: keep-replaced c
   }
 });
 
-for (const backend of BACKENDS) {
-  test(`a restore over a database whose history parted from the backup's at an earlier restore carries only what that database's changes set: a charity the backup holds disabled is not enabled by a rotation there, and a password the backup rotated away does not come back with a disable there [${backend.name}]`, async () => {
-    assertBuilt();
-    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
-    try {
-      const { cli, create, rotate, backup } = operatorOf(old, backend.name);
-      const here = operatorOf(fresh, backend.name);
-      const [stopped, leaked] = [await create('Stopped'), await create('Leaked')];
-      const first = await backup('first');
-      // After the first backup: Stopped disabled, Leaked's password rotated (it leaked); then the backup that holds both.
-      await cli(['charity', 'disable', stopped.username]);
-      const leaked1 = await rotate(leaked);
-      const second = await backup('second');
+/** `work` on two databases of `backend`: `old`, whose backups are restored, and `fresh`, restored into; both dropped after. */
+async function withTwo(backend: (typeof BACKENDS)[number], work: (old: TestDatabase, fresh: TestDatabase) => Promise<void>): Promise<void> {
+  const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
+  try {
+    await work(old, fresh);
+  } finally {
+    await old.drop();
+    await fresh.drop();
+  }
+}
 
-      // The wrong (older) backup restored first, into a new database, which then goes on: a rotation of Stopped, a disable of Leaked.
-      await here.cli(['restore', first]);
-      const stopped2 = await here.rotate(stopped);
-      await here.cli(['charity', 'disable', leaked.username]);
-      // Then the right one over it.
-      const restored = await here.cli(['restore', second, '--replace']);
-      assert.match(restored.stdout, new RegExp(`\\n  ${stopped.username}: rotate\\n  ${leaked.username}: disable\\n`), restored.stdout);
-      await here.cli(['charity', 'enable', leaked.username]); // Leaked enabled again by hand: with the password its integration was given last
-
-      const store = await openStore(fresh.location);
-      try {
-        const works = async (c: Charity, password: string) => authenticatedCharity(await store.findCredential(c.username), password) !== undefined;
-        assert.deepEqual(
-          { stoppedActive: (await store.findCredential(stopped.username))?.active, stopped: await works(stopped, stopped2), leaked: await works(leaked, leaked.password), leaked1: await works(leaked, leaked1) },
-          { stoppedActive: false, stopped: false, leaked: false, leaked1: true },
-          'Stopped stays disabled (with the password rotated there); the password Leaked had before its rotation does not work again',
-        );
-      } finally {
-        await store.close();
-      }
-    } finally {
-      await old.drop();
-      await fresh.drop();
+/** On `database` now, for each check: whether the charity is enabled, and whether the password given is one of its own (or its old one, in its grace). */
+async function credentialsOn(database: TestDatabase, checks: Record<string, [Charity, string]>): Promise<Record<string, { active: boolean; matches: boolean }>> {
+  const store = await openStore(database.location);
+  try {
+    const found: Record<string, { active: boolean; matches: boolean }> = {};
+    for (const [name, [c, password]] of Object.entries(checks)) {
+      const row = (await store.findCredential(c.username))!;
+      found[name] = { active: row.active, matches: whichPassword(row, password) !== undefined };
     }
-  });
+    return found;
+  } finally {
+    await store.close();
+  }
 }
 
 for (const backend of BACKENDS) {
-  test(`over a database whose history parted from the backup's, a rotation there with a grace does not carry over as its old password one the backup had rotated away [${backend.name}]`, async () => {
-    assertBuilt();
-    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
-    try {
-      const { create, rotate, backup } = operatorOf(old, backend.name);
-      const here = operatorOf(fresh, backend.name);
-      const [leaked, graced] = [await create('Leaked'), await create('Graced')];
-      const graced0 = await rotate(graced, '--grace', '7d'); // the backup holds a grace running: its old password is the backup's too
-      const first = await backup('first');
-      const leaked1 = await rotate(leaked); // it leaked
-      const second = await backup('second');
+  describe(`a restore carries of each charity what the changes there set [${backend.name}]`, () => {
+    test("over a database whose history parted from the backup's at an earlier restore: a charity the backup holds disabled is not enabled by a rotation there, and a password the backup rotated away does not come back with a disable there", async () => {
+      assertBuilt();
+      await withTwo(backend, async (old, fresh) => {
+        const { cli, create, rotate, backup } = operatorOf(old, backend.name);
+        const here = operatorOf(fresh, backend.name);
+        const [stopped, leaked] = [await create('Stopped'), await create('Leaked')];
+        const first = await backup('first');
+        // After the first backup: Stopped disabled, Leaked's password rotated (it leaked); then the backup that holds both.
+        await cli(['charity', 'disable', stopped.username]);
+        const leaked1 = await rotate(leaked);
+        const second = await backup('second');
 
-      // The older backup restored first, into a new database, where Leaked is rotated with a grace (its old password the leaked one), and Graced too.
-      await here.cli(['restore', first]);
-      const leakedHere = await here.rotate(leaked, '--grace', '7d');
-      const gracedHere = await here.rotate(graced, '--grace', '7d');
-      // Then the right one over it.
-      const restored = await here.cli(['restore', second, '--replace']);
-      assert.match(restored.stdout, new RegExp(`\\n  ${leaked.username}: rotate \\(its old password is not carried over: the backup's history had rotated it away\\)\\n  ${graced.username}: rotate\\n`), restored.stdout);
+        // The wrong (older) backup restored first, into a new database, which then goes on: a rotation of Stopped, a disable of Leaked.
+        await here.cli(['restore', first]);
+        const stopped2 = await here.rotate(stopped);
+        await here.cli(['charity', 'disable', leaked.username]);
+        // Then the right one over it.
+        const restored = await here.cli(['restore', second, '--replace']);
+        assert.match(restored.stdout, new RegExp(`\\n  ${stopped.username}: rotate\\n  ${leaked.username}: disable\\n`), restored.stdout);
 
-      const store = await openStore(fresh.location);
-      try {
-        const works = async (c: Charity, password: string) => authenticatedCharity(await store.findCredential(c.username), password) !== undefined;
         assert.deepEqual(
-          { leaked: await works(leaked, leaked.password), leaked1: await works(leaked, leaked1), leakedHere: await works(leaked, leakedHere), graced0: await works(graced, graced0), gracedHere: await works(graced, gracedHere) },
-          { leaked: false, leaked1: false, leakedHere: true, graced0: true, gracedHere: true },
+          await credentialsOn(fresh, { stopped: [stopped, stopped2], leaked: [leaked, leaked.password], leaked1: [leaked, leaked1] }),
+          { stopped: { active: false, matches: true }, leaked: { active: false, matches: false }, leaked1: { active: false, matches: true } },
+          'Stopped stays disabled (with the password rotated there); Leaked disabled as there, and the password it had before its rotation is not its own again',
+        );
+      });
+    });
+
+    test("over a database whose history parted from the backup's: a rotation there with a grace does not carry over as its old password one the backup had rotated away", async () => {
+      assertBuilt();
+      await withTwo(backend, async (old, fresh) => {
+        const { create, rotate, backup } = operatorOf(old, backend.name);
+        const here = operatorOf(fresh, backend.name);
+        const [leaked, graced] = [await create('Leaked'), await create('Graced')];
+        const graced0 = await rotate(graced, '--grace', '7d'); // the backup holds a grace running: its old password is the backup's too
+        const first = await backup('first');
+        const leaked1 = await rotate(leaked); // it leaked
+        const second = await backup('second');
+
+        // The older backup restored first, into a new database, where Leaked is rotated with a grace (its old password the leaked one), and Graced too.
+        await here.cli(['restore', first]);
+        const leakedHere = await here.rotate(leaked, '--grace', '7d');
+        const gracedHere = await here.rotate(graced, '--grace', '7d');
+        // Then the right one over it.
+        const restored = await here.cli(['restore', second, '--replace']);
+        assert.match(restored.stdout, new RegExp(`\\n  ${leaked.username}: rotate \\(its old password is not carried over: the backup's history had rotated it away\\)\\n  ${graced.username}: rotate\\n`), restored.stdout);
+
+        const yes = { active: true, matches: true };
+        const no = { active: true, matches: false };
+        assert.deepEqual(
+          await credentialsOn(fresh, { leaked: [leaked, leaked.password], leaked1: [leaked, leaked1], leakedHere: [leaked, leakedHere], graced0: [graced, graced0], gracedHere: [graced, gracedHere] }),
+          { leaked: no, leaked1: no, leakedHere: yes, graced0: yes, gracedHere: yes },
           "the leaked password rotated away in the backup's history does not work again; the new one does, and so does an old one in its grace that the backup's history had not rotated away",
         );
-      } finally {
-        await store.close();
-      }
-    } finally {
-      await old.drop();
-      await fresh.drop();
-    }
-  });
-}
+      });
+    });
 
-for (const backend of BACKENDS) {
-  test(`keep-replaced carries of a charity changed here since the restore what that change did not set: a disable there is carried over a rotation here, and a rotation there over a disable here [${backend.name}]`, async () => {
-    assertBuilt();
-    const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
-    try {
-      const { cli, create, rotate, backup } = operatorOf(old, backend.name);
-      const here = operatorOf(fresh, backend.name);
-      const [stopped, moved] = [await create('Stopped'), await create('Moved')];
-      const b = await backup('before');
-      await cli(['charity', 'disable', stopped.username]);
-      const stoppedThere = await rotate(stopped);
-      const moved1 = await rotate(moved);
+    test('keep-replaced, of a charity changed here since the restore, carries what that change did not set: a disable there over a rotation here, and a rotation there over a disable here', async () => {
+      assertBuilt();
+      await withTwo(backend, async (old, fresh) => {
+        const { cli, create, rotate, backup } = operatorOf(old, backend.name);
+        const here = operatorOf(fresh, backend.name);
+        const [stopped, moved] = [await create('Stopped'), await create('Moved')];
+        const b = await backup('before');
+        await cli(['charity', 'disable', stopped.username]);
+        const stoppedThere = await rotate(stopped);
+        const moved1 = await rotate(moved);
 
-      await here.cli(['restore', b]);
-      // Here, since the restore, by hand: Stopped's password rotated (it was said to be rotated again), Moved disabled.
-      const stoppedHere = await here.rotate(stopped);
-      await here.cli(['charity', 'disable', moved.username]);
-      const kept = await here.cli(['keep-replaced', '--not-running', old.location.dialect === 'sqlite' ? old.location.path : old.url]);
-      assert.match(kept.stdout, new RegExp(`:\\n  ${stopped.username}: disable\\n  ${moved.username}: rotate\\n`), kept.stdout);
-      assert.match(kept.stdout, new RegExp(`not carried over, .*\\n  ${stopped.username} \\(rotate\\): this database changed it since the restore, and that stands\\n`));
+        await here.cli(['restore', b]);
+        // Here, since the restore, by hand: Stopped's password rotated (it was said to be rotated again), Moved disabled.
+        const stoppedHere = await here.rotate(stopped);
+        await here.cli(['charity', 'disable', moved.username]);
+        const keep = () => here.cli(['keep-replaced', '--not-running', old.location.dialect === 'sqlite' ? old.location.path : old.url]);
+        const kept = await keep();
+        assert.match(kept.stdout, new RegExp(`:\\n  ${stopped.username}: disable\\n  ${moved.username}: rotate\\n`), kept.stdout);
+        assert.match(kept.stdout, new RegExp(`not carried over, .*\\n  ${stopped.username} \\(rotate\\): this database changed it since the restore, and that stands\\n`));
 
-      const store = await openStore(fresh.location);
-      try {
-        const row = async (c: Charity) => (await store.findCredential(c.username))!;
-        const matches = async (c: Charity, password: string) => whichPassword(await row(c), password) !== undefined;
         assert.deepEqual(
-          {
-            stopped: { active: (await row(stopped)).active, here: await matches(stopped, stoppedHere), there: await matches(stopped, stoppedThere) },
-            moved: { active: (await row(moved)).active, before: await matches(moved, moved.password), there: await matches(moved, moved1) },
-          },
-          { stopped: { active: false, here: true, there: false }, moved: { active: false, before: false, there: true } },
-          "Stopped disabled as there, with the password rotated here; Moved disabled as here, with the password rotated there",
+          await credentialsOn(fresh, { stoppedHere: [stopped, stoppedHere], stoppedThere: [stopped, stoppedThere], moved: [moved, moved.password], moved1: [moved, moved1] }),
+          { stoppedHere: { active: false, matches: true }, stoppedThere: { active: false, matches: false }, moved: { active: false, matches: false }, moved1: { active: false, matches: true } },
+          'Stopped disabled as there, with the password rotated here; Moved disabled as here, with the password rotated there',
         );
         // Run again: the rotation of Stopped there is said again, and nothing more is carried.
-        const again = await here.cli(['keep-replaced', '--not-running', old.location.dialect === 'sqlite' ? old.location.path : old.url]);
+        const again = await keep();
         assert.doesNotMatch(again.stdout, /carried over the charities'/);
         assert.match(again.stdout, new RegExp(`\\n  ${stopped.username} \\(rotate\\): this database changed it since the restore`));
-      } finally {
-        await store.close();
-      }
-    } finally {
-      await old.drop();
-      await fresh.drop();
-    }
+      });
+    });
   });
 }
