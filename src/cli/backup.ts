@@ -965,9 +965,10 @@ async function takeIn(
 /**
  * Carries over into the restored database the credentials of each charity whose sign-up, rotation,
  * end of grace, disable or enable the replaced database's trail records after the backup (`changes`,
- * charityChangesAfter), as the replaced database holds them (its `rows`): its password, its old
- * password and that one's end, whether it is enabled; a charity signed up since, whole, with its id
- * and username. A password rotated since (say, because it leaked) does not work again, a charity
+ * charityChangesAfter), as the replaced database holds them (its `rows`): what those changes set
+ * (Store.carryCharities: a rotation its password, old password and that one's end; an end of grace
+ * the old password; a disable or enable whether it is enabled); a charity signed up since, whole,
+ * with its id and username. A password rotated since (say, because it leaked) does not work again, a charity
  * disabled since is not enabled again, and one signed up since keeps the credentials it was given.
  * Each change is recorded again with the row, naming the entry it repeats (again_of), so that a
  * later restore does not carry it twice. Left out, and said, to do again: what this database
