@@ -21,18 +21,16 @@ import {
   claimCutoff,
   dayMonthYear,
   donationDay,
-  matchableFirstName,
-  matchablePostcode,
   formatPounds,
   HOUSE_MAX_LENGTH,
   MAX_ROWS_PER_SCHEDULE,
   NAME_MAX_LENGTH,
   pounds,
   REASONS,
+  sameGiftKey,
   setAsideTwins,
   type AttentionRow,
   type Schedule,
-  type ScheduleRow,
 } from '../giftaid/schedule.js';
 import { ClaimConflictError, ClaimReopenError, ClaimStatusError, type Claim } from '../store/claims.js';
 import type { StoredDonation } from '../donations/donation.js';
@@ -353,12 +351,8 @@ async function assessUnclaimed(
     for await (const d of store.claims.unclaimed(charityId, { from: ukEndOfDayIso(today), to: ukEndOfDayIso('9999-12-31') })) if (!seen.has(d.id) && donationDay(d.donation_date) > today) donations.push(d);
   }
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
-  // Not by the house, whose reading changed on 2026-11-29, and the first name and postcode as read today: a row of an
-  // earlier claim would not match (as madeFrom in store/claims.ts).
-  // Names in any case, as a gift recorded twice is told (twins.ts): a last name sent again as BEE was claimed again (a review).
-  const key = (r: ScheduleRow) => JSON.stringify([matchableFirstName(r.firstName, r.lastName), r.lastName.toLowerCase(), matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
-  const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [key(r), r.claimId]));
-  const schedule = buildSchedule(donations, today, { claimedIn: (row) => sent.get(key(row)), periodEnd });
+  const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [sameGiftKey(r), r.claimId]));
+  const schedule = buildSchedule(donations, today, { claimedIn: (row) => sent.get(sameGiftKey(row)), periodEnd });
   // One gift recorded twice (sent again under another Idempotency-Key): each claimable one looked for among every donation of their days.
   const byId = new Map(donations.map((d) => [d.id, d]));
   const [first, last] = [schedule.rows[0], schedule.rows.at(-1)]; // earliest first

@@ -1267,6 +1267,15 @@ export const matchableFirstName = (written: string | null, lastName: string | nu
 export const matchablePostcode = (postcode: string): string => postcode.replaceAll('O', '0');
 
 /**
+ * One gift as claim rows tell it, for a row a restore kept without its donation (ClaimLedger.keepFrom)
+ * and a row made from a donation sent again: the first name and postcode as read today, the last
+ * name in any case (one sent again as BEE was claimed again: a review), the day and the amount. Not
+ * the house, whose reading changed on 2026-11-29 (as madeFrom in store/claims.ts).
+ */
+export const sameGiftKey = (r: Pick<ScheduleRow, 'firstName' | 'lastName' | 'postcode' | 'donationDay' | 'amountMinor'>): string =>
+  JSON.stringify([matchableFirstName(r.firstName, r.lastName), r.lastName.toLowerCase(), matchablePostcode(r.postcode), r.donationDay, r.amountMinor]);
+
+/**
  * The day of a stored donation_date: the day the charity gave (stored as midnight UTC of it), or,
  * for a donation sent without a date, the UK day of the moment it was recorded (00:30 in a British
  * summer is the day it is in the UK, not the day before in UTC).

@@ -1,11 +1,13 @@
 // The Gift Aid claim ledger: which donations have been put in which claim, and what became of it.
 // The rule that matters, one donation in at most one live claim, is the database's to keep (a
 // unique index over live rows, see migration 0003), not this code's: two claims prepared at the
-// same moment, in two processes or on two instances, cannot both take a donation.
+// same moment, in two processes or on two instances, cannot both take a donation. A row a restore
+// kept without its donation (migration 0014) has no such index: a claim prepared or reopened looks
+// for the same gift in the charity's live claims (sameGiftKey), taking turns with the others (takeTurn).
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { movesOf, NEXT_STATUSES, statusesBefore, statusReopened, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
-import { donationDay, hmrcLastName, hmrcPostcode, matchableFirstName, matchablePostcode, type ScheduleRow } from '../giftaid/schedule.js';
+import { donationDay, hmrcLastName, hmrcPostcode, matchableFirstName, matchablePostcode, sameGiftKey, type ScheduleRow } from '../giftaid/schedule.js';
 import { GIFT_FACTS, type GiftFacts } from '../giftaid/twins.js';
 import { nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
@@ -72,7 +74,11 @@ export class ClaimReopenError extends Error {
       claim.status !== 'rejected'
         ? `claim ${claim.id} is ${claim.status}, not rejected: only a rejected claim can be reopened.`
         : `claim ${claim.id} cannot be reopened: its donations are in ${takenBy.length === 1 ? 'claim' : 'claims'} ${takenBy.join(', ')} now, ` +
-            'and reopened it would claim them twice. Nothing was changed.',
+            'and reopened it would claim them twice. Nothing was changed. ' +
+            // What to do, said where it is needed (it was only in the README until a review of 2026-11-30).
+            (takenBy.length === 1
+              ? `If claim ${takenBy[0]} was never sent to HMRC, mark it rejected (bin/almoner giftaid mark ${takenBy[0]} rejected), then reopen claim ${claim.id}.`
+              : `If claims ${takenBy.join(', ')} were never sent to HMRC, mark each rejected (bin/almoner giftaid mark ${takenBy[0]} rejected, and so on), then reopen claim ${claim.id}.`),
     );
   }
 }
@@ -296,6 +302,11 @@ export class ClaimLedger {
     const totalMinor = claim.rows.reduce((sum, r) => sum + r.amountMinor, 0);
     try {
       const id = await this.db.transaction().execute(async (trx) => {
+        await takeTurn(trx, this.dialect, claim.charityId);
+        // A row a restore kept without its donation (keepFrom) in a claim live now, the same gift as one of these: a claim
+        // reopened since these rows were chosen (giftaid reopen) sent it to HMRC; chosen again, it needs attention.
+        const kept = new Set((await keptRowsOfLiveClaims(trx, claim.charityId)).map(sameGiftKey));
+        if (kept.size > 0 && claim.rows.some((r) => kept.has(sameGiftKey(r)))) throw new ClaimConflictError();
         const { id } = await trx
           .insertInto('giftaid_claims')
           .values({
@@ -364,13 +375,7 @@ export class ClaimLedger {
 
   /** The claim's rows as they went into its files, in order. */
   async rows(claimId: number): Promise<ScheduleRow[]> {
-    const columns = ['donation_id', 'position', 'first_name', 'last_name', 'house', 'postcode', 'donation_day', 'amount_minor'] as const;
-    const rows = [
-      ...(await this.db.selectFrom('giftaid_claim_donations').select(columns).where('claim_id', '=', claimId).execute()),
-      // Rows a restore kept without their donation (keepFrom): the claim as sent to HMRC is all of them.
-      ...(await this.db.selectFrom('giftaid_claim_rows_without_donation').select(columns).where('claim_id', '=', claimId).execute()),
-    ].sort((a, b) => Number(a.position) - Number(b.position));
-    return rows.map(scheduleRow);
+    return await claimRows(this.db, claimId);
   }
 
   /**
@@ -402,14 +407,7 @@ export class ClaimLedger {
    * with their claim: a donation sent again that matches one may be claimed already.
    */
   async rowsWithoutDonation(charityId: number): Promise<Array<ScheduleRow & { claimId: number }>> {
-    const rows = await this.db
-      .selectFrom('giftaid_claim_rows_without_donation as r')
-      .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
-      .selectAll('r')
-      .where('c.charity_id', '=', charityId)
-      .where('c.status', '<>', 'rejected')
-      .execute();
-    return rows.map((r) => ({ ...scheduleRow(r), claimId: Number(r.claim_id) }));
+    return await keptRowsOfLiveClaims(this.db, charityId);
   }
 
   /**
@@ -454,6 +452,8 @@ export class ClaimLedger {
     const status = statusReopened(claim);
     const reopened = async () =>
       await this.db.transaction().execute(async (trx) => {
+        const of = await trx.selectFrom('giftaid_claims').select('charity_id').where('id', '=', id).executeTakeFirst();
+        if (of) await takeTurn(trx, this.dialect, Number(of.charity_id));
         const takenBy = await claimsHoldingRowsOf(trx, id);
         if (takenBy.length > 0) return takenBy;
         const r = await trx
@@ -667,12 +667,49 @@ function madeFrom(
   );
 }
 
+/** A claim's rows as they went into its files, in order: those made from a donation, and those a restore kept without it (keepFrom). */
+async function claimRows(db: Kysely<Database>, claimId: number): Promise<ScheduleRow[]> {
+  const columns = ['donation_id', 'position', 'first_name', 'last_name', 'house', 'postcode', 'donation_day', 'amount_minor'] as const;
+  const rows = [
+    ...(await db.selectFrom('giftaid_claim_donations').select(columns).where('claim_id', '=', claimId).execute()),
+    // Rows a restore kept without their donation (keepFrom): the claim as sent to HMRC is all of them.
+    ...(await db.selectFrom('giftaid_claim_rows_without_donation').select(columns).where('claim_id', '=', claimId).execute()),
+  ].sort((a, b) => Number(a.position) - Number(b.position));
+  return rows.map(scheduleRow);
+}
+
+/** The rows of the charity's live claims that a restore kept without their donation (keepFrom), with their claim. */
+async function keptRowsOfLiveClaims(db: Kysely<Database>, charityId: number): Promise<Array<ScheduleRow & { claimId: number }>> {
+  const rows = await db
+    .selectFrom('giftaid_claim_rows_without_donation as r')
+    .innerJoin('giftaid_claims as c', 'c.id', 'r.claim_id')
+    .selectAll('r')
+    .where('c.charity_id', '=', charityId)
+    .where('c.status', '<>', 'rejected')
+    .execute();
+  return rows.map((r) => ({ ...scheduleRow(r), claimId: Number(r.claim_id) }));
+}
+
 /**
- * The live claims other than `id` that hold one of its donations: a row of the same donation, or,
- * for a row a restore kept without its donation, a row of the same charity's donor (last name and
- * postcode), day and amount (a donation sent again after the restore), in id order.
+ * Within `trx`, waits for any other transaction making or reopening a claim of the charity (prepare,
+ * reopen) to end: each looks at the claims live before it writes one, and a row kept without its
+ * donation has no unique index to stop two claims holding the same gift. SQLite's write
+ * transactions take turns already (BEGIN IMMEDIATE, open.ts); on PostgreSQL, a lock for the transaction.
+ */
+async function takeTurn(trx: Kysely<Database>, dialect: DatabaseLocation['dialect'], charityId: number): Promise<void> {
+  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:claims'), ${charityId}::int)`.execute(trx);
+}
+
+/**
+ * The live claims other than `id` that hold one of its gifts, in id order: a row of the same
+ * donation, or, where either row was kept without its donation by a restore (keepFrom), a row of
+ * the charity's of the same gift as a claim tells it (sameGiftKey: a donation sent again after the
+ * restore, or two claims kept so). Until a review of 2026-11-30, only the claim's own kept rows were
+ * looked for, and by exact last name and postcode: a claim holding a donation sent again, or a kept
+ * row of the same gift in another live claim, was reopened beside it.
  */
 async function claimsHoldingRowsOf(db: Kysely<Database>, id: number): Promise<number[]> {
+  const holding = new Set<number>();
   const byDonation = await db
     .selectFrom('giftaid_claim_donations as other')
     .select('other.claim_id')
@@ -681,23 +718,32 @@ async function claimsHoldingRowsOf(db: Kysely<Database>, id: number): Promise<nu
     .where('other.claim_id', '<>', id)
     .where('other.donation_id', 'in', db.selectFrom('giftaid_claim_donations').select('donation_id').where('claim_id', '=', id))
     .execute();
+  for (const r of byDonation) holding.add(Number(r.claim_id));
+  // Its rows kept without their donation, against the charity's live rows of their day and amount.
   const byFacts = await db
     .selectFrom('giftaid_claim_rows_without_donation as kept')
     .innerJoin('giftaid_claims as mine', 'mine.id', 'kept.claim_id')
-    .innerJoin('giftaid_claim_donations as other', (j) =>
-      j
-        .onRef('other.donation_day', '=', 'kept.donation_day')
-        .onRef('other.amount_minor', '=', 'kept.amount_minor')
-        .onRef('other.last_name', '=', 'kept.last_name')
-        .onRef('other.postcode', '=', 'kept.postcode'),
-    )
+    .innerJoin('giftaid_claim_donations as other', (j) => j.onRef('other.donation_day', '=', 'kept.donation_day').onRef('other.amount_minor', '=', 'kept.amount_minor'))
     .innerJoin('giftaid_claims as theirs', 'theirs.id', 'other.claim_id')
-    .select('other.claim_id')
-    .distinct()
+    .select(['other.claim_id', 'kept.first_name as kept_first_name', 'kept.last_name as kept_last_name', 'kept.postcode as kept_postcode'])
+    .select(['other.first_name', 'other.last_name', 'other.postcode', 'other.donation_day', 'other.amount_minor'])
     .where('kept.claim_id', '=', id)
     .where('other.live', '=', 1)
     .where('other.claim_id', '<>', id)
     .whereRef('theirs.charity_id', '=', 'mine.charity_id')
     .execute();
-  return [...new Set([...byDonation, ...byFacts].map((r) => Number(r.claim_id)))].sort((a, b) => a - b);
+  for (const r of byFacts) {
+    const gift = { donationDay: r.donation_day, amountMinor: Number(r.amount_minor) };
+    const kept = sameGiftKey({ ...gift, firstName: r.kept_first_name, lastName: r.kept_last_name, postcode: r.kept_postcode });
+    if (kept === sameGiftKey({ ...gift, firstName: r.first_name, lastName: r.last_name, postcode: r.postcode })) holding.add(Number(r.claim_id));
+  }
+  // Every row of it, against the rows the charity's other live claims kept without their donation.
+  const mine = await db.selectFrom('giftaid_claims').select('charity_id').where('id', '=', id).executeTakeFirst();
+  const keptElsewhere = mine ? (await keptRowsOfLiveClaims(db, Number(mine.charity_id))).filter((r) => r.claimId !== id) : [];
+  if (keptElsewhere.length > 0) {
+    const claimsOf = new Map<string, number[]>();
+    for (const r of keptElsewhere) claimsOf.set(sameGiftKey(r), [...(claimsOf.get(sameGiftKey(r)) ?? []), r.claimId]);
+    for (const r of await claimRows(db, id)) for (const c of claimsOf.get(sameGiftKey(r)) ?? []) holding.add(c);
+  }
+  return [...holding].sort((a, b) => a - b);
 }

@@ -150,7 +150,8 @@ describe('concurrent claims never put a donation in two live claims', { concurre
 /**
  * Holds every write to giftaid_claims back: the claims read their donations, then wait at the insert
  * that records them until release(), so that they all write at once. On PostgreSQL an exclusive table
- * lock (reads still pass), released once every claim still running waits on it; on SQLite the write
+ * lock (reads still pass), released once every claim still running waits on it or behind it (a
+ * charity's claims take turns: claims.ts takeTurn); on SQLite the write
  * lock, released once every claim still running sleeps in SQLite's busy handler (its main thread in
  * nanosleep, seen in /proc twice in a row: a claim's one write comes after its reads), or RACE_HOLD_MS
  * has passed (under the claims' 5 s busy timeout): a claim that arrives later only races less.
@@ -179,8 +180,16 @@ async function holdClaimWrites(database: TestDatabase): Promise<{ release(runnin
   return {
     async release(running) {
       const deadline = Date.now() + 20_000;
+      // At the table lock, or, behind the one there, at the lock a claim of the charity takes its turn with (claims.ts takeTurn).
       const waiting = async () =>
-        Number((await client.query(`select count(*) as n from pg_locks where relation = 'giftaid_claims'::regclass and not granted`)).rows[0].n);
+        Number(
+          (
+            await client.query(
+              `select count(*) as n from pg_locks where not granted and (relation = 'giftaid_claims'::regclass ` +
+                `or (locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())))`,
+            )
+          ).rows[0].n,
+        );
       while ((await waiting()) < running().length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       await client.query('rollback');
       await client.end();

@@ -5,11 +5,17 @@
 // database it replaces, after the rejection that let it happen.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
+import pg from 'pg';
+import { ClaimConflictError } from '../../src/store/claims.js';
+import { openStore } from '../../src/store/open.js';
+import { ukDay } from '../../src/time.js';
 import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt } from '../support/cli.js';
+import { almoner, assertBuilt, startAlmoner, until } from '../support/cli.js';
 
 interface ClaimJson {
   id: number;
@@ -34,7 +40,31 @@ async function charityWithCli(database: TestDatabase) {
   const claim = async () => JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json'])).stdout) as { claim: number | null; donations: number };
   const claims = async () => JSON.parse((await cli(['giftaid', 'claims', '--json'])).stdout) as ClaimJson[];
   const stderr = (run: { stderr: string }) => run.stderr.replace(/^almoner: database \S+\n/, '');
-  return { cli, record, claim, claims, stderr };
+  const backup = async () => {
+    const file = join(tempDir(), database.url.startsWith('sqlite:') ? 'before.db' : 'before.dump');
+    if (database.url.startsWith('sqlite:')) await cli(['backup', '--out', file]);
+    else execFileSync('pg_dump', ['--format=custom', `--file=${file}`, database.url]);
+    return file;
+  };
+  return { charityId, username, cli, record, claim, claims, stderr, backup };
+}
+
+/**
+ * Claim 1 submitted with One Doe's donation, which a restore of a backup from before it lost (claim
+ * 1 keeps its row without it); the charity sends it again, its last name in capitals this time;
+ * claim 1 is rejected by mistake, and claim 2 takes the donation sent again: the same gift.
+ */
+async function giftSentAgainAfterRestore(database: TestDatabase) {
+  const operator = await charityWithCli(database);
+  const { cli, claim, backup } = operator;
+  const before = await backup();
+  await recordGiftAided(database.url, operator.charityId, [{ donor_email: 'one@example.org', donor_first_name: 'One', donor_last_name: 'Doe' }]);
+  assert.equal((await claim()).claim, 1);
+  await cli(['giftaid', 'mark', '1', 'submitted']);
+  assert.match((await cli(['restore', before, '--replace'])).stdout, /claim 1 \(submitted\) added; 1 of its donations is not in the backup/);
+  await recordGiftAided(database.url, operator.charityId, [{ donor_email: 'one@example.org', donor_first_name: 'One', donor_last_name: 'DOE' }]);
+  await cli(['giftaid', 'mark', '1', 'rejected']); // the mistake
+  return operator;
 }
 
 for (const backend of BACKENDS) {
@@ -99,7 +129,8 @@ for (const backend of BACKENDS) {
         assert.deepEqual([second.claim, second.donations], [2, 3], 'claim 2 took the rejected claim\'s two and the new one');
 
         const refused = await cli(['giftaid', 'reopen', '1'], 2);
-        assert.equal(stderr(refused), 'almoner: claim 1 cannot be reopened: its donations are in claim 2 now, and reopened it would claim them twice. Nothing was changed.\n');
+        assert.equal(stderr(refused), 'almoner: claim 1 cannot be reopened: its donations are in claim 2 now, and reopened it would claim them twice. Nothing was changed. ' +
+            'If claim 2 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 2 rejected), then reopen claim 1.\n');
         assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[2, 'prepared'], [1, 'rejected']]);
 
         await cli(['giftaid', 'mark', '2', 'rejected']);
@@ -146,5 +177,131 @@ for (const backend of BACKENDS) {
         await database.drop();
       }
     });
+
+    test('a claim with a row kept without its donation is refused while a live claim holds the same gift sent again (its last name in capitals), and a claim holding a donation sent again while a live claim keeps its row', async () => {
+      assertBuilt();
+      const database = await backend.createDatabase();
+      try {
+        const { cli, claim, claims, stderr } = await giftSentAgainAfterRestore(database);
+        assert.equal((await claim()).claim, 2, 'claim 2 took the donation sent again');
+        // Until a review of 2026-11-30, names were compared exactly: DOE was not Doe, and claim 1 was reopened beside claim 2.
+        assert.equal(stderr(await cli(['giftaid', 'reopen', '1'], 2)), 'almoner: claim 1 cannot be reopened: its donations are in claim 2 now, and reopened it would claim them twice. Nothing was changed. ' +
+            'If claim 2 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 2 rejected), then reopen claim 1.\n');
+        await cli(['giftaid', 'mark', '2', 'rejected']);
+        await cli(['giftaid', 'reopen', '1']);
+        // Claim 2's donation is claim 1's kept row: until the same review, only a claim's own kept rows were looked for.
+        assert.equal(stderr(await cli(['giftaid', 'reopen', '2'], 2)), 'almoner: claim 2 cannot be reopened: its donations are in claim 1 now, and reopened it would claim them twice. Nothing was changed. ' +
+            'If claim 1 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 1 rejected), then reopen claim 2.\n');
+        assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[2, 'rejected'], [1, 'submitted']]);
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test('two claims a restore kept with the same gift without its donation: the rejected one is not reopened beside the live one', async () => {
+      assertBuilt();
+      const database = await backend.createDatabase();
+      try {
+        const { cli, record, claim, claims, stderr, backup } = await charityWithCli(database);
+        const before = await backup();
+        await record('one@example.org');
+        assert.equal((await claim()).claim, 1);
+        await cli(['giftaid', 'mark', '1', 'submitted']);
+        await cli(['giftaid', 'mark', '1', 'rejected']); // the mistake
+        assert.equal((await claim()).claim, 2);
+        await cli(['giftaid', 'mark', '2', 'submitted']);
+        // Restored from before the donation: both claims are kept, each with its row and no donation.
+        const restored = await cli(['restore', before, '--replace']);
+        assert.match(restored.stdout, /claim 1 \(rejected\) added/);
+        assert.match(restored.stdout, /claim 2 \(submitted\) added/);
+        assert.equal(stderr(await cli(['giftaid', 'reopen', '1'], 2)), 'almoner: claim 1 cannot be reopened: its donations are in claim 2 now, and reopened it would claim them twice. Nothing was changed. ' +
+            'If claim 2 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 2 rejected), then reopen claim 1.\n');
+        assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[2, 'submitted'], [1, 'rejected']]);
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test('a claim recorded from rows chosen before a reopen made a kept row of the same gift live again is refused, and the next claim lists the donation as needing attention', async () => {
+      assertBuilt();
+      const database = await backend.createDatabase();
+      try {
+        const { charityId, username, cli, claims } = await giftSentAgainAfterRestore(database);
+        const store = await openStore(database.location);
+        try {
+          // The rows a `giftaid claim` chose while claim 1 was rejected: the donation sent again, as claim 1's kept row.
+          const db = (store as unknown as { db: Kysely<any> }).db;
+          const { id: sentAgain } = (await db.selectFrom('donations').select('id').orderBy('id', 'desc').executeTakeFirstOrThrow()) as { id: number };
+          const [kept] = await store.claims.rows(1);
+          const rows = [{ ...kept!, donationId: Number(sentAgain), lastName: 'DOE' }];
+          await cli(['giftaid', 'reopen', '1']); // meanwhile
+          const today = ukDay(new Date());
+          await assert.rejects(store.claims.prepare({ charityId, upTo: today, claimDate: today, rows, needsAttention: 0 }), ClaimConflictError);
+        } finally {
+          await store.close();
+        }
+        assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[1, 'submitted']]);
+        const out = tempDir();
+        const next = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', out, '--json'])).stdout) as { claim: number | null };
+        assert.equal(next.claim, null);
+        assert.match(readFileSync(join(out, 'needs-attention.csv'), 'utf8'), /a donation in claim 1 that a restore could not bring back/);
+      } finally {
+        await database.drop();
+      }
+    });
+
+    if (backend.name === 'postgres') {
+      test('a reopen and a claim, or two reopens, at the same moment: the gift is in one live claim', async () => {
+        assertBuilt();
+        const database = await backend.createDatabase();
+        try {
+          const { username, cli, claims } = await giftSentAgainAfterRestore(database);
+          // Each held at its audit entry, after its checks, until both are running.
+          const together = async (...runs: string[][]) => {
+            const client = new pg.Client({ connectionString: database.url });
+            await client.connect();
+            try {
+              await client.query('begin');
+              await client.query('lock table audit_log in share mode');
+              const waiting = async () =>
+                Number(
+                  (
+                    await client.query(
+                      `select count(*) as n from pg_locks where not granted and ((locktype = 'relation' and relation = 'audit_log'::regclass) ` +
+                        `or (locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())))`,
+                    )
+                  ).rows[0].n,
+                );
+              const started = [];
+              for (const args of runs) {
+                started.push(startAlmoner(database.url, args).done);
+                await until(`${args.join(' ')} waiting`, 15_000, async () => (await waiting()) >= started.length);
+              }
+              await client.query('commit');
+              return await Promise.all(started);
+            } finally {
+              await client.end();
+            }
+          };
+          const out = tempDir();
+          const [reopened, claimed] = await together(['giftaid', 'reopen', '1'], ['giftaid', 'claim', '--charity', username, '--out', out, '--json']);
+          assert.ok(reopened && claimed);
+          assert.equal(reopened.code, 0, reopened.stderr);
+          assert.equal(claimed.code, 0, claimed.stderr);
+          assert.equal((JSON.parse(claimed.stdout) as { claim: number | null }).claim, null, "the donation sent again is claim 1's kept row: it needs attention");
+          assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[1, 'submitted']]);
+
+          // Claim 2 takes it once claim 1 is rejected again, and is rejected; then both are reopened at once.
+          await cli(['giftaid', 'mark', '1', 'rejected']);
+          assert.equal((JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', tempDir(), '--json'])).stdout) as { claim: number }).claim, 2);
+          await cli(['giftaid', 'mark', '2', 'rejected']);
+          const both = await together(['giftaid', 'reopen', '1'], ['giftaid', 'reopen', '2']);
+          assert.deepEqual(both.map((r) => r.code).sort(), [0, 2], both.map((r) => r.stderr).join(''));
+          assert.deepEqual((await claims()).map((c) => c.status).sort(), ['rejected', 'submitted']);
+        } finally {
+          await database.drop();
+        }
+      });
+    }
   });
 }
