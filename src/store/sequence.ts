@@ -18,8 +18,12 @@ export async function idsAfter(db: Kysely<Database>, dialect: DatabaseLocation['
       select q.sequence, pg_sequence_last_value(q.sequence::regclass) as last, (select max(id) from ${sql.table(table)}) as top
       from (select pg_get_serial_sequence(${table}, 'id') as sequence) q`.execute(db);
     const { sequence, last, top } = rows[0]!;
-    if (largest <= Math.max(Number(last ?? 0), Number(top ?? 0))) return false;
-    await sql`select setval(${sequence}::regclass, ${largest})`.execute(db);
+    // Past the ids stored too: a claim a restore kept is stored with its own id (OVERRIDING SYSTEM VALUE), which moves
+    // no sequence. Until a review of 2026-11-30 the next claim was given a kept claim's id and refused, taken for a race
+    // and tried again by giftaid claim, which gave up after 10 ("another claim took some of these donations").
+    const after = Math.max(largest, Number(top ?? 0));
+    if (after <= Number(last ?? 0)) return false;
+    await sql`select setval(${sequence}::regclass, ${after})`.execute(db);
     return true;
   }
   // SQLite's AUTOINCREMENT keeps its counter in sqlite_sequence, which has no row for a table until its first id.

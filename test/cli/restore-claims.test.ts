@@ -769,3 +769,33 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+for (const backend of BACKENDS) {
+  test(`a restore that kept 12 claims the backup lacked: the next claim is numbered 13, first time (on PostgreSQL the sequence stayed behind the kept ids, and giftaid claim gave up after 10 tries until 2026-11-30) [${backend.name}]`, async () => {
+    assertBuilt();
+    const database = await backend.createDatabase();
+    try {
+      const { charity, claim } = operator(database, backend.name);
+      const { id, username } = await charity('Alpha');
+      await recordGiftAided(database.url, id, [{ donor_email: 'new@example.org', amount: '30.00' }]);
+      // What a restore keeps of a replaced database's claims of 12 donations the backup lacked (rows without their donation).
+      const at = '2026-11-23T12:00:00.000000Z';
+      const ids = Array.from({ length: 12 }, (_, i) => i + 1);
+      const store = await openStore(database.location);
+      try {
+        const kept = await store.claims.keepFrom({
+          claims: ids.map((n) => ({ id: n, charity_id: id, status: 'submitted' as const, up_to: '2026-11-23', claim_date: '2026-11-23', donation_count: 1, total_minor: 2500, prepared_at: at, submitted_at: at, paid_at: null, rejected_at: null, moves: 1 })),
+          rows: ids.map((n) => ({ claim_id: n, donation_id: 1000 + n, position: 1, live: 1 as const, first_name: 'Kept', last_name: `Gone${n}`, house: '1', postcode: 'SW1A 1AA', donation_day: '2026-11-20', amount_minor: 2500 })),
+          withoutDonation: [],
+        });
+        assert.deepEqual(kept.added.map((c) => c.id), ids);
+      } finally {
+        await store.close();
+      }
+      const made = await claim(username);
+      assert.deepEqual([made.claim, made.donations], [13, 1]);
+    } finally {
+      await database.drop();
+    }
+  });
+}
