@@ -526,7 +526,9 @@ export class ClaimLedger {
             const { status, submitted_at, paid_at, rejected_at } = claim;
             await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at, moves: movesOf(claim) }).where('id', '=', claim.id).execute();
             if (status === 'rejected') await trx.updateTable('giftaid_claim_donations').set({ live: null }).where('claim_id', '=', claim.id).execute();
-            kept.marked.push({ id: claim.id, status });
+            // Moved and moved back (rejected by mistake, reopened): as it was, and not said to be marked (a review, 2026-11-30).
+            const asItWas = status === mine.status && submitted_at === mine.submitted_at && paid_at === mine.paid_at && rejected_at === mine.rejected_at;
+            if (!asItWas) kept.marked.push({ id: claim.id, status });
           } else if (claim.status !== mine.status && (later || movesOf(claim) === movesOf(mine))) kept.refused.push({ id: claim.id, why: 'status' });
           continue;
         }
@@ -697,7 +699,8 @@ async function keptRowsOfLiveClaims(db: Kysely<Database>, charityId: number): Pr
  * transactions take turns already (BEGIN IMMEDIATE, open.ts); on PostgreSQL, a lock for the transaction.
  */
 async function takeTurn(trx: Kysely<Database>, dialect: DatabaseLocation['dialect'], charityId: number): Promise<void> {
-  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:claims'), ${charityId}::int)`.execute(trx);
+  // The charity's id hashed too, as any id fits an int4 then: two charities that share a hash only wait for each other.
+  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:claims'), hashtext(${String(charityId)}))`.execute(trx);
 }
 
 /**

@@ -178,6 +178,35 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('a backup from before the mistake, restored after the reopen: the claim is as it was, with its donations, and no restore says it was marked', async () => {
+      assertBuilt();
+      const database = await backend.createDatabase();
+      try {
+        const { cli, record, claim, claims, backup } = await charityWithCli(database);
+        await record('one@example.org');
+        assert.equal((await claim()).claim, 1);
+        await cli(['giftaid', 'mark', '1', 'submitted']);
+        const before = await backup();
+        await cli(['giftaid', 'mark', '1', 'rejected']); // the mistake
+        await cli(['giftaid', 'reopen', '1']);
+        // Until a review of 2026-11-30 each restore of it said "claim 1 marked submitted", and recorded so, of a claim submitted in the backup.
+        for (const time of ['first', 'second']) {
+          const restored = await cli(['restore', before, '--replace']);
+          assert.doesNotMatch(restored.stdout, /claim 1|kept the Gift Aid claims/, `${time} restore: ${restored.stdout}`);
+        }
+        assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[1, 'submitted']]);
+        assert.equal((await claim()).claim, null);
+        const trail = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { action: string });
+        assert.equal(trail.filter((e) => e.action === 'giftaid claims kept').length, 0);
+        // It moved three times (submitted, rejected, reopened): a later rejection is still the later status.
+        await cli(['giftaid', 'mark', '1', 'rejected']);
+        const again = await cli(['restore', before, '--replace']);
+        assert.match(again.stdout, /claim 1 marked rejected/);
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('a claim with a row kept without its donation is refused while a live claim holds the same gift sent again (its last name in capitals), and a claim holding a donation sent again while a live claim keeps its row', async () => {
       assertBuilt();
       const database = await backend.createDatabase();
