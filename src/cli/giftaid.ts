@@ -199,7 +199,8 @@ export function giftaidCommand(): Command {
           status === 'rejected'
             ? `Claim ${id} marked rejected: its ${count(claim.donation_count, 'donation')} can go in the next claim.\n` +
                 `  Delete the files written for it before (claim-${id}-*.ods): they still pass HMRC's checker, and uploaded after the next claim they would claim ` +
-                `those donations twice. bin/almoner giftaid files ${id} --out DIR writes them again, marked as rejected.`
+                `those donations twice. bin/almoner giftaid files ${id} --out DIR writes them again, marked as rejected.\n` +
+                `  Marked rejected by mistake? bin/almoner giftaid reopen ${id} takes it back, while no other claim holds its donations.`
             : `Claim ${id} marked ${status}.`,
         );
       });

@@ -401,7 +401,8 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal(
           rejected.stdout,
           `Claim ${first.claim} marked rejected: its 3 donations can go in the next claim.\n` +
-            `  Delete the files written for it before (claim-${first.claim}-*.ods): they still pass HMRC's checker, and uploaded after the next claim they would claim those donations twice. bin/almoner giftaid files ${first.claim} --out DIR writes them again, marked as rejected.\n`,
+            `  Delete the files written for it before (claim-${first.claim}-*.ods): they still pass HMRC's checker, and uploaded after the next claim they would claim those donations twice. bin/almoner giftaid files ${first.claim} --out DIR writes them again, marked as rejected.\n` +
+            `  Marked rejected by mistake? bin/almoner giftaid reopen ${first.claim} takes it back, while no other claim holds its donations.\n`,
         );
         // Into the rejected claim's folder: refused, nothing claimed. Its old files (which HMRC's checker still takes) and the
         // new ones side by side claimed the same donations twice if the folder was uploaded (a review, 2026-11-29).
