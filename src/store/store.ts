@@ -284,7 +284,7 @@ export class Store {
           const set = Object.fromEntries([...columns].map((column) => [column, credentials[column]]));
           await trx.updateTable('charities').set({ ...set, updated_at: nowIso() }).where('id', '=', id).execute();
         } else {
-          // The counter first: it is moved on only past the ids stored, and this one would be.
+          // The counter past it: the replaced database gave this id out.
           await idsAfter(trx, this.dialect, 'charities', id);
           await insertWithId(trx, this.dialect, 'charities', { id, name, email, username, password_hash, active, old_password_hash, old_password_until, created_at, updated_at });
         }
