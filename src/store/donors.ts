@@ -199,6 +199,10 @@ export class DonorData {
     for (let tries = 1; ; tries++) {
       await beforeWriting?.();
       const outcome = await this.db.transaction().execute(async (trx): Promise<{ since: number[] } | { written: T }> => {
+        // Erasures take turns on PostgreSQL, as SQLite's write transactions do: under read committed, another committed between
+        // the read below and the writes would be overwritten with values worked out from the rows before it (an erasure and a
+        // retention run of another day), and two erasures' grouped updates could deadlock (a review, 2026-11-30).
+        if (this.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:erasures'))`.execute(trx);
         const now = await (await of(trx)).clearSelect().select(['donations.id', 'donations.erased_at']).orderBy('donations.id').execute();
         const since = now.filter((r) => worked.get(Number(r.id))?.erasedAt !== r.erased_at).map((r) => Number(r.id));
         if (since.length > WORKED_OUT_WITHIN && tries < WORKED_OUT_TRIES) return { since }; // nothing written: let go

@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql, type Kysely } from 'kysely';
+import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { openStore } from '../../src/store/open.js';
 import type { Database } from '../../src/store/schema.js';
@@ -100,3 +101,36 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+test('erasures take turns on PostgreSQL, as SQLite write transactions do: one waits for another\'s transaction before it reads again and writes (under read committed, an erasure committed in between was overwritten with values worked out from the rows before it, and two erasures\' updates could deadlock; a review, 2026-11-30) [postgres]', { skip: BACKENDS.length < 2 && 'no TEST_DATABASE_URL' }, async () => {
+  const database = await BACKENDS[1]!.createDatabase();
+  const store = await openStore(database.location);
+  // Another erasure's transaction, as this test holds it: the same lock, on a session of its own.
+  const other = new pg.Client({ connectionString: database.url });
+  await other.connect();
+  try {
+    const charity = (await signUpCharity(store, { name: 'Turns', email: 'turns@example.org' })).charity;
+    const v = validateDonation(exampleDonation({ donor_email: 'turns@example.org' }));
+    assert.ok(v.ok);
+    await store.recordDonation(charity.id, v.donation);
+    await other.query('begin');
+    await other.query("select pg_advisory_xact_lock(hashtext('almoner:erasures'))");
+    const erasure = store.donors.erase({ email: 'turns@example.org', today: TODAY, dryRun: false });
+    const waiting = (async () => {
+      for (;;) {
+        const { rows } = await other.query("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()");
+        if (rows[0].n > 0) return 'waiting';
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    assert.equal(await Promise.race([erasure.then(() => 'done'), waiting]), 'waiting', 'the erasure waits for the other transaction');
+    const { rows } = await other.query('select count(*)::int as n from donations where erased_at is not null');
+    assert.equal(rows[0].n, 0, 'nothing written while it waits');
+    await other.query('commit');
+    assert.equal((await erasure).donations.length, 1);
+  } finally {
+    await other.end();
+    await store.close();
+    await database.drop();
+  }
+});
