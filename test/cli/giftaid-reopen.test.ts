@@ -67,6 +67,11 @@ async function giftSentAgainAfterRestore(database: TestDatabase) {
   return operator;
 }
 
+/** What `giftaid reopen CLAIM` says, exit 2, while claim `holder` holds its donations. */
+const refusal = (claim: number, holder: number) =>
+  `almoner: claim ${claim} cannot be reopened: its donations are in claim ${holder} now, and reopened it would claim them twice. Nothing was changed. ` +
+  `If claim ${holder} was never sent to HMRC, mark it rejected (bin/almoner giftaid mark ${holder} rejected), then reopen claim ${claim}.\n`;
+
 for (const backend of BACKENDS) {
   describe(`giftaid reopen [${backend.name}]`, () => {
     test('a claim rejected by mistake is submitted again with its donations, and the next claim takes none of them; a claim never submitted is prepared again', async () => {
@@ -129,8 +134,7 @@ for (const backend of BACKENDS) {
         assert.deepEqual([second.claim, second.donations], [2, 3], 'claim 2 took the rejected claim\'s two and the new one');
 
         const refused = await cli(['giftaid', 'reopen', '1'], 2);
-        assert.equal(stderr(refused), 'almoner: claim 1 cannot be reopened: its donations are in claim 2 now, and reopened it would claim them twice. Nothing was changed. ' +
-            'If claim 2 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 2 rejected), then reopen claim 1.\n');
+        assert.equal(stderr(refused), refusal(1, 2));
         assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[2, 'prepared'], [1, 'rejected']]);
 
         await cli(['giftaid', 'mark', '2', 'rejected']);
@@ -214,13 +218,11 @@ for (const backend of BACKENDS) {
         const { cli, claim, claims, stderr } = await giftSentAgainAfterRestore(database);
         assert.equal((await claim()).claim, 2, 'claim 2 took the donation sent again');
         // Until a review of 2026-11-30, names were compared exactly: DOE was not Doe, and claim 1 was reopened beside claim 2.
-        assert.equal(stderr(await cli(['giftaid', 'reopen', '1'], 2)), 'almoner: claim 1 cannot be reopened: its donations are in claim 2 now, and reopened it would claim them twice. Nothing was changed. ' +
-            'If claim 2 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 2 rejected), then reopen claim 1.\n');
+        assert.equal(stderr(await cli(['giftaid', 'reopen', '1'], 2)), refusal(1, 2));
         await cli(['giftaid', 'mark', '2', 'rejected']);
         await cli(['giftaid', 'reopen', '1']);
         // Claim 2's donation is claim 1's kept row: until the same review, only a claim's own kept rows were looked for.
-        assert.equal(stderr(await cli(['giftaid', 'reopen', '2'], 2)), 'almoner: claim 2 cannot be reopened: its donations are in claim 1 now, and reopened it would claim them twice. Nothing was changed. ' +
-            'If claim 1 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 1 rejected), then reopen claim 2.\n');
+        assert.equal(stderr(await cli(['giftaid', 'reopen', '2'], 2)), refusal(2, 1));
         assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[2, 'rejected'], [1, 'submitted']]);
       } finally {
         await database.drop();
@@ -243,8 +245,7 @@ for (const backend of BACKENDS) {
         const restored = await cli(['restore', before, '--replace']);
         assert.match(restored.stdout, /claim 1 \(rejected\) added/);
         assert.match(restored.stdout, /claim 2 \(submitted\) added/);
-        assert.equal(stderr(await cli(['giftaid', 'reopen', '1'], 2)), 'almoner: claim 1 cannot be reopened: its donations are in claim 2 now, and reopened it would claim them twice. Nothing was changed. ' +
-            'If claim 2 was never sent to HMRC, mark it rejected (bin/almoner giftaid mark 2 rejected), then reopen claim 1.\n');
+        assert.equal(stderr(await cli(['giftaid', 'reopen', '1'], 2)), refusal(1, 2));
         assert.deepEqual((await claims()).map((c) => [c.id, c.status]), [[2, 'submitted'], [1, 'rejected']]);
       } finally {
         await database.drop();
