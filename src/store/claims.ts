@@ -497,9 +497,11 @@ export class ClaimLedger {
   async keepFrom(copy: LedgerCopy): Promise<KeptClaims> {
     const kept: KeptClaims = { added: [], marked: [], refused: [] };
     await this.db.transaction().execute(async (trx) => {
-      // Past every number either ledger gave, kept or not: a claim refused here was sent to HMRC under its number too. Before the
-      // claims are added: a PostgreSQL counter is moved on only past the ids stored, and those kept would be (it stayed behind
-      // them until 2026-11-30, and the next claim's tries failed on their numbers one by one).
+      // In turn with claims made or reopened meanwhile (keep-replaced runs beside a server and its commands), each charity's
+      // in id order: a kept row has no unique index to stop a claim made at the same moment from holding the same gift.
+      for (const charityId of [...new Set(copy.claims.map((c) => c.charity_id))].sort((a, b) => a - b)) await takeTurn(trx, this.dialect, charityId);
+      // Past every number either ledger gave, kept or not: a claim refused here was sent to HMRC under its number too (until
+      // 2026-11-30 a PostgreSQL counter stayed behind the claims kept, and the next claim's tries failed on their numbers one by one).
       await this.numberAfter(Math.max(0, ...copy.claims.map((c) => c.id)), trx);
       const here = new Map((await trx.selectFrom('giftaid_claims').selectAll().execute()).map((c) => [Number(c.id), c]));
       const charities = new Map((await trx.selectFrom('charities').select(['id', 'username']).execute()).map((c) => [Number(c.id), c.username]));

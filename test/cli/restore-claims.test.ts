@@ -12,6 +12,8 @@ import { openStore } from '../../src/store/open.js';
 import { ERASED_EMAIL } from '../../src/donations/erasure.js';
 import { recordGiftAided, validDonation } from '../support/app.js';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { signUpCharity } from '../../src/charities/signup.js';
 import { BACKENDS, queryPostgres, rawSql, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
@@ -799,3 +801,37 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+test('keeping another ledger\'s claims takes its turn with claims made or reopened at the same moment, charity by charity (a row kept without its donation has no unique index to stop a claim made meanwhile holding the same gift) [postgres]', { skip: BACKENDS.length < 2 && 'no TEST_DATABASE_URL' }, async () => {
+  const backend = BACKENDS[1]!;
+  const database = await backend.createDatabase();
+  const store = await openStore(database.location);
+  // A claim being made for the charity, as this test holds it: the same lock, on a session of its own.
+  const other = new pg.Client({ connectionString: database.url });
+  await other.connect();
+  try {
+    const { charity } = await signUpCharity(store, { name: 'Turns', email: 'turns@example.org' });
+    const at = '2026-11-23T12:00:00.000000Z';
+    await other.query('begin');
+    await other.query("select pg_advisory_xact_lock(hashtext('almoner:claims'), hashtext($1))", [String(charity.id)]);
+    const keeping = store.claims.keepFrom({
+      claims: [{ id: 1, charity_id: charity.id, status: 'submitted', up_to: '2026-11-23', claim_date: '2026-11-23', donation_count: 1, total_minor: 2500, prepared_at: at, submitted_at: at, paid_at: null, rejected_at: null, moves: 1 }],
+      rows: [{ claim_id: 1, donation_id: 1000, position: 1, live: 1, first_name: 'Kept', last_name: 'Gone', house: '1', postcode: 'SW1A 1AA', donation_day: '2026-11-20', amount_minor: 2500 }],
+      withoutDonation: [],
+    });
+    const waiting = (async () => {
+      for (;;) {
+        const { rows } = await other.query("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()");
+        if (rows[0].n > 0) return 'waiting';
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    assert.equal(await Promise.race([keeping.then(() => 'done'), waiting]), 'waiting', 'it waits for the claim being made');
+    await other.query('commit');
+    assert.deepEqual((await keeping).added.map((c) => c.id), [1]);
+  } finally {
+    await other.end();
+    await store.close();
+    await database.drop();
+  }
+});
