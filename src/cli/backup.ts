@@ -1009,6 +1009,8 @@ async function carryCharities(
   }
   const actions = (username: string) => named(carrying.get(username)!);
   const carried: string[] = [];
+  /** Who made the changes carried (`user@host`), as the replaced database's trail says. */
+  const madeBy = new Set<string>();
   for (const outcome of await store.carryCharities(toCarry)) {
     const { username } = outcome;
     if (outcome.outcome === 'clash') {
@@ -1019,10 +1021,19 @@ async function carryCharities(
     } else {
       const note = outcome.outcome === 'added' ? ` (signed up since: added, id ${outcome.id})` : outcome.oldPasswordLeft ? " (its old password is not carried over: the backup's history had rotated it away)" : '';
       carried.push(`  ${username}: ${actions(username)}${note}`);
+      for (const c of carrying.get(username)!) madeBy.add(c.madeBy);
     }
   }
   const lines: string[] = [];
-  if (carried.length) lines.push("carried over the charities' credentials the replaced database changed after the backup, as it holds them (password, old password and its end, disabled or enabled):", ...carried);
+  if (carried.length) {
+    // Who made them, as the replaced database's trail says: a copy restored from a backup (a staging database) shares its
+    // history, and its changes would be carried too (README, Backups), so a machine that is not this service's stands out.
+    lines.push(
+      "carried over the charities' credentials the replaced database changed after the backup, as it holds them (password, old password and its end, disabled or enabled):",
+      ...carried,
+      `  (made by ${[...madeBy].join(', ')}, as that database's audit trail records; one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again)`,
+    );
+  }
   if (left.length) {
     lines.push(
       'not carried over, each to do again by hand where it still applies (a password rotated since, say because it leaked, works here until it is rotated again; a charity signed up since is not here):',

@@ -129,8 +129,11 @@ export function erasuresAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 
   return { donors, retention };
 }
 
-/** A charity's sign-up, rotation, end of grace, disable or enable, as its trail entry names it, and the entry that first recorded it (entryKey). */
-export type CharityChange = Pick<AuditRecord, 'action' | 'target' | 'summary'> & { original: string };
+/**
+ * A charity's sign-up, rotation, end of grace, disable or enable, as its trail entry names it, the
+ * entry that first recorded it (entryKey), and who made it there (`user@host`, as the entry says).
+ */
+export type CharityChange = Pick<AuditRecord, 'action' | 'target' | 'summary'> & { original: string; madeBy: string };
 
 /** What a trail records of a charity's sign-up, password and state. */
 const CHARITY_CHANGES = new Set(['charity create', 'charity rotate', 'charity end-grace', 'charity disable', 'charity enable']);
@@ -141,8 +144,10 @@ const CHARITY_CHANGES = new Set(['charity create', 'charity rotate', 'charity en
  * over counts as the one it repeats), in order: what a restore carries over (cli/backup.ts), as the
  * backup brings each charity back as it was then.
  */
-export function charityChangesAfter(trail: Pick<AuditRecord, 'id' | 'at' | 'action' | 'target' | 'summary'>[], restored: ReadonlySet<string>): CharityChange[] {
-  return trail.filter((e) => CHARITY_CHANGES.has(e.action) && !heldIn(restored, e)).map((e) => ({ action: e.action, target: e.target, summary: e.summary, original: originalOf(e) }));
+export function charityChangesAfter(trail: AuditRecord[], restored: ReadonlySet<string>): CharityChange[] {
+  return trail
+    .filter((e) => CHARITY_CHANGES.has(e.action) && !heldIn(restored, e))
+    .map((e) => ({ action: e.action, target: e.target, summary: e.summary, original: originalOf(e), madeBy: `${e.os_user}@${e.host}` }));
 }
 
 /** The charities whose sign-up, password or state `entries` change by the operator's hand, not as a restore's carry of another database's change (again_of): each with those changes' actions. */

@@ -6,11 +6,12 @@
 // one signed up since was gone, its integration answered 401; the restore only named what to do again.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { authenticatedCharity, whichPassword } from '../../src/charities/credentials.js';
-import { entryKey } from '../../src/store/audit.js';
+import { entryKey, osUser } from '../../src/store/audit.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import { basic, HONOURED_WITHIN_MS, NO_FAILURE_DELAY } from '../support/app.js';
 import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
@@ -94,6 +95,9 @@ for (const backend of BACKENDS) {
           assert.match(restored.stdout, new RegExp(`\\n  ${c.username}: ${did}\\n`), restored.stdout);
         }
         assert.match(restored.stdout, new RegExp(`\\n  ${since.username}: create \\(signed up since: added, id ${since.id}\\)`));
+        // Who made them, as the replaced trail says: a staging copy's changes would name its machine (README, Backups).
+        const author = `${osUser()}@${hostname()}`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+        assert.match(restored.stdout, new RegExp(`\\n  \\(made by ${author}, as that database's audit trail records; one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again\\)\\n`));
         assert.doesNotMatch(restored.stdout, new RegExp(`${still.username}|not carried over|Do each again|rotate or disable again`));
         // The charities as the replaced database held them: the one signed up since with its id, username and name.
         assert.deepEqual(await list(), listed);
