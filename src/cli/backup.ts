@@ -1008,9 +1008,9 @@ async function carryCharities(
     }
   }
   const actions = (username: string) => named(carrying.get(username)!);
-  const carried: string[] = [];
-  /** Who made the changes carried (`user@host`), as the replaced database's trail says. */
-  const madeBy = new Set<string>();
+  /** Who made a charity's changes carried (`user@host`), as the replaced database's trail says. */
+  const makers = (username: string) => [...new Set(carrying.get(username)!.map((c) => c.madeBy))];
+  const carried: Array<{ username: string; notes: string[] }> = [];
   for (const outcome of await store.carryCharities(toCarry)) {
     const { username } = outcome;
     if (outcome.outcome === 'clash') {
@@ -1019,19 +1019,27 @@ async function carryCharities(
       const signedUp = carrying.get(username)!.some((c) => c.action === 'charity create');
       left.push(`${username} (${actions(username)}): ${taken}${signedUp ? '; sign it up again (bin/almoner charity create) and give it its new credentials' : ''}`);
     } else {
-      const note = outcome.outcome === 'added' ? ` (signed up since: added, id ${outcome.id})` : outcome.oldPasswordLeft ? " (its old password is not carried over: the backup's history had rotated it away)" : '';
-      carried.push(`  ${username}: ${actions(username)}${note}`);
-      for (const c of carrying.get(username)!) madeBy.add(c.madeBy);
+      const note = outcome.outcome === 'added' ? `signed up since: added, id ${outcome.id}` : outcome.oldPasswordLeft ? "its old password is not carried over: the backup's history had rotated it away" : undefined;
+      carried.push({ username, notes: note ? [note] : [] });
     }
   }
   const lines: string[] = [];
   if (carried.length) {
     // Who made them, as the replaced database's trail says: a copy restored from a backup (a staging database) shares its
     // history, and its changes would be carried too (README, Backups), so a machine that is not this service's stands out.
+    // Made by more than one, each charity's line names its own, so the operator can tell which charity to see to
+    // (until 2026-11-30 the last line alone named them all: a review).
+    const madeBy = [...new Set(carried.flatMap(({ username }) => makers(username)))];
+    const several = madeBy.length > 1;
     lines.push(
       "carried over the charities' credentials the replaced database changed after the backup, as it holds them (password, old password and its end, disabled or enabled):",
-      ...carried,
-      `  (made by ${[...madeBy].join(', ')}, as that database's audit trail records; one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again)`,
+      ...carried.map(({ username, notes }) => {
+        const all = several ? [...notes, `made by ${makers(username).join(', ')}`] : notes;
+        return `  ${username}: ${actions(username)}${all.length ? ` (${all.join('; ')})` : ''}`;
+      }),
+      several
+        ? `  (made by ${madeBy.join(', ')}, each charity's as its line says, as that database's audit trail records; one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again)`
+        : `  (made by ${madeBy[0]}, as that database's audit trail records; one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again)`,
     );
   }
   if (left.length) {

@@ -5,6 +5,7 @@
 // password rotated since (because it leaked) worked again, a charity disabled since was enabled, and
 // one signed up since was gone, its integration answered 401; the restore only named what to do again.
 import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,7 +16,7 @@ import { entryKey, osUser } from '../../src/store/audit.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import { basic, HONOURED_WITHIN_MS, NO_FAILURE_DELAY } from '../support/app.js';
 import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
+import { almoner, assertBuilt, BIN, childEnv, killing, operator, type Run } from '../support/cli.js';
 import { TestClock } from '../support/clock.js';
 import { ServerProcess } from '../support/server.js';
 
@@ -262,6 +263,19 @@ test('a PostgreSQL restore killed once pg_restore had committed: keep-replaced c
   }
 });
 
+/** Whether this process may run a command under another host name (a UTS namespace of its own: root, as here and in CI). */
+const canRename = spawnSync('unshare', ['--uts', 'hostname', 'staging-1']).status === 0;
+
+/** bin/almoner on `database`, run as on another machine: `host` as its host name, in a UTS namespace of its own (as root). */
+function almonerOn(host: string, database: TestDatabase, args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    execFile('unshare', ['--uts', 'sh', '-c', 'hostname "$0" && exec "$@"', host, BIN, ...args], { env: childEnv(database.url), timeout: 20_000 }, (err, stdout, stderr) => {
+      if (err && typeof err.code !== 'number') return reject(err);
+      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+    });
+  });
+}
+
 /** `work` on two databases of `backend`: `old`, whose backups are restored, and `fresh`, restored into; both dropped after. */
 async function withTwo(backend: (typeof BACKENDS)[number], work: (old: TestDatabase, fresh: TestDatabase) => Promise<void>): Promise<void> {
   const [old, fresh] = [await backend.createDatabase(), await backend.createDatabase()];
@@ -344,6 +358,35 @@ for (const backend of BACKENDS) {
           { leaked: no, leaked1: no, leakedHere: yes, graced0: yes, gracedHere: yes },
           "the leaked password rotated away in the backup's history does not work again; the new one does, and so does an old one in its grace that the backup's history had not rotated away",
         );
+      });
+    });
+
+    test("a staging copy restored over production by mistake, then the right backup: each charity's line names who made its changes, the staging machine's apart", { skip: !canRename && 'cannot set a host name here (not root)' }, async () => {
+      assertBuilt();
+      await withTwo(backend, async (production, staging) => {
+        const { cli, create, rotate, backup } = operatorOf(production, backend.name);
+        const [here, there] = [await create('Here'), await create('There')];
+        const right = await backup('right');
+        const here1 = await rotate(here); // on production, after the backup
+        // Staging: the backup restored into a database of its own on another machine, a charity's password rotated there.
+        const onStaging = async (args: string[]) => {
+          const run = await almonerOn('staging-1', staging, args);
+          assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+          return run;
+        };
+        await onStaging(['restore', right]);
+        const there1 = (JSON.parse((await onStaging(['charity', 'rotate', there.username, '--json'])).stdout) as { password: string }).password;
+        const wrong = await operatorOf(staging, backend.name).backup('staging');
+
+        await cli(['restore', wrong, '--replace']); // by mistake
+        const restored = await cli(['restore', right, '--replace']);
+        const us = `${osUser()}@${hostname()}`;
+        const them = `${osUser()}@staging-1`;
+        assert.ok(
+          restored.stdout.includes(`\n  ${there.username}: rotate (made by ${them})\n  ${here.username}: rotate (made by ${us})\n  (made by ${them}, ${us}, each charity's as its line says, as that database's audit trail records; `),
+          restored.stdout,
+        );
+        assert.deepEqual(await credentialsOn(production, { here: [here, here1], there: [there, there1] }), { here: { active: true, matches: true }, there: { active: true, matches: true } });
       });
     });
 
