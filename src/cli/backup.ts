@@ -899,10 +899,16 @@ function charitiesSaid(sameHistory: boolean, carried: string | undefined): strin
   return carried ?? "Charities' passwords and their disabled or enabled state are as they were at the backup, and the replaced database's audit trail records no sign-up, rotation, end of grace, disable or enable since: nothing of theirs to carry over.";
 }
 
-/** Said by a restore that could not read the replaced database's trail, or found it of another history: what comes back as it was at the backup and is the operator's to do again. */
+/**
+ * Said by a restore that could not read the replaced database's trail, found it of another history, or replaced none: what
+ * comes back as it was at the backup and is the operator's to do again, a charity signed up since included (it is not in
+ * the backup, and its integration is answered 401: unsaid until 2026-11-30, a review), or keep-replaced's to carry over.
+ */
 const AS_AT_BACKUP =
   "Charities' passwords and their disabled or enabled state are as they were at the backup: rotate or disable again " +
-  'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then), and end-grace again an old password whose grace was ended since.';
+  'whatever was rotated or disabled since (a leaked password rotated after the backup works again until then), end-grace again an old password whose grace was ended since, ' +
+  'and sign up again a charity signed up since, which is not in it (bin/almoner charity create); or, with the database the backup came from at hand, ' +
+  'bin/almoner keep-replaced --not-running THAT-DATABASE carries them over, sign-ups included.';
 
 /** Said when a restore had no replaced database to read the erasures since the backup from. */
 const NO_ERASURES =
