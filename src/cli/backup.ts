@@ -23,7 +23,7 @@ import { UsageError } from './usage.js';
 const ON_POSTGRES =
   "the database is PostgreSQL: back it up with PostgreSQL's own tool, for example\n" +
   '  (umask 077; pg_dump --format=custom --file=almoner.dump "$DATABASE_URL")\n' +
-  'and restore that with bin/almoner restore almoner.dump --replace (it runs pg_restore, then erases again the donors erased since);\n' +
+  "and restore that with bin/almoner restore almoner.dump --replace (it runs pg_restore, then erases again the donors erased since, keeps the Gift Aid claims made since and carries over the charities' credentials changed since);\n" +
   "for point-in-time recovery, base backups with WAL archiving (see the README, \"Looking after the data\").";
 
 const counts = (s: CopySummary) => ({ charities: s.charities, donations: s.donations, schema: s.schema });

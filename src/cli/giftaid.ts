@@ -226,7 +226,7 @@ export function giftaidCommand(): Command {
         if (!claim) throw new UsageError(`no claim has the id ${id}.`);
         if (opts.json) return printJson(claimJson(claim));
         print(
-          `Claim ${id} reopened: ${claim.status} again, with its ${count(claim.donation_count, 'donation')}; the next claim will not take them. ` +
+          `Claim ${id} reopened: ${claim.status} again, with its ${count(claim.donation_count, 'donation')}; the next claim will not take ${claim.donation_count === 1 ? 'it' : 'them'}. ` +
             `bin/almoner giftaid files ${id} --out DIR writes its files again.`,
         );
       });
