@@ -1043,9 +1043,8 @@ async function carryCharities(
         const all = several ? [...notes, `made by ${makers(username).join(', ')}`] : notes;
         return `  ${username}: ${actions(username)}${all.length ? ` (${all.join('; ')})` : ''}`;
       }),
-      several
-        ? `  (made by ${madeBy.join(', ')}, each charity's as its line says, as that database's audit trail records; one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again)`
-        : `  (made by ${madeBy[0]}, as that database's audit trail records; one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again)`,
+      `  (made by ${madeBy.join(', ')}${several ? ", each charity's as its line says" : ''}, as that database's audit trail records; ` +
+        "one made on another machine, such as a staging copy of this database, is not this service's: rotate or disable that charity again)",
     );
   }
   if (left.length) {
