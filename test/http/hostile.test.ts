@@ -232,7 +232,7 @@ const anyJsonText = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 60 }),
   fc.json({ maxDepth: 3 }).chain((s) => fc.nat(s.length).map((n) => s.slice(0, n))), // cut short
   donationMembers.map(membersToJson),
-  fc.constantFrom('', ' ', '\uFEFF{}', '{}', '[]', 'null', '"{}"', '{"a":1}{"b":2}', '{"a":1,}', "{'a':1}", '{a:1}', 'NaN', '-0', '1e309', '{"__proto__":{"x":1}}', '\u0000', '{"donor_email":"a@b.c"'),
+  fc.constantFrom('', ' ', '\uFEFF{}', '{}', '[]', 'null', '"{}"', '{"a":1}{"b":2}', '{"a":1,}', "{'a':1}", '{a:1}', 'NaN', '-0', '1e309', '{"__proto__":{"x":1}}', '\u0000', '{"donor_email":"a@b.c"', '\u000b', '\u00a0{}', '\uFEFF\uFEFF{}'),
 );
 
 /** An Authorization header value that must never authenticate. */
@@ -349,11 +349,14 @@ function describeAnswer(a: Answer): string {
 
 /** The JSON object a JSON body gives the server, or why it gives none, by the README's rules. */
 function parseLikeServer(text: string): { object: Record<string, unknown> } | { error: 'json' | 'not-object' } {
-  const source = text.trim();
-  if (source === '') return { object: {} };
+  // The decoder takes one byte-order mark; then a body of JSON's own whitespace alone (space, tab, LF, CR) is an empty
+  // object. Not String.prototype.trim's, which takes a vertical tab, a no-break space or a second mark too: with it, this
+  // model expected a body of "\u000b" to be read as empty, where the server rightly answers 400 (a CI run, 2026-11-30).
+  const source = text.replace(/^\uFEFF/, '');
+  if (/^[ \t\n\r]*$/.test(source)) return { object: {} };
   let value: unknown;
   try {
-    value = JSON.parse(source.replace(/^\uFEFF/, ''));
+    value = JSON.parse(source);
   } catch {
     return { error: 'json' };
   }
