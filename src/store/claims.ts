@@ -515,6 +515,11 @@ export class ClaimLedger {
         if (of) of.push(r);
         else rowsOf.set(r.claim_id, [r]);
       }
+      // A claim here given the other ledger's status, its times and how many times it moved.
+      const takeStatus = async (claim: (typeof copy.claims)[number]) => {
+        const { status, submitted_at, paid_at, rejected_at } = claim;
+        await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at, moves: movesOf(claim) }).where('id', '=', claim.id).execute();
+      };
       // In id order: a claim rejected frees its donations before a later claim that took them is added.
       const reopened: Array<(typeof copy.claims)[number]> = [];
       for (const claim of [...copy.claims].sort((a, b) => a.id - b.id)) {
@@ -526,7 +531,7 @@ export class ClaimLedger {
           else if (later && mine.status === 'rejected' && claim.status !== 'rejected') reopened.push(claim);
           else if (later && mine.status !== 'paid') {
             const { status, submitted_at, paid_at, rejected_at } = claim;
-            await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at, moves: movesOf(claim) }).where('id', '=', claim.id).execute();
+            await takeStatus(claim);
             if (status === 'rejected') await trx.updateTable('giftaid_claim_donations').set({ live: null }).where('claim_id', '=', claim.id).execute();
             // Moved and moved back (rejected by mistake, reopened): as it was, and not said to be marked (a review, 2026-11-30).
             const asItWas = status === mine.status && submitted_at === mine.submitted_at && paid_at === mine.paid_at && rejected_at === mine.rejected_at;
@@ -589,10 +594,9 @@ export class ClaimLedger {
           kept.refused.push({ id: claim.id, why: 'reopened' });
           continue;
         }
-        const { status, submitted_at, paid_at, rejected_at } = claim;
-        await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at, moves: movesOf(claim) }).where('id', '=', claim.id).execute();
+        await takeStatus(claim);
         await trx.updateTable('giftaid_claim_donations').set({ live: 1 }).where('claim_id', '=', claim.id).execute();
-        kept.marked.push({ id: claim.id, status, reopened: true });
+        kept.marked.push({ id: claim.id, status: claim.status, reopened: true });
       }
       if (kept.added.length + kept.marked.length + kept.refused.length > 0) {
         await appendAudit(trx, {
