@@ -12,7 +12,7 @@ import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type 
 import { charitiesChangedIn, charityChangesAfter, claimsUnsettledBy, type CharityChange, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditAction, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
 import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
-import { columnsSetBy, type CredentialColumn, type Store } from '../store/store.js';
+import { columnsSetBy, type CredentialColumn, OLD_PASSWORD_LEFT, type Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
@@ -1025,7 +1025,7 @@ async function carryCharities(
       const signedUp = carrying.get(username)!.some((c) => c.action === 'charity create');
       left.push(`${username} (${actions(username)}): ${taken}${signedUp ? '; sign it up again (bin/almoner charity create) and give it its new credentials' : ''}`);
     } else {
-      const note = outcome.outcome === 'added' ? `signed up since: added, id ${outcome.id}` : outcome.oldPasswordLeft ? "its old password is not carried over: the backup's history had rotated it away" : undefined;
+      const note = outcome.outcome === 'added' ? `signed up since: added, id ${outcome.id}` : outcome.oldPasswordLeft ? `its old password is ${OLD_PASSWORD_LEFT}` : undefined;
       carried.push({ username, notes: note ? [note] : [] });
     }
   }

@@ -37,6 +37,9 @@ const CARRIED_BY: Partial<Record<string, CredentialColumn[]>> = {
   'charity enable': ['active'],
 };
 
+/** Why a carried rotation's old password is not: said by keep-replaced and restore, and recorded in the carried entry's `old_password`. */
+export const OLD_PASSWORD_LEFT = "not carried over: the backup's history had rotated it away";
+
 /** The columns of a charity's credentials that a change of it (its audit entry's action) sets. */
 export const columnsSetBy = (action: string): CredentialColumn[] => CARRIED_BY[action] ?? [];
 
@@ -288,7 +291,8 @@ export class Store {
           await idsAfter(trx, this.dialect, 'charities', id);
           await insertWithId(trx, this.dialect, 'charities', { id, name, email, username, password_hash, active, old_password_hash, old_password_until, created_at, updated_at });
         }
-        for (const entry of entries) await appendAudit(trx, entry);
+        // Recorded as carried: a grace whose old password was left out ends with it (until 2026-11-30 its entry still named the grace's end).
+        for (const entry of entries) await appendAudit(trx, oldPasswordLeft && entry.summary?.old_password_until != null ? { ...entry, summary: { ...entry.summary, old_password_until: null, old_password: OLD_PASSWORD_LEFT } } : entry);
         outcomes.push({ username, outcome: ours ? 'updated' : 'added', id, ...(oldPasswordLeft && { oldPasswordLeft }) });
       }
       return outcomes;

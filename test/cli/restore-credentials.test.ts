@@ -360,6 +360,12 @@ for (const backend of BACKENDS) {
           { leaked: no, leaked1: no, leakedHere: yes, graced0: yes, gracedHere: yes },
           "the leaked password rotated away in the backup's history does not work again; the new one does, and so does an old one in its grace that the backup's history had not rotated away",
         );
+        // The carried rotations as recorded: Leaked's grace went with its old password (until 2026-11-30 its entry still named the grace's end), Graced's did not.
+        const carried = (await here.trail()).filter((e) => e.action === 'charity rotate' && typeof e.summary.again_of === 'string');
+        const of = (c: Charity) => carried.find((e) => e.target === c.username)?.summary;
+        assert.deepEqual([of(leaked)?.old_password_until, of(leaked)?.old_password], [null, "not carried over: the backup's history had rotated it away"]);
+        assert.equal(typeof of(graced)?.old_password_until, 'string');
+        assert.equal(of(graced)?.old_password, undefined);
       });
     });
 
