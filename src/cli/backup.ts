@@ -268,6 +268,16 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   const [trail, ledger] = [of('trail'), of('ledger')];
   // The trail tells that a ledger is this database's: alone, another database's claims were taken in.
   if (ledger && !trail) throw new UsageError(`${ledger.file} is a claim ledger without its audit trail: give the trail the same restore left too (….replaced-trail-….jsonl)`);
+  // And that it is the trail the same restore left: the ledger's charities' rows are what the trail's changes carry over, and another
+  // restore's are older or newer than those changes (until 2026-11-30 taken unchecked: a rotation carried as the password it replaced).
+  if (ledger?.besideTrail && trail && !sameStamp(trailStamp(trail.trail ?? []), ledger.besideTrail)) {
+    const { entries, last } = ledger.besideTrail;
+    throw new UsageError(
+      `${ledger.file} and ${trail.file} were left by two restores, not one: the claims file was written beside a trail of ${entries} entr${entries === 1 ? 'y' : 'ies'}` +
+        `${last ? ` (the last recorded at ${(JSON.parse(last) as unknown[])[1]})` : ''}, and that trail holds ${trail.trail?.length ?? 0}. ` +
+        'Give the trail and the claims file of one restore (their names end in the same time), or the trail alone',
+    );
+  }
   const taken = await withStoreAt(
     location,
     async (store) => {
@@ -374,7 +384,7 @@ async function lockRestore(client: pg.Client): Promise<void> {
  * A file a restore left, read: the replaced SQLite database (its trail and ledger), a PostgreSQL
  * restore's trail (JSON lines, as `audit --json` prints them) or its claim ledger (one JSON object).
  */
-async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy; backupCopy?: boolean }> {
+async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy; besideTrail?: TrailStamp; backupCopy?: boolean }> {
   if (isPostgresUrl(file)) return readOtherPostgres(file, location);
   // A connection string mistyped (postgres:/…, libpq's host=… password=…), taken for a path, was shown whole, password and all.
   if (/(?:^|\/)postgres(?:ql)?:|password\s*=/i.test(file)) throw new UsageError('a database to read from is given as postgres://user:password@host:port/database (that one is not: its password is not shown)');
@@ -415,7 +425,9 @@ async function readLeftOver(file: string, location: DatabaseLocation): Promise<{
         withoutDonation: Array.isArray(first.withoutDonation) ? first.withoutDonation : [],
         charities: Array.isArray(first.charities) ? first.charities : undefined,
         largestDonationId: typeof first.largestDonationId === 'number' ? first.largestDonationId : undefined,
+        donationCount: typeof first.donationCount === 'number' ? first.donationCount : undefined,
       } as LedgerCopy,
+      ...(isObject(first.besideTrail) && typeof first.besideTrail.entries === 'number' && { besideTrail: { entries: first.besideTrail.entries, last: typeof first.besideTrail.last === 'string' ? first.besideTrail.last : null } }),
     };
   }
   const entry = (v: unknown): v is AuditRecord =>
@@ -512,7 +524,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
       // With no claims, for its largest donation id and its charities' rows, which a restore killed after pg_restore must still take in.
-      if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify(now.ledger)));
+      if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify({ ...now.ledger, besideTrail: trailStamp(now.trail) })));
       // The whole of what is replaced, donations and all.
       if (dumping) {
         await pgDumpReplaced(wholeAs, env, here);
@@ -611,6 +623,15 @@ async function readOtherPostgres(url: string, location: DatabaseLocation): Promi
   if (now.schema.length === 0) throw new UsageError(`${shown} holds no Almoner database`);
   return { file: shown, trail: now.trail, ...(worthKeeping(now.ledger) && { ledger: now.ledger }) };
 }
+
+/** Which trail a restore's claims file was written beside: how many entries it had, and its last (entryKey). */
+interface TrailStamp {
+  entries: number;
+  last: string | null;
+}
+
+const trailStamp = (trail: AuditRecord[]): TrailStamp => ({ entries: trail.length, last: trail.length ? entryKey(trail[trail.length - 1]!) : null });
+const sameStamp = (a: TrailStamp, b: TrailStamp): boolean => a.entries === b.entries && a.last === b.last;
 
 /** Whether a replaced database's ledger holds anything a restore must take in: claims, donation ids it gave out, or charities (whose credentials it carries over). */
 const worthKeeping = (ledger: LedgerCopy): boolean => ledger.claims.length > 0 || (ledger.largestDonationId ?? 0) > 0 || (ledger.charities?.length ?? 0) > 0;
@@ -884,7 +905,7 @@ function notInBackup(held: number | undefined, restored: number, keptIn: string 
   if (held === undefined || held <= restored) return undefined;
   const after = held - restored;
   return (
-    `the database that was there held ${held} donations and the backup holds ${restored}: ${after === 1 ? 'the one' : `the ${after}`} recorded after the backup ` +
+    `the database that was there held ${held} donation${held === 1 ? '' : 's'} and the backup holds ${restored}: ${after === 1 ? 'the one' : `the ${after}`} recorded after the backup ` +
     `${after === 1 ? 'is' : 'are'} not in the restored database${keptIn ? `, only in ${keptIn}` : ''} (${after === 1 ? 'it was' : 'each was'} answered 200: a charity may send ${after === 1 ? 'it' : 'them'} again)`
   );
 }
