@@ -47,6 +47,11 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 export const DEFAULT_POOL_MAX = 10;
 
+/** Why no command takes `sqlite::memory:`, and what to do; `serve` says it too, in place of how to create the first charity. */
+export const IN_MEMORY =
+  "sqlite::memory: is a database of one process alone, empty at each start and gone when it ends: no command can reach a server's, and what one made would be lost as it ended. " +
+  "Set DATABASE_URL to the server's database (a SQLite file, sqlite:/path/almoner.db, or PostgreSQL).";
+
 /** DATABASE_URL: `sqlite:<path>` (also `sqlite://<path>`), or `postgres://…` / `postgresql://…`. */
 export function parseDatabaseUrl(url: string, poolMax = DEFAULT_POOL_MAX): DatabaseLocation {
   // What was typed, its password hidden: until 2026-11-29 a rewritten URL, " POSTGRES://…" shown as "postgres://…" (a review).

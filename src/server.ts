@@ -6,7 +6,7 @@ import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
 import { deadlinesOf } from './http/connections.js';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ConfigError, DEFAULT_DATABASE_URL, describeDatabase, parseDatabaseUrl, portTaken, type Config } from './config.js';
+import { ConfigError, DEFAULT_DATABASE_URL, describeDatabase, IN_MEMORY, parseDatabaseUrl, portTaken, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { loggable } from './loggable.js';
 import { LOG_LINES_LOST, logOutput } from './log-output.js';
@@ -220,6 +220,8 @@ export async function serve(config: Config): Promise<void> {
 function firstCharityHint(database: Config['database']): string {
   const command = 'bin/almoner charity create --name "Helping Hands" --email info@helpinghands.example';
   const url = describeDatabase(database);
+  // No command reaches a server's in-memory database: the command it printed made one of its own, gone as it ended (a review).
+  if (database.dialect === 'sqlite' && database.path === ':memory:') return `Almoner has no charities, and none can be added: ${IN_MEMORY}\n`;
   if (url === describeDatabase(parseDatabaseUrl(DEFAULT_DATABASE_URL))) return `Almoner has no charities yet. Create the first one with:\n  ${command}\n`;
   const hidden = database.dialect === 'postgres' && url !== database.url ? ' (with the password this server was given where *** is)' : '';
   return (

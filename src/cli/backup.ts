@@ -58,7 +58,6 @@ export function backupCommand(): Command {
     .action(async ({ out }: { out: string }) => {
       const location = theDatabase();
       if (location.dialect === 'postgres') throw new UsageError(ON_POSTGRES);
-      if (location.path === ':memory:') throw new UsageError('an in-memory database has nothing to back up');
       if (out.trim() === '') throw new UsageError('--out is empty: give the backup a file name'); // resolve('') is the current folder
       const file = resolve(out);
       if (existsSync(file)) throw new UsageError(statSync(file).isDirectory() ? `${file} is a folder: give the backup a file name (--out ${join(out, 'almoner-backup.db')}, say)` : `${file} exists already: give the backup a new name`);
@@ -88,7 +87,6 @@ export function restoreCommand(): Command {
       const location = theDatabase({ mayCreate: true });
       if (location.dialect === 'postgres') return restorePostgres(location, resolve(from), replace, discardReplaced);
       if (discardReplaced) throw new UsageError('--discard-replaced is for PostgreSQL: on SQLite the replaced database is kept by renaming it, which costs nothing');
-      if (location.path === ':memory:') throw new UsageError('a backup cannot be restored into an in-memory database');
       const file = resolve(from);
       const target = resolve(location.path);
       refuseNoBackup(file);

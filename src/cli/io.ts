@@ -1,6 +1,6 @@
 // What every subcommand shares: the store DATABASE_URL names, said out loud, and plain output.
 import { existsSync, statSync } from 'node:fs';
-import { databaseFromEnv, describeDatabase, type DatabaseLocation } from '../config.js';
+import { databaseFromEnv, describeDatabase, IN_MEMORY, type DatabaseLocation } from '../config.js';
 import { osUser } from '../store/audit.js';
 import { openStore, refuseFolder } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -13,7 +13,10 @@ import { unknownCharity, UsageError } from './usage.js';
 export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
   const location = databaseFromEnv();
   process.stderr.write(`almoner: database ${describeDatabase(location)}\n`);
-  if (location.dialect === 'sqlite' && location.path !== ':memory:') {
+  // One process's own database, gone when it ends: `charity create` said "Created charity" and its
+  // password for a charity no server could ever see, and `charity list` suggested doing so (a review).
+  if (location.dialect === 'sqlite' && location.path === ':memory:') throw new UsageError(IN_MEMORY);
+  if (location.dialect === 'sqlite') {
     // A folder this user may not enter hides the file: not "there is no database" (said before 2026-11-28).
     try {
       statSync(location.path, { throwIfNoEntry: false });
@@ -22,7 +25,7 @@ export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
     }
   }
   refuseFolder(location); // every command, a restore's and a backup's too
-  if (location.dialect === 'sqlite' && !mayCreate && location.path !== ':memory:' && !existsSync(location.path)) {
+  if (location.dialect === 'sqlite' && !mayCreate && !existsSync(location.path)) {
     throw new UsageError(
       `there is no database at ${describeDatabase(location)}. Set DATABASE_URL to the server's database ` +
         '(a relative sqlite: path is taken from the current folder), or create the first charity with `bin/almoner charity create`.',

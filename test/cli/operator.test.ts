@@ -11,7 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js';
+import { almoner, assertBuilt, BIN, childEnv, until, type Run } from '../support/cli.js';
+import { ServerProcess } from '../support/server.js';
 
 const PROJECT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -141,6 +142,34 @@ describe('bin/almoner from anywhere', { concurrency: true }, () => {
       assert.equal(run.code, 2, `${args.join(' ')}: exit ${run.code}: ${run.stderr}`);
       assert.ok(run.stderr.includes(`DATABASE_URL names a folder, ${folder}, not a database file: name the file in it (sqlite:${folder}/almoner.db, say)`), `${args.join(' ')}: ${run.stderr}`);
       assert.doesNotMatch(run.stderr, /may not write/, args.join(' '));
+    }
+  });
+
+  test("sqlite::memory: is refused by every command, exit 2, and serve on it says no charity can be added (charity create printed a password for a charity no server could see, and serve told how to make one)", async () => {
+    const backup = join(tempDir(), 'b.db');
+    const made = await almoner(`sqlite:${backup}`, ['charity', 'create', '--name', 'B', '--email', 'b@example.org']);
+    assert.equal(made.code, 0, made.stderr);
+    const commands = [
+      ['charity', 'create', '--name', 'Helping Hands', '--email', 'info@helpinghands.example'],
+      ['charity', 'list'],
+      ['donations', 'export'],
+      ['backup', '--out', join(tempDir(), 'out.db')],
+      ['restore', backup],
+      ['keep-replaced', '--not-running', backup],
+    ];
+    for (const args of commands) {
+      const run = await almoner('sqlite::memory:', args);
+      assert.equal(run.code, 2, `${args.join(' ')}: exit ${run.code}: ${run.stderr}`);
+      assert.equal(run.stdout, '', `${args.join(' ')}: nothing on stdout (no password)`);
+      assert.ok(run.stderr.includes("almoner: sqlite::memory: is a database of one process alone, empty at each start and gone when it ends: no command can reach a server's"), `${args.join(' ')}: ${run.stderr}`);
+    }
+    const server = await new ServerProcess('sqlite::memory:').listening();
+    try {
+      await until('the note on stderr', 5_000, () => server.stderr.includes('none can be added'));
+      assert.ok(server.stderr.includes("Almoner has no charities, and none can be added: sqlite::memory: is a database of one process alone"), server.stderr);
+      assert.doesNotMatch(server.stderr, /charity create/, 'no command that cannot reach it');
+    } finally {
+      server.kill();
     }
   });
 
