@@ -79,8 +79,10 @@ export function giftaidCommand(): Command {
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
         if (!opts.checkedSinceBackup) await refuseAfterBlindRestore(store);
+        // Nowhere near another claim's files, a rejected one's above all; looked at before the folder is made, so a refusal
+        // leaves nothing behind (until 2026-11-30 it left the folder it had made, empty; a README audit).
+        await refuseOtherClaims(dir);
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
-        await refuseOtherClaims(dir); // and nowhere near another claim's, a rejected one's above all
         const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today, opts.periodEnd, opts.checkedSinceBackup);
         if (!claim) {
           // No claim, so no entry from the ledger; the donations left out are still written out (names, addresses).
@@ -248,8 +250,8 @@ export function giftaidCommand(): Command {
           throw new UsageError(`--resend is for a submitted claim, one of whose files HMRC refused; claim ${id} is ${claim.status}${claim.status === 'prepared' ? ': its files are written for HMRC without it' : ''}.`);
         }
         const charity = await findCharity(store, claim.charity);
+        await refuseOtherClaims(dir); // its own schedule there is refused too (writeNewFiles), as another claim's; before the folder is made
         await makeFolder(dir, opts.out);
-        await refuseOtherClaims(dir); // its own schedule there is refused too (writeNewFiles), as another claim's
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
         const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count, ...(opts.resend && { resend: true }) } });
         const spreadsheets = await claimSpreadsheets(store, claim, charity.name, { resend: opts.resend === true });
@@ -483,6 +485,7 @@ async function exists(path: string): Promise<boolean> {
  */
 async function refuseOtherClaims(dir: string): Promise<void> {
   const within = await schedulesWithin(dir, OTHER_CLAIMS_DEPTH).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return []; // a folder not made yet holds nothing; the one above it is looked in all the same
     throw new UsageError(`cannot read the --out folder ${dir} (${err.code ?? err.message}): it must be one this user can read and write.`);
   });
   const parent = dirname(dir);
