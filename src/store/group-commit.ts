@@ -117,7 +117,9 @@ const LATE_CLAIM_MS = 250;
 export class CommitOutcomeUnknownError extends Error {
   readonly code = 'ALMONER_COMMIT_UNKNOWN';
   constructor(override readonly cause: unknown) {
-    super(`the outcome of a commit is unknown: ${cause instanceof Error ? cause.message : String(cause)}`);
+    const code = (cause as { code?: unknown } | null)?.code;
+    const named = typeof code === 'string' && /^SQLITE_/.test(code) ? `${code}: ` : ''; // SQLite's message ("disk I/O error") does not name it
+    super(`the outcome of a commit is unknown: ${named}${cause instanceof Error ? cause.message : String(cause)}`);
   }
 }
 
@@ -465,14 +467,31 @@ export class GroupCommit<DB> {
   private commitOnSqlite(db: BetterSqlite3.Database, batch: Batch): unknown[] {
     if (everyoneTold(batch)) throw new NotCommitted(new DatabaseDeadlineError());
     if (db.inTransaction) throw new NotCommitted(Object.assign(new Error('SQLITE_BUSY: another transaction is open on this connection'), { code: 'SQLITE_BUSY' }));
+    let committing = false;
     try {
       // Those told at their deadline (while another process held the lock) are left out.
-      return db.transaction(() => batch.members.map(({ write, told }) => (told ? undefined : runOnSqlite(db, write(batch.attempt !== 'first'))))).immediate();
+      return db
+        .transaction(() => {
+          const results = batch.members.map(({ write, told }) => (told ? undefined : runOnSqlite(db, write(batch.attempt !== 'first'))));
+          committing = true; // every write ran: what fails from here is the COMMIT
+          return results;
+        })
+        .immediate();
     } catch (err) {
+      // A COMMIT that met an I/O error (SQLITE_IOERR_FSYNC: the disk would not confirm the WAL's write) may
+      // have left the batch's frames, its commit mark among them, in the WAL: this process never sees them,
+      // and its next commit writes over them, but a process that stops before (a crash, a restart, a clean
+      // stop whose checkpoint meets the same disk) leaves them to be read back by the next to open the
+      // database, and the batch is stored. Its writers were told "stored nothing" until 2026-11-30 (a faults
+      // review: an unkeyed retry then recorded the donation twice).
+      if (committing && isIoError(err)) throw new CommitOutcomeUnknownError(err);
       throw new NotCommitted(err); // rolled back, or never begun
     }
   }
 }
+
+/** SQLite's I/O errors (SQLITE_IOERR and its extended codes), after which what reached the file is not known. */
+const isIoError = (err: unknown): boolean => /^SQLITE_IOERR/.test(String((err as { code?: unknown } | null)?.code));
 
 /** The writers of the batch not yet told (at their deadline). */
 const stillWaiting = (batch: Batch): Pending[] => batch.members.filter((p) => !p.told);
