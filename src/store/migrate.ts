@@ -102,6 +102,24 @@ export async function refuseServerWithoutPrivileges(db: Kysely<Database>, dialec
 }
 
 /**
+ * The server's PostgreSQL database in an encoding other than UTF-8 (or SQL_ASCII, which stores the
+ * bytes as sent), refused (exit 2): donors' names come in every script, and one its encoding has no
+ * character for (a Łukasz in LATIN1, an emoji in any) was a 500 for that create, its log line quoting
+ * the name's bytes; a username so written was a 500 before it was judged, never counted by the
+ * throttle (a security review, 2026-11-30). The commands that take data out still open it.
+ */
+export async function refuseServerEncoding(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+  if (dialect !== 'postgres') return;
+  const { rows } = await sql<{ encoding: string; database: string }>`select current_setting('server_encoding') as encoding, current_database() as database`.execute(db);
+  const { encoding, database } = rows[0]!;
+  if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return;
+  throw new ConfigError(
+    `the database ${database} is encoded in ${encoding}, which cannot hold every donor's name (a Łukasz, a 李, an emoji): give Almoner a database in UTF8 ` +
+      `(createdb -E UTF8 -T template0 almoner), move the data into it (pg_dump --format=custom, then bin/almoner restore), and point DATABASE_URL at it; nothing was changed`,
+  );
+}
+
+/**
  * Undoes each withdrawn migration (migrations/index.ts) the database ran, and forgets it, before
  * Kysely's Migrator, which refuses a database that ran a migration it is not given. Each step may
  * be run again: a run stopped between them is finished by the next.

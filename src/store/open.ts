@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
-import { migrate, refuseServerWithoutPrivileges } from './migrate.js';
+import { migrate, refuseServerEncoding, refuseServerWithoutPrivileges } from './migrate.js';
 import { refuseMarkedConnection, refuseWhileRestoring } from './restoring.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable, isRefused } from './unavailable.js';
@@ -83,6 +83,7 @@ export async function openStore(
           'or create the first charity with `bin/almoner charity create`, which makes them',
       );
     }
+    if (mustWrite) await refuseServerEncoding(db, location.dialect); // before a table is made in it
     await migrate(db, location.dialect);
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
   } catch (err) {
