@@ -137,6 +137,7 @@ export function basicAuth(
   }
 
   return function authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+    if (fromAnotherSite(request)) return refuseAnotherSite(request, reply); // before anything else: no challenge, nothing judged or counted; done() is not called
     const began = performance.now();
     const header = request.headers.authorization;
     // The throttle could only say 0 here, so a remembered credential given right is answered now:
@@ -166,6 +167,30 @@ export function basicAuth(
       (err: Error) => done(err),
     );
   };
+}
+
+/**
+ * Whether a browser sent this request for a page of another site (its own `Sec-Fetch-Site`, which
+ * no page can set: `cross-site`, or `same-site` for another host of the same domain). No such page
+ * can call this API as it should, with the credentials in its script: the API answers no CORS
+ * preflight. What one can do is post a form here: a browser then adds the Basic credentials it
+ * holds for this server, asking for them with its own login dialog on the 401's challenge, and
+ * sends them again, unasked, with every later form from any site. In headless Chromium a form on
+ * another site's page recorded a donation (Gift Aid and all) as the charity, the second time
+ * without a 401 (a security review, 2026-11-30). Clients that are not browsers send no
+ * Sec-Fetch-Site; the /docs page's requests are `same-origin`, and a URL typed in is `none`.
+ */
+export function fromAnotherSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  return site === 'cross-site' || site === 'same-site';
+}
+
+export const ANOTHER_SITE_MESSAGE =
+  "A browser sent this request for another site's page (Sec-Fetch-Site), which may not use this API: a charity's credentials belong on its own server, which calls the API itself.";
+
+/** A 403 for a request fromAnotherSite, its body read and thrown away first so the answer arrives (as the 404's). */
+function refuseAnotherSite(request: FastifyRequest, reply: FastifyReply): void {
+  void discardBody(request.raw, reply.raw).then(() => reply.code(403).send({ message: ANOTHER_SITE_MESSAGE }));
 }
 
 /** A 401: a page's script that says so (as the /docs page does) gets a challenge no browser acts on. */

@@ -14,7 +14,7 @@ import {
   ME_RESPONSE_SCHEMA,
   VALIDATION_ERROR_SCHEMA,
 } from '../donations/schema.js';
-import { SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
+import { ANOTHER_SITE_MESSAGE, SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
 import { MAX_HEADER_LINES, NOT_A_MEDIA_TYPE } from './errors.js';
 import { codeSamples } from './code-samples.js';
 import { BLANK_IS_ABSENT, BODY_LIMIT_TEXT, TOO_LARGE_MESSAGE } from './body.js';
@@ -65,6 +65,7 @@ const REQUEST_ID_UNLESS_UNREADABLE = {
 const COMMON_RESPONSES = {
   '400': ref('responses', 'BadRequest'),
   '401': ref('responses', 'Unauthorized'),
+  '403': ref('responses', 'Forbidden'),
   '405': ref('responses', 'MethodNotAllowed'),
   // Declared for each operation since 2026-11-29 (only the document's description named them; a review).
   '408': ref('responses', 'RequestTimeout'),
@@ -293,6 +294,10 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
             required: true,
           },
         }),
+        Forbidden: errorResponse(
+          "A browser sent the request for a page of another site (its `Sec-Fetch-Site` header is `cross-site` or `same-site`): a form posted from another site's page would carry the credentials the browser holds for this server. Refused before the credentials are looked at. Clients that are not browsers never get it; this server's own /docs page does not either.",
+          ANOTHER_SITE_MESSAGE,
+        ),
         MethodNotAllowed: errorResponse(
           'The path was called with a method other than POST (this answer is given for any other method).',
           'The GET method is not supported for this route. Supported methods: POST.',
