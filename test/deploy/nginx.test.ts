@@ -19,7 +19,7 @@
 // - Almoner exiting at once on SIGTERM: the creates it held at the signal get 502s, not 200s.
 import assert from 'node:assert/strict';
 import { BODY_LIMIT, BODY_LIMIT_TEXT, TOO_LARGE_MESSAGE } from '../../src/http/body.js';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -220,6 +220,34 @@ describe('deploy/nginx.conf in front of bin/almoner serve', { skip: noNginx }, (
 
     const ready = await viaNginx('/health/ready', { method: 'GET' });
     assert.deepEqual({ status: ready.status, body: json(ready) }, { status: 200, body: { status: 'ready' } });
+  });
+
+  test("nginx's access log holds no donor's details from a URL's query string and no credentials, even a password typed as the username; each line names Almoner's request id", async () => {
+    // Debian's nginx logs every request in its `combined` format (until 2026-11-30 the shipped file kept it): the whole
+    // request line, query string and all, which Almoner refuses to take donors' details from because proxies log it,
+    // and $remote_user, the Basic username, which is the password when an integration has the two swapped (a security
+    // review). Kept 14 days in /var/log/nginx, readable by the adm group.
+    const password = 'Sw4pped-P4ssw0rd-Typed-As-Username';
+    const swapped = basic(password, 'behind-nginx-username');
+    for (const port of [main.port, main.nginx.site.httpPort]) {
+      const query = '/api/v1/donation/create?donor_email=query.donor%40example.org&donor_phone=07700900123';
+      if (port === main.port) {
+        const res = await viaNginx(query, { headers: { authorization: swapped, 'content-type': 'application/json' }, body: '{}' });
+        assert.equal(res.status, 401);
+        assert.equal((await viaNginx(query, { headers: { authorization, 'content-type': 'application/json' }, body: '{}' })).status, 422);
+      } else {
+        const res = await fetch(`http://127.0.0.1:${port}${query}`, { method: 'POST', redirect: 'manual', headers: { authorization: swapped, 'content-type': 'application/json' }, body: '{}' });
+        assert.equal(res.status, 403);
+      }
+    }
+    const logged = () => (existsSync(main.nginx.accessLog()) ? readFileSync(main.nginx.accessLog(), 'utf8') : '');
+    await until('three lines of the creates in the access log', 5000, () => logged().split('\n').filter((line) => line.includes('/api/v1/donation/create')).length >= 3, logged);
+    const log = logged();
+    assert.doesNotMatch(log, /Sw4pped|query\.donor|07700900123|donor_email/, log);
+    // The request as sent but for its query string, on both ports (on port 80 too, though its 403 is an internal redirect's).
+    for (const status of [401, 422, 403]) assert.match(log, new RegExp(`"POST /api/v1/donation/create HTTP/1\\.1" ${status} `), log);
+    const almonerIds = main.almoner.logLines().map((line) => (JSON.parse(line) as { reqId?: string }).reqId).filter((id) => id !== undefined);
+    assert.ok(log.split('\n').some((line) => almonerIds.some((id) => line.includes(id))), `no line names an id Almoner logged:\n${log}`);
   });
 
   test("/metrics is hidden from the world, with a trailing slash or not (Almoner's JSON 404), and served to Prometheus on Almoner's own port", async () => {

@@ -16,6 +16,9 @@ export const noNginx: string | undefined =
 
 export const SHIPPED_CONF = fileURLToPath(new URL('../../deploy/nginx.conf', import.meta.url));
 
+/** The access log the shipped file names. */
+const SHIPPED_ACCESS_LOG = '/var/log/nginx/almoner-access.log';
+
 /** Debian's nobody:nogroup: nginx runs as them when the tests run as root (as in CI). */
 const NOBODY = 65534;
 
@@ -99,7 +102,8 @@ export class NginxProcess {
     readonly dir: string,
     readonly site: Site,
   ) {
-    writeFileSync(join(dir, 'almoner.conf'), localise(readFileSync(SHIPPED_CONF, 'utf8'), site));
+    // The shipped file's access log (in each server), and Debian's (the http block's below), in `dir`.
+    writeFileSync(join(dir, 'almoner.conf'), localise(readFileSync(SHIPPED_CONF, 'utf8'), site).replaceAll(SHIPPED_ACCESS_LOG, this.accessLog()));
     // Debian's own nginx.conf writes to /var/log/nginx and /var/lib/nginx: this one keeps to `dir`.
     writeFileSync(
       join(dir, 'nginx.conf'),
@@ -108,7 +112,7 @@ export class NginxProcess {
         'events { worker_connections 1024; }',
         'http {',
         ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((name) => `  ${name}_temp_path ${join(dir, name)};`),
-        `  access_log ${join(dir, 'access.log')};`,
+        `  access_log ${this.accessLog()};`,
         `  include ${join(dir, 'almoner.conf')};`,
         '}',
         '',
@@ -133,6 +137,11 @@ export class NginxProcess {
       this.stderr += `cannot start ${NGINX_PATH}: ${err.message}\n`;
       this.exitedYet = true; // no 'exit' follows a failed spawn
     });
+  }
+
+  /** Where nginx writes its access log. */
+  accessLog(): string {
+    return join(this.dir, 'access.log');
   }
 
   errorLog(): string {
