@@ -7,7 +7,7 @@ import { toDonationRecord } from '../donations/donation.js';
 import { DONATION_FIELDS } from '../donations/fields.js';
 import type { ExportedDonation } from '../store/store.js';
 import { RFC_4180, spreadsheetCell } from './csv.js';
-import { checkCharity, withStore } from './io.js';
+import { checkCharity, toStdoutStream, withStore } from './io.js';
 import { fromArgument, toArgument, UsageError } from './usage.js';
 
 /** The record's keys exactly as the API returns them, then who recorded it and when. */
@@ -88,7 +88,7 @@ export function donationsCommand(): Command {
           })(),
         );
         try {
-          await pipeline(source, encoder(opts), process.stdout, { end: false });
+          await pipeline(source, encoder(opts), toStdoutStream(), process.stdout, { end: false });
         } catch (err) {
           // A reader that stops early (`| head`) is not a failure.
           if ((err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;

@@ -1,5 +1,7 @@
 // What every subcommand shares: the store DATABASE_URL names, said out loud, and plain output.
 import { existsSync, statSync } from 'node:fs';
+import { PassThrough, Transform } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { databaseFromEnv, describeDatabase, IN_MEMORY, type DatabaseLocation } from '../config.js';
 import { osUser } from '../store/audit.js';
 import { openStore, refuseFolder } from '../store/open.js';
@@ -74,8 +76,35 @@ export async function checkCharity(store: Store, username: string | undefined): 
   if (username !== undefined && !(await store.findCredential(username))) throw unknownCharity(username);
 }
 
+/**
+ * What a terminal would obey rather than show, in text a donor sent: C0 controls but tab, a line
+ * feed and a carriage return before one (CSV's line ends), DEL and C1 controls. A donor's name
+ * holding `ESC ]0;…BEL` set the operator's terminal's title, `ESC [2K` wiped a line of the export
+ * (until 2026-11-30: a security review); other sequences write to the clipboard or answer back.
+ */
+const OBEYED = /\r(?!\n)|[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+
+/** `text` as a terminal shows it without obeying it: each control OBEYED as its escape, `\u001b`. */
+export const forTerminal = (text: string): string => text.replace(OBEYED, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** `text` for this command's output: as it is into a file or a pipe, forTerminal on a terminal. */
+export const forStdout = (text: string): string => (process.stdout.isTTY ? forTerminal(text) : text);
+
+/**
+ * What an export writes, forTerminal on a terminal (a stream of text or bytes, cut anywhere: a
+ * character split between two chunks is joined first); into a file or a pipe, exactly as it is.
+ */
+export function toStdoutStream(): Transform {
+  if (!process.stdout.isTTY) return new PassThrough();
+  const decoder = new StringDecoder('utf8');
+  return new Transform({
+    transform: (chunk: Buffer | string, _enc, done) => done(null, forTerminal(typeof chunk === 'string' ? chunk : decoder.write(chunk))),
+    flush: (done) => done(null, forTerminal(decoder.end())),
+  });
+}
+
 export function print(text: string): void {
-  process.stdout.write(`${text}\n`);
+  process.stdout.write(`${forStdout(text)}\n`);
 }
 export function printJson(value: unknown): void {
   print(JSON.stringify(value));
@@ -86,7 +115,7 @@ export function printJson(value: unknown): void {
  * could not be written, at once, before the command ends for want of a reader (main.ts).
  */
 export function printAtOnce(lines: string[], lost: (err: NodeJS.ErrnoException) => void): void {
-  process.stdout.write(`${lines.join('\n')}\n`, (err) => err && lost(err));
+  process.stdout.write(`${forStdout(lines.join('\n'))}\n`, (err) => err && lost(err));
 }
 
 /** `n` things, in words as a person writes them: `1 donation`, `2 donations`, `1,250 donations` (`plural` where an s is not it: `charities`). */
