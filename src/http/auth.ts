@@ -179,14 +179,34 @@ export function basicAuth(
  * another site's page recorded a donation (Gift Aid and all) as the charity, the second time
  * without a 401 (a security review, 2026-11-30). Clients that are not browsers send no
  * Sec-Fetch-Site; the /docs page's requests are `same-origin`, and a URL typed in is `none`.
+ *
+ * A browser sends Sec-Fetch-Site only to a potentially trustworthy origin: to http://almoner.lan:3000
+ * (HOST=0.0.0.0, no TLS in front) Chromium sends none, and a form from another site recorded a
+ * donation again (a review, 2026-11-30); Safari before 16.4 and Firefox before 90 send none at all.
+ * A browser's POST names its page's origin in `Origin` whatever the scheme, so without Sec-Fetch-Site
+ * an Origin whose host is not the one the request was sent to (`request.host`: the Host header, or a
+ * trusted proxy's X-Forwarded-Host) is another site's page too, as is an opaque one (`null`: a
+ * sandboxed frame, a data: URL). Ports are not compared: a proxy may leave its port out of Host.
  */
 export function fromAnotherSite(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
-  return site === 'cross-site' || site === 'same-site';
+  if (site !== undefined) return site === 'cross-site' || site === 'same-site';
+  const origin = request.headers.origin;
+  return origin !== undefined && !sameHostName(origin, request.host);
+}
+
+/** Whether an Origin header names the host `host` (a Host header's value, its port aside). */
+function sameHostName(origin: string, host: string | undefined): boolean {
+  try {
+    const page = new URL(origin);
+    return host !== undefined && host !== '' && page.hostname !== '' && page.hostname === new URL(`${page.protocol}//${host}`).hostname;
+  } catch {
+    return false; // `null`, or no URL at all
+  }
 }
 
 export const ANOTHER_SITE_MESSAGE =
-  "A browser sent this request for another site's page (Sec-Fetch-Site), which may not use this API: a charity's credentials belong on its own server, which calls the API itself.";
+  "A browser sent this request for another site's page (its Sec-Fetch-Site or Origin), which may not use this API: a charity's credentials belong on its own server, which calls the API itself.";
 
 /** A 403 for a request fromAnotherSite, its body read and thrown away first so the answer arrives (as the 404's). */
 function refuseAnotherSite(request: FastifyRequest, reply: FastifyReply): void {

@@ -295,7 +295,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           },
         }),
         Forbidden: errorResponse(
-          "A browser sent the request for a page of another site (its `Sec-Fetch-Site` header is `cross-site` or `same-site`): a form posted from another site's page would carry the credentials the browser holds for this server. Refused before the credentials are looked at. Clients that are not browsers never get it; this server's own /docs page does not either.",
+          "A browser sent the request for a page of another site (its `Sec-Fetch-Site` header is `cross-site` or `same-site`; or, where the browser sends no `Sec-Fetch-Site` (plain HTTP to a host name, an older browser), its `Origin` names another host, or `null`): a form posted from another site's page would carry the credentials the browser holds for this server. Refused before the credentials are looked at. Clients that are not browsers never get it; this server's own /docs page does not either.",
           ANOTHER_SITE_MESSAGE,
         ),
         MethodNotAllowed: errorResponse(

@@ -9,10 +9,11 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const noBrowser: string | undefined =
   existsSync(CHROMIUM_PATH) || process.env.CI ? undefined : `no Chromium at ${CHROMIUM_PATH} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
 
-export function launchChromium(): Promise<Browser> {
+/** `args`: more of Chromium's switches (`--host-resolver-rules=MAP almoner.test 127.0.0.1`, for a host name that is not localhost). */
+export function launchChromium(args: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     // A fresh profile each time (Playwright's default); no sandbox as root; nothing that reaches the network.
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
   });
 }
