@@ -106,7 +106,11 @@ export async function refuseServerWithoutPrivileges(db: Kysely<Database>, dialec
  * bytes as sent), refused (exit 2): donors' names come in every script, and one its encoding has no
  * character for (a Łukasz in LATIN1, an emoji in any) was a 500 for that create, its log line quoting
  * the name's bytes; a username so written was a 500 before it was judged, never counted by the
- * throttle (a security review, 2026-11-30). The commands that take data out still open it.
+ * throttle (a security review, 2026-11-30). Refused too by a command that would make Almoner's tables
+ * in it (`charity create`, the README's first step: until a review the same day it made them, and the
+ * charity, before serve refused the database). The commands that take data out still open it. The
+ * fix names a locale: on a cluster made in a LATIN1 locale, `createdb -E UTF8` alone fails ("encoding
+ * UTF8 does not match locale").
  */
 export async function refuseServerEncoding(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   if (dialect !== 'postgres') return;
@@ -115,7 +119,7 @@ export async function refuseServerEncoding(db: Kysely<Database>, dialect: Databa
   if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return;
   throw new ConfigError(
     `the database ${database} is encoded in ${encoding}, which cannot hold every donor's name (a Łukasz, a 李, an emoji): give Almoner a database in UTF8 ` +
-      `(createdb -E UTF8 -T template0 almoner), move the data into it (pg_dump --format=custom, then bin/almoner restore), and point DATABASE_URL at it; nothing was changed`,
+      `(createdb -E UTF8 --locale=C.UTF-8 -T template0 almoner), move the data into it (pg_dump --format=custom, then bin/almoner restore), and point DATABASE_URL at it; nothing was changed`,
   );
 }
 

@@ -83,7 +83,8 @@ export async function openStore(
           'or create the first charity with `bin/almoner charity create`, which makes them',
       );
     }
-    if (mustWrite) await refuseServerEncoding(db, location.dialect); // before a table is made in it
+    // Before a table is made in it: by the server, or by a command that would make the first ones (charity create, a restore).
+    if (location.dialect === 'postgres' && (mustWrite || !(await hasAlmonersTables(db, location.dialect)))) await refuseServerEncoding(db, location.dialect);
     await migrate(db, location.dialect);
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
   } catch (err) {

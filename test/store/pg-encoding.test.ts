@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openServerStore, openStore } from '../../src/store/open.js';
 import { queryPostgres, TEST_DATABASE_URL } from '../support/backends.js';
+import { almoner, assertBuilt } from '../support/cli.js';
 
 describe('a PostgreSQL database not in UTF-8', { skip: !TEST_DATABASE_URL && 'PostgreSQL only (TEST_DATABASE_URL)' }, () => {
   const made: string[] = [];
@@ -24,16 +25,49 @@ describe('a PostgreSQL database not in UTF-8', { skip: !TEST_DATABASE_URL && 'Po
     for (const name of made) await queryPostgres(TEST_DATABASE_URL!, `drop database if exists ${name} with (force)`);
   });
 
-  test('LATIN1: serve refuses it (exit 2, a ConfigError) saying to use UTF8, before making a table; a command still opens it', async () => {
+  test('LATIN1: serve refuses it (exit 2, a ConfigError) saying how to make one in UTF8, before making a table', async () => {
     const url = await database('LATIN1');
     await assert.rejects(openServerStore(parseDatabaseUrl(url)), (err: Error) => {
       assert.equal(err.constructor.name, 'ConfigError');
-      assert.match(err.message, /is encoded in LATIN1, which cannot hold every donor's name .* give Almoner a database in UTF8 \(createdb -E UTF8 -T template0 almoner\)/);
+      // --locale: on a cluster made in a LATIN1 locale (en_GB, the usual way to get such a database), createdb -E UTF8
+      // alone fails: "encoding UTF8 does not match locale en_GB; the chosen LC_CTYPE setting requires encoding LATIN1".
+      assert.match(err.message, /is encoded in LATIN1, which cannot hold every donor's name .* give Almoner a database in UTF8 \(createdb -E UTF8 --locale=C\.UTF-8 -T template0 almoner\)/);
       return true;
     });
     const tables = await queryPostgres<{ n: number }>(url, `select count(*)::int as n from information_schema.tables where table_schema = 'public'`);
     assert.equal(tables[0]!.n, 0, 'nothing was made in it');
-    await (await openStore(parseDatabaseUrl(url))).close(); // donations export, donor export: the data can still be taken out
+  });
+
+  // The README's first steps: createdb, then `charity create`, then serve. Until 2026-11-30 (a review) charity
+  // create made Almoner's tables in a LATIN1 database and recorded the charity (a Łukasz in its name: exit 1 and
+  // PostgreSQL's words), and only then did serve refuse it, saying nothing was changed and to move the data.
+  test('LATIN1: charity create, the first command, refuses it too (exit 2) before making a table', async () => {
+    assertBuilt();
+    const url = await database('LATIN1');
+    for (const name of ['Helping Hands', 'Łukasz Trust']) {
+      const run = await almoner(url, ['charity', 'create', '--name', name, '--email', 'info@example.org']);
+      assert.equal(run.code, 2, run.stderr + run.stdout);
+      assert.match(run.stderr, /is encoded in LATIN1, which cannot hold every donor's name/);
+    }
+    const tables = await queryPostgres<{ n: number }>(url, `select count(*)::int as n from information_schema.tables where table_schema = 'public'`);
+    assert.equal(tables[0]!.n, 0, 'nothing was made in it');
+  });
+
+  test('LATIN1 holding Almoner\'s tables already (made before 2026-11-30): the commands that take data out still open it', async () => {
+    const url = await database('LATIN1');
+    await queryPostgres(url, `alter database ${new URL(url).pathname.slice(1)} set client_encoding = 'UTF8'`); // as any database may
+    // The tables as an earlier version made them: its migrations, run as they were, with no check.
+    const { Kysely, PostgresDialect } = await import('kysely');
+    const { default: pg } = await import('pg');
+    const { migrate } = await import('../../src/store/migrate.js');
+    const db = new Kysely<never>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) });
+    try {
+      await migrate(db as never, 'postgres');
+    } finally {
+      await db.destroy();
+    }
+    await (await openStore(parseDatabaseUrl(url), { mustExist: true })).close(); // donations export, donor export
+    await assert.rejects(openServerStore(parseDatabaseUrl(url)), /is encoded in LATIN1/);
   });
 
   test('UTF8 and SQL_ASCII (which stores the bytes as sent) are taken', async () => {
