@@ -270,9 +270,18 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   // restore's are older or newer than those changes (until 2026-11-30 taken unchecked: a rotation carried as the password it replaced).
   if (ledger?.besideTrail && trail && !sameStamp(trailStamp(trail.trail ?? []), ledger.besideTrail)) {
     const { entries, last } = ledger.besideTrail;
+    const lastAt = last === null ? undefined : recordedAt(last);
     throw new UsageError(
       `${ledger.file} and ${trail.file} were left by two restores, not one: the claims file was written beside a trail of ${entries} entr${entries === 1 ? 'y' : 'ies'}` +
-        `${last ? ` (the last recorded at ${(JSON.parse(last) as unknown[])[1]})` : ''}, and that trail holds ${trail.trail?.length ?? 0}. ` +
+        `${lastAt ? ` (the last recorded at ${lastAt})` : ''}, and that trail holds ${trail.trail?.length ?? 0}. ` +
+        'Give the trail and the claims file of one restore (their names end in the same time), or the trail alone',
+    );
+  }
+  // A claims file an older Almoner wrote says no trail (besideTrail): the two restores' names, which end in the time each began, still tell them apart.
+  const [ledgerBegan, trailBegan] = [ledger && !ledger.besideTrail && restoreTimeIn(ledger.file, 'claims'), trail && restoreTimeIn(trail.file, 'trail')];
+  if (ledgerBegan && trailBegan && ledgerBegan !== trailBegan) {
+    throw new UsageError(
+      `${ledger!.file} and ${trail!.file} were left by two restores, not one: their names end in two times (${ledgerBegan}, ${trailBegan}). ` +
         'Give the trail and the claims file of one restore (their names end in the same time), or the trail alone',
     );
   }
@@ -626,6 +635,21 @@ async function readOtherPostgres(url: string, location: DatabaseLocation): Promi
 interface TrailStamp {
   entries: number;
   last: string | null;
+}
+
+/** The time a restore began, as the name of a file it left ends in (besideFile): undefined for a name not of that form (a file renamed). */
+function restoreTimeIn(file: string, what: 'trail' | 'claims'): string | undefined {
+  return new RegExp(`\\.replaced-${what}-(\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\d-\\d{3}Z)\\.${what === 'trail' ? 'jsonl' : 'json'}$`).exec(file)?.[1];
+}
+
+/** When the entry a trail stamp names was recorded, if the stamp (read from a claims file, which may have been edited) says. */
+function recordedAt(key: string): string | undefined {
+  try {
+    const at = (JSON.parse(key) as unknown[])[1];
+    return typeof at === 'string' ? at : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const trailStamp = (trail: AuditRecord[]): TrailStamp => ({ entries: trail.length, last: trail.length ? entryKey(trail[trail.length - 1]!) : null });

@@ -3,8 +3,8 @@
 // the charities' changes the trail records are carried over: from another restore's claims file,
 // rows older than those changes would be carried (until 2026-11-30 it was taken unchecked).
 import assert from 'node:assert/strict';
-import { copyFileSync, readdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { authenticatedCharity } from '../../src/charities/credentials.js';
 import { openStore } from '../../src/store/open.js';
@@ -43,6 +43,11 @@ test('keep-replaced refuses a trail and a claims file two restores left, naming 
     assert.ok(firstLeft.claims, 'the first restore left a claims file');
     const oldClaims = join(tempDir(), 'claims-of-the-first-restore.json');
     copyFileSync(firstLeft.claims, oldClaims);
+    // As an Almoner before 2026-11-30 wrote it (no besideTrail), under the name the restore gave it.
+    const { besideTrail, ...olderFormat } = JSON.parse(readFileSync(firstLeft.claims, 'utf8')) as Record<string, unknown>;
+    assert.ok(besideTrail, 'this version writes besideTrail');
+    const olderClaims = join(tempDir(), basename(firstLeft.claims));
+    writeFileSync(olderClaims, JSON.stringify(olderFormat));
     // Finished from its own files: what the restore would have said, the donations the backup lacks too (until 2026-11-30 not read from the claims file).
     const finished = await cli(['keep-replaced']);
     assert.match(finished.stdout, /the database that was there held 2 donations and the backup holds 0: the 2 recorded after the backup are not in the restored database, only in \S+\.dump/);
@@ -62,6 +67,10 @@ test('keep-replaced refuses a trail and a claims file two restores left, naming 
     const mixed = await almoner(database.url, ['keep-replaced', oldClaims]);
     assert.equal(mixed.code, 2, mixed.stdout + mixed.stderr);
     assert.match(mixed.stderr, new RegExp(`${oldClaims.replace(/[.]/g, '\\.')} and ${secondLeft.trail.replace(/[.]/g, '\\.')} were left by two restores, not one`));
+    // A claims file an older version wrote says no trail: the times the two names end in tell the restores apart (until then taken unchecked).
+    const older = await almoner(database.url, ['keep-replaced', olderClaims]);
+    assert.equal(older.code, 2, older.stdout + older.stderr);
+    assert.match(older.stderr, new RegExp(`${olderClaims.replace(/[.]/g, '\\.')} and ${secondLeft.trail.replace(/[.]/g, '\\.')} were left by two restores, not one: their names end in two times`));
 
     // The second restore's trail alone finishes it (the rotation not carried, and said).
     const own = await almoner(database.url, ['keep-replaced']);
