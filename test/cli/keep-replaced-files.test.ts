@@ -88,3 +88,22 @@ test('keep-replaced refuses a trail and a claims file two restores left, naming 
     await database.drop();
   }
 });
+
+test('keep-replaced refuses a claims file whose besideTrail was edited to name no entry: the refusal, not a JSON error (exit 1) [sqlite]', async () => {
+  assertBuilt();
+  const database = await BACKENDS[0]!.createDatabase();
+  try {
+    const { cli, charity } = operator(database, 'sqlite');
+    await charity('Alpha');
+    const dir = tempDir();
+    const trail = join(dir, 'b.dump.replaced-trail-2026-11-30T10-00-00-000Z.jsonl');
+    const claims = join(dir, 'b.dump.replaced-claims-2026-11-30T10-00-00-000Z.json');
+    writeFileSync(trail, (await cli(['audit', '--json'])).stdout);
+    writeFileSync(claims, JSON.stringify({ claims: [], rows: [], besideTrail: { entries: 5, last: 'edited' } }));
+    const run = await almoner(database.url, ['keep-replaced', trail, claims]);
+    assert.equal(run.code, 2, run.stdout + run.stderr);
+    assert.match(run.stderr, /were left by two restores, not one: the claims file was written beside a trail of 5 entries, and that trail holds 1\./);
+  } finally {
+    await database.drop();
+  }
+});
