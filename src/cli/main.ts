@@ -76,6 +76,18 @@ function exitStatus(err: unknown): number {
     process.stderr.write(`almoner: ${err.message}\n`);
     return 2;
   }
-  process.stderr.write(`almoner: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`almoner: ${err instanceof Error ? err.message : String(err)}${ioError(err)}\n`);
   return 1;
+}
+
+/**
+ * What an I/O error of SQLite's leaves: a write whose fsync the disk refused may be in the WAL all
+ * the same, read back by the next process to open the database (or undone by the next write), so the
+ * command's change may have been made. Until 2026-11-30 it said `disk I/O error` alone, and a
+ * `charity create` run again made a second charity (a review of a faults fix).
+ */
+function ioError(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_IOERR')) return '';
+  return ` (${code}): the disk did not confirm the write, which may have been made all the same. See to the disk first; then look (charity list, giftaid claims, audit) before running the command again`;
 }

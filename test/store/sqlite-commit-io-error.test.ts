@@ -114,3 +114,19 @@ for (const workers of ['1', '2']) {
     });
   });
 }
+
+test("a command whose write the disk would not confirm says it may have been made, and to look before running it again", { skip: 'skip' in shim ? shim.skip : false }, async () => {
+  assertBuilt();
+  const url = `sqlite:${join(dir, 'cli.db')}`;
+  const flag = join(dir, 'fsync-fails-cli');
+  const env = { LD_PRELOAD: 'path' in shim ? shim.path : '', FSYNC_FAILS_WHILE: flag };
+  assert.equal((await almoner(url, ['charity', 'create', '--name', 'First', '--email', 'first@example.org'], env)).code, 0);
+  writeFileSync(flag, '');
+  try {
+    const run = await almoner(url, ['charity', 'create', '--name', 'Second', '--email', 'second@example.org'], env);
+    assert.equal(run.code, 1, run.stdout + run.stderr);
+    assert.match(run.stderr, /almoner: disk I\/O error \(SQLITE_IOERR_FSYNC\): the disk did not confirm the write, which may have been made all the same\. See to the disk first; then look \(charity list, giftaid claims, audit\) before running the command again\n$/);
+  } finally {
+    rmSync(flag, { force: true });
+  }
+});
