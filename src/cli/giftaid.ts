@@ -251,10 +251,10 @@ export function giftaidCommand(): Command {
         }
         const charity = await findCharity(store, claim.charity);
         await refuseOtherClaims(dir); // its own schedule there is refused too (writeNewFiles), as another claim's; before the folder is made
-        await makeFolder(dir, opts.out);
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
         const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count, ...(opts.resend && { resend: true }) } });
         const spreadsheets = await claimSpreadsheets(store, claim, charity.name, { resend: opts.resend === true });
+        await makeFolder(dir, opts.out); // once the files can be made: a claim short of its rows, refused, leaves no folder (it did until 2026-11-30)
         const files = (await writeNewFiles(dir, spreadsheets, { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
         if (opts.json) return printJson({ claim: id, files });
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { recordGiftAided } from '../support/app.js';
-import { BACKENDS, tempDir } from '../support/backends.js';
+import { BACKENDS, rawSql, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
 const SQLITE = BACKENDS.find((b) => b.name === 'sqlite')!;
@@ -37,6 +37,29 @@ test('a folder refused for the claim schedule above it is not created', async ()
     const files = await almoner(database.url, ['giftaid', 'files', String(claimId), '--out', join(old, 'again')]);
     assert.equal(files.code, 2, files.stderr);
     assert.ok(!existsSync(join(old, 'again')), 'the refused --out folder was created');
+  } finally {
+    await database.drop();
+  }
+});
+
+test("a claim's files refused for want of its rows leave no folder", async () => {
+  assertBuilt();
+  const database = await SQLITE.createDatabase();
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Short', '--email', 's@example.org', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org', donor_postcode: 'SW1A 1AA' }, { donor_email: 'joe@example.org', donor_postcode: 'SW1A 1AA' }], 30);
+    const prepared = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', join(tempDir(), 'own'), '--json']);
+    assert.equal(prepared.code, 0, prepared.stderr);
+    const { claim } = JSON.parse(prepared.stdout) as { claim: number };
+    // A claim short of one of its rows, as a ledger from before migration 0014 could leave one.
+    await rawSql(database.url, `delete from giftaid_claim_donations where claim_id = ${claim} and position = 2`);
+    const out = join(tempDir(), 'again');
+    const files = await almoner(database.url, ['giftaid', 'files', String(claim), '--out', out]);
+    assert.equal(files.code, 2, files.stderr);
+    assert.match(files.stderr, /holds 2 donations, of which this database has the rows of 1/);
+    assert.ok(!existsSync(out), 'the refused --out folder was created');
   } finally {
     await database.drop();
   }
