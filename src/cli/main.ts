@@ -12,6 +12,7 @@ import { donorCommand } from './donor.js';
 import { retentionCommand } from './retention.js';
 import { giftaidCommand } from './giftaid.js';
 import { UsageError } from './usage.js';
+import { ioErrorCode } from '../store/unavailable.js';
 
 // A reader that goes away (`| head`) ends the command quietly, as it does any Unix tool; what was
 // done stays done. A command whose output mattered more (a new password) says so itself first.
@@ -87,7 +88,7 @@ function exitStatus(err: unknown): number {
  * `charity create` run again made a second charity (a review of a faults fix).
  */
 function ioError(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !code.startsWith('SQLITE_IOERR')) return '';
+  const code = ioErrorCode(err);
+  if (!code) return '';
   return ` (${code}): the disk did not confirm the write, which may have been made all the same. See to the disk first; then look (charity list, giftaid claims, audit) before running the command again`;
 }

@@ -31,7 +31,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import { byDeadline, DATABASE_BUDGET_MS, DatabaseDeadlineError } from './budget.js';
 import { finish, lastStatements, queryOn, runOnSqlite, runUntilLast, type WriteProgram } from './statements.js';
-import { isBusy, isDatabaseUnavailable, isRefused } from './unavailable.js';
+import { ioErrorCode, isBusy, isDatabaseUnavailable, isRefused } from './unavailable.js';
 import { setDeadline } from '../time.js';
 
 /**
@@ -484,14 +484,11 @@ export class GroupCommit<DB> {
       // stop whose checkpoint meets the same disk) leaves them to be read back by the next to open the
       // database, and the batch is stored. Its writers were told "stored nothing" until 2026-11-30 (a faults
       // review: an unkeyed retry then recorded the donation twice).
-      if (committing && isIoError(err)) throw new CommitOutcomeUnknownError(err);
+      if (committing && ioErrorCode(err)) throw new CommitOutcomeUnknownError(err);
       throw new NotCommitted(err); // rolled back, or never begun
     }
   }
 }
-
-/** SQLite's I/O errors (SQLITE_IOERR and its extended codes), after which what reached the file is not known. */
-const isIoError = (err: unknown): boolean => /^SQLITE_IOERR/.test(String((err as { code?: unknown } | null)?.code));
 
 /** The writers of the batch not yet told (at their deadline). */
 const stillWaiting = (batch: Batch): Pending[] => batch.members.filter((p) => !p.told);

@@ -77,14 +77,16 @@ export async function openStore(
     // SQLite: with this connection open, so that a restore beginning now sees it and refuses
     // (PostgreSQL's connections are each checked as they open: postgresDialect's onConnect).
     if (!duringRestore) await refuseWhileRestoring(location);
-    if (mustExist && !(await hasAlmonersTables(db, location.dialect))) {
+    let tables: boolean | undefined;
+    const hasTables = async () => (tables ??= await hasAlmonersTables(db, location.dialect));
+    if (mustExist && !(await hasTables())) {
       throw new ConfigError(
         `${describeDatabase(location)} holds no Almoner database (none of its tables are there): set DATABASE_URL to the server's database, ` +
           'or create the first charity with `bin/almoner charity create`, which makes them',
       );
     }
     // Before a table is made in it: by the server, or by a command that would make the first ones (charity create, a restore).
-    if (location.dialect === 'postgres' && (mustWrite || !(await hasAlmonersTables(db, location.dialect)))) await refuseServerEncoding(db, location.dialect);
+    if (location.dialect === 'postgres' && (mustWrite || !(await hasTables()))) await refuseServerEncoding(db, location.dialect);
     await migrate(db, location.dialect);
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
   } catch (err) {

@@ -43,6 +43,12 @@ export function isRefused(err: unknown): boolean {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string' && (PG_REFUSED_FOR_NOW.test(code) || !isDatabaseUnavailable(err));
 }
 
+/** SQLite's I/O errors (SQLITE_IOERR and its extended codes), after which what reached the file is not known: its code, else undefined. */
+export function ioErrorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_IOERR') ? code : undefined;
+}
+
 /** Another writer holds SQLite's lock: worth waiting for, asynchronously. */
 export function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

@@ -7,18 +7,14 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { recordGiftAided } from '../support/app.js';
-import { BACKENDS, rawSql, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt } from '../support/cli.js';
-
-const SQLITE = BACKENDS.find((b) => b.name === 'sqlite')!;
+import { rawSql, SQLITE, tempDir } from '../support/backends.js';
+import { almoner, assertBuilt, operator } from '../support/cli.js';
 
 test('a folder refused for the claim schedule above it is not created', async () => {
   assertBuilt();
   const database = await SQLITE.createDatabase();
   try {
-    const made = await almoner(database.url, ['charity', 'create', '--name', 'Refused', '--email', 'r@example.org', '--json']);
-    assert.equal(made.code, 0, made.stderr);
-    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    const { id, username } = await operator(database, SQLITE.name).charity('Refused');
     await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org', donor_postcode: 'SW1A 1AA' }], 30);
     const old = join(tempDir(), 'claims');
     mkdirSync(old);
@@ -46,9 +42,7 @@ test("a claim's files refused for want of its rows leave no folder", async () =>
   assertBuilt();
   const database = await SQLITE.createDatabase();
   try {
-    const made = await almoner(database.url, ['charity', 'create', '--name', 'Short', '--email', 's@example.org', '--json']);
-    assert.equal(made.code, 0, made.stderr);
-    const { id, username } = JSON.parse(made.stdout) as { id: number; username: string };
+    const { id, username } = await operator(database, SQLITE.name).charity('Short');
     await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org', donor_postcode: 'SW1A 1AA' }, { donor_email: 'joe@example.org', donor_postcode: 'SW1A 1AA' }], 30);
     const prepared = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', join(tempDir(), 'own'), '--json']);
     assert.equal(prepared.code, 0, prepared.stderr);

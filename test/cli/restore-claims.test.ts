@@ -14,7 +14,7 @@ import { recordGiftAided, validDonation } from '../support/app.js';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
-import { BACKENDS, queryPostgres, rawSql, tempDir } from '../support/backends.js';
+import { BACKENDS, queryPostgres, rawSql, tempDir, waitingForAdvisoryLock } from '../support/backends.js';
 import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
 
@@ -819,13 +819,7 @@ test('keeping another ledger\'s claims takes its turn with claims made or reopen
       rows: [{ claim_id: 1, donation_id: 1000, position: 1, live: 1, first_name: 'Kept', last_name: 'Gone', house: '1', postcode: 'SW1A 1AA', donation_day: '2026-11-20', amount_minor: 2500 }],
       withoutDonation: [],
     });
-    const waiting = (async () => {
-      for (;;) {
-        const { rows } = await other.query("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()");
-        if (rows[0].n > 0) return 'waiting';
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    const waiting = waitingForAdvisoryLock(other);
     assert.equal(await Promise.race([keeping.then(() => 'done'), waiting]), 'waiting', 'it waits for the claim being made');
     await other.query('commit');
     assert.deepEqual((await keeping).added.map((c) => c.id), [1]);

@@ -16,7 +16,7 @@ import { openStore } from '../../src/store/open.js';
 import type { Database } from '../../src/store/schema.js';
 import type { Store } from '../../src/store/store.js';
 import { exampleDonation } from '../support/app.js';
-import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, type TestDatabase, waitingForAdvisoryLock } from '../support/backends.js';
 import { validateDonation } from '../../src/donations/validate.js';
 
 const TODAY = '2026-12-01';
@@ -116,13 +116,7 @@ test('erasures take turns on PostgreSQL, as SQLite write transactions do: one wa
     await other.query('begin');
     await other.query("select pg_advisory_xact_lock(hashtext('almoner:erasures'))");
     const erasure = store.donors.erase({ email: 'turns@example.org', today: TODAY, dryRun: false });
-    const waiting = (async () => {
-      for (;;) {
-        const { rows } = await other.query("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()");
-        if (rows[0].n > 0) return 'waiting';
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    const waiting = waitingForAdvisoryLock(other);
     assert.equal(await Promise.race([erasure.then(() => 'done'), waiting]), 'waiting', 'the erasure waits for the other transaction');
     const { rows } = await other.query('select count(*)::int as n from donations where erased_at is not null');
     assert.equal(rows[0].n, 0, 'nothing written while it waits');

@@ -88,6 +88,15 @@ export async function rawSql(url: string, statement: string): Promise<void> {
   await queryPostgres(url, statement);
 }
 
+/** Resolves once a session of the database `client` is on waits for an advisory lock (another's, held by `client`, say). */
+export async function waitingForAdvisoryLock(client: pg.Client): Promise<'waiting'> {
+  for (;;) {
+    const { rows } = await client.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()");
+    if (rows[0]!.n > 0) return 'waiting';
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
 
 export const BACKENDS: Backend[] = [sqlite, ...(TEST_DATABASE_URL ? [postgres(TEST_DATABASE_URL)] : [])];
