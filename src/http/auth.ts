@@ -108,6 +108,7 @@ export function basicAuth(
 
   /** The rest of the hook: true when it has answered (401, 429), false when the request may proceed. */
   async function judge(request: FastifyRequest, reply: FastifyReply, given: ReturnType<typeof parseBasicAuthorization>, began: number): Promise<boolean> {
+    const unasked = request.headers.authorization === undefined;
     const username = given?.username ?? '';
     // An address that has failed too often is refused unjudged, and costs no database look-up.
     const blocked = await throttle.authenticationBlocked(request.ip, username);
@@ -122,7 +123,10 @@ export function basicAuth(
     // between): a guess judged after the limit was reached is refused even when it is right, so
     // guesses sent together are answered 401 no more often than the limit, and learn nothing past it.
     const charity = given && authenticatedCharity(await credentials.fresh(given.username, request.database), given.password);
-    const wait = charity ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
+    // A request with no Authorization header guesses nothing, and is not counted: clients that send the
+    // credentials only once challenged (Python's urllib, PowerShell's -Credential, .NET's) send one before
+    // every call, and were throttled after 10 calls a minute, right credentials and all (a review, 2026-11-30).
+    const wait = charity || unasked ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
     if (wait) return answered(tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.'));
     if (!charity) {
       onFailure();

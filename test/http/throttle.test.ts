@@ -180,6 +180,27 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test("a request sending no credentials at all is no guess, and is not counted: a client that sends them only when challenged (Python's urllib, PowerShell's -Credential) is never throttled", async () => {
+      // Raw: the challenge-response pair from one address, as HTTPBasicAuthHandler sends it for every call.
+      // Until 2026-11-30 each unchallenged first request counted as a failed authentication, and such a
+      // client recorded 10 donations a minute: the 11th got 429 "Too many failed authentication attempts".
+      const app = await freshApp();
+      try {
+        for (let i = 0; i < AUTH_FAILURES.perAddress + 5; i++) {
+          const challenged = await app.inject({ method: 'POST', url: '/api/v1/me', remoteAddress: '127.0.0.6' });
+          assert.equal(challenged.statusCode, 401, challenged.body);
+          assert.match(String(challenged.headers['www-authenticate']), /^Basic realm=/);
+          assert.equal((await me(app, t.charity.authorization, '127.0.0.6')).statusCode, 200);
+        }
+        // A wrong password from that address is still a guess, counted from the first.
+        const guess = basic(t.charity.username, 'not-the-password');
+        for (let i = 0; i < AUTH_FAILURES.perAddressAndUsername; i++) assert.equal((await me(app, guess, '127.0.0.6')).statusCode, 401);
+        assertThrottled(await me(app, guess, '127.0.0.6'));
+      } finally {
+        await app.close();
+      }
+    });
+
     test('successful requests are never counted', async () => {
       const app = await freshApp();
       try {
