@@ -49,8 +49,10 @@ const msg = {
   maxLength: (f: FieldSpec) => `The ${f.label} must not be greater than ${f.maxLength} characters.`,
   email: (f: FieldSpec) => `The ${f.label} must be a valid email address.`,
   ip: (f: FieldSpec) => `The ${f.label} must be a valid IP address.`,
-  choice: (f: FieldSpec) => `The selected ${f.label} is invalid.`,
-  number: (f: FieldSpec) => `The ${f.label} must be a number.`,
+  // Both say what would do, for a person mapping fields in an automation tool (Zapier, Make), who sends
+  // a form's "Yes" or a shop's "£10" and could not tell from "is invalid" what to change (a review, 2026-11-30).
+  choice: (f: FieldSpec, choices: readonly string[]) => `The selected ${f.label} is invalid: it must be ${alternatives(choices)}, in lower case.`,
+  number: (f: FieldSpec) => `The ${f.label} must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.`,
   min: (f: FieldSpec) => `The ${f.label} must be at least ${AMOUNT_MIN}.`,
   max: (f: FieldSpec) => `The ${f.label} must not be greater than ${AMOUNT_MAX}.`,
   decimals: (f: FieldSpec) => `The ${f.label} must not have more than 2 decimal places.`,
@@ -59,6 +61,9 @@ const msg = {
   flag: (f: FieldSpec) => `The ${f.label} must be yes or no (or true, false, 1, 0 or on).`,
   inQuery: (f: FieldSpec) => `The ${f.label} must be sent in the request body, not in the URL's query string (a URL is kept in logs).`,
 };
+
+/** `a or b`, `a, b or c`. */
+const alternatives = (words: readonly string[]): string => (words.length > 1 ? `${words.slice(0, -1).join(', ')} or ${words.at(-1)}` : (words[0] ?? ''));
 
 const isAbsent = (v: unknown) => v === undefined || v === null;
 
@@ -107,7 +112,7 @@ function checkIp(f: FieldSpec, v: unknown): Check {
 
 function checkChoice(f: FieldSpec, v: unknown, choices: readonly string[] = f.choices ?? []): Check {
   if (isAbsent(v) || v === '') return f.required ? { errors: [msg.required(f)] } : { value: null };
-  return typeof v === 'string' && choices.includes(v) ? { value: v } : { errors: [msg.choice(f)] };
+  return typeof v === 'string' && choices.includes(v) ? { value: v } : { errors: [msg.choice(f, choices)] };
 }
 
 function checkYesNo(f: FieldSpec, v: unknown): Check {

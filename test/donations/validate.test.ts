@@ -89,21 +89,21 @@ describe('amount', () => {
   }
 
   const cases: Array<[unknown, string[]]> = [
-    ['1e3', ['The amount must be a number.']],
-    ['12,50', ['The amount must be a number.']],
-    ['NaN', ['The amount must be a number.']],
-    ['Infinity', ['The amount must be a number.']],
-    ['abc', ['The amount must be a number.']],
-    [' 10', ['The amount must be a number.']],
-    ['10 ', ['The amount must be a number.']],
-    ['+5', ['The amount must be a number.']],
-    ['.5', ['The amount must be a number.']],
-    ['5.', ['The amount must be a number.']],
-    ['0x10', ['The amount must be a number.']],
-    ['١٠', ['The amount must be a number.']], // Arabic-Indic digits are not plain decimal notation
-    [true, ['The amount must be a number.']],
-    [['10'], ['The amount must be a number.']],
-    [{ value: 10 }, ['The amount must be a number.']],
+    ['1e3', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['12,50', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['NaN', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['Infinity', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['abc', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    [' 10', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['10 ', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['+5', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['.5', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['5.', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['0x10', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    ['١٠', ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']], // Arabic-Indic digits are not plain decimal notation
+    [true, ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    [['10'], ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
+    [{ value: 10 }, ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.']],
     ['-5', ['The amount must be at least 0.01.']],
     [-5, ['The amount must be at least 0.01.']],
     ['0', ['The amount must be at least 0.01.']],
@@ -160,7 +160,8 @@ describe('choices and flags', () => {
     for (const bad of ['YES', 'Yes', ' yes', 'maybe', true, 1, ['yes'], 'one_time', 'One-Time']) {
       test(`${field} = ${JSON.stringify(bad)} is invalid`, () => {
         const label = field.replace('_', ' ');
-        assert.deepEqual(errorsOf(validateDonation({ ...minimal, [field]: bad }))[field], [`The selected ${label} is invalid.`]);
+        const taken = field === 'gift_aid' ? 'yes or no' : 'one-time, recurring or renewal';
+        assert.deepEqual(errorsOf(validateDonation({ ...minimal, [field]: bad }))[field], [`The selected ${label} is invalid: it must be ${taken}, in lower case.`]);
       });
     }
   }

@@ -6,6 +6,10 @@ import { Metrics } from '../../src/http/metrics.js';
 import { BACKENDS } from '../support/backends.js';
 import { rejection } from '../support/client.js';
 
+const GIFT_AID = 'The selected gift aid is invalid: it must be yes or no, in lower case.';
+const DONATION_TYPE = 'The selected donation type is invalid: it must be one-time, recurring or renewal, in lower case.';
+const AMOUNT = 'The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.';
+
 /** The ValidationError (422) a call rejects with; anything else fails the test. */
 async function invalid(call: Promise<unknown>): Promise<ValidationError> {
   const err = await rejection(call, ValidationError);
@@ -139,12 +143,28 @@ for (const backend of BACKENDS) describe(`POST /api/v1/donation/create [${backen
       donor_address: ['The donor address must not be greater than 1000 characters.'],
       donor_city: ['The donor city must be a string.'],
       donor_ip: ['The donor ip must be a valid IP address.'],
-      gift_aid: ['The selected gift aid is invalid.'],
+      gift_aid: ['The selected gift aid is invalid: it must be yes or no, in lower case.'],
       amount: ['The amount must be at least 0.01.', 'The amount must not have more than 2 decimal places.'],
-      donation_type: ['The selected donation type is invalid.'],
+      donation_type: ['The selected donation type is invalid: it must be one-time, recurring or renewal, in lower case.'],
       donation_date: ['The donation date does not match the format DD-MM-YYYY.'],
       zakat_donation: ['The zakat donation must be yes or no (or true, false, 1, 0 or on).'],
     });
+    assert.equal((await t.donations()).length, before);
+  });
+
+  test("a 422 says what would do, in words a person mapping fields in Zapier can act on: a form's Yes, a shop's £10", async () => {
+    // Until 2026-11-30 these were "The selected gift aid is invalid." and "The amount must be a number.",
+    // which named neither the values taken nor what was wrong with "£10", "1,000.00" or " 10.00 ".
+    const before = (await t.donations()).length;
+    for (const [fields, errors] of [
+      [{ gift_aid: 'Yes', donation_type: 'One-time' }, { gift_aid: [GIFT_AID], donation_type: [DONATION_TYPE] }],
+      [{ amount: '£10' }, { amount: [AMOUNT] }],
+      [{ amount: '1,000.00' }, { amount: [AMOUNT] }],
+      [{ amount: ' 10.00 ' }, { amount: [AMOUNT] }],
+    ] as const) {
+      const err = await invalid(create(exampleDonation(fields)));
+      assert.deepEqual(err.errors, errors);
+    }
     assert.equal((await t.donations()).length, before);
   });
 
