@@ -150,7 +150,18 @@ export function registerErrorHandling(app: FastifyInstance, { clock = monotonicC
         .header('Allow', [...allowed].sort().join(', '))
         .send({ message: `The ${request.method} method is not supported for this route. Supported methods: ${[...allowed].sort().join(', ')}.` });
     }
-    return reply.code(404).send({ message: 'Not Found' });
+    const meant = meantPath(path);
+    return reply.code(404).send({ message: meant ? `Not Found. Did you mean ${meant}? Paths are written exactly so: in lower case, with one / between their parts.` : 'Not Found' });
+  };
+  /**
+   * The route a mistyped path surely meant: one with a doubled slash (a base URL ending in / joined to
+   * a path beginning with one, as Zapier's and Make's users join them), in capitals, or without the
+   * base's /api/v1. "Not Found" alone left such a user nothing to go on (a review, 2026-11-30).
+   */
+  const meantPath = (path: string): string | undefined => {
+    const tidied = path.replace(/\/{2,}/g, '/').toLowerCase().replace(/(.)\/$/, '$1');
+    for (const candidate of [tidied, `/api/v1${tidied}`]) if (candidate !== path && methodsByPath.has(candidate)) return candidate;
+    return undefined;
   };
   // No route: 404 or 405 before the body is read, so a body's faults (400, 413, 415) never come first.
   // The hook is the not-found handler's own (hooks added in a plugin belong to the handler set there),

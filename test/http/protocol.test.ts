@@ -568,12 +568,32 @@ for (const backend of BACKENDS) describe(`HTTP protocol edges [${backend.name}]`
         for (const url of ['/api/v1/nope', '/api/v1/me//', '/api/v1//donation/create']) {
           const res = await t.app.inject({ method: 'POST', url, headers, payload });
           assert.equal(res.statusCode, 404, `${url} ${headers['content-type']}`);
-          assert.deepEqual(res.json(), { message: 'Not Found' });
+          assert.match(res.json().message, /^Not Found/);
         }
         const wrongMethod = await t.app.inject({ method: 'PUT', url: '/api/v1/me', headers, payload });
         assert.equal(wrongMethod.statusCode, 405);
         assert.equal(wrongMethod.headers.allow, 'POST');
       }
+    });
+
+    test('a 404 for a path that surely meant an operation names it: a doubled slash, capitals, no /api/v1', async () => {
+      // Until 2026-11-30 each was a bare "Not Found", which told a Zapier user who joined "…/api/v1/" and
+      // "/donation/create" nothing. Nothing is routed by guess: the answer is still a 404, and nothing is stored.
+      const before = (await t.donations()).length;
+      for (const [url, meant] of [
+        ['/api/v1//donation/create', '/api/v1/donation/create'],
+        ['//api/v1/donation/create?x=1', '/api/v1/donation/create'],
+        ['/API/V1/Donation/Create', '/api/v1/donation/create'],
+        ['/api/v1/me//', '/api/v1/me'],
+        ['/donation/create', '/api/v1/donation/create'],
+        ['/me/', '/api/v1/me'],
+      ] as const) {
+        const res = await t.app.inject({ method: 'POST', url, headers: { authorization: t.charity.authorization, 'content-type': 'application/json' }, payload: JSON.stringify(exampleDonation()) });
+        assert.equal(res.statusCode, 404, url);
+        assert.deepEqual(res.json(), { message: `Not Found. Did you mean ${meant}? Paths are written exactly so: in lower case, with one / between their parts.` }, url);
+      }
+      assert.deepEqual((await t.app.inject({ method: 'POST', url: '/api/v1/nope' })).json(), { message: 'Not Found' });
+      assert.equal((await t.donations()).length, before);
     });
 
     test('a known path with the wrong method: 405 with Allow, no credentials needed', async () => {
