@@ -22,7 +22,10 @@ export const GIFT_FACTS = [
   'recorded_at',
   'gift_aid',
 ] as const satisfies ReadonlyArray<keyof StoredDonation>;
-export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]>;
+export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]> & {
+  /** In a live claim already (ClaimLedger.dated says): the first record of its gift whatever its id. */
+  claimed?: boolean;
+};
 
 /**
  * How far apart two gifts sent without a date (each dated the moment it was recorded) may be
@@ -34,7 +37,7 @@ export type GiftFacts = Pick<StoredDonation, (typeof GIFT_FACTS)[number]>;
 export const RETRY_ACROSS_MIDNIGHT_MS = 3_600_000; // an hour
 
 /**
- * Which of the candidates seem to record again a gift that an earlier Gift Aid donation (a lower id) among
+ * Which of the candidates seem to record again a gift that an earlier Gift Aid donation (a lower id, or one in a live claim already) among
  * `donations` (the charity's, on the candidates' days and within RETRY_ACROSS_MIDNIGHT_MS of them)
  * recorded: the same donor as HMRC's schedule
  * tells one (the names, the house and the postcode, as the schedule reads them, in any case: what a
@@ -57,7 +60,7 @@ export async function twinsAmong(
    * date near a UK midnight is also under a key without its day (UNDATED), where the records are told
    * by their times.
    */
-  const seen = new Map<string, Array<{ id: number; reference: string; email: string; at: number }>>();
+  const seen = new Map<string, Array<{ id: number; reference: string; email: string; at: number; claimed: boolean }>>();
   const gifts = new Set<string>();
   /** Each candidate's donor, read once (a house is read from an address in about 10 µs; a first claim may have 100,000 candidates). */
   const candidateKeys = new Map<number, string[]>();
@@ -76,17 +79,19 @@ export async function twinsAmong(
     // The donor read (a house read from the address) only for a gift of a candidate's day, amount and last name.
     const ofGift = giftKeys(d);
     if (!ofGift.some((key) => gifts.has(key))) continue;
-    const record = { id: Number(d.id), reference: reference(d), email: email(d), at: Date.parse(d.recorded_at) };
+    const record = { id: Number(d.id), reference: reference(d), email: email(d), at: Date.parse(d.recorded_at), claimed: d.claimed === true };
     for (const key of keysOf(d, ofGift)) seen.get(key)?.push(record);
   }
   return (d) => {
     const id = Number(d.id);
     const [ref, address, at] = [reference(d), email(d), Date.parse(d.recorded_at)];
     const [sameDay, undated] = keysOf(d);
-    const first = (records: Array<{ id: number; reference: string; email: string }>) => {
+    const first = (records: Array<{ id: number; reference: string; email: string; claimed: boolean }>) => {
       const earlier = records.filter(
         (other) =>
-          other.id < id &&
+          // A record in a live claim is the first, whatever its id: on PostgreSQL a record stalled after taking its id (a
+          // retry sent meanwhile, and claimed) commits with the lower one, and was claimed again (a review of 2026-11-30).
+          (other.id < id || (other.claimed && other.id !== id)) &&
           // Two references are two payments; two e-mail addresses two people (a couple, a parent and child at one house), unless one was erased.
           (ref === '' || other.reference === '' || other.reference === ref) &&
           (address === ERASED || other.email === ERASED || other.email === address),

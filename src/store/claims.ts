@@ -272,10 +272,13 @@ export class ClaimLedger {
     const q = this.db
       .selectFrom('donations')
       .select(GIFT_FACTS)
+      .select(({ exists, selectFrom }) =>
+        exists(selectFrom('giftaid_claim_donations as c').select(sql.lit(1).as('one')).whereRef('c.donation_id', '=', 'donations.id').where('c.live', '=', 1)).as('claimed'),
+      )
       .where('charity_id', '=', charityId)
       .where('donation_date', '>=', range.from)
       .where('donation_date', '<=', range.to);
-    for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid) };
+    for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid), claimed: Boolean(r.claimed) };
   }
 
   /** How many of the charity's Gift Aid donations in the range are in a live claim. */
