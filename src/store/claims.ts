@@ -8,8 +8,8 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { movesOf, NEXT_STATUSES, statusesBefore, statusReopened, type ClaimStatus } from '../giftaid/claim.js';
 import type { StoredDonation } from '../donations/donation.js';
 import { donationDay, hmrcLastName, hmrcPostcode, matchableFirstName, matchablePostcode, sameGiftKey, type ScheduleRow } from '../giftaid/schedule.js';
-import { GIFT_FACTS, type GiftFacts } from '../giftaid/twins.js';
-import { nowIso } from '../time.js';
+import { GIFT_FACTS, RETRY_ACROSS_MIDNIGHT_MS, twinsAmong, type GiftFacts } from '../giftaid/twins.js';
+import { formatMicros, nowIso } from '../time.js';
 import type { DatabaseLocation } from '../config.js';
 import type { CharityRow, Database, GiftaidClaimDonationsTable, GiftaidClaimRowsWithoutDonationTable, GiftaidClaimsTable } from './schema.js';
 import { toStoredDonation } from './rows.js';
@@ -73,7 +73,7 @@ export class ClaimReopenError extends Error {
     super(
       claim.status !== 'rejected'
         ? `claim ${claim.id} is ${claim.status}, not rejected: only a rejected claim can be reopened.`
-        : `claim ${claim.id} cannot be reopened: its donations are in ${takenBy.length === 1 ? 'claim' : 'claims'} ${takenBy.join(', ')} now, ` +
+        : `claim ${claim.id} cannot be reopened: its donations, or other records of the same gifts, are in ${takenBy.length === 1 ? 'claim' : 'claims'} ${takenBy.join(', ')} now, ` +
             'and reopened it would claim them twice. Nothing was changed. ' +
             // What to do, said where it is needed (it was only in the README until a review of 2026-11-30).
             (takenBy.length === 1
@@ -268,17 +268,8 @@ export class ClaimLedger {
    * Every donation of the charity dated from `from` to `to` (stored timestamps, inclusive), Gift
    * Aid or not, claimed or not, erased or not: where a gift recorded twice is looked for (giftaid/twins.ts).
    */
-  async *dated(charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
-    const q = this.db
-      .selectFrom('donations')
-      .select(GIFT_FACTS)
-      .select(({ exists, selectFrom }) =>
-        exists(selectFrom('giftaid_claim_donations as c').select(sql.lit(1).as('one')).whereRef('c.donation_id', '=', 'donations.id').where('c.live', '=', 1)).as('claimed'),
-      )
-      .where('charity_id', '=', charityId)
-      .where('donation_date', '>=', range.from)
-      .where('donation_date', '<=', range.to);
-    for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid), claimed: Boolean(r.claimed) };
+  dated(charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
+    return datedFacts(this.db, charityId, range);
   }
 
   /** How many of the charity's Gift Aid donations in the range are in a live claim. */
@@ -720,6 +711,49 @@ async function takeTurn(trx: Kysely<Database>, dialect: DatabaseLocation['dialec
  * looked for, and by exact last name and postcode: a claim holding a donation sent again, or a kept
  * row of the same gift in another live claim, was reopened beside it.
  */
+async function* datedFacts(db: Kysely<Database>, charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
+  const q = db
+    .selectFrom('donations')
+    .select(GIFT_FACTS)
+    .select(({ exists, selectFrom }) =>
+      exists(selectFrom('giftaid_claim_donations as c').select(sql.lit(1).as('one')).whereRef('c.donation_id', '=', 'donations.id').where('c.live', '=', 1)).as('claimed'),
+    )
+    .where('charity_id', '=', charityId)
+    .where('donation_date', '>=', range.from)
+    .where('donation_date', '<=', range.to);
+  for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid), claimed: Boolean(r.claimed) };
+}
+
+/**
+ * The live claims that hold another record of one of claim `id`'s gifts (one gift recorded twice,
+ * sent again without a key), as `giftaid claim` tells the same gift (twinsAmong): on PostgreSQL a
+ * record held up after taking its id commits after its retry, so a claim may hold the retry, be
+ * rejected, and the next claim take the original; reopened, the first claim sent the gift to HMRC
+ * a second time (a review of 2026-11-30).
+ */
+async function claimsHoldingTwinsOf(db: Kysely<Database>, id: number, charityId: number): Promise<number[]> {
+  const own = (
+    await db
+      .selectFrom('donations')
+      .select(GIFT_FACTS)
+      .where('id', 'in', db.selectFrom('giftaid_claim_donations').select('donation_id').where('claim_id', '=', id))
+      .execute()
+  ).map((r) => ({ ...r, gift_aid: Boolean(r.gift_aid) }));
+  if (own.length === 0) return [];
+  const times = own.map((d) => Date.parse(d.donation_date));
+  // A day either side, and the time a gift sent again without a date may take to cross a UK midnight.
+  const widen = 24 * 3_600_000 + RETRY_ACROSS_MIDNIGHT_MS;
+  const range = { from: formatMicros((Math.min(...times) - widen) * 1000), to: formatMicros((Math.max(...times) + widen) * 1000) };
+  async function* claimedElsewhere(): AsyncIterable<GiftFacts> {
+    for await (const d of datedFacts(db, charityId, range)) if (d.claimed) yield d;
+  }
+  const twinOf = await twinsAmong(own, claimedElsewhere());
+  const twins = own.flatMap((d) => twinOf(d)?.id ?? []);
+  if (twins.length === 0) return [];
+  const holding = await db.selectFrom('giftaid_claim_donations').select('claim_id').distinct().where('live', '=', 1).where('donation_id', 'in', twins).execute();
+  return holding.map((r) => Number(r.claim_id));
+}
+
 async function claimsHoldingRowsOf(db: Kysely<Database>, id: number): Promise<number[]> {
   const holding = new Set<number>();
   const byDonation = await db
@@ -757,5 +791,6 @@ async function claimsHoldingRowsOf(db: Kysely<Database>, id: number): Promise<nu
     for (const r of keptElsewhere) claimsOf.set(sameGiftKey(r), [...(claimsOf.get(sameGiftKey(r)) ?? []), r.claimId]);
     for (const r of await claimRows(db, id)) for (const c of claimsOf.get(sameGiftKey(r)) ?? []) holding.add(c);
   }
+  if (mine) for (const c of await claimsHoldingTwinsOf(db, id, Number(mine.charity_id))) holding.add(c);
   return [...holding].sort((a, b) => a - b);
 }

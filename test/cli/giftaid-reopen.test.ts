@@ -69,7 +69,7 @@ async function giftSentAgainAfterRestore(database: TestDatabase) {
 
 /** What `giftaid reopen CLAIM` says, exit 2, while claim `holder` holds its donations. */
 const refusal = (claim: number, holder: number) =>
-  `almoner: claim ${claim} cannot be reopened: its donations are in claim ${holder} now, and reopened it would claim them twice. Nothing was changed. ` +
+  `almoner: claim ${claim} cannot be reopened: its donations, or other records of the same gifts, are in claim ${holder} now, and reopened it would claim them twice. Nothing was changed. ` +
   `If claim ${holder} was never sent to HMRC, mark it rejected (bin/almoner giftaid mark ${holder} rejected), then reopen claim ${claim}.\n`;
 
 for (const backend of BACKENDS) {

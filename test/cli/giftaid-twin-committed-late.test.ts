@@ -15,7 +15,7 @@ import { almoner, assertBuilt, until } from '../support/cli.js';
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
 describe('a gift recorded twice whose first record commits after a claim took the second', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, () => {
-  test('the next claim leaves the first record out as the same gift, rather than claiming the gift again', async () => {
+  test('the next claim leaves the first record out as the same gift, rather than claiming the gift again; the first claim, rejected, is not reopened beside the claim of the original', async () => {
     assertBuilt();
     const ctx = await startTestApp(postgres);
     const locker = new pg.Client({ connectionString: ctx.databaseUrl });
@@ -62,6 +62,17 @@ describe('a gift recorded twice whose first record commits after a claim took th
       assert.deepEqual([second.claim, second.donations], [null, 0], 'the gift is in claim 1 already');
       const attention = readFileSync(join(out, 'needs-attention.csv'), 'utf8');
       assert.match(attention, new RegExp(`\\n${stored.id},Rita,Retry,.*the same donor \\(names, house and postcode\\), day and amount as donation ${retry.id}\\b`));
+
+      // Claim 1 rejected (by mistake, say): the next claim takes the original, and sets the retry aside.
+      assert.equal((await almoner(ctx.databaseUrl, ['giftaid', 'mark', '1', 'rejected'])).code, 0);
+      const third = await cli(['giftaid', 'claim', '--charity', ctx.charity.username, '--out', tempDir(), '--to', '2026-11-29', '--json']);
+      assert.deepEqual([third.claim, third.donations], [2, 1]);
+      // Reopened, claim 1 would send the gift to HMRC a second time, beside claim 2: refused, nothing changed.
+      const reopen = await almoner(ctx.databaseUrl, ['giftaid', 'reopen', '1']);
+      assert.equal(reopen.code, 2, reopen.stdout + reopen.stderr);
+      assert.match(reopen.stderr, /claim 1 cannot be reopened: its donations, or other records of the same gifts, are in claim 2 now/);
+      const claims = await almoner(ctx.databaseUrl, ['giftaid', 'claims', '--charity', ctx.charity.username, '--json']);
+      assert.deepEqual((JSON.parse(claims.stdout) as Array<{ id: number; status: string }>).map((c) => [c.id, c.status]).sort(), [[1, 'rejected'], [2, 'prepared']]);
     } finally {
       await locker.end().catch(() => {});
       await ctx.close();
