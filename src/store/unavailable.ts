@@ -2,7 +2,10 @@
 // as opposed to a fault in Almoner (a 500). Each driver says it its own way.
 import { RESTORING_CODE } from './restoring.js';
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+// EMFILE/ENFILE: no file descriptor left for a new PostgreSQL connection's socket (the process's or the
+// system's open-files limit, reached by many client connections); EADDRNOTAVAIL: no local port left.
+// Nothing was sent, and a connection closing frees one: a 503 to retry, not a 500.
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EMFILE', 'ENFILE', 'EADDRNOTAVAIL']);
 
 // PostgreSQL SQLSTATEs: class 08 connection exceptions, 53 insufficient resources,
 // 57P01-57P03 server shutting down or starting up.
