@@ -110,6 +110,7 @@ export function restoreCommand(): Command {
       const { summary, replaced: swapped } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs: keptAs })).catch(async (err: unknown) => {
         // Nothing replaced yet, or the restore stands (a failure after the swap): then its mark stays, for keep-replaced.
         if (!(existed ? existsSync(keptAs) : existsSync(target))) await unmark(place);
+        else throw notFinished(err, target, existed ? keptAs : undefined);
         throw err;
       });
       // A replaced database too damaged to read its trail from does not undo the restore: it is said.
@@ -139,7 +140,9 @@ export function restoreCommand(): Command {
           return { ...taken, charities: charitiesSaid(continuing !== undefined, taken.charities) };
         },
         { duringRestore: true },
-      );
+      ).catch((err: unknown) => {
+        throw notFinished(err, target, swapped ? keptAs : undefined);
+      });
       if (again.finished) await unmark(place);
       if (swapped) print(`the database that was there is kept as ${keptAs}`);
       print(`restored ${file} to ${target}: ${describe(summary)}`);
@@ -153,6 +156,23 @@ export function restoreCommand(): Command {
       }
       print(again.charities);
     });
+}
+
+/**
+ * A restore that failed once its backup was in place (a disk that filled as the restored database was
+ * first opened, say): the database is the backup, marked, and every server and command refuses it
+ * until keep-replaced finishes it. Said with the error, which alone (`database or disk is full`) said
+ * neither that the restore had gone half way nor what to do (a review). The error's code is kept.
+ */
+function notFinished(err: unknown, target: string, keptAs: string | undefined): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  const said = new (err instanceof UsageError ? UsageError : Error)(
+    `the backup is in place at ${target}${keptAs ? `, and the database that was there is kept as ${keptAs}` : ''}, but the restore did not finish: ${message}. ` +
+      'Servers and commands refuse the database until it is finished: once the cause is fixed (room on the disk, say), finish it with bin/almoner keep-replaced',
+  );
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code !== undefined) Object.assign(said, { code });
+  return said;
 }
 
 /**
