@@ -138,7 +138,7 @@ export async function buildApp({
       return (this[BUDGET] ??= new DatabaseBudget(databaseBudgetMs));
     },
   });
-  const noRoute = registerErrorHandling(app, { ...(clock && { clock }) });
+  const noRoute = registerErrorHandling(app, { ...(clock && { clock }), ...(metrics && { onOutcomeUnknown: () => metrics.outcomeUnknown.inc() }) });
 
   // The hooks every request meets, in order. Callbacks, not async functions: a promise per hook per
   // request is a cost every request pays. (Before them, as the request arrives, its route's own

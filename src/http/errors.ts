@@ -96,7 +96,10 @@ export function unavailableLog(summary: Warns, everyMs: number, clock: Clock = m
  * The error handler; returns the plugin that answers a request with no route (404, 405), to be
  * registered after the hooks every answer meets, which it then meets too.
  */
-export function registerErrorHandling(app: FastifyInstance, { clock = monotonicClock }: { clock?: Clock } = {}) {
+export function registerErrorHandling(
+  app: FastifyInstance,
+  { clock = monotonicClock, onOutcomeUnknown = () => {} }: { clock?: Clock; onOutcomeUnknown?: () => void } = {},
+) {
   const unavailable = unavailableLog(app.log, UNAVAILABLE_LOGGED_EVERY_MS, clock);
   app.addHook('onClose', (_instance, done) => {
     unavailable.close();
@@ -116,6 +119,7 @@ export function registerErrorHandling(app: FastifyInstance, { clock = monotonicC
       // an integration without a key did, storing it twice (a faults review: with PostgreSQL stalled
       // 6 s under load, 10 of 16 and then 16 of 16 such 503s had been stored).
       const outcomeUnknown = err.code === 'ALMONER_COMMIT_UNKNOWN';
+      if (outcomeUnknown) onOutcomeUnknown();
       const keyed = request.headers['idempotency-key'] !== undefined;
       return reply
         .code(503)

@@ -46,6 +46,17 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /**
+   * Creates answered 503 whose commit was sent and never confirmed (ALMONER_COMMIT_UNKNOWN): each may
+   * be stored, and is for the operator to settle from its log line. Among the 503s of
+   * almoner_http_requests_total they looked like any other (a review, 2026-11-30).
+   */
+  readonly outcomeUnknown = new Counter({
+    name: 'almoner_creates_outcome_unknown_total',
+    help: 'Creates answered 503 whose commit may have been stored (its outcome unknown: ALMONER_COMMIT_UNKNOWN in the log).',
+    registers: [this.registry],
+  });
+
   readonly commitSeconds = new Histogram({
     name: 'almoner_db_commit_seconds',
     help: 'Time to run and commit one group-commit batch.',
