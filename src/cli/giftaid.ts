@@ -14,7 +14,7 @@ import { scheduleSpreadsheet, type SHEET_NAMES } from '../giftaid/ods.js';
 import { RETRY_ACROSS_MIDNIGHT_MS, twinsAmong } from '../giftaid/twins.js';
 import {
   ATTENTION_COLUMNS,
-  ATTENTION_FILE_NAME,
+  attentionFileName,
   attentionCells,
   buildSchedule,
   chunk,
@@ -93,7 +93,7 @@ export function giftaidCommand(): Command {
           });
         }
 
-        const attentionName = claim ? claimAttentionName(claim.id) : ATTENTION_FILE_NAME;
+        const attentionName = claim ? claimAttentionName(claim.id) : attentionFileName(opts.charity);
         let files: string[] = [];
         try {
           if (claim) files = await writeNewFiles(dir, await claimSpreadsheets(store, claim, charity.name), { family: CLAIM_SCHEDULE });
@@ -274,7 +274,7 @@ export function giftaidCommand(): Command {
     .command('schedule')
     .description(
       "preview, claiming nothing: a charity's Gift Aid donations that are in no live claim, as the schedule spreadsheets a claim " +
-        'would write (preview-1.ods, …, marked as previews), and the donations that cannot be claimed as they stand in needs-attention.csv',
+        'would write (preview-1.ods, …, marked as previews), and the donations that cannot be claimed as they stand in needs-attention-USERNAME.csv',
     )
     .requiredOption('--charity <username>', 'the charity')
     .requiredOption('--from <YYYY-MM-DD>', 'donations dated on or after this UK day', dayArgument)
@@ -312,8 +312,8 @@ export function giftaidCommand(): Command {
           }),
         }));
         const files = (await writeNewFiles(dir, spreadsheets, { family: /^preview-\d+\.ods$/, beforeWriting: audit })).map((name) => join(opts.out, name));
-        await writeAttention(dir, ATTENTION_FILE_NAME, assessed.needsAttention);
-        const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, ATTENTION_FILE_NAME) : null;
+        await writeAttention(dir, attentionFileName(opts.charity), assessed.needsAttention);
+        const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, attentionFileName(opts.charity)) : null;
         if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(assessed.claimableMinor), shortened: assessed.shortened });
 
         print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from} to ${opts.to} (claim date ${today}); nothing was claimed:`);

@@ -389,7 +389,14 @@ export function attentionCells(r: AttentionRow): string[] {
   ];
 }
 
-export const ATTENTION_FILE_NAME = 'needs-attention.csv';
+/**
+ * The list of the donations left out by a preview, or by a claim that claimed nothing: named for its
+ * charity, as one folder may take every charity's runs (a month's claims). Until 2026-11-30 it was
+ * needs-attention.csv for every charity, so the next charity's run replaced the list with its own
+ * donors, or removed it when it left nothing out (a tenants review). Only characters a file name
+ * takes plainly are kept (a generated username holds no others).
+ */
+export const attentionFileName = (username: string): string => `needs-attention-${username.replace(/[^A-Za-z0-9._-]/g, '_')}.csv`;
 
 // --- the rules, one by one ---
 

@@ -86,16 +86,16 @@ describe('bin/almoner giftaid: needs-attention CSV that reads back exactly', { c
         if (dir) rmSync(dir, { recursive: true, force: true });
       });
 
-      test('the preview (giftaid schedule) writes needs-attention.csv with every field as recorded', async () => {
+      test('the preview (giftaid schedule) writes needs-attention-USERNAME.csv with every field as recorded', async () => {
         const preview = json<{ needs_attention: string | null }>(
           await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'preview'), '--json']),
         );
-        assert.equal(preview.needs_attention, join(dir, 'preview', 'needs-attention.csv'));
+        assert.equal(preview.needs_attention, join(dir, 'preview', `needs-attention-${ctx.charity.username}.csv`));
         assert.deepEqual(readAttention(preview.needs_attention), expected);
       });
 
       test(
-        'LibreOffice opens needs-attention.csv with the text as text (apostrophe first where needed), the id and amount as numbers and the day as a date',
+        'LibreOffice opens needs-attention-USERNAME.csv with the text as text (apostrophe first where needed), the id and amount as numbers and the day as a date',
         { skip: noLibreOffice ?? (backend !== BACKENDS[0] && 'the file is the same from either backend: opened once') },
         async () => {
           const out = join(dir, 'opened');

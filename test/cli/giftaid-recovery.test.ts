@@ -37,8 +37,8 @@ test('a claim whose files could not all be written says which were, and how to l
     const args = said[1]!.replace(/^bin\/almoner /, '').replace(/DIR$/, again).split(' ');
     const listed = await almoner(database.url, args);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.ok(existsSync(join(again, 'needs-attention.csv')), listed.stdout);
-    assert.match(readFileSync(join(again, 'needs-attention.csv'), 'utf8'), /jane@example\.org/);
+    assert.ok(existsSync(join(again, `needs-attention-${username}.csv`)), listed.stdout);
+    assert.match(readFileSync(join(again, `needs-attention-${username}.csv`), 'utf8'), /jane@example\.org/);
   } finally {
     await database.drop();
   }

@@ -274,7 +274,7 @@ for (const backend of BACKENDS) {
         const out = tempDir();
         const next = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', out, '--json'])).stdout) as { claim: number | null };
         assert.equal(next.claim, null);
-        assert.match(readFileSync(join(out, 'needs-attention.csv'), 'utf8'), /a donation in claim 1 that a restore could not bring back/);
+        assert.match(readFileSync(join(out, `needs-attention-${username}.csv`), 'utf8'), /a donation in claim 1 that a restore could not bring back/);
       } finally {
         await database.drop();
       }

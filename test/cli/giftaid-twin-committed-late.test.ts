@@ -60,7 +60,7 @@ describe('a gift recorded twice whose first record commits after a claim took th
       const out = tempDir();
       const second = await cli(['giftaid', 'claim', '--charity', ctx.charity.username, '--out', out, '--to', '2026-11-29', '--json']);
       assert.deepEqual([second.claim, second.donations], [null, 0], 'the gift is in claim 1 already');
-      const attention = readFileSync(join(out, 'needs-attention.csv'), 'utf8');
+      const attention = readFileSync(join(out, `needs-attention-${ctx.charity.username}.csv`), 'utf8');
       assert.match(attention, new RegExp(`\\n${stored.id},Rita,Retry,.*the same donor \\(names, house and postcode\\), day and amount as donation ${retry.id}\\b`));
 
       // Claim 1 rejected (by mistake, say): the next claim takes the original, and sets the retry aside.

@@ -315,7 +315,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
 
       test('a second claim finds nothing new: no claim, no schedule file, exit 0; the donations left out are listed again', async () => {
         const again = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again'), '--json']));
-        assert.deepEqual(again, { claim: null, files: [], needs_attention: join(dir, 'again', 'needs-attention.csv'), donations: 0, total: '0.00', shortened: [] });
+        assert.deepEqual(again, { claim: null, files: [], needs_attention: join(dir, 'again', `needs-attention-${ctx.charity.username}.csv`), donations: 0, total: '0.00', shortened: [] });
         assert.equal(readAttention(again.needs_attention!).length, 8);
         const text = await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', ctx.charity.username, '--out', join(dir, 'again')]);
         assert.equal(text.code, 0, text.stderr);
@@ -489,7 +489,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         const third = await send('twice-5');
         const next = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', twice.username, '--out', join(dir, 'twice-2'), '--json']));
         assert.equal(next.claim, null);
-        const again = readAttention(next.needs_attention ?? join(dir, 'twice-2', 'needs-attention.csv'));
+        const again = readAttention(next.needs_attention ?? join(dir, 'twice-2', `needs-attention-${twice.username}.csv`));
         assert.deepEqual(again.map((r) => Number(r[0])), [second, third]);
         for (const r of again) assert.match(r[9]!, why);
 
@@ -498,7 +498,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
         assert.equal((await almoner(ctx.databaseUrl, ['donor', 'erase', '--email', String(body.donor_email)])).code, 0);
         const afterErasure = json<ClaimJson>(await almoner(ctx.databaseUrl, ['giftaid', 'claim', '--charity', twice.username, '--out', join(dir, 'twice-3'), '--json']));
         assert.equal(afterErasure.claim, null, 'nothing claimed twice');
-        assert.deepEqual(readAttention(afterErasure.needs_attention ?? join(dir, 'twice-3', 'needs-attention.csv')).map((r) => Number(r[0])), [second, third]);
+        assert.deepEqual(readAttention(afterErasure.needs_attention ?? join(dir, 'twice-3', `needs-attention-${twice.username}.csv`)).map((r) => Number(r[0])), [second, third]);
       });
 
       test('a gift sent again with gift_aid "yes", to add Gift Aid to a record without it, is claimed: the first is never claimed (it was set aside as "claimed once": a review)', async () => {

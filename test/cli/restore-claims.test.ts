@@ -73,7 +73,7 @@ for (const backend of BACKENDS) {
         const resentDir = tempDir();
         const resent = JSON.parse((await cli(['giftaid', 'claim', '--charity', username, '--out', resentDir, '--json'])).stdout) as { claim: number | null; needs_attention: string | null };
         assert.equal(resent.claim, null, JSON.stringify(resent));
-        assert.match(readFileSync(join(resentDir, 'needs-attention.csv'), 'utf8'), /a donation in claim 2 that a restore could not bring back .*it may be claimed already/);
+        assert.match(readFileSync(join(resentDir, `needs-attention-${username}.csv`), 'utf8'), /a donation in claim 2 that a restore could not bring back .*it may be claimed already/);
         // A new donation's claim takes the next number after the kept one, not 2 again (another amount: the same
         // donor, day and amount as the lost one would need attention too).
         await recordGiftAided(database.url, charityId, [{ donor_email: 'five@example.org', amount: '30.00' }]);
@@ -158,7 +158,7 @@ for (const backend of BACKENDS) {
       await recordGiftAided(database.url, id, [{ donor_email: 'yusuf@example.org', donor_first_name: 'Yusuf' }]);
       const again = await claim();
       assert.equal(again.claim, null);
-      assert.match(readFileSync(join(again.out, 'needs-attention.csv'), 'utf8'), /Yusuf.*a donation in claim 2 that a restore could not bring back/);
+      assert.match(readFileSync(join(again.out, `needs-attention-${username}.csv`), 'utf8'), /Yusuf.*a donation in claim 2 that a restore could not bring back/);
     } finally {
       await database.drop();
     }
@@ -212,7 +212,7 @@ test("a kept claim's row written before 2026-11-29, whose postcode's O was not y
     await recordGiftAided(database.url, id, [{ donor_email: 'again@example.org', donor_postcode: 'N1O 1AA', donor_first_name: 'Rev Dr Kim', amount: '7.00' }]);
     const again = await claimOf(username);
     assert.equal(again.claim, null, 'not claimed again');
-    assert.match(readFileSync(join(again.out, 'needs-attention.csv'), 'utf8'), /Rev Dr Kim.*a donation in claim 2 that a restore could not bring back/);
+    assert.match(readFileSync(join(again.out, `needs-attention-${username}.csv`), 'utf8'), /Rev Dr Kim.*a donation in claim 2 that a restore could not bring back/);
   } finally {
     await database.drop();
   }
