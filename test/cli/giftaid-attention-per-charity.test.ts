@@ -5,7 +5,6 @@
 // when it had nothing left out (a tenants review).
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { recordGiftAided } from '../support/app.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
