@@ -141,7 +141,7 @@ const reference = (d: GiftFacts): string => d.payment_confirmation_number ?? '';
 const giftKey = (d: GiftFacts, day: string): string => `${day}\0${d.amount_minor}\0${hmrcLastName(d.donor_last_name).toLowerCase()}`;
 
 /** A gift's keys: by its UK day, and, sent without a date near a UK midnight, by none (UNDATED). */
-const giftKeys = (d: GiftFacts): string[] =>
+export const giftKeys = (d: GiftFacts): string[] =>
   isUndated(d) && nearUkMidnight(d) ? [giftKey(d, donationDay(d.donation_date)), giftKey(d, UNDATED)] : [giftKey(d, donationDay(d.donation_date))];
 
 /** The gift and the donor as HMRC's schedule tells them, under each of the gift's keys (giftKeys): with the first name, the house (spaces aside) and the postcode as read for it. */
