@@ -580,7 +580,10 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         return { donations, ...taken, charities: charitiesSaid(continues, taken.charities) };
       },
       { duringRestore: true },
-    );
+    ).catch((err: unknown) => {
+      // pg_restore has run: as on SQLite, the database is the backup, marked (a review of 2026-11-30's changes found it said only the error here).
+      throw notFinished(err, describeDatabase(location), kept);
+    });
     if (again.finished) await unmark(place);
     print(`restored ${file} to ${describeDatabase(location)}` + (empty ? '' : `; the audit trail of what it replaced is kept as ${keptAs}`));
     if (kept) print(`the database that was there is kept as ${kept} (a pg_dump archive of its schema ${here})`);
