@@ -312,8 +312,9 @@ export function giftaidCommand(): Command {
           }),
         }));
         const files = (await writeNewFiles(dir, spreadsheets, { family: /^preview-\d+\.ods$/, beforeWriting: audit })).map((name) => join(opts.out, name));
-        await writeAttention(dir, attentionFileName(opts.charity), assessed.needsAttention);
-        const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, attentionFileName(opts.charity)) : null;
+        const attentionName = attentionFileName(opts.charity);
+        await writeAttention(dir, attentionName, assessed.needsAttention);
+        const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, attentionName) : null;
         if (opts.json) return printJson({ files, needs_attention: needsAttention, donations: assessed.rows.length, total: formatPounds(assessed.claimableMinor), shortened: assessed.shortened });
 
         print(`Gift Aid preview for ${opts.charity}, donations dated ${opts.from} to ${opts.to} (claim date ${today}); nothing was claimed:`);

@@ -268,8 +268,18 @@ export class ClaimLedger {
    * Every donation of the charity dated from `from` to `to` (stored timestamps, inclusive), Gift
    * Aid or not, claimed or not, erased or not: where a gift recorded twice is looked for (giftaid/twins.ts).
    */
-  dated(charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
-    return datedFacts(this.db, charityId, range);
+  async *dated(charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
+    const q = this.db
+      .selectFrom('donations')
+      .select(GIFT_FACTS)
+      // Whether it is in a live claim: the first record of its gift whatever its id (twinsAmong).
+      .select(({ exists, selectFrom }) =>
+        exists(selectFrom('giftaid_claim_donations as c').select(sql.lit(1).as('one')).whereRef('c.donation_id', '=', 'donations.id').where('c.live', '=', 1)).as('claimed'),
+      )
+      .where('charity_id', '=', charityId)
+      .where('donation_date', '>=', range.from)
+      .where('donation_date', '<=', range.to);
+    for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid), claimed: Boolean(r.claimed) };
   }
 
   /** How many of the charity's Gift Aid donations in the range are in a live claim. */
@@ -701,20 +711,6 @@ async function keptRowsOfLiveClaims(db: Kysely<Database>, charityId: number): Pr
 async function takeTurn(trx: Kysely<Database>, dialect: DatabaseLocation['dialect'], charityId: number): Promise<void> {
   // The charity's id hashed too, as any id fits an int4 then: two charities that share a hash only wait for each other.
   if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:claims'), hashtext(${String(charityId)}))`.execute(trx);
-}
-
-/** ClaimLedger.dated: each with whether it is in a live claim. */
-async function* datedFacts(db: Kysely<Database>, charityId: number, range: { from: string; to: string }): AsyncIterable<GiftFacts> {
-  const q = db
-    .selectFrom('donations')
-    .select(GIFT_FACTS)
-    .select(({ exists, selectFrom }) =>
-      exists(selectFrom('giftaid_claim_donations as c').select(sql.lit(1).as('one')).whereRef('c.donation_id', '=', 'donations.id').where('c.live', '=', 1)).as('claimed'),
-    )
-    .where('charity_id', '=', charityId)
-    .where('donation_date', '>=', range.from)
-    .where('donation_date', '<=', range.to);
-  for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid), claimed: Boolean(r.claimed) };
 }
 
 /**
