@@ -52,7 +52,7 @@ const msg = {
   // Both say what would do, for a person mapping fields in an automation tool (Zapier, Make), who sends
   // a form's "Yes" or a shop's "£10" and could not tell from "is invalid" what to change (a review, 2026-11-30).
   choice: (f: FieldSpec, choices: readonly string[]) => `The selected ${f.label} is invalid: it must be ${alternatives(choices)}, in lower case.`,
-  number: (f: FieldSpec) => `The ${f.label} must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.`,
+  number: (f: FieldSpec) => `The ${f.label} must be a number in digits, such as 10, 10.50 or 0.50, without a currency sign, thousands separators or spaces.`,
   min: (f: FieldSpec) => `The ${f.label} must be at least ${AMOUNT_MIN}.`,
   max: (f: FieldSpec) => `The ${f.label} must not be greater than ${AMOUNT_MAX}.`,
   decimals: (f: FieldSpec) => `The ${f.label} must not have more than 2 decimal places.`,

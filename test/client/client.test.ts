@@ -148,7 +148,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(err.errors, {
         donor_email: ['The donor email is required.'],
         gift_aid: ['The selected gift aid is invalid: it must be yes or no, in lower case.'],
-        amount: ['The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.'],
+        amount: ['The amount must be a number in digits, such as 10, 10.50 or 0.50, without a currency sign, thousands separators or spaces.'],
         donation_type: ['The donation type is required.'],
       });
       assert.deepEqual(err.body, { message: err.message, errors: err.errors });

@@ -8,7 +8,7 @@ import { rejection } from '../support/client.js';
 
 const GIFT_AID = 'The selected gift aid is invalid: it must be yes or no, in lower case.';
 const DONATION_TYPE = 'The selected donation type is invalid: it must be one-time, recurring or renewal, in lower case.';
-const AMOUNT = 'The amount must be a number, in digits with an optional decimal point (such as 10.00), without a currency sign, thousands separators or spaces.';
+const AMOUNT = 'The amount must be a number in digits, such as 10, 10.50 or 0.50, without a currency sign, thousands separators or spaces.';
 
 /** The ValidationError (422) a call rejects with; anything else fails the test. */
 async function invalid(call: Promise<unknown>): Promise<ValidationError> {

@@ -104,3 +104,58 @@ describe('out of file descriptors [postgres]', { skip: !POSTGRES ? 'TEST_DATABAS
     }
   });
 });
+
+/** One GET written on an open connection; its status line, headers and body. */
+function getOn(socket: net.Socket, path: string): Promise<{ status: number; head: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const timer = setTimeout(() => reject(new Error(`no answer to GET ${path} within 10 s: ${JSON.stringify(got.slice(0, 300))}`)), 10_000);
+    socket.on('data', (d) => {
+      got += d;
+      const [head, rest] = got.split('\r\n\r\n');
+      const length = /content-length: (\d+)/i.exec(head ?? '');
+      if (rest !== undefined && length && Buffer.byteLength(rest) >= Number(length[1])) {
+        clearTimeout(timer);
+        resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head!)![1]), head: head!, body: rest });
+      }
+    });
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  });
+}
+
+describe('out of file descriptors: the docs page', { skip: prlimitMissing() }, () => {
+  let database: TestDatabase | undefined;
+  let server: ServerProcess | undefined;
+
+  before(async () => {
+    assertBuilt();
+    database = await BACKENDS.find((b) => b.name === 'sqlite')!.createDatabase();
+  });
+
+  after(async () => {
+    await server?.stop('SIGTERM', 15_000).catch(() => {});
+    await database?.drop();
+  });
+
+  test("a docs file that cannot be opened (EMFILE) is a 503 saying the server is busy, not the database's, and is served once connections close", async () => {
+    server = await new ServerProcess(database!.url).listening();
+    execFileSync('prlimit', ['--pid', String(server.pid), `--nofile=${LIMIT}:${LIMIT}`]);
+    const port = Number(new URL(server.url).port);
+
+    const held = await holdConnections(port, LIMIT + 30, 1500);
+    assert.ok(held.length >= 20 && held.length < LIMIT, `connections the server kept: ${held.length}`);
+    const answer = await getOn(held[0]!, '/docs/swagger-ui.css'); // read from disk on first use: no descriptor left for it
+    assert.equal(answer.status, 503, answer.head);
+    assert.match(answer.head, /^retry-after: 1$/im);
+    assert.deepEqual(JSON.parse(answer.body), { message: 'The server is busy. Please try again shortly.' });
+    for (const s of held) s.destroy();
+    await new Promise((r) => setTimeout(r, 500));
+
+    const res = await fetch(`${server.url}/docs/swagger-ui.css`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/css/);
+    await server.stop('SIGTERM', 15_000);
+    assert.match(server.stdout, /out of file descriptors: a docs page file could not be opened/);
+    assert.doesNotMatch(server.stdout, /database unavailable/);
+  });
+});

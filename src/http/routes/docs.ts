@@ -196,7 +196,17 @@ export async function docsRoutes(app: FastifyInstance, { contactEmail }: { conta
         loaded.set(name, content);
         content.catch(() => loaded.delete(name)); // a failed read is tried again next time, not remembered
       }
-      const bytes = await content; // a failure is a plain 500, with the default no-store
+      let bytes: Buffer;
+      try {
+        bytes = await content;
+      } catch (err) {
+        // The process's open-files limit taken by client connections: a moment's want, not a fault, and
+        // nothing to do with the database (whose 503 it was until 2026-11-30, logged as "database unavailable").
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'EMFILE' && code !== 'ENFILE') throw err; // any other failure is a plain 500, with the default no-store
+        reply.log.warn({ code }, 'out of file descriptors: a docs page file could not be opened');
+        return reply.code(503).header('Retry-After', '1').send({ message: 'The server is busy. Please try again shortly.' });
+      }
       // The package's files change only with its version: let browsers keep them for a day.
       return reply.type(type).header('Cache-Control', 'public, max-age=86400').send(bytes);
     });
