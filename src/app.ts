@@ -154,7 +154,7 @@ export async function buildApp({
     // by its id (an authenticated request's), so abuse can be traced to an integration; a refused
     // one's by its address (clientShown).
     const route = request.routeOptions.url ?? '(no route)';
-    access?.({ reqId: request.id, method: request.method, route, status, ms, charity: request.charity?.id, client: clientShown(status) ? request.ip : undefined });
+    access?.({ reqId: request.id, method: request.method, route, status, ms, charity: request.charity?.id, charityTried: request.charityTried, client: clientShown(status) ? request.ip : undefined });
     answered?.(route, request.method, status, ms / 1000);
   };
   // The answers of one event-loop turn go out together at its end, one after another: a client on

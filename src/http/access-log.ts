@@ -1,5 +1,5 @@
 // The access line: one JSON line per request at `info`, the line pino writes for
-// `log.info({ reqId, method, route, status, ms, charity, client }, 'request')`, built as one template.
+// `log.info({ reqId, method, route, status, ms, charity, charity_tried, client }, 'request')`, built as one template.
 //
 // pino builds a line by walking the object it is given, key by key, and checking each value's
 // type; for this line, written for every request, that walk was most of its cost (docs/performance.md).
@@ -18,6 +18,8 @@ export interface AccessEntry {
   ms: number;
   /** The charity's id, when the request authenticated. */
   charity: number | undefined;
+  /** A 401's: the id of the charity whose username was given, when one has it (its password wrong or old, or it is disabled). */
+  charityTried?: number | undefined;
   /** The client's address (the proxy's X-Forwarded-For behind TRUST_PROXY), given for a refused authentication only: see clientShown. */
   client?: string | undefined;
 }
@@ -40,8 +42,9 @@ export function accessLog(logger: unknown): ((entry: AccessEntry) => void) | und
   const bindings = pino[symbols.chindingsSym] as string;
   const message = `,${JSON.stringify(pino[symbols.messageKeySym])}:"request"}\n`;
   const stream = pino[symbols.streamSym] as { write(line: string): void };
-  return ({ reqId, method, route, status, ms, charity, client }) => {
-    const who = (charity === undefined ? '' : `,"charity":${charity}`) + (client === undefined ? '' : `,"client":${quoted(client)}`);
+  return ({ reqId, method, route, status, ms, charity, charityTried, client }) => {
+    const who =
+      (charity === undefined ? '' : `,"charity":${charity}`) + (charityTried === undefined ? '' : `,"charity_tried":${charityTried}`) + (client === undefined ? '' : `,"client":${quoted(client)}`);
     stream.write(
       `${opening}${time()}${bindings},"reqId":${quoted(reqId)},"method":${quotedOften(method)},"route":${quotedOften(route)},"status":${status},"ms":${tenths(ms)}${who}${message}`,
     );

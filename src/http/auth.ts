@@ -14,6 +14,8 @@ declare module 'fastify' {
     charity: CharityCredential;
     /** When the credential was judged, on the app's clock. */
     authenticatedAt: number;
+    /** A 401's: the id of the charity whose username was given, when one has it. */
+    charityTried?: number;
   }
 }
 
@@ -122,13 +124,18 @@ export function basicAuth(
     // Anything else is checked afresh. The verdict and its count in the same turn (nothing awaited in
     // between): a guess judged after the limit was reached is refused even when it is right, so
     // guesses sent together are answered 401 no more often than the limit, and learn nothing past it.
-    const charity = given && authenticatedCharity(await credentials.fresh(given.username, request.database), given.password);
+    const found = given ? await credentials.fresh(given.username, request.database) : undefined;
+    const charity = given && authenticatedCharity(found, given.password);
     // A request with no Authorization header guesses nothing, and is not counted: clients that send the
     // credentials only once challenged (Python's urllib, PowerShell's -Credential, .NET's) send one before
     // every call, and were throttled after 10 calls a minute, right credentials and all (a review, 2026-11-30).
     const wait = charity || unasked ? await throttle.authenticationBlocked(request.ip, username) : await throttle.authenticationFailed(request.ip, username);
     if (wait) return answered(tooManyRequests(request, reply, wait, 'Too many failed authentication attempts.'));
     if (!charity) {
+      // The charity whose username was given (its password wrong or out of date, or the charity disabled): by its id,
+      // never the username as sent, which may be a password typed in the wrong box. So the operator can tell a
+      // charity its integration still sends a rotated password; until 2026-11-30 only its address said so.
+      if (found) request.charityTried = found.id;
       onFailure();
       await discardBody(request.raw, reply.raw);
       const answerAt = began + floorMs + (jitterMs > 0 ? randomInt(jitterMs * 1000) / 1000 : 0);

@@ -38,6 +38,14 @@ describe('request log lines', () => {
       const refusedLine = lines.find((l) => l.msg === 'request' && l.reqId === 'req-log-401');
       assert.equal(refusedLine?.client, '198.51.100.23', JSON.stringify(refusedLine));
       assert.equal(refusedLine?.charity, undefined);
+      // It names the charity whose username was tried, by its id (never the username as sent), so the operator
+      // can tell a charity that its integration still sends an old password; an unknown username names none.
+      assert.equal(refusedLine?.charity_tried, t.charity.id, JSON.stringify(refusedLine));
+      const unknown = `Basic ${Buffer.from(`${t.charity.username}x:wrong`).toString('base64')}`;
+      assert.equal((await t.app.inject({ method: 'POST', url: '/api/v1/me', headers: { authorization: unknown, 'x-request-id': 'req-log-401-unknown' } })).statusCode, 401);
+      const unknownLine = lines.find((l) => l.msg === 'request' && l.reqId === 'req-log-401-unknown');
+      assert.equal(Object.hasOwn(unknownLine!, 'charity_tried'), false, JSON.stringify(unknownLine));
+      assert.doesNotMatch(JSON.stringify(lines), new RegExp(`${t.charity.username}`), 'no username in the log');
 
       // A failure the route logs itself, through request.log.
       await t.store.close();
@@ -138,6 +146,7 @@ describe('request log lines', () => {
       { reqId: 'a "quoted" \\ id~', method: 'GET', route: '(no route)', status: 404, ms: 12, charity: undefined },
       { reqId: 'r', method: 'POST', route: '/api/v1/donation/create', status: 503, ms: 4501.3, charity: 123456 },
       { reqId: 'r401', method: 'POST', route: '/api/v1/me', status: 401, ms: 1.2, charity: undefined, client: '203.0.113.9' },
+      { reqId: 'r401-known', method: 'POST', route: '/api/v1/me', status: 401, ms: 1.2, charity: undefined, charityTried: 12, client: '203.0.113.9' },
       { reqId: 'r429', method: 'POST', route: '/api/v1/donation/create', status: 429, ms: 0.1, charity: 3, client: '2001:db8::"1\\' },
       // Written as one template, with its own quoting and its own way with the time: anything JSON escapes, and tenths.
       { reqId: 'tab\there, new\nline, \u0001, é, \u2028, \ud83d\ude00 and a lone \ud800', method: 'PATCH', route: '/x', status: 200, ms: 0, charity: 0 },
@@ -151,7 +160,8 @@ describe('request log lines', () => {
     const log = pino(options, { write: (line: string) => theirs.push(line) });
     for (const entry of entries) {
       write(entry);
-      log.info({ ...entry }, 'request');
+      const { charityTried, client, ...rest } = entry;
+      log.info({ ...rest, charity_tried: charityTried, client }, 'request');
     }
     assert.deepEqual(ours, theirs);
     assert.equal(accessLog(pino({ level: 'warn' }, { write: () => {} })), undefined, 'no access line below info');
