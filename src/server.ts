@@ -46,21 +46,35 @@ function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer }
   return pair;
 }
 
-/**
- * What to warn of a certificate that is not valid now (expired, or not yet valid), or nothing: it is
- * served all the same, as the operator may have nothing newer, but clients refuse it, and until
- * 2026-11-30 nothing said so, at start or at a reload that read an old file again (a review).
- */
-function certificateWarning({ cert }: { cert: Buffer }, now = new Date()): string | undefined {
-  let leaf: X509Certificate;
+/** When a certificate served is valid, from and to; undefined for a form X509Certificate does not read (createSecureContext took it). */
+function certificateDates({ cert }: { cert: Buffer }): { from: Date; to: Date } | undefined {
   try {
-    leaf = new X509Certificate(cert);
+    const leaf = new X509Certificate(cert);
+    return { from: new Date(leaf.validFrom), to: new Date(leaf.validTo) };
   } catch {
-    return undefined; // createSecureContext took it: a form X509Certificate does not read
+    return undefined;
   }
-  const [from, to] = [new Date(leaf.validFrom), new Date(leaf.validTo)];
+}
+
+/**
+ * Days before a certificate's end at which start-up and each reload warn of it: certbot renews at
+ * 30 days left, so a certificate with 14 left has missed its renewal for a fortnight.
+ */
+const CERTIFICATE_WARNING_DAYS = 14;
+
+/**
+ * What to warn of a certificate that is not valid now (expired, or not yet valid), or soon will not
+ * be, or nothing: it is served all the same, as the operator may have nothing newer, but clients
+ * refuse it, and until 2026-11-30 nothing said so, at start or at a reload that read an old file
+ * again (a review); nor that it was about to run out.
+ */
+function certificateWarning(dates: { from: Date; to: Date } | undefined, now = new Date()): string | undefined {
+  if (!dates) return undefined;
+  const { from, to } = dates;
   if (now > to) return `the TLS certificate expired on ${to.toISOString()}: clients refuse it; renew it, then send SIGHUP`;
   if (now < from) return `the TLS certificate is not valid until ${from.toISOString()}: clients refuse it until then (is the clock right?)`;
+  const days = Math.floor((to.getTime() - now.getTime()) / 86_400_000);
+  if (days < CERTIFICATE_WARNING_DAYS) return `the TLS certificate expires on ${to.toISOString()}, in ${days === 0 ? 'less than a day' : days === 1 ? '1 day' : `${days} days`}: renew it, then send SIGHUP`;
   return undefined;
 }
 
@@ -156,18 +170,21 @@ export async function serve(config: Config): Promise<void> {
   if (worker !== undefined) process.on('message', (m: unknown) => isMessage(m, 'almoner:stop') && void stop('SIGTERM')); // the primary's
   // SIGHUP: read the certificate and key again (renewed, say, by certbot) and serve them to new
   // connections; open ones keep theirs. A file that cannot be read keeps the old pair.
-  if (https) {
-    const warning = certificateWarning(https);
+  /** Says what the log and the metrics should of a certificate now served. */
+  const serving = (pair: { cert: Buffer }) => {
+    const dates = certificateDates(pair);
+    if (dates) metrics?.tlsCertificateExpires(dates.to);
+    const warning = certificateWarning(dates);
     if (warning) app.log.warn(warning);
-  }
+  };
+  if (https) serving(https);
   const reload = () => {
     if (!config.tls) return app.log.info('SIGHUP: no TLS certificate to reload');
     try {
       const renewed = readTls(config.tls);
       (app.server as unknown as HttpsServer).setSecureContext(renewed);
       app.log.info('SIGHUP: TLS certificate reloaded');
-      const warning = certificateWarning(renewed);
-      if (warning) app.log.warn(warning);
+      serving(renewed);
     } catch (err) {
       app.log.error({ err: loggable(err) }, 'SIGHUP: TLS certificate not reloaded; the old one is still served');
     }

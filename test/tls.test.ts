@@ -1,6 +1,7 @@
 // Native HTTPS: bin/almoner serve with TLS_CERT_FILE and TLS_KEY_FILE, with a certificate the
 // test makes for itself. TLS is the same on every backend, so this runs on SQLite only.
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { connect as netConnect } from 'node:net';
@@ -231,6 +232,53 @@ describe('HTTPS', () => {
       old.kill();
     }
   });
+
+  for (const workers of ['1', '2']) {
+    test(`WORKERS=${workers}: a certificate within 14 days of its end is said at start and at a reload, and /metrics gives its end (nothing did until 2026-11-30)`, async () => {
+      const days = (n: number) => new Date(Date.now() + n * 24 * 3600 * 1000);
+      const make = (notAfterDate: Date) =>
+        selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+          notAfterDate,
+          keySize: 2048,
+          extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+        });
+      const endOf = (pem: string) => new X509Certificate(pem).validTo;
+      const soon = await make(days(5.5));
+      const dir = tempDir();
+      const files = { TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') };
+      writeFileSync(files.TLS_CERT_FILE, soon.cert);
+      writeFileSync(files.TLS_KEY_FILE, soon.private);
+      const running = new ServerProcess(database.url, { ...files, WORKERS: workers });
+      try {
+        await running.listening();
+        await until('every worker listens', 10_000, () => running.logLines().filter((l) => l.includes('Server listening at')).length >= Number(workers));
+        const warning = /the TLS certificate expires on (\S+), in 5 days: renew it, then send SIGHUP/;
+        await until('the warning', 5_000, () => warning.test(running.stdout), () => running.stdout);
+        assert.equal(new Date(warning.exec(running.stdout)![1]!.replace(/,$/, '')).getTime(), new Date(endOf(soon.cert)).getTime());
+        const expiry = async (ca: string) => {
+          const { status, body } = await get(`${running.url}/metrics`, { ca });
+          assert.equal(status, 200);
+          const m = /^almoner_tls_certificate_expiry_timestamp_seconds (\S+)$/m.exec(body);
+          assert.ok(m, 'the metric is there');
+          return Number(m[1]) * 1000;
+        };
+        assert.equal(await expiry(soon.cert), new Date(endOf(soon.cert)).getTime()); // one worker's, not the sum of two
+
+        // Renewed: the metric follows, and nothing more is said.
+        const renewed = await make(days(90));
+        writeFileSync(files.TLS_CERT_FILE, renewed.cert);
+        writeFileSync(files.TLS_KEY_FILE, renewed.private);
+        running.signal('SIGHUP');
+        const reloads = () => running.stdout.match(/TLS certificate reloaded/g)?.length ?? 0;
+        await until('every worker reloaded', 5_000, () => reloads() >= Number(workers));
+        assert.equal(await expiry(renewed.cert), new Date(endOf(renewed.cert)).getTime());
+        assert.equal(running.stdout.match(/the TLS certificate expires on/g)?.length, Number(workers), 'said once a worker, at start only');
+        assert.deepEqual(await running.stop('SIGTERM', 15_000), { code: 0, signal: null });
+      } finally {
+        running.kill();
+      }
+    });
+  }
 
   // Last: it stops the server.
   test('a connection still in its TLS handshake, or idle after it, does not hold SIGTERM up: exit 0 at once', async () => {

@@ -1,7 +1,7 @@
 // Prometheus metrics. Labels never carry personal data or a charity's identity: routes are
 // patterns, and donations are counted by their kind only.
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MetricsSnapshot } from '../cluster/metrics.js';
 import { loggable } from '../loggable.js';
 
@@ -70,6 +70,20 @@ export class Metrics {
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
     registers: [this.registry],
   });
+
+  /** Made when a certificate is first served (TLS_CERT_FILE): a series of 0 would say one had expired. */
+  private certificateExpiry: Gauge | undefined;
+
+  /** When the TLS certificate now served stops being valid: at start, and at each SIGHUP that reloads it. */
+  readonly tlsCertificateExpires = (at: Date): void => {
+    this.certificateExpiry ??= new Gauge({
+      name: 'almoner_tls_certificate_expiry_timestamp_seconds',
+      help: 'When the TLS certificate served (TLS_CERT_FILE) stops being valid, in seconds since the epoch (the soonest of the workers\'). Alert when it is under 14 days away.',
+      aggregator: 'min',
+      registers: [this.registry],
+    });
+    this.certificateExpiry.set(at.getTime() / 1000);
+  };
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
