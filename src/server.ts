@@ -110,6 +110,8 @@ export async function serve(config: Config): Promise<void> {
     logs.flushSync();
     process.exit(code);
   };
+  // Under WORKERS: a connection the primary hands on that this worker has no descriptor for is dropped, not lost with the worker's place in the rotation (cluster/lost-connections.ts).
+  if (worker !== undefined) (await import('./cluster/lost-connections.js')).answerForLostConnections();
   const store = await openServerStore(config.database);
   // Under WORKERS on SQLite, one writer for all: the primary writes every worker's creates (cluster/creates.ts).
   const primaryWrites = worker !== undefined && config.database.dialect === 'sqlite';
