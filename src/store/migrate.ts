@@ -12,16 +12,75 @@ const INSUFFICIENT_PRIVILEGE = '42501';
 export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   if (await isUpToDate(db, dialect)) return;
   if (dialect === 'sqlite') return migrateOn(db, dialect); // SQLite's write lock serialises migrators
-  // Instances starting together take turns: a session-level advisory lock held on one connection
-  // covers the whole run, including the creation of Kysely's own bookkeeping tables.
-  await db.connection().execute(async (conn) => {
-    await sql`select pg_advisory_lock(hashtext('almoner:migrate'))`.execute(conn);
-    try {
-      await migrateOn(conn, dialect);
-    } finally {
-      await sql`select pg_advisory_unlock(hashtext('almoner:migrate'))`.execute(conn);
-    }
+  // Instances starting together take turns on a lock of one transaction, which does the whole run
+  // (its bookkeeping table, the withdrawn migrations undone, every pending migration). Until
+  // 2026-11-30 this was a session-level advisory lock, and Kysely's Migrator took another: behind
+  // a transaction pooler (PgBouncer's pool_mode = transaction) each statement outside a transaction
+  // may run on another server connection, so a second instance could take the "held" lock on the
+  // same one, and the unlock ran elsewhere and released nothing: the lock stayed with an idle
+  // server connection of the pooler, and the next start that had a migration to run waited for it
+  // until its query timed out, exit 1, again at each restart (an operator's review).
+  try {
+    await db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtext('almoner:migrate'))`.execute(trx);
+      await migratePostgres(trx);
+    });
+  } catch (err) {
+    const migration = (err as { migration?: string }).migration;
+    // The database gone before a migration ran (its lock waited for past the query timeout, say): said as such, as before.
+    if (err instanceof ConfigError || (migration === undefined && isDatabaseUnavailable(err))) throw err;
+    throw migrationFailed(err, migration);
+  }
+}
+
+/**
+ * On PostgreSQL, within `trx` (which holds the migrators' lock): what Kysely's Migrator does, in
+ * the same tables, all in one transaction as it does, without its session-level lock. A failed
+ * migration's error names it (`migration`).
+ */
+async function migratePostgres(trx: Kysely<Database>): Promise<void> {
+  const table = sql.table(DEFAULT_MIGRATION_TABLE);
+  // Looked for first, as Kysely does: "create table if not exists" is refused to a user without CREATE on the schema, even when the table is there.
+  const { rows: found } = await sql<{ t: string | null }>`select to_regclass(${DEFAULT_MIGRATION_TABLE}) as t`.execute(trx);
+  if (found[0]?.t == null) await sql`create table ${table} (name varchar(255) not null primary key, "timestamp" varchar(255) not null)`.execute(trx);
+  await undoWithdrawn(trx, 'postgres');
+  const applied = (await sql<{ name: string }>`select name from ${table} order by "timestamp", name`.execute(trx)).rows.map((row) => row.name);
+  refuseNewer(newerThanThis('postgres', applied));
+  const all = migrations('postgres');
+  const known = Object.keys(all).sort();
+  applied.forEach((name, i) => {
+    if (known[i] !== name) throw new Error(`corrupted migrations: expected previously executed migration ${name} to be at index ${i} but ${known[i]} was found in its place`);
   });
+  for (const name of known.slice(applied.length)) {
+    try {
+      await all[name]!.up(trx);
+    } catch (err) {
+      throw Object.assign(err as object, { migration: name });
+    }
+    await sql`insert into ${table} (name, "timestamp") values (${name}, ${new Date().toISOString()})`.execute(trx);
+  }
+}
+
+/** A newer Almoner's migrations in the database: refused (exit 2). Kysely said "corrupted migrations: previously executed migration 0099_x is missing". */
+function refuseNewer(newer: string[]): void {
+  if (newer.length === 0) return;
+  throw new ConfigError(
+    `the database's schema is newer than this Almoner's (it has ${newer.sort().join(', ')}): run the version of Almoner that made it, ` +
+      'or restore a backup made by this one; nothing was changed',
+  );
+}
+
+/** A migration's failure as said to the operator: a user who may not change the tables, exit 2; anything else, exit 1. */
+function migrationFailed(error: unknown, failed: string | undefined): Error {
+  const said = error instanceof Error ? error.message : String(error);
+  // A user who may read the tables but not change them, with a migration to run (an upgrade): said so, exit 2, where the
+  // database's own words came through, exit 1, which systemd restarts for good (a review, 2026-11-30).
+  if ((error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE) {
+    return new ConfigError(
+      `this database user may not bring Almoner's tables up to date${failed ? ` (migration ${failed})` : ''}: ${said}. Run bin/almoner once as the user that owns them (any command: it migrates), then start the server again; nothing was changed`,
+    );
+  }
+  return new Error(`Database migration${failed ? ` ${failed}` : ''} failed: ${said}`);
 }
 
 /**
@@ -46,14 +105,7 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
   const known = Object.keys(migrations(dialect));
   // One that was taken back is undone by migrateOn, not taken for a newer Almoner's.
   if (applied.some((name) => name in WITHDRAWN_MIGRATIONS)) return false;
-  const newer = newerThanThis(dialect, applied).sort();
-  // Kysely said "corrupted migrations: previously executed migration 0099_x is missing".
-  if (newer.length > 0) {
-    throw new ConfigError(
-      `the database's schema is newer than this Almoner's (it has ${newer.join(', ')}): run the version of Almoner that made it, ` +
-        'or restore a backup made by this one; nothing was changed',
-    );
-  }
+  refuseNewer(newerThanThis(dialect, applied));
   return applied.length === known.length && known.every((name) => applied.includes(name));
 }
 
@@ -145,16 +197,5 @@ async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialec
   await undoWithdrawn(db, dialect);
   const provider = { getMigrations: async () => migrations(dialect) };
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
-  if (error) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-    const said = error instanceof Error ? error.message : String(error);
-    // A user who may read the tables but not change them, with a migration to run (an upgrade): said so, exit 2, where the
-    // database's own words came through, exit 1, which systemd restarts for good (a review, 2026-11-30).
-    if ((error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE) {
-      throw new ConfigError(
-        `this database user may not bring Almoner's tables up to date${failed ? ` (migration ${failed})` : ''}: ${said}. Run bin/almoner once as the user that owns them (any command: it migrates), then start the server again; nothing was changed`,
-      );
-    }
-    throw new Error(`Database migration${failed ? ` ${failed}` : ''} failed: ${said}`);
-  }
+  if (error) throw migrationFailed(error, results?.find((r) => r.status === 'Error')?.migrationName);
 }

@@ -49,7 +49,7 @@ function postgres(serverUrl: string): Backend {
   return {
     name: 'postgres',
     async createDatabase() {
-      const name = `almoner_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+      const name = `${TEST_DATABASE_PREFIX}_${process.pid}_${randomBytes(4).toString('hex')}`;
       await queryPostgres(serverUrl, `create database ${name}`);
       const url = new URL(serverUrl);
       url.pathname = `/${name}`;
@@ -98,6 +98,9 @@ export async function waitingForAdvisoryLock(client: pg.Client): Promise<'waitin
 }
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
+
+/** What each test database's name begins with (letters, digits, `_`): `almoner_test` unless TEST_DATABASE_PREFIX says, for runs beside others on one server. */
+const TEST_DATABASE_PREFIX = /^[a-z_][a-z0-9_]{0,30}$/.test(process.env.TEST_DATABASE_PREFIX ?? '') ? process.env.TEST_DATABASE_PREFIX! : 'almoner_test';
 
 export const BACKENDS: Backend[] = [sqlite, ...(TEST_DATABASE_URL ? [postgres(TEST_DATABASE_URL)] : [])];
 export const SQLITE = sqlite;
