@@ -40,9 +40,13 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
  */
 async function migratePostgres(trx: Kysely<Database>): Promise<void> {
   const table = sql.table(DEFAULT_MIGRATION_TABLE);
-  // Looked for first, as Kysely does: "create table if not exists" is refused to a user without CREATE on the schema, even when the table is there.
-  const { rows: found } = await sql<{ t: string | null }>`select to_regclass(${DEFAULT_MIGRATION_TABLE}) as t`.execute(trx);
-  if (found[0]?.t == null) await sql`create table ${table} (name varchar(255) not null primary key, "timestamp" varchar(255) not null)`.execute(trx);
+  // Looked for first, as Kysely does: "create table if not exists" is refused to a user without CREATE on the schema, even when
+  // the table is there. In pg_class, read as of this statement: not to_regclass, which answers from the connection's cache and,
+  // on a connection that had looked for the table before the instance it waited for made it, said it was not there.
+  const { rows: found } = await sql<{ n: number }>`
+    select count(*)::int as n from pg_catalog.pg_class c join pg_catalog.pg_namespace s on s.oid = c.relnamespace
+      where c.relname = ${DEFAULT_MIGRATION_TABLE} and s.nspname = any (current_schemas(false))`.execute(trx);
+  if (found[0]!.n === 0) await sql`create table ${table} (name varchar(255) not null primary key, "timestamp" varchar(255) not null)`.execute(trx);
   await undoWithdrawn(trx, 'postgres');
   const applied = (await sql<{ name: string }>`select name from ${table} order by "timestamp", name`.execute(trx)).rows.map((row) => row.name);
   refuseNewer(newerThanThis('postgres', applied));

@@ -92,3 +92,40 @@ describe('PostgreSQL: migrations through a transaction pooler', { skip: postgres
     assert.equal(Number((await sql<{ n: number }>`select count(*) as n from donations`.execute(db)).rows[0]!.n), 0);
   });
 });
+
+describe('PostgreSQL: two instances migrating a new database at once, each on a connection of its own', { skip: postgres ? false : 'TEST_DATABASE_URL is not set', timeout: 60_000 }, () => {
+  let database: TestDatabase;
+  after(() => database?.drop());
+
+  // Each instance first looks for the tables (not there) on its connection, then waits for the other's migration
+  // to commit. The one that waited made the bookkeeping table again, "relation kysely_migration already exists",
+  // exit 1, when it asked to_regclass, which answers from the connection's cache, where the earlier look left "not
+  // there" (this fix's first version: 2 of 3 starts of two servers through PgBouncer on a new database).
+  test('the one that waited finds the migrations done', async () => {
+    database = await postgres!.createDatabase();
+    const outsider = new pg.Client({ connectionString: database.url });
+    await outsider.connect();
+    const instances = [0, 1].map(() => new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 1 }) }) }));
+    try {
+      await outsider.query("begin; select pg_advisory_xact_lock(hashtext('almoner:migrate'))");
+      // Each connection has looked for the bookkeeping table as openStore does (hasAlmonersTables) before it migrates: not there.
+      for (const db of instances) await sql`select to_regclass('kysely_migration')`.execute(db);
+      const both = instances.map((db) => migrate(db, 'postgres'));
+      // Asked on connections of their own: within the outsider's transaction pg_stat_activity is as it was at its first look.
+      const waiting = "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()";
+      while ((await queryPostgres<{ n: number }>(database.url, waiting))[0]!.n < 2) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await outsider.query('commit');
+      await Promise.all(both);
+      const applied = await queryPostgres<{ name: string }>(database.url, 'select name from kysely_migration order by name');
+      assert.deepEqual(
+        applied.map((r) => r.name),
+        Object.keys(migrations('postgres')).sort(),
+      );
+    } finally {
+      await outsider.end();
+      await Promise.all(instances.map((db) => db.destroy()));
+    }
+  });
+});
