@@ -118,17 +118,25 @@ function describeClaimRows(rows: ClaimRowErasure[], dryRun: boolean): string[] {
 
 /** What an erasure did (or would do) to each donation, and why it kept what it kept. */
 export function describeErasures(found: DonationErasure[], dryRun: boolean): string[] {
+  return [...erasureLines(found, dryRun), erasureSummary(found.length, dryRun)];
+}
+
+/** A line for each donation: what was erased (or would be), and what is kept until when. */
+export function erasureLines(found: DonationErasure[], dryRun: boolean): string[] {
   const label = (name: string) => DONATION_FIELDS.find((f) => f.name === name)!.label;
-  const lines = found.map(({ id, charity, day, giftAid, erasure }) => {
+  return found.map(({ id, charity, day, giftAid, erasure }) => {
     const erased = erasure.erased.length ? `${dryRun ? 'would erase' : 'erased'} ${erasure.erased.map(label).join(', ')}` : 'nothing left to erase';
     const kept = erasure.keptUntil
       ? `; kept ${erasure.kept.map((n) => (n === 'donor_address' ? 'house name or number' : label(n))).join(', ')} until ${erasure.keptUntil}: HMRC requires Gift Aid records for six years after the end of the accounting period or tax year of the donation`
       : '';
     return `donation ${id} (${charity}, ${day}, ${giftAid ? 'Gift Aid' : 'no Gift Aid'}): ${erased}${kept}`;
   });
-  return [
-    ...lines,
-    `${found.length} donation${found.length === 1 ? '' : 's'}${dryRun ? ' (a dry run: nothing was changed)' : ''}. ` +
-      'Amounts, dates, Gift Aid and zakat flags, payment methods and confirmation numbers are kept, so totals and claims still add up.',
-  ];
+}
+
+/** The line after them: how many, and what is kept. */
+export function erasureSummary(n: number, dryRun: boolean): string {
+  return (
+    `${n} donation${n === 1 ? '' : 's'}${dryRun ? ' (a dry run: nothing was changed)' : ''}. ` +
+    'Amounts, dates, Gift Aid and zakat flags, payment methods and confirmation numbers are kept, so totals and claims still add up.'
+  );
 }

@@ -106,6 +106,19 @@ export function toStdoutStream(): Transform {
 export function print(text: string): void {
   process.stdout.write(`${forStdout(text)}\n`);
 }
+/** Writes `lines`, then waits until standard output has taken them, if it had more than it could hold: a command printing many keeps no more than that in memory. */
+export async function printDrained(lines: string[]): Promise<void> {
+  if (process.stdout.write(`${forStdout(lines.join('\n'))}\n`)) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      process.stdout.off('drain', done);
+      process.stdout.off('close', done);
+      process.stdout.off('error', done);
+      resolve();
+    };
+    process.stdout.on('drain', done).on('close', done).on('error', done);
+  });
+}
 export function printJson(value: unknown): void {
   print(JSON.stringify(value));
 }

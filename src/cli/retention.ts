@@ -2,8 +2,9 @@
 import { Command } from 'commander';
 import { retentionYearsFromEnv } from '../config.js';
 import { ukDay } from '../time.js';
-import { describeErasures, sayTracesLeft } from './donor.js';
-import { print, withStore } from './io.js';
+import type { DonationErasure } from '../store/donors.js';
+import { erasureLines, erasureSummary, sayTracesLeft } from './donor.js';
+import { print, printDrained, withStore } from './io.js';
 
 export function retentionCommand(): Command {
   const retention = new Command('retention').description("donors' personal data kept no longer than it must be");
@@ -14,8 +15,14 @@ export function retentionCommand(): Command {
     .action(async (opts: { dryRun?: boolean }) => {
       const retentionYears = retentionYearsFromEnv();
       const dryRun = opts.dryRun === true;
-      const run = await withStore((store) => store.donors.applyRetention({ today: ukDay(new Date()), retentionYears, dryRun }));
-      for (const line of describeErasures(run.erased, dryRun)) print(line);
+      let count = 0;
+      // Each batch's lines as it is done, the reader keeping up: all of them held until the end took 2.9 GB for 607,000 donations (a review).
+      const each = async (erased: DonationErasure[]) => {
+        count += erased.length;
+        if (erased.length > 0) await printDrained(erasureLines(erased, dryRun));
+      };
+      const run = await withStore((store) => store.donors.applyRetention({ today: ukDay(new Date()), retentionYears, dryRun, each }));
+      print(erasureSummary(count, dryRun));
       sayTracesLeft(run.tracesLeft);
     });
   return retention;
