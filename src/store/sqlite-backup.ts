@@ -1,7 +1,7 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
@@ -59,10 +59,40 @@ const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
  * and checked, then renamed into place: `out` is a whole, checked copy or nothing.
  */
 export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
-  return putInPlace(out, async (partial) => {
-    await copyRows(source, partial, out, { tidy: false, userVersion: BACKUP_MARK }); // the live database
-    return checkCopy(partial);
-  });
+  return putInPlace(
+    out,
+    async (partial) => {
+      await copyRows(source, partial, out, { tidy: false, userVersion: BACKUP_MARK }); // the live database
+      return checkCopy(partial);
+    },
+    () => {},
+    { overwrite: false },
+  );
+}
+
+/**
+ * Puts `partial` at `target` only if nothing is there: a hard link, which fails if the name is
+ * taken, where a rename replaces what is there. The command looks for a file of that name before it
+ * begins, but another backup to the same name begun at the same moment (overlapping timers, a
+ * script run again while its first run still went) looked too, found none, and each renamed its
+ * copy into place, the second over the first, both saying `backup written` (a review, 2026-11-30:
+ * in 8 rounds of 15). A file system without hard links (some FUSE and network ones) is looked at
+ * first and then renamed into, as before.
+ */
+function placeAsNew(partial: string, target: string): void {
+  try {
+    linkSync(partial, target);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      throw new CopyRefused(`${target} was written meanwhile, by another command (another backup to the same name, begun at the same time?): it is left as it is, and this copy is not kept; give the backup a new name`);
+    }
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+    if (existsSync(target)) throw new CopyRefused(`${target} was written meanwhile, by another command: it is left as it is, and this copy is not kept; give the backup a new name`);
+    renameSync(partial, target);
+    return;
+  }
+  rmSync(partial, { force: true });
 }
 
 /**
@@ -261,7 +291,7 @@ const partialOf = (target: string, pid: number) => `${target}.partial-${pid}`;
  * `beforeRename` makes room, and it is renamed into place, so `target` is whole or untouched; on a
  * failure before that rename the file beside it is removed.
  */
-async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>, beforeRename: () => void = () => {}): Promise<T> {
+async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>, beforeRename: () => void = () => {}, { overwrite = true } = {}): Promise<T> {
   const partial = partialOf(target, process.pid);
   // Made first, empty and its owner's alone (VACUUM INTO takes an empty file, and SQLite gives its
   // journal the file's mode): until 2026-11-29 SQLite made it as the umask allowed, 0644 under the usual
@@ -284,7 +314,8 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
     chmodSync(partial, PRIVATE_FILE); // as it was made, whatever happened to it meanwhile
     syncFile(partial);
     beforeRename();
-    renameSync(partial, target);
+    if (overwrite) renameSync(partial, target);
+    else placeAsNew(partial, target);
     syncFile(dirname(target));
     return result;
   } catch (err) {
