@@ -4,7 +4,7 @@
 // `schedule` previews, claiming nothing. The rules live in src/giftaid/schedule.ts, the
 // spreadsheet in src/giftaid/ods.ts; this file reads, decides what to write, and writes.
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, rmSync } from 'node:fs';
 import { access, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Argument, Command, InvalidArgumentError } from 'commander';
@@ -83,6 +83,10 @@ export function giftaidCommand(): Command {
         // leaves nothing behind (until 2026-11-30 it left the folder it had made, empty; a README audit).
         await refuseOtherClaims(dir);
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
+        // Held until the command ends: another claim into this folder at the same time (overlapping timers, a script run
+        // again) looked, found it empty, recorded its claim and was refused its files (until 2026-11-30; a review).
+        await holdFolder(dir, opts.out);
+        await refuseOtherClaims(dir); // again, now that no other can be writing there: one that just finished may have written its files
         const { claim, assessed } = await prepareClaim(store, charity.id, upTo, today, opts.periodEnd, opts.checkedSinceBackup);
         if (!claim) {
           // No claim, so no entry from the ledger; the donations left out are still written out (names, addresses).
@@ -255,6 +259,7 @@ export function giftaidCommand(): Command {
         const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count, ...(opts.resend && { resend: true }) } });
         const spreadsheets = await claimSpreadsheets(store, claim, charity.name, { resend: opts.resend === true });
         await makeFolder(dir, opts.out); // once the files can be made: a claim short of its rows, refused, leaves no folder (it did until 2026-11-30)
+        await holdFolder(dir, opts.out); // not while a claim writes there (holdFolder)
         const files = (await writeNewFiles(dir, spreadsheets, { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
         if (opts.json) return printJson({ claim: id, files });
         print(`Claim ${id} (${claim.status}): ${files.join(', ')}`);
@@ -461,10 +466,65 @@ async function makeFolder(dir: string, out: string): Promise<void> {
   const missing: string[] = [];
   for (let d = dir; !(await exists(d)); d = dirname(d)) missing.unshift(d);
   try {
-    for (const d of missing) await mkdir(d, { mode: 0o700 }); // its files' names say whose claims are in it: the owner's alone, whatever the umask
+    for (const d of missing) {
+      // its files' names say whose claims are in it: the owner's alone, whatever the umask
+      await mkdir(d, { mode: 0o700 }).catch(async (err: NodeJS.ErrnoException) => {
+        // Made meanwhile by another command given the same folder: there it is (until 2026-11-30 this said it could not be created).
+        if (err.code !== 'EEXIST' || !(await stat(d).then((s) => s.isDirectory(), () => false))) throw err;
+      });
+    }
     await access(dir, constants.W_OK);
   } catch (err) {
     throw new UsageError(`--out ${out} cannot be created or written to (${(err as NodeJS.ErrnoException).code ?? String(err)}).`);
+  }
+}
+
+/** The file in a claim's folder whose lock holdFolder takes (hidden, no schedule's name; removed, with SQLite's -journal beside it, when the command ends). */
+const FOLDER_HOLD = '.almoner-giftaid.lock';
+
+/**
+ * Holds the --out folder for this command until it ends: an exclusive SQLite lock on a file in it,
+ * which goes with the process, killed or not (as keep-replaced's claim, restoring.ts). Refused (exit
+ * 2, nothing recorded) while another `giftaid claim` or `giftaid files` holds it: two claims into one
+ * folder at once each found it empty, both were recorded, and the second was refused its files
+ * (exit 1), its donations held by a claim whose files it had not written (a review, 2026-11-30: in
+ * 19 rounds of 20, on SQLite and on PostgreSQL). The file is removed as the process exits, still
+ * held; one that waited for it and then found it gone (or another in its place) looks again.
+ */
+async function holdFolder(dir: string, out: string): Promise<void> {
+  const file = join(dir, FOLDER_HOLD);
+  const Sqlite = (await import('better-sqlite3')).default;
+  for (let attempt = 1; ; attempt++) {
+    const before = await stat(file).then((s) => s.ino, () => undefined);
+    let held: InstanceType<typeof Sqlite> | undefined;
+    try {
+      held = new Sqlite(file);
+      // A moment's wait: two begun at the same instant each take a shared lock on the way to the exclusive one, and SQLite
+      // answers one of them busy at once so that the other goes on (restoring.ts says more).
+      held.pragma('busy_timeout = 250');
+      held.exec('BEGIN EXCLUSIVE');
+    } catch (err) {
+      held?.close();
+      const code = (err as { code?: string }).code ?? '';
+      if (code.startsWith('SQLITE_BUSY')) {
+        throw new UsageError(
+          `another giftaid claim or giftaid files is writing to --out ${out} now: wait for it to end (the folder then holds its claim's files), or give this claim a folder of its own.`,
+        );
+      }
+      throw new UsageError(`--out ${out} cannot be held for this command's files (${FOLDER_HOLD} in it: ${(err as Error).message}).`);
+    }
+    const after = await stat(file).then((s) => s.ino, () => undefined);
+    if (after !== undefined && (before === undefined || after === before)) {
+      const lock = held;
+      process.once('exit', () => {
+        rmSync(file, { force: true }); // while still held, so that no other takes it and then loses it
+        rmSync(`${file}-journal`, { force: true }); // SQLite's, made as the lock was taken
+        lock.close();
+      });
+      return;
+    }
+    held.close(); // the one it waited for was removed by its holder as it ended
+    if (attempt === 5) throw new UsageError(`--out ${out} cannot be held for this command's files: ${FOLDER_HOLD} in it keeps being replaced.`);
   }
 }
 
