@@ -13,7 +13,7 @@ import { charitiesChangedIn, charityChangesAfter, claimsUnsettledBy, type Charit
 import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
 import { columnsSetBy, type CredentialColumn, OLD_PASSWORD_LEFT, type Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, readReplaced, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, readReplaced, refuseOccupied, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE, refuseBackup } from '../store/open.js';
@@ -106,6 +106,7 @@ export function restoreCommand(): Command {
       const began = new Date();
       const keptAs = besideFile(target, began);
       const existed = existsSync(target);
+      if (existed) await refusalsAreUsage(() => refuseOccupied(target, replace)); // not marked, for others to see, only to be refused
       await markOrRefuse(place, thisRestore(file, existed ? [keptAs] : [], existed, began));
       const { summary, replaced: swapped } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs: keptAs })).catch(async (err: unknown) => {
         // Nothing replaced yet, or the restore stands (a failure after the swap): then its mark stays, for keep-replaced.

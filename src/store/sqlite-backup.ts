@@ -207,6 +207,19 @@ export async function inUse(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * Refuses a restore over the database at `target` without `replace`, or while a server or another
+ * command has it open. Asked by the restore before it marks the database too (backup.ts): a restore
+ * refused for a running server had marked it first, and a backup or a claim begun in those
+ * milliseconds was refused, told that a restore had not finished and to run keep-replaced with a
+ * file that never was (a review, 2026-11-30: 2 rounds of 6, restore beside backup). Asked again
+ * once it is marked, as a server may have started meanwhile.
+ */
+export async function refuseOccupied(target: string, replace: boolean): Promise<void> {
+  if (!replace) throw new CopyRefused(`there is a database at ${target} already: add --replace to put the backup in its place (the old one is kept beside it, renamed)`);
+  if (await inUse(target)) throw new CopyRefused(`the database at ${target} is in use (a server or another command has it open): stop it, then restore`);
+}
+
 /** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger; and whether it is a copy `backup` wrote (BACKUP_MARK). */
 export type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy; backupCopy?: boolean };
 
@@ -243,8 +256,7 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
   const summary = await checkCopy(from);
   const exists = existsSync(target);
   if (exists) {
-    if (!replace) throw new CopyRefused(`there is a database at ${target} already: add --replace to put the backup in its place (the old one is kept beside it, renamed)`);
-    if (await inUse(target)) throw new CopyRefused(`the database at ${target} is in use (a server or another command has it open): stop it, then restore`);
+    await refuseOccupied(target, replace);
   } else {
     const stale = SIDE_FILES.map((suffix) => target + suffix).filter((path) => existsSync(path));
     if (stale.length > 0) {
