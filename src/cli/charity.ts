@@ -55,7 +55,7 @@ export function charityCommand(): Command {
     .option('--grace <duration>', 'let the old password go on working this long too (30m, 24h, 7d; at most 7d), so an integration can change over', graceArgument)
     .option('--json', 'print {"username","password","old_password_until"}')
     .action(async (username: string, opts: { grace?: number; json?: boolean }) => {
-      // When the operator ran it (the process's start): a change of the charity's credentials since then is one this rotation overlapped.
+      // When the operator ran it (the process's start): where to look in the audit trail for a rotation this one overlapped.
       const began = formatMicros(nowMicros() - Math.round(performance.now() * 1000));
       refuseOutputToNowhere('rotate');
       const password = generatePassword();
@@ -63,11 +63,11 @@ export function charityCommand(): Command {
       await withStore(async (store) => {
         const before = await store.findCredential(username);
         if (!before) throw unknownCharity(username);
-        // Over the password it found, in credentials no command has changed since this one began, or not at all: two rotations at
+        // Over the password it found, or not at all: two rotations at
         // once (overlapping timers, a script run again while its first run still went) each printed a password and said the old one
         // worked on, but the second replaced the first's at once, and with --grace the old one too (a review, 2026-11-30: one
         // printed password never worked, in every round).
-        if (!(await store.setPasswordHash(username, hashPassword(password), graceUntil, { hash: before.password_hash, unchangedSince: began }))) {
+        if (!(await store.setPasswordHash(username, hashPassword(password), graceUntil, before.password_hash))) {
           const other = (await store.auditTrail(began)).filter((e) => e.target === username).at(-1);
           const who = other ? `\`${other.action}\` (by ${other.os_user}@${other.host} at ${other.at})` : 'another command';
           throw new Error(

@@ -39,6 +39,7 @@ import { claimsUnsettledBy } from '../store/audit.js';
 import { formatMicros, ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
 import { RFC_4180, spreadsheetCell } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
+import { lockFile } from '../store/restoring.js';
 import { count, print, printJson, withStore } from './io.js';
 import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
 
@@ -483,8 +484,8 @@ async function makeFolder(dir: string, out: string): Promise<void> {
 const FOLDER_HOLD = '.almoner-giftaid.lock';
 
 /**
- * Holds the --out folder for this command until it ends: an exclusive SQLite lock on a file in it,
- * which goes with the process, killed or not (as keep-replaced's claim, restoring.ts). Refused (exit
+ * Holds the --out folder for this command until it ends: lockFile (restoring.ts) on a file in it,
+ * which goes with the process, killed or not. Refused (exit
  * 2, nothing recorded) while another `giftaid claim` or `giftaid files` holds it: two claims into one
  * folder at once each found it empty, both were recorded, and the second was refused its files
  * (exit 1), its donations held by a claim whose files it had not written (a review, 2026-11-30: in
@@ -493,37 +494,29 @@ const FOLDER_HOLD = '.almoner-giftaid.lock';
  */
 async function holdFolder(dir: string, out: string): Promise<void> {
   const file = join(dir, FOLDER_HOLD);
-  const Sqlite = (await import('better-sqlite3')).default;
   for (let attempt = 1; ; attempt++) {
     const before = await stat(file).then((s) => s.ino, () => undefined);
-    let held: InstanceType<typeof Sqlite> | undefined;
+    let release: (() => void) | undefined;
     try {
-      held = new Sqlite(file);
-      // A moment's wait: two begun at the same instant each take a shared lock on the way to the exclusive one, and SQLite
-      // answers one of them busy at once so that the other goes on (restoring.ts says more).
-      held.pragma('busy_timeout = 250');
-      held.exec('BEGIN EXCLUSIVE');
+      release = await lockFile(file);
     } catch (err) {
-      held?.close();
-      const code = (err as { code?: string }).code ?? '';
-      if (code.startsWith('SQLITE_BUSY')) {
-        throw new UsageError(
-          `another giftaid claim or giftaid files is writing to --out ${out} now: wait for it to end (the folder then holds its claim's files), or give this claim a folder of its own.`,
-        );
-      }
       throw new UsageError(`--out ${out} cannot be held for this command's files (${FOLDER_HOLD} in it: ${(err as Error).message}).`);
+    }
+    if (!release) {
+      throw new UsageError(
+        `another giftaid claim or giftaid files is writing to --out ${out} now: wait for it to end (the folder then holds its claim's files), or give this claim a folder of its own.`,
+      );
     }
     const after = await stat(file).then((s) => s.ino, () => undefined);
     if (after !== undefined && (before === undefined || after === before)) {
-      const lock = held;
       process.once('exit', () => {
         rmSync(file, { force: true }); // while still held, so that no other takes it and then loses it
         rmSync(`${file}-journal`, { force: true }); // SQLite's, made as the lock was taken
-        lock.close();
+        release();
       });
       return;
     }
-    held.close(); // the one it waited for was removed by its holder as it ended
+    release(); // the one it waited for was removed by its holder as it ended
     if (attempt === 5) throw new UsageError(`--out ${out} cannot be held for this command's files: ${FOLDER_HOLD} in it keeps being replaced.`);
   }
 }

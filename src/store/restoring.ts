@@ -116,17 +116,41 @@ function createWhole(file: string, text: string, taken: () => Error): void {
   }
 }
 
-/** How long a keep-replaced waits for another's claim before it is refused: enough for two begun at once to settle which goes on. */
-const CLAIM_WAIT_MS = 250;
+/** How long a lock's taker waits for another's (lockFile): enough for two begun at once to settle which goes on. */
+const LOCK_WAIT_MS = 250;
+
+/**
+ * An exclusive lock on `file` (a SQLite file, made if missing), held while this process lives or
+ * until it is released: its release, or undefined while another process holds it. SQLite's own
+ * lock, so it goes with its process, killed or not, on this machine or another (through a shared
+ * file system that locks). BEGIN EXCLUSIVE holds it until the transaction ends. A moment's wait,
+ * not none: two begun at the same instant each hold a shared lock on the way to the exclusive one,
+ * and SQLite answers one of them busy at once so that it lets go and the other goes on (waiting for
+ * that). With no wait, the other was answered busy too and both were refused; with
+ * locking_mode=EXCLUSIVE the loser never let go (it keeps every lock it took), so both waited out
+ * the wait and were refused (in half the rounds of test/store/keeping-claim.test.ts; in 117 pairs of
+ * 200 with the wait).
+ */
+export async function lockFile(file: string): Promise<(() => void) | undefined> {
+  const held = new (await import('better-sqlite3')).default(file);
+  try {
+    held.pragma(`busy_timeout = ${LOCK_WAIT_MS}`);
+    held.exec('BEGIN EXCLUSIVE');
+  } catch (err) {
+    held.close();
+    if ((err as { code?: string }).code?.startsWith('SQLITE_BUSY')) return undefined;
+    throw err;
+  }
+  return () => held.close();
+}
 
 /**
  * keep-replaced's own claim on a SQLite database's mark, so that two at once do not both make the
- * erasures again (PostgreSQL has the restore's lock): an exclusive SQLite lock on the file beside the
- * mark (`….restoring.keeping`, left there, empty), held while it runs, refused (exit 2) while another
- * holds it. The lock goes with its process, killed or not, on this machine or another: a claim
- * written to a file and taken over once its process was gone was taken by two at once, each reading
- * it gone and the second removing the first's (a review, 2026-11-29), and one left by another
- * machine's could not be taken at all. Its release.
+ * erasures again (PostgreSQL has the restore's lock): lockFile on the file beside the mark
+ * (`….restoring.keeping`, left there, empty), held while it runs, refused (exit 2) while another
+ * holds it. A claim written to a file and taken over once its process was gone was taken by two at
+ * once, each reading it gone and the second removing the first's (a review, 2026-11-29), and one
+ * left by another machine's could not be taken at all. Its release.
  */
 export async function claimKeeping(path: string): Promise<() => void> {
   const file = `${restoringFile(path)}.keeping`;
@@ -137,24 +161,15 @@ export async function claimKeeping(path: string): Promise<() => void> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`${file} (keep-replaced's claim) cannot be written by this user: once no keep-replaced is running, delete it, or run as its owner`);
   }
-  const held = new (await import('better-sqlite3')).default(file);
+  let release: (() => void) | undefined;
   try {
-    // BEGIN EXCLUSIVE holds the file's exclusive lock until the transaction ends: while this process
-    // lives. A moment's wait, not none: two begun at the same instant each hold a shared lock on the
-    // way to the exclusive one, and SQLite answers one of them busy at once so that it lets go and
-    // the other goes on (waiting for that). With no wait, the other was answered busy too and both
-    // were refused; with locking_mode=EXCLUSIVE the loser never let go (it keeps every lock it
-    // took), so both waited out the wait and were refused (in half the rounds of test/store/keeping-claim.test.ts; in 117 pairs of 200 with the wait).
-    held.pragma(`busy_timeout = ${CLAIM_WAIT_MS}`);
-    held.exec('BEGIN EXCLUSIVE');
+    release = await lockFile(file);
   } catch (err) {
-    held.close();
-    const code = (err as { code?: string }).code;
-    if (code?.startsWith('SQLITE_BUSY')) throw new ConfigError(`another keep-replaced of ${path} is running: wait for it`);
-    if (code === 'SQLITE_NOTADB') throw new ConfigError(`${file} is a claim an earlier version of keep-replaced left: once none is running, delete it`);
+    if ((err as { code?: string }).code === 'SQLITE_NOTADB') throw new ConfigError(`${file} is a claim an earlier version of keep-replaced left: once none is running, delete it`);
     throw err;
   }
-  return () => held.close();
+  if (!release) throw new ConfigError(`another keep-replaced of ${path} is running: wait for it`);
+  return release;
 }
 
 export async function unmark(place: MarkPlace): Promise<void> {

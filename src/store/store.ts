@@ -212,13 +212,12 @@ export class Store {
    * `graceUntil` (stored format), the password it replaces still works until then (`rotate --grace`);
    * without, it stops at once, and so does any old one still in its grace.
    */
-  async setPasswordHash(username: string, password_hash: string, graceUntil?: string, replacing?: { hash: string; unchangedSince: string }): Promise<boolean> {
+  async setPasswordHash(username: string, password_hash: string, graceUntil?: string, replacing?: string): Promise<boolean> {
     const old = graceUntil === undefined ? { old_password_hash: null, old_password_until: null } : { old_password_hash: sql<string>`password_hash`, old_password_until: graceUntil };
     const summary: Record<string, string> = graceUntil === undefined ? {} : { old_password_until: graceUntil };
-    // `replacing`: only over that password (charity rotate's, read as it began), in credentials no other command has changed
-    // since that command began: not over one another rotation set meanwhile.
+    // `replacing`: only over that password hash (charity rotate's, read as it began), not over one another rotation set meanwhile.
     return this.changeCharity(username, { password_hash, ...old }, { action: 'charity rotate', target: username, summary }, (q) =>
-      replacing === undefined ? q : q.where('password_hash', '=', replacing.hash).where('updated_at', '<', replacing.unchangedSince),
+      replacing === undefined ? q : q.where('password_hash', '=', replacing),
     );
   }
 

@@ -3,8 +3,8 @@
 // password and, with --grace, that the old one worked on; the second replaced the first's password
 // at once, so one printed password never worked, and with --grace the second kept the first's as
 // the "old" one, so the charity's real old password stopped at once too (a review: in every round of
-// 12 on SQLite and 8 on PostgreSQL). Now a rotation replaces only the password it found, in
-// credentials unchanged since it began, and the one that comes second says so, naming the other,
+// 12 on SQLite and 8 on PostgreSQL). Now a rotation replaces only the password it found (by its
+// hash), and the one that comes second says so, naming the other,
 // exit 1, printing none. The two are held at their write, both having
 // read, by the test's own transaction on the database: nothing is left to chance but how long they
 // take to get there (they sleep in SQLite's busy handler, seen in /proc, or 3 s pass, under their 5 s).
