@@ -32,26 +32,33 @@ async function holdConnections(port: number, count: number, ms: number): Promise
   return sockets.filter((s) => !s.destroyed && !s.readableEnded);
 }
 
-/** One create written on an open connection; its status line and body. */
-function createOn(socket: net.Socket, authorization: string, key: string): Promise<{ status: number; body: string }> {
-  const body = JSON.stringify({ donor_email: 'fd@example.org', gift_aid: 'no', amount: '1.00', donation_type: 'one-time' });
+/** `request` written on an open connection; its status, head and body once the body is all in. */
+function answerOn(socket: net.Socket, request: string, what: string): Promise<{ status: number; head: string; body: string }> {
   return new Promise((resolve, reject) => {
     let got = '';
-    const timer = setTimeout(() => reject(new Error(`no answer to create ${key} within 10 s: ${JSON.stringify(got)}`)), 10_000);
+    const timer = setTimeout(() => reject(new Error(`no answer to ${what} within 10 s: ${JSON.stringify(got.slice(0, 300))}`)), 10_000);
     socket.on('data', (d) => {
       got += d;
       const [head, rest] = got.split('\r\n\r\n');
       const length = /content-length: (\d+)/i.exec(head ?? '');
       if (rest !== undefined && length && Buffer.byteLength(rest) >= Number(length[1])) {
         clearTimeout(timer);
-        resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head!)![1]), body: rest });
+        resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head!)![1]), head: head!, body: rest });
       }
     });
-    socket.write(
-      `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n` +
-        `Idempotency-Key: ${key}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
+    socket.write(request);
   });
+}
+
+/** One create written on an open connection; its status line and body. */
+function createOn(socket: net.Socket, authorization: string, key: string): Promise<{ status: number; body: string }> {
+  const body = JSON.stringify({ donor_email: 'fd@example.org', gift_aid: 'no', amount: '1.00', donation_type: 'one-time' });
+  return answerOn(
+    socket,
+    `POST /api/v1/donation/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n` +
+      `Idempotency-Key: ${key}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `create ${key}`,
+  );
 }
 
 describe('out of file descriptors [postgres]', { skip: !POSTGRES ? 'TEST_DATABASE_URL is not set' : prlimitMissing() }, () => {
@@ -105,24 +112,6 @@ describe('out of file descriptors [postgres]', { skip: !POSTGRES ? 'TEST_DATABAS
   });
 });
 
-/** One GET written on an open connection; its status line, headers and body. */
-function getOn(socket: net.Socket, path: string): Promise<{ status: number; head: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    let got = '';
-    const timer = setTimeout(() => reject(new Error(`no answer to GET ${path} within 10 s: ${JSON.stringify(got.slice(0, 300))}`)), 10_000);
-    socket.on('data', (d) => {
-      got += d;
-      const [head, rest] = got.split('\r\n\r\n');
-      const length = /content-length: (\d+)/i.exec(head ?? '');
-      if (rest !== undefined && length && Buffer.byteLength(rest) >= Number(length[1])) {
-        clearTimeout(timer);
-        resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head!)![1]), head: head!, body: rest });
-      }
-    });
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
-  });
-}
-
 describe('out of file descriptors: the docs page', { skip: prlimitMissing() }, () => {
   let database: TestDatabase | undefined;
   let server: ServerProcess | undefined;
@@ -144,7 +133,7 @@ describe('out of file descriptors: the docs page', { skip: prlimitMissing() }, (
 
     const held = await holdConnections(port, LIMIT + 30, 1500);
     assert.ok(held.length >= 20 && held.length < LIMIT, `connections the server kept: ${held.length}`);
-    const answer = await getOn(held[0]!, '/docs/swagger-ui.css'); // read from disk on first use: no descriptor left for it
+    const answer = await answerOn(held[0]!, 'GET /docs/swagger-ui.css HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /docs/swagger-ui.css'); // read from disk on first use: no descriptor left for it
     assert.equal(answer.status, 503, answer.head);
     assert.match(answer.head, /^retry-after: 1$/im);
     assert.deepEqual(JSON.parse(answer.body), { message: 'The server is busy. Please try again shortly.' });
