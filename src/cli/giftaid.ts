@@ -500,6 +500,10 @@ async function holdFolder(dir: string, out: string): Promise<void> {
     try {
       release = await lockFile(file);
     } catch (err) {
+      // The one it waited for ended and removed the file this had opened: SQLite answers a lock on a removed file
+      // SQLITE_IOERR_FSTAT. Looked at again, as below; until 2026-11-30 said as "disk I/O error" (a README review).
+      const removed = (err as { code?: string }).code?.startsWith('SQLITE_IOERR') && (await stat(file).then((s) => s.ino, () => undefined)) !== before;
+      if (removed && attempt < 5) continue;
       throw new UsageError(`--out ${out} cannot be held for this command's files (${FOLDER_HOLD} in it: ${(err as Error).message}).`);
     }
     if (!release) {
