@@ -4,7 +4,7 @@
 // `schedule` previews, claiming nothing. The rules live in src/giftaid/schedule.ts, the
 // spreadsheet in src/giftaid/ods.ts; this file reads, decides what to write, and writes.
 import { randomBytes } from 'node:crypto';
-import { constants, rmSync } from 'node:fs';
+import { constants, existsSync, lstatSync, rmSync, statSync } from 'node:fs';
 import { access, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Argument, Command, InvalidArgumentError } from 'commander';
@@ -40,6 +40,7 @@ import { formatMicros, ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js'
 import { RFC_4180, spreadsheetCell } from './csv.js';
 import { PRIVATE_FILE } from '../store/open.js';
 import { lockFile } from '../store/restoring.js';
+import { refuseSharedFolder } from '../store/sqlite-backup.js';
 import { count, print, printJson, withStore } from './io.js';
 import { dayArgument, periodEndArgument, unknownCharity, UsageError } from './usage.js';
 
@@ -83,6 +84,7 @@ export function giftaidCommand(): Command {
         // Nowhere near another claim's files, a rejected one's above all; looked at before the folder is made, so a refusal
         // leaves nothing behind (until 2026-11-30 it left the folder it had made, empty; a README audit).
         await refuseOtherClaims(dir);
+        refuseSharedOut(dir, opts.out); // before the folder is made: a refused one leaves nothing behind
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
         // Held until the command ends: another claim into this folder at the same time (overlapping timers, a script run
         // again) looked, found it empty, recorded its claim and was refused its files (until 2026-11-30; a review).
@@ -259,6 +261,7 @@ export function giftaidCommand(): Command {
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
         const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count, ...(opts.resend && { resend: true }) } });
         const spreadsheets = await claimSpreadsheets(store, claim, charity.name, { resend: opts.resend === true });
+        refuseSharedOut(dir, opts.out);
         await makeFolder(dir, opts.out); // once the files can be made: a claim short of its rows, refused, leaves no folder (it did until 2026-11-30)
         await holdFolder(dir, opts.out); // not while a claim writes there (holdFolder)
         const files = (await writeNewFiles(dir, spreadsheets, { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));
@@ -493,8 +496,10 @@ const FOLDER_HOLD = '.almoner-giftaid.lock';
  * held; one that waited for it and then found it gone (or another in its place) looks again.
  */
 async function holdFolder(dir: string, out: string): Promise<void> {
+  refuseSharedOut(dir, out); // again, now that it is there
   const file = join(dir, FOLDER_HOLD);
   for (let attempt = 1; ; attempt++) {
+    refuseNotOwn(dir, out);
     const before = await stat(file).then((s) => s.ino, () => undefined);
     let release: (() => void) | undefined;
     try {
@@ -514,14 +519,64 @@ async function holdFolder(dir: string, out: string): Promise<void> {
     const after = await stat(file).then((s) => s.ino, () => undefined);
     if (after !== undefined && (before === undefined || after === before)) {
       process.once('exit', () => {
-        rmSync(file, { force: true }); // while still held, so that no other takes it and then loses it
-        rmSync(`${file}-journal`, { force: true }); // SQLite's, made as the lock was taken
+        // Never a throw here: one in an 'exit' listener turned a claim made and written into exit 1.
+        for (const made of [file, `${file}-journal`]) {
+          try {
+            rmSync(made, { force: true }); // the lock's while still held, so that no other takes it and then loses it; SQLite's -journal, made as the lock was taken
+          } catch {
+            // left behind: the next command's refuseNotOwn says what it is
+          }
+        }
         release();
       });
       return;
     }
     release(); // the one it waited for was removed by its holder as it ended
     if (attempt === 5) throw new UsageError(`--out ${out} cannot be held for this command's files: ${FOLDER_HOLD} in it keeps being replaced.`);
+  }
+}
+
+/**
+ * Refuses an --out folder another user can put a file or a link in (exit 2): SQLite opens the hold's
+ * file (and its -journal) by name, following a link and creating what it names. Until a security
+ * review (2026-11-30), in a folder of mode 777 or 770 (a team's share) or a sticky one (/tmp), another
+ * user's link there under that name had the operator's command (root's, say) create an empty file
+ * wherever it pointed (an /etc/nologin), or hold a lock on a database it named; and a -journal of
+ * theirs would be played back by SQLite, which then deletes the file it names as its super-journal.
+ * So the folder, and those above it, as backup's (refuseSharedFolder); and the folder itself not
+ * writable by others even with the sticky bit, which keeps them from replacing this command's
+ * files, not from putting theirs there first. For a folder not made yet, the one it will be made in.
+ */
+function refuseSharedOut(dir: string, out: string): void {
+  let there = dir;
+  while (!existsSync(there) && dirname(there) !== there) there = dirname(there);
+  try {
+    refuseSharedFolder(there, `where this command writes its files and holds the folder (${FOLDER_HOLD})`);
+    const { mode } = statSync(there);
+    if (there === dir && (mode & 0o022) !== 0) {
+      throw new Error(
+        `the folder ${dir} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file or a link of theirs where this command holds the folder (${FOLDER_HOLD}) before it does, sticky bit or not: give the claim a folder only this user can write to (chmod go-w ${dir}, or a new folder, which this command makes so)`,
+      );
+    }
+  } catch (err) {
+    throw new UsageError(`--out ${out} cannot be used: ${(err as Error).message}.`);
+  }
+}
+
+/** Refuses (exit 2) the hold's file, or its -journal, if it is a link or not a regular file of this user's: SQLite would follow it, or open it read-only and lock nothing. */
+function refuseNotOwn(dir: string, out: string): void {
+  for (const name of [FOLDER_HOLD, `${FOLDER_HOLD}-journal`]) {
+    let there;
+    try {
+      there = lstatSync(join(dir, name));
+    } catch {
+      continue; // not there (SQLite makes it)
+    }
+    if (there.isSymbolicLink() || !there.isFile() || there.uid !== process.getuid?.()) {
+      throw new UsageError(
+        `--out ${out} holds ${name}, which is ${there.isSymbolicLink() ? 'a link' : "not a file of this user's"}: this command does not open it. Once no giftaid claim or giftaid files is running, remove it.`,
+      );
+    }
   }
 }
 

@@ -347,7 +347,7 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
  * database the server, run as that user, then refused (until 2026-11-29; reviews): it is to be run
  * as that user. The folder is looked at as named and as it really is, through any link.
  */
-export function refuseSharedFolder(dir: string): void {
+export function refuseSharedFolder(dir: string, where = 'where the copy is written'): void {
   const me = process.getuid?.();
   for (const start of new Set([resolve(dir), realpathSync(dir)])) {
     for (let folder = start; ; folder = dirname(folder)) {
@@ -355,14 +355,14 @@ export function refuseSharedFolder(dir: string): void {
       const holds = folder === start ? '' : `, which holds ${dir},`;
       if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
         throw new Error(
-          `the folder ${folder}${holds} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs where the copy is written: use a folder only this user can write to (chmod go-w ${folder}), or one with the sticky bit, as /tmp has`,
+          `the folder ${folder}${holds} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file of theirs ${where}: use a folder only this user can write to (chmod go-w ${folder}), or one with the sticky bit, as /tmp has`,
         );
       }
       if (me !== undefined && uid !== 0 && uid !== me) {
         const owner = userName(uid);
         const runAs = owner ?? `'#${uid}'`; // sudo's form for a user id with no name (a container's volume)
         throw new Error(
-          `the folder ${folder}${holds} is ${owner ?? `user ${uid}`}'s, so they could put a file of theirs where the copy is written: run the command as that user (sudo -u ${runAs} …), or use a folder of this user's`,
+          `the folder ${folder}${holds} is ${owner ?? `user ${uid}`}'s, so they could put a file of theirs ${where}: run the command as that user (sudo -u ${runAs} …), or use a folder of this user's`,
         );
       }
       if (dirname(folder) === folder) break;
