@@ -551,13 +551,14 @@ function refuseSharedOut(dir: string, out: string): void {
   let there = dir;
   while (!existsSync(there) && dirname(there) !== there) there = dirname(there);
   try {
-    refuseSharedFolder(there, `where this command writes its files and holds the folder (${FOLDER_HOLD})`);
     const { mode } = statSync(there);
+    // First: refuseSharedFolder's advice (a sticky folder will do) is for the folders above it.
     if (there === dir && (mode & 0o022) !== 0) {
       throw new Error(
         `the folder ${dir} can be written by other users (mode ${(mode & 0o7777).toString(8).padStart(4, '0')}), so one of them could put a file or a link of theirs where this command holds the folder (${FOLDER_HOLD}) before it does, sticky bit or not: give the claim a folder only this user can write to (chmod go-w ${dir}, or a new folder, which this command makes so)`,
       );
     }
+    refuseSharedFolder(there, `where this command writes its files and holds the folder (${FOLDER_HOLD})`);
   } catch (err) {
     throw new UsageError(`--out ${out} cannot be used: ${(err as Error).message}.`);
   }

@@ -29,7 +29,7 @@ test('giftaid claim and files refuse an --out folder others can write to, and a 
 
     const elsewhere = tempDir(); // another folder of the operator's: nothing is to be made in it
     for (const [mode, said] of [
-      [0o777, /can be written by other users/],
+      [0o777, /can be written by other users .*sticky bit or not: give the claim a folder only this user can write to/],
       [0o770, /can be written by other users/],
       [0o1777, /can be written by other users/], // sticky, as /tmp: others may not replace this command's files, but may put theirs first
       [0o700, /is a link|not a file of this user's/], // the folder is this user's alone: a link there all the same is not followed
