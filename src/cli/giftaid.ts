@@ -541,8 +541,8 @@ async function holdFolder(dir: string, out: string): Promise<void> {
  * file (and its -journal) by name, following a link and creating what it names. Until a security
  * review (2026-11-30), in a folder of mode 777 or 770 (a team's share) or a sticky one (/tmp), another
  * user's link there under that name had the operator's command (root's, say) create an empty file
- * wherever it pointed (an /etc/nologin), or hold a lock on a database it named; and a -journal of
- * theirs would be played back by SQLite, which then deletes the file it names as its super-journal.
+ * wherever it pointed (an /etc/nologin), or hold a lock on a database it named; and SQLite takes a
+ * -journal of theirs beside it for a hot journal to play back (not tried in the review).
  * So the folder, and those above it, as backup's (refuseSharedFolder); and the folder itself not
  * writable by others even with the sticky bit, which keeps them from replacing this command's
  * files, not from putting theirs there first. For a folder not made yet, the one it will be made in.

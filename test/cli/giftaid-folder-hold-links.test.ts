@@ -4,8 +4,8 @@
 // in one other users could write to too (a team's shared folder of mode 777 or 770, a sticky one as
 // /tmp), one of them could put a link there under that name, and the operator's command (root's, say)
 // created an empty file wherever the link pointed (an /etc/nologin, say), or locked a SQLite database
-// it named (Almoner's own); with a -journal of theirs beside it, SQLite would play it back and delete
-// the file it names as its super-journal. Such a folder is now refused, as backup's is
+// it named (Almoner's own); and SQLite takes a -journal found beside it for a hot journal to play
+// back (not tried here). Such a folder is now refused, as backup's is
 // (refuseSharedFolder), nothing recorded; and a lock that is a link is refused in a folder of one's own.
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
