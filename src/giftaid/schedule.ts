@@ -411,8 +411,15 @@ export const attentionFileName = (username: string): string => `needs-attention-
  * character nobody could see, and the second lost the accent (a review).
  */
 export function normaliseSpaces(s: string): string {
+  // Printable ASCII with single spaces between words and none at the ends, as nearly every name and address is, is its own
+  // normal form (NFC leaves ASCII as it is, and it holds no format character): returned as it is. The whole way below took
+  // about 20 s of a claim of 629,000 donations (a scale review).
+  if (NORMAL_ASCII.test(s)) return s;
   return s.normalize('NFC').replace(/\p{Cf}+/gu, '').replace(/\s+/gu, ' ').trim();
 }
+
+/** Text normaliseSpaces leaves as it is, told at once: printable ASCII words (U+0021 to U+007E) with one space between each two. */
+const NORMAL_ASCII = /^(?:[\x21-\x7E]+(?: [\x21-\x7E]+)*)?$/;
 
 /** Cut to `max` characters (Unicode code points, as every length in Almoner), without a trailing space. */
 export function cut(s: string, max: number): string {
@@ -429,6 +436,8 @@ function hasLetter(s: string): boolean {
  * U+00FF before it reads a value, so "Łukasz" would arrive as "ukasz".
  */
 const HMRC_CHARACTER = /[\u0020-\u007E\u00A1-\u00FF]/u;
+/** Text of printable ASCII alone, each character one of HMRC's (HMRC_CHARACTER): hmrcText keeps it whole. */
+const HMRC_ASCII = /^[\x20-\x7E]*$/;
 /**
  * What may be spelt in plain letters: letters and their accents, dashes and quotation marks (O’Brien),
  * and digits of any script, which any-ascii writes as the same digits ("１２", full-width, is "12";
@@ -445,6 +454,7 @@ const SPELLABLE = /[\p{L}\p{M}\p{Pd}\p{Pi}\p{Pf}\p{Nd}]/u;
  * outsideHmrcCharacters to report: it must not reach HMRC mangled.
  */
 export function hmrcText(text: string): string {
+  if (HMRC_ASCII.test(text)) return text; // every character HMRC's: every word kept as it is, as below
   return text.replace(/\S+/gu, (word) => {
     const outside = Array.from(word).filter((c) => !HMRC_CHARACTER.test(c));
     if (outside.length === 0 || !outside.every((c) => SPELLABLE.test(c))) return word;
