@@ -91,37 +91,42 @@ export const ERASED_CLAIM_DETAILS = { first_name: ERASED_IN_CLAIM, last_name: ER
 /** Rows inserted per statement: well inside both backends' limits on bound parameters. */
 const INSERT_CHUNK = 500;
 
-/** giftaid_claim_donations' columns as a new claim's rows are inserted (claimRowInserts), its claim's id first. */
-const CLAIM_ROW_COLUMNS = ['claim_id', 'donation_id', 'position', 'live', 'first_name', 'last_name', 'house', 'postcode', 'donation_day', 'amount_minor'] as const;
-
 /**
- * A new claim's rows as insert statements of INSERT_CHUNK rows each, compiled for the dialect, every
- * claim_id left 0 for prepare to fill in once the claim has its id. In donation id order, each row
- * with its position in the claim's files: the ledger's indexes (the claim's and donation's key, the
- * live rows' unique index) and the check that each donation is there are then met in the order they
- * are kept in, not at random, as a claim's files order the rows (by day).
+ * A new claim's rows as insert statements of INSERT_CHUNK rows each, compiled by Kysely before the
+ * claim's write transaction, every claim_id 0 for prepare to fill in (fillClaimId) once the claim
+ * has its id. In donation id order, each row with its position in the claim's files: the ledger's
+ * indexes (the claim's and donation's key, the live rows' unique index) and the check that each
+ * donation is there are then met in the order they are kept in, not at random, as a claim's files
+ * order the rows (by day).
  */
-function claimRowInserts(dialect: DatabaseLocation['dialect'], rows: readonly ScheduleRow[]): Array<{ sql: string; parameters: unknown[] }> {
+function claimRowInserts(db: Kysely<Database>, rows: readonly ScheduleRow[]): Array<{ query: CompiledQuery; rows: number }> {
   const ordered = rows.map((r, i) => ({ r, position: i + 1 })).sort((a, b) => a.r.donationId - b.r.donationId);
-  const texts = new Map<number, string>(); // by how many rows: every statement but the last is of INSERT_CHUNK
-  const text = (n: number): string => {
-    let found = texts.get(n);
-    if (found === undefined) {
-      const width = CLAIM_ROW_COLUMNS.length;
-      const tuple = (k: number) => `(${CLAIM_ROW_COLUMNS.map((_, c) => (dialect === 'postgres' ? `$${k * width + c + 1}` : '?')).join(', ')})`;
-      found = `insert into giftaid_claim_donations (${CLAIM_ROW_COLUMNS.join(', ')}) values ${Array.from({ length: n }, (_, k) => tuple(k)).join(', ')}`;
-      texts.set(n, found);
-    }
-    return found;
-  };
-  const inserts: Array<{ sql: string; parameters: unknown[] }> = [];
+  const inserts: Array<{ query: CompiledQuery; rows: number }> = [];
   for (let start = 0; start < ordered.length; start += INSERT_CHUNK) {
-    const part = ordered.slice(start, start + INSERT_CHUNK);
-    const parameters: unknown[] = [];
-    for (const { r, position } of part) parameters.push(0, r.donationId, position, 1, r.firstName, r.lastName, r.houseNameOrNumber, r.postcode, r.donationDay, r.amountMinor);
-    inserts.push({ sql: text(part.length), parameters });
+    const values = ordered.slice(start, start + INSERT_CHUNK).map(({ r, position }) => ({
+      claim_id: 0, // first: fillClaimId
+      donation_id: r.donationId,
+      position,
+      live: 1 as const,
+      first_name: r.firstName,
+      last_name: r.lastName,
+      house: r.houseNameOrNumber,
+      postcode: r.postcode,
+      donation_day: r.donationDay,
+      amount_minor: r.amountMinor,
+    }));
+    inserts.push({ query: db.insertInto('giftaid_claim_donations').values(values).compile(), rows: values.length });
   }
   return inserts;
+}
+
+/** A claimRowInserts statement with its claim's id: each row's first value (Kysely binds each row's values in its object's key order). */
+function fillClaimId({ query, rows }: { query: CompiledQuery; rows: number }, claimId: number): CompiledQuery {
+  const parameters = [...query.parameters];
+  const width = parameters.length / rows;
+  if (!Number.isInteger(width)) throw new Error(`a claim's insert bound ${parameters.length} values for ${rows} rows`); // a value left undefined (Kysely's DEFAULT) would shift the rest
+  for (let at = 0; at < parameters.length; at += width) parameters[at] = claimId;
+  return CompiledQuery.raw(query.sql, parameters);
 }
 
 /** A whole claim ledger as another database held it (the one a restore replaced): readLedger. */
@@ -340,7 +345,7 @@ export class ClaimLedger {
     // Every row's statement and values made before the write transaction begins, which holds SQLite's write lock (and the
     // server's creates wait for it): until 2026-11-30 each batch of rows was built and compiled by Kysely inside it (a scale
     // review measured the lock held 14 to 26 s by a claim of 629,000 donations, every create meanwhile answered 503).
-    const inserts = claimRowInserts(this.dialect, claim.rows);
+    const inserts = claimRowInserts(this.db, claim.rows);
     try {
       const id = await this.db.transaction().execute(async (trx) => {
         await takeTurn(trx, this.dialect, claim.charityId);
@@ -375,10 +380,7 @@ export class ClaimLedger {
           },
         });
         // The rows built before the transaction (claimRowInserts): here only the claim's id is filled in, and each statement run.
-        for (const insert of inserts) {
-          for (let at = 0; at < insert.parameters.length; at += CLAIM_ROW_COLUMNS.length) insert.parameters[at] = Number(id);
-          await trx.executeQuery(CompiledQuery.raw(insert.sql, insert.parameters));
-        }
+        for (const insert of inserts) await trx.executeQuery(fillClaimId(insert, Number(id)));
         return Number(id);
       });
       return (await this.find(id))!;
