@@ -165,10 +165,12 @@ function originOf(request: FastifyRequest): string | undefined {
 const KEPT_DOCUMENTS = 16;
 
 export async function docsRoutes(app: FastifyInstance, { contactEmail }: { contactEmail?: string | undefined }): Promise<void> {
-  // Built, found and read on first use, not at start-up: most servers never show the page.
+  // Built and read on first use, not at start-up: most servers never show the page.
   const documents = new Map<string, string>();
   const loaded = new Map<string, Promise<Buffer>>();
-  const distDir = () => dirname(require.resolve('swagger-ui-dist/package.json'));
+  // Found as the routes are added (a package.json look-up, well under a millisecond): found on first use, a server out of file
+  // descriptors could not read the package's package.json, which Node 24 reports as ERR_INVALID_PACKAGE_CONFIG, a 500 (seen on 2026-11-30).
+  const distDir = dirname(require.resolve('swagger-ui-dist/package.json'));
 
   app.get('/api/v1/openapi.json', async (request, reply) => {
     const origin = originOf(request);
@@ -192,7 +194,7 @@ export async function docsRoutes(app: FastifyInstance, { contactEmail }: { conta
     app.get(`/docs/${name}`, async (_request, reply) => {
       let content = loaded.get(name);
       if (!content) {
-        content = readFile(join(distDir(), name));
+        content = readFile(join(distDir, name));
         loaded.set(name, content);
         content.catch(() => loaded.delete(name)); // a failed read is tried again next time, not remembered
       }
