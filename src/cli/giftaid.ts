@@ -11,7 +11,7 @@ import { Argument, Command, InvalidArgumentError } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { CLAIM_STATUSES, NEXT_STATUSES, type ClaimStatus } from '../giftaid/claim.js';
 import { scheduleSpreadsheet, type SHEET_NAMES } from '../giftaid/ods.js';
-import { RETRY_ACROSS_MIDNIGHT_MS, twinsAmong } from '../giftaid/twins.js';
+import { RETRY_ACROSS_MIDNIGHT_MS, TwinFinder, type GiftFacts, type Twin } from '../giftaid/twins.js';
 import {
   ATTENTION_COLUMNS,
   attentionFileName,
@@ -23,6 +23,7 @@ import {
   donationDay,
   formatPounds,
   HOUSE_MAX_LENGTH,
+  mergeSchedules,
   MAX_ROWS_PER_SCHEDULE,
   NAME_MAX_LENGTH,
   pounds,
@@ -31,9 +32,9 @@ import {
   setAsideTwins,
   type AttentionRow,
   type Schedule,
+  type ScheduleRow,
 } from '../giftaid/schedule.js';
 import { ClaimConflictError, ClaimReopenError, ClaimStatusError, type Claim } from '../store/claims.js';
-import type { StoredDonation } from '../donations/donation.js';
 import type { Store } from '../store/store.js';
 import { claimsUnsettledBy } from '../store/audit.js';
 import { formatMicros, ukDay, ukEndOfDayIso, ukStartOfDayIso } from '../time.js';
@@ -355,33 +356,68 @@ async function assessUnclaimed(
   { withFuture = false }: { withFuture?: boolean } = {},
 ): Promise<Assessed> {
   const range = { from: days.from === undefined ? undefined : ukStartOfDayIso(days.from), to: ukEndOfDayIso(days.to) };
-  const donations: StoredDonation[] = [];
-  for await (const d of store.claims.unclaimed(charityId, range)) donations.push(d);
-  if (withFuture) {
-    // Dated after today (a year mistyped, 2062 for 2026): in no claim's range until that day, so never
-    // listed anywhere, and never claimed (a review, 2026-11-29). Listed as needing attention instead.
-    const seen = new Set(donations.map((d) => d.id));
-    for await (const d of store.claims.unclaimed(charityId, { from: ukEndOfDayIso(today), to: ukEndOfDayIso('9999-12-31') })) if (!seen.has(d.id) && donationDay(d.donation_date) > today) donations.push(d);
-  }
   // A donation sent again after a restore lost it may be one a kept claim sent to HMRC already (ClaimLedger.keepFrom).
   const sent = new Map((await store.claims.rowsWithoutDonation(charityId)).map((r) => [sameGiftKey(r), r.claimId]));
-  const schedule = buildSchedule(donations, today, { claimedIn: (row) => sent.get(sameGiftKey(row)), periodEnd });
+  const claimedIn = (row: ScheduleRow) => sent.get(sameGiftKey(row));
+  // Assessed a batch at a time, and none kept whole: of each claimable one, its row, and what tells a gift recorded twice
+  // (TwinFinder). Until a scale review (2026-11-30) every donation was kept, whole, until the end: a claim of 630,000
+  // peaked at 1.7 GB, and ran out of memory on a machine of 2 GB.
+  const twins = new TwinFinder();
+  const parts: Schedule[] = [];
+  let batch: GiftFacts[] = [];
+  const assess = () => {
+    const part = buildSchedule(batch, today, { claimedIn, periodEnd });
+    const byId = new Map(batch.map((d) => [d.id, d]));
+    for (const r of part.rows) twins.add(byId.get(r.donationId)!);
+    parts.push(part);
+    batch = [];
+  };
+  const inRange = withFuture ? new Set<number>() : undefined;
+  for await (const d of store.claims.unclaimed(charityId, range)) {
+    inRange?.add(d.id);
+    if (batch.push(d) === ASSESSED_A_BATCH) assess();
+  }
+  if (inRange) {
+    // Dated after today (a year mistyped, 2062 for 2026): in no claim's range until that day, so never
+    // listed anywhere, and never claimed (a review, 2026-11-29). Listed as needing attention instead.
+    for await (const d of store.claims.unclaimed(charityId, { from: ukEndOfDayIso(today), to: ukEndOfDayIso('9999-12-31') })) {
+      if (!inRange.has(d.id) && donationDay(d.donation_date) > today && batch.push(d) === ASSESSED_A_BATCH) assess();
+    }
+    inRange.clear();
+  }
+  assess();
+  const schedule = mergeSchedules(parts);
+  parts.length = 0;
   // One gift recorded twice (sent again under another Idempotency-Key): each claimable one looked for among every donation of their days.
-  const byId = new Map(donations.map((d) => [d.id, d]));
   const [first, last] = [schedule.rows[0], schedule.rows.at(-1)]; // earliest first
-  const twinOf =
-    first === undefined || last === undefined
-      ? () => undefined
-      : await twinsAmong(
-          schedule.rows.map((r) => byId.get(r.donationId)!),
-          // Widened by the time a gift sent again without a date may take to cross a UK midnight.
-          store.claims.dated(charityId, {
-            from: formatMicros((Date.parse(ukStartOfDayIso(first.donationDay)) - RETRY_ACROSS_MIDNIGHT_MS) * 1000),
-            to: formatMicros((Date.parse(ukEndOfDayIso(last.donationDay)) + RETRY_ACROSS_MIDNIGHT_MS) * 1000),
-          }),
-        );
-  return { ...setAsideTwins(schedule, byId, twinOf), claimedBefore: await store.claims.countClaimed(charityId, range) };
+  const found = new Map<number, Twin>();
+  if (first !== undefined && last !== undefined) {
+    await twins.read(
+      // Widened by the time a gift sent again without a date may take to cross a UK midnight.
+      store.claims.dated(charityId, {
+        from: formatMicros((Date.parse(ukStartOfDayIso(first.donationDay)) - RETRY_ACROSS_MIDNIGHT_MS) * 1000),
+        to: formatMicros((Date.parse(ukEndOfDayIso(last.donationDay)) + RETRY_ACROSS_MIDNIGHT_MS) * 1000),
+      }),
+    );
+    for (const r of schedule.rows) {
+      const twin = twins.twinOfCandidate(r.donationId);
+      if (twin !== undefined) found.set(r.donationId, twin);
+    }
+  }
+  // The few set aside read again, to be listed: none was kept.
+  const donations = await store.claims.facts([...found.keys()]);
+  const setAside = new Map(
+    [...found].map(([id, twin]) => {
+      const donation = donations.get(id);
+      if (donation === undefined) throw new Error(`donation ${id}, one gift recorded again, is no longer in the database: run the claim again`);
+      return [id, { donation, twin }];
+    }),
+  );
+  return { ...setAsideTwins(schedule, setAside), claimedBefore: await store.claims.countClaimed(charityId, range) };
 }
+
+/** How many donations a claim assesses at once (assessUnclaimed). */
+const ASSESSED_A_BATCH = 5_000;
 
 /**
  * Records a claim of every claimable donation up to the UK day `upTo` that is in no live claim, if there is
@@ -393,7 +429,9 @@ async function prepareClaim(store: Store, charityId: number, upTo: string, today
     const assessed = await assessUnclaimed(store, charityId, { to: upTo }, today, periodEnd, { withFuture: true });
     if (assessed.rows.length === 0) return { assessed };
     try {
-      return { claim: await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length, periodEnd, checkedSinceBackup }), assessed };
+      const claim = await store.claims.prepare({ charityId, upTo, claimDate: today, rows: assessed.rows, needsAttention: assessed.needsAttention.length, periodEnd, checkedSinceBackup });
+      // Its rows let go once recorded: its files are written from the ledger's (claimSpreadsheets), and nothing after reads them.
+      return { claim, assessed: { ...assessed, rows: [] } };
     } catch (err) {
       if (!(err instanceof ClaimConflictError) || attempt === 10) throw err;
     }

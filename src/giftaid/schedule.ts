@@ -350,24 +350,39 @@ export function buildSchedule(
       needsAttention.push(a.row);
     }
   }
-  rows.sort((x, y) => (x.donationDay < y.donationDay ? -1 : x.donationDay > y.donationDay ? 1 : x.donationId - y.donationId));
+  rows.sort(earliestFirst);
   return { rows, needsAttention, claimableMinor, shortened };
 }
 
+/** A schedule's rows' order: by UK day, then by id. */
+const earliestFirst = (x: ScheduleRow, y: ScheduleRow): number => (x.donationDay < y.donationDay ? -1 : x.donationDay > y.donationDay ? 1 : x.donationId - y.donationId);
+
 /**
- * `schedule` with the claimable donations that `twinOf` says record again an earlier donation
- * (twins.ts) set aside as needing attention: one gift recorded twice is claimed once.
+ * The schedule of donations assessed a batch at a time (buildSchedule of each, in the donations'
+ * order): the one buildSchedule makes of them all at once, without every donation in memory at once.
  */
-export function setAsideTwins<D extends GiftAidDonation>(schedule: Schedule, donations: ReadonlyMap<number, D>, twinOf: (d: D) => Twin | undefined): Schedule {
-  const twins = new Map<number, Twin>();
-  for (const r of schedule.rows) {
-    const twin = twinOf(donations.get(r.donationId)!);
-    if (twin !== undefined) twins.set(r.donationId, twin);
+export function mergeSchedules(parts: readonly Schedule[]): Schedule {
+  if (parts.length === 1) return parts[0]!;
+  const merged: Schedule = { rows: [], needsAttention: [], claimableMinor: 0, shortened: [] };
+  for (const part of parts) {
+    for (const r of part.rows) merged.rows.push(r);
+    for (const r of part.needsAttention) merged.needsAttention.push(r);
+    for (const s of part.shortened) merged.shortened.push(s);
+    merged.claimableMinor += part.claimableMinor;
   }
+  merged.rows.sort(earliestFirst);
+  return merged;
+}
+
+/**
+ * `schedule` with the claimable donations that record again an earlier donation (twins.ts), each
+ * given with its twin, set aside as needing attention: one gift recorded twice is claimed once.
+ */
+export function setAsideTwins(schedule: Schedule, twins: ReadonlyMap<number, { donation: GiftAidDonation; twin: Twin }>): Schedule {
   if (twins.size === 0) return schedule;
   return {
     rows: schedule.rows.filter((r) => !twins.has(r.donationId)),
-    needsAttention: [...schedule.needsAttention, ...[...twins].map(([id, twin]) => attentionRow(donations.get(id)!, [twin.acrossMidnight ? REASONS.twinAcrossMidnight(twin.id) : REASONS.twin(twin.id)]))].sort((x, y) => x.id - y.id),
+    needsAttention: [...schedule.needsAttention, ...[...twins.values()].map(({ donation, twin }) => attentionRow(donation, [twin.acrossMidnight ? REASONS.twinAcrossMidnight(twin.id) : REASONS.twin(twin.id)]))].sort((x, y) => x.id - y.id),
     claimableMinor: schedule.rows.reduce((sum, r) => (twins.has(r.donationId) ? sum : sum + r.amountMinor), 0),
     shortened: schedule.shortened.filter((s) => !twins.has(s.id)),
   };

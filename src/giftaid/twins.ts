@@ -54,39 +54,91 @@ export async function twinsAmong(
   candidates: Iterable<GiftFacts>,
   donations: AsyncIterable<GiftFacts> | Iterable<GiftFacts>,
 ): Promise<(d: GiftFacts) => Twin | undefined> {
+  const twins = new TwinFinder();
+  for (const d of candidates) twins.add(d);
+  await twins.read(donations);
+  return (d) => twins.twinOf(d);
+}
+
+/** What a record found under a candidate's key holds (TwinFinder). */
+interface GiftRecord {
+  id: number;
+  reference: string;
+  email: string;
+  at: number;
+  claimed: boolean;
+}
+
+/** What TwinFinder keeps of a candidate: its keys (donorKeys), read once, and what tells its gift from another's. */
+interface Candidate {
+  keys: string[];
+  reference: string;
+  email: string;
+  at: number;
+}
+
+/**
+ * twinsAmong in steps, for candidates found a few at a time (`giftaid claim` assesses its donations a
+ * batch at a time, and keeps none of them whole: a scale review, 2026-11-30, had a claim of 630,000
+ * keep every donation until its twins were found, 1.7 GB): add() each candidate, read() the
+ * donations, then twinOfCandidate() by id, from what add() kept (its keys, reference, e-mail address
+ * and when it was recorded), or twinOf() with the donation.
+ */
+export class TwinFinder {
   /**
    * By donor and gift, for the candidates' keys alone (so memory holds no more than they): the records
    * found, each with its reference, e-mail address and when it was recorded. A gift sent without a
    * date near a UK midnight is also under a key without its day (UNDATED), where the records are told
    * by their times.
    */
-  const seen = new Map<string, Array<{ id: number; reference: string; email: string; at: number; claimed: boolean }>>();
-  const gifts = new Set<string>();
+  private readonly seen = new Map<string, GiftRecord[]>();
+  private readonly gifts = new Set<string>();
   /** Each candidate's donor, read once (a house is read from an address in about 10 µs; a first claim may have 100,000 candidates). */
-  const candidateKeys = new Map<number, string[]>();
-  const keysOf = (d: GiftFacts, ofGift = giftKeys(d)) => candidateKeys.get(Number(d.id)) ?? donorKeys(d, ofGift);
-  for (const d of candidates) {
+  private readonly candidates = new Map<number, Candidate>();
+
+  add(d: GiftFacts): void {
     const ofGift = giftKeys(d);
     const keys = donorKeys(d, ofGift);
-    candidateKeys.set(Number(d.id), keys);
-    for (const key of keys) seen.set(key, []);
-    for (const key of ofGift) gifts.add(key);
+    this.candidates.set(Number(d.id), { keys, reference: reference(d), email: email(d), at: Date.parse(d.recorded_at) });
+    for (const key of keys) this.seen.set(key, NONE_YET);
+    for (const key of ofGift) this.gifts.add(key);
   }
-  for await (const d of donations) {
-    // A record without Gift Aid is never claimed: the gift it records again is claimed once by claiming
-    // the other (a gift sent again with gift_aid "yes", to add it, was set aside as claimed: a review).
-    if (!d.gift_aid) continue;
-    // The donor read (a house read from the address) only for a gift of a candidate's day, amount and last name.
-    const ofGift = giftKeys(d);
-    if (!ofGift.some((key) => gifts.has(key))) continue;
-    const record = { id: Number(d.id), reference: reference(d), email: email(d), at: Date.parse(d.recorded_at), claimed: d.claimed === true };
-    for (const key of keysOf(d, ofGift)) seen.get(key)?.push(record);
+
+  async read(donations: AsyncIterable<GiftFacts> | Iterable<GiftFacts>): Promise<void> {
+    for await (const d of donations) {
+      // A record without Gift Aid is never claimed: the gift it records again is claimed once by claiming
+      // the other (a gift sent again with gift_aid "yes", to add it, was set aside as claimed: a review).
+      if (!d.gift_aid) continue;
+      // The donor read (a house read from the address) only for a gift of a candidate's day, amount and last name.
+      const ofGift = giftKeys(d);
+      if (!ofGift.some((key) => this.gifts.has(key))) continue;
+      const record = { id: Number(d.id), reference: reference(d), email: email(d), at: Date.parse(d.recorded_at), claimed: d.claimed === true };
+      for (const key of this.keysOf(d, ofGift)) {
+        const records = this.seen.get(key);
+        if (records === NONE_YET) this.seen.set(key, [record]);
+        else records?.push(record);
+      }
+    }
   }
-  return (d) => {
-    const id = Number(d.id);
-    const [ref, address, at] = [reference(d), email(d), Date.parse(d.recorded_at)];
-    const [sameDay, undated] = keysOf(d);
-    const first = (records: Array<{ id: number; reference: string; email: string; claimed: boolean }>) => {
+
+  /** The earlier record of the gift candidate `id` (one add() was given) records again, if any. */
+  twinOfCandidate(id: number): Twin | undefined {
+    const c = this.candidates.get(id);
+    if (c === undefined) throw new RangeError(`donation ${id} is not a candidate`);
+    return this.first(id, c.reference, c.email, c.at, c.keys);
+  }
+
+  /** The earlier record of the gift `d` records again, if any. */
+  twinOf(d: GiftFacts): Twin | undefined {
+    return this.first(Number(d.id), reference(d), email(d), Date.parse(d.recorded_at), this.keysOf(d));
+  }
+
+  private keysOf(d: GiftFacts, ofGift = giftKeys(d)): string[] {
+    return this.candidates.get(Number(d.id))?.keys ?? donorKeys(d, ofGift);
+  }
+
+  private first(id: number, ref: string, address: string, at: number, [sameDay, undated]: string[]): Twin | undefined {
+    const first = (records: GiftRecord[]) => {
       const earlier = records.filter(
         (other) =>
           // A record in a live claim is the first, whatever its id: on PostgreSQL a record stalled after taking its id (a
@@ -98,12 +150,19 @@ export async function twinsAmong(
       );
       return earlier.length === 0 ? undefined : Math.min(...earlier.map((other) => other.id));
     };
-    const onItsDay = first(seen.get(sameDay!) ?? []);
-    const nearby = undated === undefined ? undefined : first((seen.get(undated) ?? []).filter((other) => Math.abs(other.at - at) <= RETRY_ACROSS_MIDNIGHT_MS));
+    const onItsDay = first(this.seen.get(sameDay!) ?? []);
+    const nearby = undated === undefined ? undefined : first((this.seen.get(undated) ?? []).filter((other) => Math.abs(other.at - at) <= RETRY_ACROSS_MIDNIGHT_MS));
     if (onItsDay !== undefined && (nearby === undefined || onItsDay <= nearby)) return { id: onItsDay, acrossMidnight: false };
     return nearby === undefined ? undefined : { id: nearby, acrossMidnight: true };
-  };
+  }
 }
+
+/**
+ * A candidate's key no record has been found under yet: one array for them all, never pushed to (TwinFinder gives a key its own
+ * array with its first record). An empty array of its own took about 150 bytes a key once pushed to (V8 gives it room for 17),
+ * nearly every key holding one record, the candidate's own (a scale review).
+ */
+const NONE_YET: never[] = Object.freeze([]) as never[];
 
 /** The earlier donation a candidate records again: on its UK day, or, sent without a date, on the day before or after, recorded within RETRY_ACROSS_MIDNIGHT_MS of it. */
 export interface Twin {

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  mergeSchedules,
   assessDonation,
   ATTENTION_COLUMNS,
   attentionCells,
@@ -1180,6 +1181,23 @@ describe('the whole claim', () => {
       s.needsAttention.map((r) => r.id),
       [3000],
     );
+  });
+
+  test('assessed a batch at a time (mergeSchedules): the very schedule assessed at once', () => {
+    const donations: GiftAidDonation[] = [];
+    for (let id = 1; id <= 2503; id++) {
+      const day = `2025-0${1 + (id % 3)}-1${id % 7}`;
+      const left = id % 97 === 0 ? { donor_postcode: null } : {}; // needs attention
+      const long = id % 89 === 0 ? { donor_last_name: `Doe${'x'.repeat(40)}` } : {}; // shortened
+      donations.push(donation({ id, donor_last_name: `Doe${id}`, amount_minor: id, donation_date: `${day}T00:00:00.000000Z`, ...left, ...long }));
+    }
+    const whole = buildSchedule(donations, TODAY);
+    assert.ok(whole.needsAttention.length > 0 && whole.shortened.length > 0);
+    for (const size of [1, 500, 1000, 2503, 5000]) {
+      const parts = [];
+      for (let start = 0; start < donations.length; start += size) parts.push(buildSchedule(donations.slice(start, start + size), TODAY));
+      assert.deepEqual(mergeSchedules(parts), whole, `batches of ${size}`);
+    }
   });
 
   test('none claimable: no rows', () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { erasureOf } from '../../src/donations/erasure.js';
-import { twinsAmong, type GiftFacts } from '../../src/giftaid/twins.js';
+import { TwinFinder, twinsAmong, type GiftFacts } from '../../src/giftaid/twins.js';
 
 const gift = (id: number, overrides: Partial<GiftFacts> = {}): GiftFacts => ({
   id,
@@ -26,6 +26,11 @@ const undated = (id: number, at: string, overrides: Partial<GiftFacts> = {}): Gi
 /** The twin found for each donation, by id, among them all. */
 async function twins(...donations: GiftFacts[]): Promise<Record<number, number | undefined>> {
   const twinOf = await twinsAmong(donations, donations);
+  // As a claim finds them (cli/giftaid.ts): each candidate's twin by its id alone, from what TwinFinder kept of it.
+  const finder = new TwinFinder();
+  for (const d of donations) finder.add(d);
+  await finder.read(donations);
+  for (const d of donations) assert.deepEqual(finder.twinOfCandidate(d.id), twinOf(d), `donation ${d.id}`);
   return Object.fromEntries(donations.map((d) => [d.id, twinOf(d)?.id]));
 }
 
