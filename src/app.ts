@@ -132,6 +132,7 @@ export async function buildApp({
   // Declared, so every request has the same shape in V8's eyes whether or not it authenticated.
   app.decorateRequest('charity', null as unknown as FastifyRequest['charity']);
   app.decorateRequest('authenticatedAt', 0);
+  app.decorateRequest('charityTried', null); // a 401's (auth.ts): set on so few requests, it would otherwise give them a shape of their own
   // Made when a request first asks the database for something: no hook on every request for it.
   app.decorateRequest('database', {
     getter(this: FastifyRequest & { [BUDGET]?: DatabaseBudget }) {
@@ -154,7 +155,7 @@ export async function buildApp({
     // by its id (an authenticated request's), so abuse can be traced to an integration; a refused
     // one's by its address (clientShown).
     const route = request.routeOptions.url ?? '(no route)';
-    access?.({ reqId: request.id, method: request.method, route, status, ms, charity: request.charity?.id, charityTried: request.charityTried, client: clientShown(status) ? request.ip : undefined });
+    access?.({ reqId: request.id, method: request.method, route, status, ms, charity: request.charity?.id, charityTried: request.charityTried ?? undefined, client: clientShown(status) ? request.ip : undefined });
     answered?.(route, request.method, status, ms / 1000);
   };
   // The answers of one event-loop turn go out together at its end, one after another: a client on

@@ -14,8 +14,8 @@ declare module 'fastify' {
     charity: CharityCredential;
     /** When the credential was judged, on the app's clock. */
     authenticatedAt: number;
-    /** A 401's: the id of the charity whose username was given, when one has it. */
-    charityTried?: number;
+    /** A 401's: the id of the charity whose username was given, when one has it; else null. */
+    charityTried: number | null;
   }
 }
 
