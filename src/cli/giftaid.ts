@@ -536,16 +536,17 @@ const FOLDER_HOLD = '.almoner-giftaid.lock';
 async function holdFolder(dir: string, out: string): Promise<void> {
   refuseSharedOut(dir, out); // again, now that it is there
   const file = join(dir, FOLDER_HOLD);
+  const inode = () => stat(file).then((s) => s.ino, () => undefined); // which file is at that name now, if any
   for (let attempt = 1; ; attempt++) {
     refuseNotOwn(dir, out);
-    const before = await stat(file).then((s) => s.ino, () => undefined);
+    const before = await inode();
     let release: (() => void) | undefined;
     try {
       release = await lockFile(file);
     } catch (err) {
       // The one it waited for ended and removed the file this had opened: SQLite answers a lock on a removed file
       // SQLITE_IOERR_FSTAT. Looked at again, as below; until 2026-11-30 said as "disk I/O error" (a README review).
-      const removed = (err as { code?: string }).code?.startsWith('SQLITE_IOERR') && (await stat(file).then((s) => s.ino, () => undefined)) !== before;
+      const removed = (err as { code?: string }).code?.startsWith('SQLITE_IOERR') && (await inode()) !== before;
       if (removed && attempt < 5) continue;
       throw new UsageError(`--out ${out} cannot be held for this command's files (${FOLDER_HOLD} in it: ${(err as Error).message}).`);
     }
@@ -554,7 +555,7 @@ async function holdFolder(dir: string, out: string): Promise<void> {
         `another giftaid claim or giftaid files is writing to --out ${out} now: wait for it to end (the folder then holds its claim's files), or give this claim a folder of its own.`,
       );
     }
-    const after = await stat(file).then((s) => s.ino, () => undefined);
+    const after = await inode();
     if (after !== undefined && (before === undefined || after === before)) {
       process.once('exit', () => {
         // Never a throw here: one in an 'exit' listener turned a claim made and written into exit 1.

@@ -339,7 +339,7 @@ export class ClaimLedger {
       .where('charity_id', '=', charityId)
       .where('donation_date', '>=', range.from)
       .where('donation_date', '<=', range.to);
-    for await (const r of q.stream(1000)) yield { ...r, gift_aid: Boolean(r.gift_aid), claimed: Boolean(r.claimed) };
+    for await (const r of q.stream(1000)) yield { ...giftFacts(r), claimed: Boolean(r.claimed) };
   }
 
   /** How many of the charity's Gift Aid donations in the range are in a live claim. */
@@ -792,9 +792,9 @@ async function claimsHoldingTwinsOf(db: Kysely<Database>, id: number, charityId:
     .where('donations.donation_date', '<=', range.to)
     .execute();
   if (claimed.length === 0) return [];
-  const own = (await db.selectFrom('donations').select(GIFT_FACTS).where('id', 'in', ofClaim).execute()).map((r) => ({ ...r, gift_aid: Boolean(r.gift_aid) }));
+  const own = (await db.selectFrom('donations').select(GIFT_FACTS).where('id', 'in', ofClaim).execute()).map(giftFacts);
   const claimOf = new Map(claimed.map((r) => [Number(r.id), Number(r.claim_id)]));
-  const records = claimed.map((r) => ({ ...r, gift_aid: Boolean(r.gift_aid), claimed: true }));
+  const records = claimed.map((r) => ({ ...giftFacts(r), claimed: true }));
   // Only the claim's donations of a gift (day, amount, last name) one of those records has are told further: reading
   // every donor's house, for a claim of 100,000, took 12 s, with SQLite's write lock held (creates answered 503).
   const gifts = new Set(records.flatMap((r) => giftKeys(r)));
