@@ -15,6 +15,8 @@ export interface Config {
   logLevel: string;
   /** Creates per second per charity; 0 is no limit. */
   createRateLimit: number;
+  /** Creates one charity may have in flight at once in one server process; 0 is no limit. */
+  createConcurrencyLimit: number;
   /** Rate-limit counters shared by every instance; undefined keeps them per process. */
   redisUrl: string | undefined;
   /** What this deployment's Redis keys and channel begin with: deployments sharing one Redis must each have their own. */
@@ -262,6 +264,13 @@ function parseCreateRateLimit(raw: string | undefined): number {
   return n;
 }
 
+function parseCreateConcurrencyLimit(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return DEFAULT_CREATES_IN_FLIGHT;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n > 1_000_000) throw new ConfigError(`CREATE_CONCURRENCY_LIMIT must be a whole number of requests, 0 for no limit (got ${JSON.stringify(raw)}).`);
+  return n;
+}
+
 /**
  * REDIS_URL: `redis://…` or `rediss://…`, as ioredis will read it. A # ? or / in the password, a
  * stray %, or a port out of range was found only by ioredis, when serve opened it: "almoner: Invalid
@@ -346,6 +355,9 @@ function parseConnectionsPerAddress(raw: string | undefined): number {
   return n;
 }
 
+/** CREATE_CONCURRENCY_LIMIT's default: creates one charity may have in flight at once in one server process (http/throttle.ts, CreatesInFlight). */
+export const DEFAULT_CREATES_IN_FLIGHT = 100;
+
 /** WORKERS: at most this many (each worker is a whole Node.js process, about 100 MB under load). */
 export const MAX_WORKERS = 64;
 
@@ -370,6 +382,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     logLevel: parseLogLevel(env.LOG_LEVEL),
     createRateLimit: parseCreateRateLimit(env.CREATE_RATE_LIMIT),
+    createConcurrencyLimit: parseCreateConcurrencyLimit(env.CREATE_CONCURRENCY_LIMIT),
     redisUrl: parseRedisUrl(env.REDIS_URL),
     redisPrefix: parseRedisPrefix(env.REDIS_PREFIX),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),

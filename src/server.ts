@@ -119,7 +119,7 @@ export async function serve(config: Config): Promise<void> {
   // Redis keeps the rate-limit counters shared by every instance; if it stops answering, each
   // instance falls back to its own counters rather than failing requests.
   const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;
-  const throttle = new Throttle({ createsPerSecond: config.createRateLimit, redis, cluster: worker !== undefined, keyPrefix: config.redisPrefix });
+  const throttle = new Throttle({ createsPerSecond: config.createRateLimit, createsInFlight: config.createConcurrencyLimit, redis, cluster: worker !== undefined, keyPrefix: config.redisPrefix });
   const metrics = config.metrics.enabled ? new (await import('./http/metrics.js')).Metrics() : undefined;
   if (worker !== undefined) metrics?.joinCluster(metricsFromPrimary, answerMetricsRequests);
   const metricsPort = config.metrics.enabled && worker === undefined ? config.metrics.port : undefined;

@@ -43,6 +43,17 @@ function databaseRefusal(url: string): string {
 const PERCENT = /must be percent-encoded \(# as %23, % as %25/;
 const PORT = /the port must be a whole number from 1 to 65535/;
 
+describe('CREATE_CONCURRENCY_LIMIT', () => {
+  test('100 by default, 0 for no limit, a whole number or refused naming it', () => {
+    assert.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).createConcurrencyLimit, 100);
+    assert.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:', CREATE_CONCURRENCY_LIMIT: '0' }).createConcurrencyLimit, 0);
+    assert.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:', CREATE_CONCURRENCY_LIMIT: '250' }).createConcurrencyLimit, 250);
+    for (const raw of ['-1', '1.5', 'lots', ' 5']) {
+      assert.equal(refusal({ CREATE_CONCURRENCY_LIMIT: raw }), `CREATE_CONCURRENCY_LIMIT must be a whole number of requests, 0 for no limit (got ${JSON.stringify(raw)}).`);
+    }
+  });
+});
+
 describe('REDIS_URL as ioredis reads it', () => {
   // The operator's three, each "almoner: Invalid URL" or "URI malformed" with exit 1 (ioredis threw in openRedis).
   const malformed = [

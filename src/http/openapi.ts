@@ -322,7 +322,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           'Unsupported media type: send the body as application/json or application/x-www-form-urlencoded.',
         ),
         TooManyRequests: errorResponse(
-          'Too many failed authentication attempts from this address, too many creates sent too quickly by this charity (every create counts, whatever its answer), or too many open connections from this address (sent as the connection opens, which is then closed).',
+          'Too many failed authentication attempts from this address, too many creates sent too quickly by this charity (every create counts, whatever its answer), too many of its creates in flight at once ("Too many donations are being sent at once: at most 100 at a time. Try again in 1 second."), or too many open connections from this address (sent as the connection opens, which is then closed).',
           'Too many donations sent too quickly. Try again in 1 second.',
           {
             'Retry-After': ref('headers', 'Retry-After'),
