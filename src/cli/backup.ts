@@ -2,7 +2,7 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
@@ -60,6 +60,11 @@ export function backupCommand(): Command {
       if (location.dialect === 'postgres') throw new UsageError(ON_POSTGRES);
       if (out.trim() === '') throw new UsageError('--out is empty: give the backup a file name'); // resolve('') is the current folder
       const file = resolve(out);
+      // A link to nothing: existsSync follows it and found nothing, and the whole copy was made, then refused as a file
+      // "written meanwhile, by another command", which there was not (until 2026-12-01; a review). The link is never followed (placeAsNew).
+      if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() && !existsSync(file)) {
+        throw new UsageError(`${file} is a symbolic link to ${readlinkSync(file)}, which does not exist: a backup is never written through a link, so it is refused; give the backup a new name, or remove the link`);
+      }
       if (existsSync(file)) throw new UsageError(statSync(file).isDirectory() ? `${file} is a folder: give the backup a file name (--out ${join(out, 'almoner-backup.db')}, say)` : `${file} exists already: give the backup a new name`);
       if (!existsSync(dirname(file))) throw new UsageError(`the folder ${dirname(file)} does not exist`);
       if (!writable(dirname(file))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(file)}`);

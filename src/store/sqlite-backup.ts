@@ -85,15 +85,21 @@ function placeAsNew(partial: string, target: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') {
+      // A link there (one to nothing, too) is no file another command wrote (said so until 2026-12-01; a review); never followed.
+      if (lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) throw linkRefused(target);
       throw new CopyRefused(`${target} was written meanwhile, by another command (another backup to the same name, begun at the same time?): it is left as it is, and this copy is not kept; give the backup a new name`);
     }
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+    if (lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) throw linkRefused(target); // rename would replace it
     if (existsSync(target)) throw new CopyRefused(`${target} was written meanwhile, by another command: it is left as it is, and this copy is not kept; give the backup a new name`);
     renameSync(partial, target);
     return;
   }
   rmSync(partial, { force: true });
 }
+
+const linkRefused = (target: string) =>
+  new CopyRefused(`${target} is a symbolic link, put there while this backup was made: a backup is never written through a link, so it is refused; the link is left as it is, and this copy is not kept; give the backup a new name`);
 
 /**
  * Writes what the database at `source` holds (with its WAL, if it has one) to a new file at `to`,
