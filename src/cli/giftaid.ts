@@ -298,7 +298,11 @@ export function giftaidCommand(): Command {
       const today = ukDay(new Date()); // the claim is made in the UK
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
+        // Donors' names and addresses, as a claim's files, and the same needs-attention-USERNAME.csv a claim that claims
+        // nothing writes: until 2026-12-01 into any folder, another user's link there followed, and no folder held (a review).
+        refuseSharedOut(dir, opts.out); // before the folder is made: a refused one leaves nothing behind
         await makeFolder(dir, opts.out);
+        await holdFolder(dir, opts.out); // not while another giftaid command writes there, nor another while this one does
         // With those dated after today, as a claim lists them (so the preview a failed claim names shows them too).
         const assessed = await assessUnclaimed(store, charity.id, { from: opts.from, to: opts.to }, today, opts.periodEnd, { withFuture: true });
         const audit = () =>
@@ -527,7 +531,7 @@ const FOLDER_HOLD = '.almoner-giftaid.lock';
 /**
  * Holds the --out folder for this command until it ends: lockFile (restoring.ts) on a file in it,
  * which goes with the process, killed or not. Refused (exit
- * 2, nothing recorded) while another `giftaid claim` or `giftaid files` holds it: two claims into one
+ * 2, nothing recorded) while another `giftaid claim`, `giftaid files` or (since 2026-12-01) `giftaid schedule` holds it: two claims into one
  * folder at once each found it empty, both were recorded, and the second was refused its files
  * (exit 1), its donations held by a claim whose files it had not written (a review, 2026-11-30: in
  * 19 rounds of 20, on SQLite and on PostgreSQL). The file is removed as the process exits, still
@@ -552,7 +556,7 @@ async function holdFolder(dir: string, out: string): Promise<void> {
     }
     if (!release) {
       throw new UsageError(
-        `another giftaid claim or giftaid files is writing to --out ${out} now: wait for it to end (the folder then holds its claim's files), or give this claim a folder of its own.`,
+        `another giftaid claim, files or schedule is writing to --out ${out} now: wait for it to end (the folder then holds its files), or give this command a folder of its own.`,
       );
     }
     const after = await inode();
@@ -614,7 +618,7 @@ function refuseNotOwn(dir: string, out: string): void {
     }
     if (there.isSymbolicLink() || !there.isFile() || there.uid !== process.getuid?.()) {
       throw new UsageError(
-        `--out ${out} holds ${name}, which is ${there.isSymbolicLink() ? 'a link' : "not a file of this user's"}: this command does not open it. Once no giftaid claim or giftaid files is running, remove it.`,
+        `--out ${out} holds ${name}, which is ${there.isSymbolicLink() ? 'a link' : "not a file of this user's"}: this command does not open it. Once no giftaid claim, files or schedule is running, remove it.`,
       );
     }
   }

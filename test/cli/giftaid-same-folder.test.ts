@@ -34,7 +34,7 @@ test('a giftaid claim into a folder another claim is writing to is refused at on
       for (const command of [['giftaid', 'claim', '--charity', username, '--out', out], ['giftaid', 'files', String(firstClaim), '--out', out]]) {
         const refused = await almoner(database.url, command);
         assert.equal(refused.code, 2, `${command[1]}: ${refused.stderr}`);
-        assert.match(refused.stderr, /another giftaid claim or giftaid files is writing to --out .* now: wait for it to end/);
+        assert.match(refused.stderr, /another giftaid claim, files or schedule is writing to --out .* now: wait for it to end/);
       }
       const claims = JSON.parse((await almoner(database.url, ['giftaid', 'claims', '--json'])).stdout) as Array<{ id: number }>;
       assert.deepEqual(claims.map((c) => c.id), [firstClaim], 'nothing claimed');
