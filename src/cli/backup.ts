@@ -317,8 +317,11 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
       const current = await store.auditTrail();
       const restored = heldBy(current);
       // A backup and the database it replaced share their history up to the backup: a trail that shares none of it is another database's, whose erasures are not this one's to make.
+      // Unless the restore's mark names it: then it is what this restore replaced, with a backup of another database (another machine's),
+      // and is taken in as the restore itself takes it in (until 2026-12-01 refused, and the database stayed refused: a review).
       const entries = trail?.trail ?? [];
-      if (trail && entries.length > 0 && !entries.some((e) => restored.has(entryKey(e)))) {
+      const replacedHere = trail !== undefined && (marked?.left ?? []).includes(trail.file);
+      if (trail && entries.length > 0 && !replacedHere && !entries.some((e) => restored.has(entryKey(e)))) {
         throw new UsageError(`${trail.file} shares no entry with the audit trail of ${describeDatabase(location)}: it is another database's, not the one this database's restore replaced`);
       }
       // A restore killed before it recorded itself (on PostgreSQL, as soon as pg_restore had committed): recorded

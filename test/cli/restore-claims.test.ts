@@ -829,3 +829,39 @@ test('keeping another ledger\'s claims takes its turn with claims made or reopen
     await database.drop();
   }
 });
+
+test("another database's backup restored over this one, the restore killed once pg_restore had committed: keep-replaced finishes it from the files the restore left, as the restore would have [postgres]", { skip: BACKENDS.length < 2 && 'no TEST_DATABASE_URL' }, async () => {
+  // Until 2026-12-01 keep-replaced refused the restore's own trail as "another database's" (it shares no entry with
+  // the backup's, as the two databases share no history), and the database stayed refused for good (a review of 2026-11-30).
+  assertBuilt();
+  const backend = BACKENDS.find((b) => b.name === 'postgres')!;
+  const [here, there] = [await backend.createDatabase(), await backend.createDatabase()];
+  try {
+    const ops = operator(here, backend.name);
+    const { id } = await ops.charity('Here');
+    await recordGiftAided(here.url, id, [{ donor_email: 'one@example.org' }, { donor_email: 'gone@example.org' }]);
+    await ops.cli(['donor', 'erase', '--email', 'gone@example.org']);
+    await operator(there, backend.name).charity('There');
+    const backup = await operator(there, backend.name).backup('there');
+
+    const killed = await almoner(here.url, ['restore', backup, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
+      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
+      (err: { signal?: string }) => err,
+    );
+    assert.equal(killed.signal, 'SIGKILL');
+    assert.notEqual((await almoner(here.url, ['charity', 'list'])).code, 0, 'refused until the restore is finished');
+
+    const kept = await almoner(here.url, ['keep-replaced']);
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.match(kept.stdout, /may be used again\n$/);
+    const charities = (await ops.cli(['charity', 'list', '--json'])).stdout;
+    assert.match(charities, /"There"/, "the backup's charities");
+    assert.doesNotMatch(charities, /"Here"/);
+    const again = await almoner(here.url, ['keep-replaced']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /^nothing to do: no restore of .* is unfinished/);
+  } finally {
+    await here.drop();
+    await there.drop();
+  }
+});
