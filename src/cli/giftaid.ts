@@ -455,29 +455,46 @@ const NOT_FOR_HMRC: Partial<Record<ClaimStatus, string>> = {
 /** What files written with --resend say first: for the one file HMRC refused. */
 const RESENT = 'WRITTEN AGAIN TO RESEND: upload only the file HMRC refused; the others are claimed already, and sent again would claim their donations twice.';
 
+/**
+ * Files for writeNewFiles to write, one at a time: their names, known before any is written (a name
+ * taken refuses them all), and their bytes, made in the same order as each is written, so that no
+ * more than one is held. Until 2026-12-01 a claim's were all made before the first was written (a
+ * scale review: 450 MB for a claim of 630 files).
+ */
+interface NewFiles {
+  names: readonly string[];
+  contents: () => AsyncIterable<Uint8Array>;
+}
+
 /** A claim's spreadsheets, from its rows as recorded: the same bytes every time (but for what the status, or --resend, says they are for). */
-async function claimSpreadsheets(store: Store, claim: Claim, charityName: string, { resend = false } = {}): Promise<Array<{ name: string; bytes: Uint8Array }>> {
-  const all = await store.claims.rows(claim.id);
+async function claimSpreadsheets(store: Store, claim: Claim, charityName: string, { resend = false } = {}): Promise<NewFiles> {
+  const held = await store.claims.rowCount(claim.id);
   // Never a schedule short of what HMRC has (a ledger from before 0014 kept no rows without their donation).
-  if (all.length !== claim.donation_count) {
-    throw new UsageError(`claim ${claim.id} holds ${claim.donation_count} donations, of which this database has the rows of ${all.length}: its files cannot be written again from here.`);
+  if (held !== claim.donation_count) {
+    throw new UsageError(`claim ${claim.id} holds ${claim.donation_count} donations, of which this database has the rows of ${held}: its files cannot be written again from here.`);
   }
-  const parts = chunk(all, MAX_ROWS_PER_SCHEDULE);
-  return parts.map((rows, i) => ({
-    name: claimFileName(claim.id, i + 1),
-    bytes: scheduleSpreadsheet({
-      rows,
-      preparedAt: claim.prepared_at,
-      use: resend ? 'claim' : FILE_USE[claim.status],
-      title: `Gift Aid claim ${claim.id} for ${charityName}, ${i + 1} of ${parts.length}`,
-      about: [
-        ...(resend ? [RESENT] : NOT_FOR_HMRC[claim.status] === undefined ? [] : [NOT_FOR_HMRC[claim.status]!]),
-        `Gift Aid claim ${claim.id} for ${charityName} (${claim.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}, ${pounds(rows.reduce((s, r) => s + r.amountMinor, 0))}.`,
-        `Prepared by Almoner on ${dayMonthYear(preparedDay(claim))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
-          "Check it, then attach it to a claim in HMRC Charities Online. Don't change the layout of the schedule or the name of the worksheet.",
-      ],
-    }),
-  }));
+  const parts = Math.ceil(held / MAX_ROWS_PER_SCHEDULE);
+  const names = Array.from({ length: parts }, (_, i) => claimFileName(claim.id, i + 1));
+  async function* contents(): AsyncIterable<Uint8Array> {
+    let i = 0;
+    // Each file's rows read as it is made: the pages are the files' rows (chunk of the rows in order, as before).
+    for await (const rows of store.claims.rowPages(claim.id, MAX_ROWS_PER_SCHEDULE)) {
+      yield scheduleSpreadsheet({
+        rows,
+        preparedAt: claim.prepared_at,
+        use: resend ? 'claim' : FILE_USE[claim.status],
+        title: `Gift Aid claim ${claim.id} for ${charityName}, ${i + 1} of ${parts}`,
+        about: [
+          ...(resend ? [RESENT] : NOT_FOR_HMRC[claim.status] === undefined ? [] : [NOT_FOR_HMRC[claim.status]!]),
+          `Gift Aid claim ${claim.id} for ${charityName} (${claim.charity}): file ${i + 1} of ${parts}, ${count(rows.length, 'donation')}, ${pounds(rows.reduce((s, r) => s + r.amountMinor, 0))}.`,
+          `Prepared by Almoner on ${dayMonthYear(preparedDay(claim))} from donations dated up to ${dayMonthYear(claim.up_to)}. ` +
+            "Check it, then attach it to a claim in HMRC Charities Online. Don't change the layout of the schedule or the name of the worksheet.",
+        ],
+      });
+      i += 1;
+    }
+  }
+  return { names, contents };
 }
 
 /** The UK day a claim was prepared on, as every other day of a claim is (its UTC day, until 2026-11-29: 30 June for one prepared at 00:35 on 1 July, in summer time). */
@@ -677,17 +694,19 @@ async function schedulesWithin(dir: string, depth: number, under = ''): Promise<
 
 /**
  * Writes the files, all or none: each under a hidden temporary name, renamed into place once all
- * are written (and those renamed taken away again if a later one fails: half a claim's schedules
- * uploaded would leave the rest held by the claim, never sent). A schedule file is never overwritten (an old one could be claimed with the new):
+ * are written (and those renamed taken away again if a later one fails, or cannot be made: half a
+ * claim's schedules uploaded would leave the rest held by the claim, never sent). A schedule file is never overwritten (an old one could be claimed with the new):
  * if any of these names, or any name `family` matches, is taken already, nothing is written.
+ * Files given as NewFiles are made one at a time, each written before the next is made.
  * Returns the names written.
  */
 async function writeNewFiles(
   dir: string,
-  files: ReadonlyArray<{ name: string; bytes: Uint8Array }>,
+  given: ReadonlyArray<{ name: string; bytes: Uint8Array }> | NewFiles,
   { family, beforeWriting }: { family?: RegExp; beforeWriting?: () => Promise<void> } = {},
 ): Promise<string[]> {
-  const names = new Set(files.map((f) => f.name));
+  const files: NewFiles = 'names' in given ? given : { names: given.map((f) => f.name), contents: () => madeAlready(given) };
+  const names = new Set(files.names);
   const taken = (await readdir(dir)).filter((name) => names.has(name) || family?.test(name)).sort();
   if (taken.length > 0) {
     throw new UsageError(
@@ -701,16 +720,29 @@ async function writeNewFiles(
   const placed: string[] = [];
   try {
     // Readable by their owner only, whatever the umask: they hold donors' names and addresses.
-    for (const f of files) await writeFile(partial(f.name), f.bytes, { flag: 'wx', mode: PRIVATE_FILE });
-    for (const f of files) {
-      await rename(partial(f.name), join(dir, f.name));
-      placed.push(f.name);
+    let written = 0;
+    for await (const bytes of files.contents()) {
+      const name = files.names[written];
+      if (name === undefined) throw new Error(`more files were made than the ${files.names.length} named`);
+      await writeFile(partial(name), bytes, { flag: 'wx', mode: PRIVATE_FILE });
+      written += 1;
+    }
+    // Rows read a page at a time (claimSpreadsheets) that fell short of those counted: never a claim's files short of one.
+    if (written !== files.names.length) throw new Error(`${written} of the ${files.names.length} files were made`);
+    for (const name of files.names) {
+      await rename(partial(name), join(dir, name));
+      placed.push(name);
     }
   } catch (err) {
-    await Promise.all([...files.map((f) => partial(f.name)), ...placed.map((name) => join(dir, name))].map((path) => rm(path, { force: true })));
+    await Promise.all([...files.names.map((name) => partial(name)), ...placed.map((name) => join(dir, name))].map((path) => rm(path, { force: true })));
     throw err;
   }
-  return files.map((f) => f.name);
+  return [...files.names];
+}
+
+/** Files made already, as NewFiles gives them. */
+async function* madeAlready(files: ReadonlyArray<{ bytes: Uint8Array }>): AsyncIterable<Uint8Array> {
+  for (const f of files) yield f.bytes;
 }
 
 /** needs-attention's columns that hold a value, for a spreadsheet to read as one (a number, a date); the others are text (spreadsheetCell). */
