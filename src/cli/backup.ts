@@ -2,7 +2,7 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, lstatSync, mkdtempSync, openSync, readFileSync, readlinkSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
@@ -14,7 +14,8 @@ import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
 import { columnsSetBy, type CredentialColumn, OLD_PASSWORD_LEFT, type Store } from '../store/store.js';
 import { backUpSqlite, CopyRefused, readReplaced, refuseOccupied, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
-import { readLedger, type KeptClaims, type LedgerCopy, type RefusedWhy } from '../store/claims.js';
+import { readLedger, readLedgerRows, type DatabaseLedger, type KeptClaims, type LedgerCopy, type LedgerPages, type LedgerQueries, type LedgerRow, type RefusedWhy } from '../store/claims.js';
+import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE, refuseBackup } from '../store/open.js';
 import { count, print, theDatabase, withStoreAt } from './io.js';
@@ -420,19 +421,25 @@ async function lockRestore(client: pg.Client): Promise<void> {
  * A file a restore left, read: the replaced SQLite database (its trail and ledger), a PostgreSQL
  * restore's trail (JSON lines, as `audit --json` prints them) or its claim ledger (one JSON object).
  */
-async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy; besideTrail?: TrailStamp; backupCopy?: boolean }> {
+async function readLeftOver(file: string, location: DatabaseLocation): Promise<{ file: string; trail?: AuditRecord[]; ledger?: LedgerCopy | LedgerPages; besideTrail?: TrailStamp; backupCopy?: boolean }> {
   if (isPostgresUrl(file)) return readOtherPostgres(file, location);
   // A connection string mistyped (postgres:/…, libpq's host=… password=…), taken for a path, was shown whole, password and all.
   if (/(?:^|\/)postgres(?:ql)?:|password\s*=/i.test(file)) throw new UsageError('a database to read from is given as postgres://user:password@host:port/database (that one is not: its password is not shown)');
   if (!existsSync(file)) throw new UsageError(`there is no file at ${file}`);
-  const text = (() => {
+  const unreadable = (err: unknown) => new UsageError(`${file} cannot be read by this user (${osUser()}): ${(err as Error).message}`);
+  // Its first bytes, then the rest as it is: a claims file is read without its rows (readLedgerFile), which were read whole until 2026-12-01.
+  const header = Buffer.alloc(16);
+  try {
+    const fd = openSync(file, 'r');
     try {
-      return readFileSync(file);
-    } catch (err) {
-      throw new UsageError(`${file} cannot be read by this user (${osUser()}): ${(err as Error).message}`);
+      readSync(fd, header, 0, 16, 0);
+    } finally {
+      closeSync(fd);
     }
-  })();
-  if (text.subarray(0, 16).toString('latin1') === 'SQLite format 3\0') {
+  } catch (err) {
+    throw unreadable(err);
+  }
+  if (header.toString('latin1') === 'SQLite format 3\0') {
     try {
       return { file, ...(await readReplaced(file)) };
     } catch (err) {
@@ -440,6 +447,34 @@ async function readLeftOver(file: string, location: DatabaseLocation): Promise<{
     }
   }
   const notOurs = new UsageError(`${file} is not what a restore leaves (a replaced SQLite database, a .replaced-trail-….jsonl or a .replaced-claims-….json)`);
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  let one: ReturnType<typeof readLedgerFile>;
+  try {
+    one = readLedgerFile(file);
+  } catch (err) {
+    throw unreadable(err);
+  }
+  if (one && Array.isArray(one.fields.claims) && one.arrays.has('rows')) {
+    const { fields: first, rowsOf } = one;
+    return {
+      file,
+      ledger: {
+        claims: first.claims,
+        charities: Array.isArray(first.charities) ? first.charities : undefined,
+        largestDonationId: typeof first.largestDonationId === 'number' ? first.largestDonationId : undefined,
+        donationCount: typeof first.donationCount === 'number' ? first.donationCount : undefined,
+        rowsOf,
+      } as LedgerPages,
+      ...(isObject(first.besideTrail) && typeof first.besideTrail.entries === 'number' && { besideTrail: { entries: first.besideTrail.entries, last: typeof first.besideTrail.last === 'string' ? first.besideTrail.last : null } }),
+    };
+  }
+  const text = (() => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw unreadable(err);
+    }
+  })();
   const lines = text.toString('utf8').split('\n').filter((l) => l.trim() !== '');
   // A replaced database with an empty audit trail left an empty trail file.
   if (lines.length === 0) return { file, trail: [] };
@@ -450,22 +485,6 @@ async function readLeftOver(file: string, location: DatabaseLocation): Promise<{
       throw notOurs;
     }
   });
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-  const first = parsed[0];
-  if (parsed.length === 1 && isObject(first) && Array.isArray(first.claims) && Array.isArray(first.rows)) {
-    return {
-      file,
-      ledger: {
-        claims: first.claims,
-        rows: first.rows,
-        withoutDonation: Array.isArray(first.withoutDonation) ? first.withoutDonation : [],
-        charities: Array.isArray(first.charities) ? first.charities : undefined,
-        largestDonationId: typeof first.largestDonationId === 'number' ? first.largestDonationId : undefined,
-        donationCount: typeof first.donationCount === 'number' ? first.donationCount : undefined,
-      } as LedgerCopy,
-      ...(isObject(first.besideTrail) && typeof first.besideTrail.entries === 'number' && { besideTrail: { entries: first.besideTrail.entries, last: typeof first.besideTrail.last === 'string' ? first.besideTrail.last : null } }),
-    };
-  }
   const entry = (v: unknown): v is AuditRecord =>
     isObject(v) && typeof v.id === 'number' && typeof v.at === 'string' && typeof v.action === 'string' && typeof v.target === 'string' && isObject(v.summary);
   if (parsed.length > 0 && parsed.every(entry)) return { file, trail: parsed };
@@ -560,7 +579,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
       // With no claims, for its largest donation id and its charities' rows, which a restore killed after pg_restore must still take in.
-      if (worthKeeping(now.ledger)) written.push(writeOwn(ledgerAs, JSON.stringify({ ...now.ledger, besideTrail: trailStamp(now.trail) })));
+      // Its rows a page at a time, as they are read (writeLedgerFile): the same file as the ledger read whole made until 2026-12-01.
+      if (worthKeeping(now.ledger)) written.push(await writeLedgerFile(ledgerAs, now.ledger, trailStamp(now.trail)));
       // The whole of what is replaced, donations and all.
       if (dumping) {
         await pgDumpReplaced(wholeAs, env, here);
@@ -585,7 +605,9 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         const continues = now.schema.length > 0 && continuesFrom(now.trail, backupTrail);
         const claims_since_backup = continues && !claimsUnsettledBy(now.trail) ? 'kept' : 'unknown';
         await store.audit({ action: 'restore', target: describeDatabase(location), summary: { from: file, replaced_trail_kept_as: empty ? null : keptAs, replaced_kept_as: kept ?? null, charities: await store.count('charities'), donations, claims_since_backup } });
-        const taken = await takeIn(store, now, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined, continues ? new Map() : undefined);
+        // Its claims' rows read from the file they were written to before pg_restore dropped them (none without a file: it has no claims).
+        const ledger = written.includes(ledgerAs) ? ledgerFromFile(ledgerAs, now.ledger) : { ...now.ledger, rowsOf: noRows };
+        const taken = await takeIn(store, { trail: now.trail, ledger }, restored, written.includes(ledgerAs) ? { saved: ledgerAs, remove: true } : undefined, continues ? new Map() : undefined);
         return { donations, ...taken, charities: charitiesSaid(continues, taken.charities) };
       },
       { duringRestore: true },
@@ -609,19 +631,50 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
 }
 
 /** What a restore needs to know of the database before it: read through `client`, a plain connection, which migrates nothing. */
-async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number; tables: number; schema: string[]; schemas: string[]; trail: AuditRecord[]; ledger: LedgerCopy }> {
+async function beforeRestore(client: pg.Client): Promise<{ otherSessions: number; tables: number; schema: string[]; schemas: string[]; trail: AuditRecord[]; ledger: DatabaseLedger }> {
   // Clients only: an autovacuum worker busy in the database is listed too, and is no one to stop.
   const sessions = await client.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'");
-  // In Almoner's schema, the search_path's first: another application's table of that name, later on the path, is not Almoner's.
-  const has = async (table: string) => (await client.query<{ t: string | null }>('select to_regclass(quote_ident(current_schema()) || $1) as t', [`.${table}`])).rows[0]?.t != null;
+  const { has, all } = pgQueries(client);
   const schema = (await has('kysely_migration')) ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((r) => r.name) : [];
-  const all = async (query: string) => (await client.query<Record<string, unknown>>(query)).rows;
   const trail = (await has('audit_log')) ? ((await all('select * from audit_log order by id')) as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
   const ledger = await readLedger(has, all);
   // The restore's own mark is not a table the database had.
   const tables = await client.query<{ n: string }>("select count(*) as n from pg_tables where schemaname not in ('pg_catalog', 'information_schema') and tablename <> $1", [RESTORING_TABLE]);
   const schemas = (await client.query<{ name: string }>('select nspname as name from pg_namespace')).rows.map((r) => r.name);
   return { otherSessions: Number(sessions.rows[0]?.n ?? 0), tables: Number(tables.rows[0]?.n ?? 0), schema, schemas, trail, ledger };
+}
+
+/** readLedger's questions, asked through `client`. */
+function pgQueries(client: pg.Client): LedgerQueries {
+  return {
+    // In Almoner's schema, the search_path's first: another application's table of that name, later on the path, is not Almoner's.
+    has: async (table: string) => (await client.query<{ t: string | null }>('select to_regclass(quote_ident(current_schema()) || $1) as t', [`.${table}`])).rows[0]?.t != null,
+    all: async (query: string) => (await client.query<Record<string, unknown>>(query)).rows,
+  };
+}
+
+/** A claim's rows in the PostgreSQL database at `url` (LedgerPages), on a connection of their own, ended once they are read. */
+async function* claimRowsAt(url: string, claimId: number): AsyncIterable<LedgerRow[]> {
+  const { default: pgModule } = await import('pg');
+  const client = new pgModule.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { has, all } = pgQueries(client);
+    yield* readLedgerRows(has, all).rowsOf(claimId);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A claim has no rows: the ledger of a database with no claims. */
+async function* noRows(): AsyncIterable<LedgerRow[]> {}
+
+/** A restore's claims file, read back (readLedgerFile) with the ledger it was written from but for its rows, which are read from the file. */
+function ledgerFromFile(file: string, head: DatabaseLedger): LedgerPages {
+  const read = readLedgerFile(file);
+  if (!read) throw new Error(`${file}, the claims file this restore wrote, cannot be read back as one`);
+  const { every: _, rowsOf: __, ...rest } = head;
+  return { ...rest, rowsOf: read.rowsOf };
 }
 
 const isPostgresUrl = (text: string): boolean => /^postgres(?:ql)?:\/\//i.test(text);
@@ -645,7 +698,7 @@ function shownSource(source: string): string {
  * empty one), whose replaced database is still at hand. Until 2026-11-29 keep-replaced took files
  * only, and the restore's advice could not be followed on PostgreSQL (an operator's review).
  */
-async function readOtherPostgres(url: string, location: DatabaseLocation): Promise<{ file: string; trail: AuditRecord[]; ledger?: LedgerCopy }> {
+async function readOtherPostgres(url: string, location: DatabaseLocation): Promise<{ file: string; trail: AuditRecord[]; ledger?: LedgerPages }> {
   let other: DatabaseLocation;
   try {
     other = givenDatabase(url);
@@ -654,13 +707,16 @@ async function readOtherPostgres(url: string, location: DatabaseLocation): Promi
   }
   const shown = describeDatabase(other);
   if (location.dialect === 'postgres' && shown === describeDatabase(location)) throw new UsageError(`${shown} is the database being finished: give the one the backup came from`);
-  const [now, itsMark] = await withPostgres(other.dialect === 'postgres' ? other.url : url, async (client) => [await beforeRestore(client), await readMark(pgPlace(client))] as const).catch((err: unknown) => {
+  const at = other.dialect === 'postgres' ? other.url : url;
+  const [now, itsMark] = await withPostgres(at, async (client) => [await beforeRestore(client), await readMark(pgPlace(client))] as const).catch((err: unknown) => {
     throw new UsageError(`${shown} cannot be read: ${(err as Error).message}`);
   });
   // The database being finished, named otherwise (localhost for 127.0.0.1): its mark told (a review).
   if (itsMark) throw new UsageError(`${shown} bears a restore's mark itself: it is a database being restored, not the one a backup came from`);
   if (now.schema.length === 0) throw new UsageError(`${shown} holds no Almoner database`);
-  return { file: shown, trail: now.trail, ...(worthKeeping(now.ledger) && { ledger: now.ledger }) };
+  // Its claims' rows read from it again as they are asked for, a claim's at a time, on a connection of their own.
+  const { every: _, ...ledger } = now.ledger;
+  return { file: shown, trail: now.trail, ...(worthKeeping(now.ledger) && { ledger: { ...ledger, rowsOf: (claimId: number) => claimRowsAt(at, claimId) } }) };
 }
 
 /** Which trail a restore's claims file was written beside: how many entries it had, and its last (entryKey). */
@@ -688,7 +744,7 @@ const trailStamp = (trail: AuditRecord[]): TrailStamp => ({ entries: trail.lengt
 const sameStamp = (a: TrailStamp, b: TrailStamp): boolean => a.entries === b.entries && a.last === b.last;
 
 /** Whether a replaced database's ledger holds anything a restore must take in: claims, donation ids it gave out, or charities (whose credentials it carries over). */
-const worthKeeping = (ledger: LedgerCopy): boolean => ledger.claims.length > 0 || (ledger.largestDonationId ?? 0) > 0 || (ledger.charities?.length ?? 0) > 0;
+const worthKeeping = (ledger: LedgerCopy | LedgerPages): boolean => ledger.claims.length > 0 || (ledger.largestDonationId ?? 0) > 0 || (ledger.charities?.length ?? 0) > 0;
 
 /** One plain connection to the PostgreSQL database at `url` (which migrates nothing), for `work`. */
 async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -1145,7 +1201,7 @@ function carriable(row: NonNullable<LedgerCopy['charities']>[number] | undefined
  * fails, the restore itself stands and the erasures are still made again: the ledger stays in its
  * file, the command says so and ends with exit status 1, and the restore is not finished.
  */
-async function keepClaims(store: Store, ledger: LedgerCopy, file: LedgerFile): Promise<{ said?: string; kept: boolean }> {
+async function keepClaims(store: Store, ledger: LedgerCopy | LedgerPages, file: LedgerFile): Promise<{ said?: string; kept: boolean }> {
   if (ledger.claims.length === 0 || !file) {
     if (file?.remove) rmSync(file.saved, { force: true }); // a ledger of no claims, kept for its largest donation id (taken in by now)
     return { kept: true };

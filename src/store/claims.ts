@@ -134,7 +134,7 @@ function fillClaimId({ query, rows }: { query: CompiledQuery; rows: number }, cl
   return CompiledQuery.raw(query.sql, parameters);
 }
 
-/** A whole claim ledger as another database held it (the one a restore replaced): readLedger. */
+/** A whole claim ledger as another database held it (the one a restore replaced), as a PostgreSQL restore's claims file holds it (writeLedgerFile). */
 export interface LedgerCopy {
   claims: Selectable<GiftaidClaimsTable>[];
   /**
@@ -158,29 +158,165 @@ export interface LedgerCopy {
   donationCount?: number;
 }
 
+/** A row of another ledger's claim: one made from a donation there, with its donor's reference, or one kept without its donation. */
+export type LedgerRow = LedgerCopy['rows'][number] | LedgerCopy['withoutDonation'][number];
+
+/** Another ledger but for its claims' rows: its claims, charities and counts. */
+export type LedgerHead = Omit<LedgerCopy, 'rows' | 'withoutDonation'>;
+
+/**
+ * Another ledger whose rows are read as keepFrom takes them: a claim's, a page at a time, both kinds
+ * together in position order. Until 2026-12-01 a restore read every row of the replaced ledger at
+ * once (a scale review: about 1 GB for 629,000), though it takes in only the claims the restored
+ * database lacks.
+ */
+export interface LedgerPages extends LedgerHead {
+  rowsOf(claimId: number): AsyncIterable<LedgerRow[]>;
+}
+
+/** Rows of another ledger read at a time (a page): one insert statement's (INSERT_CHUNK). */
+export const LEDGER_PAGE = INSERT_CHUNK;
+
+/** A ledger held whole (a test's, say), read as pages. */
+export function pagesOf(copy: LedgerCopy | LedgerPages): LedgerPages {
+  if ('rowsOf' in copy) return copy;
+  const { rows, withoutDonation, ...head } = copy;
+  const byClaim = (all: readonly LedgerRow[]) => {
+    const of = new Map<number, LedgerRow[]>();
+    for (const r of all) {
+      const rows = of.get(r.claim_id);
+      if (rows) rows.push(r);
+      else of.set(r.claim_id, [r]);
+    }
+    return of;
+  };
+  let held: Array<Map<number, LedgerRow[]>> | undefined;
+  return {
+    ...head,
+    rowsOf(claimId) {
+      held ??= [byClaim(rows), byClaim(withoutDonation)];
+      const [linked, without] = held.map((of) => inPages([...(of.get(claimId) ?? [])].sort((a, b) => a.position - b.position)));
+      return byPosition(linked!, without!);
+    },
+  };
+}
+
+/** Rows held already, as pages. */
+async function* inPages<T>(rows: readonly T[]): AsyncIterable<T[]> {
+  for (let start = 0; start < rows.length; start += LEDGER_PAGE) yield rows.slice(start, start + LEDGER_PAGE);
+}
+
+/**
+ * A claim's two kinds of rows, each in position order, as one, in pages of LEDGER_PAGE: a row made
+ * from a donation before one kept without it at the same position (as a stable sort of the two, one
+ * after the other, has them).
+ */
+export async function* byPosition(linked: AsyncIterable<LedgerRow[]>, without: AsyncIterable<LedgerRow[]>): AsyncIterable<LedgerRow[]> {
+  const sources = [linked, without].map((pages) => ({ pages: pages[Symbol.asyncIterator](), page: [] as LedgerRow[], at: 0, done: false }));
+  const next = async (s: (typeof sources)[number]) => {
+    while (!s.done && s.at >= s.page.length) {
+      const read = await s.pages.next();
+      if (read.done) s.done = true;
+      else [s.page, s.at] = [read.value, 0];
+    }
+    return s.done ? undefined : s.page[s.at];
+  };
+  let out: LedgerRow[] = [];
+  for (;;) {
+    const [a, b] = [await next(sources[0]!), await next(sources[1]!)];
+    if (a === undefined && b === undefined) break;
+    const from = b === undefined || (a !== undefined && a.position <= b.position) ? sources[0]! : sources[1]!;
+    out.push(from.page[from.at++]!);
+    if (out.length === LEDGER_PAGE) {
+      yield out;
+      out = [];
+    }
+  }
+  if (out.length > 0) yield out;
+}
+
 /** How another database is asked (readLedger): whether a table is there, and a query's rows; pg and better-sqlite3 alike. */
-interface LedgerQueries {
+export interface LedgerQueries {
   has: (table: string) => boolean | Promise<boolean>;
   all: (query: string) => Record<string, unknown>[] | Promise<Record<string, unknown>[]>;
 }
 
+/** Another database's ledger, its rows read from it as they are asked for (a claim's, or all of one kind, a page at a time). */
+export interface DatabaseLedger extends LedgerPages {
+  /** Every row of a kind, in claim and position order, a page at a time: as a claims file holds them (writeLedgerFile). */
+  every(kind: 'rows' | 'withoutDonation'): AsyncIterable<LedgerRow[]>;
+}
+
+/** int8 columns come back as strings from pg: numbers here, as everywhere else. */
+const numbers = <T>(row: Record<string, unknown>, names: readonly string[]) => ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as T;
+const ROW_NUMBERS = ['claim_id', 'donation_id', 'position', 'amount_minor'];
+
 /**
- * The whole claim ledger of another database, asked through `has` (whether a table is there) and
- * `all` (a query's rows), so pg and better-sqlite3 read it alike, and a database from before a
- * table was made reads as having none.
+ * The claim ledger of another database, asked through `has` (whether a table is there) and `all` (a
+ * query's rows), so pg and better-sqlite3 read it alike, and a database from before a table was
+ * made reads as having none: its claims, charities and counts at once, its rows as they are asked
+ * for, through the same `has` and `all` (which must still reach that database then).
  */
-export async function readLedger(has: LedgerQueries['has'], all: LedgerQueries['all']): Promise<LedgerCopy> {
+export async function readLedger(has: LedgerQueries['has'], all: LedgerQueries['all']): Promise<DatabaseLedger> {
   const rowsOf = async (table: string, order: string) => ((await has(table)) ? await all(`select * from ${table} order by ${order}`) : []);
-  const numbers = <T>(row: Record<string, unknown>, names: readonly string[]) => ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as T;
-  const rowNumbers = ['claim_id', 'donation_id', 'position', 'amount_minor'];
-  // int8 columns come back as strings from pg: numbers here, as everywhere else.
   return {
     claims: (await rowsOf('giftaid_claims', 'id')).map((c) => numbers(c, ['id', 'charity_id', 'donation_count', 'total_minor'])),
-    rows: (await claimRowsWithDonor(has, all)).map((r) => numbers(r, rowNumbers)),
-    withoutDonation: (await rowsOf('giftaid_claim_rows_without_donation', 'claim_id, position')).map((r) => numbers(r, rowNumbers)),
     charities: (await rowsOf('charities', 'id')).map((c) => ({ ...c, id: Number(c.id), username: String(c.username) })),
     largestDonationId: await largestDonationId(has, all),
     donationCount: (await has('donations')) ? Number((await all('select count(*) as n from donations'))[0]?.n ?? 0) : 0,
+    ...readLedgerRows(has, all),
+  };
+}
+
+/** Another database's claim rows alone, as readLedger reads them: through a connection of their own (the one readLedger's went, say). */
+export function readLedgerRows(has: LedgerQueries['has'], all: LedgerQueries['all']): Pick<DatabaseLedger, 'rowsOf' | 'every'> {
+  const pages = rowPages(has, all);
+  return { rowsOf: (claimId) => byPosition(pages('rows', claimId), pages('withoutDonation', claimId)), every: (kind) => pages(kind) };
+}
+
+/**
+ * The rows of another database's claim ledger, of one kind, in claim and position order, a page at
+ * a time, each read by its key after the last page's (both tables are keyed by claim and position):
+ * of one claim, or every claim's. A row made from a donation comes with `donor`: the reference of the
+ * donor of its donation there (the address's, or an erased donation's kept reference; null once the
+ * row's details are erased). A database from before migration 0012 has no kept references.
+ */
+function rowPages(has: LedgerQueries['has'], all: LedgerQueries['all']) {
+  let erased: 'd.erased_donor' | 'null' | undefined;
+  return async function* (kind: 'rows' | 'withoutDonation', claimId?: number): AsyncIterable<LedgerRow[]> {
+    const table = kind === 'rows' ? 'giftaid_claim_donations' : 'giftaid_claim_rows_without_donation';
+    if (!(await has(table))) return;
+    const page = async (after: { claim: number; position: number }): Promise<LedgerRow[]> => {
+      // Numbers only, read as numbers: nothing else is written into the query.
+      const where = claimId === undefined ? `(r.claim_id, r.position) > (${after.claim}, ${after.position})` : `r.claim_id = ${Number(claimId)} and r.position > ${after.position}`;
+      const order = `order by r.claim_id, r.position limit ${LEDGER_PAGE}`;
+      if (kind === 'withoutDonation') return (await all(`select r.* from ${table} r where ${where} ${order}`)).map((r) => numbers(r, ROW_NUMBERS));
+      const joined = (from: 'd.erased_donor' | 'null') =>
+        all(`select r.*, d.donor_email as donation_email, ${from} as donation_erased_donor from ${table} r left join donations d on d.id = r.donation_id where ${where} ${order}`);
+      let rows: Record<string, unknown>[];
+      if (erased === undefined) {
+        try {
+          rows = await joined('d.erased_donor');
+          erased = 'd.erased_donor';
+        } catch {
+          rows = await joined('null');
+          erased = 'null';
+        }
+      } else rows = await joined(erased);
+      return rows.map(({ donation_email: email, donation_erased_donor: erasedDonor, ...row }) =>
+        numbers(
+          { ...row, donor: row.first_name === ERASED_IN_CLAIM || typeof email !== 'string' ? null : email === ERASED_EMAIL ? ((erasedDonor as string | null) ?? null) : donorReference(email) },
+          ROW_NUMBERS,
+        ),
+      );
+    };
+    for (let after = { claim: 0, position: 0 }; ; ) {
+      const rows = await page(after);
+      if (rows.length > 0) yield rows;
+      if (rows.length < LEDGER_PAGE) return;
+      const last = rows.at(-1)!;
+      after = { claim: last.claim_id, position: last.position };
+    }
   };
 }
 
@@ -202,27 +338,6 @@ async function largestDonationId(has: LedgerQueries['has'], all: LedgerQueries['
     // Not readable as either: the ids stored alone.
   }
   return Math.max(stored, counter);
-}
-
-/**
- * The claim rows of another database, each with `donor`: the reference of the donor of its
- * donation there (the address's, or an erased donation's kept reference; null once the row's
- * details are erased). A database from before migration 0012 has no kept references.
- */
-async function claimRowsWithDonor(has: LedgerQueries['has'], all: LedgerQueries['all']): Promise<Record<string, unknown>[]> {
-  if (!(await has('giftaid_claim_donations'))) return [];
-  const joined = (erased: string) =>
-    all(`select r.*, d.donor_email as donation_email, ${erased} as donation_erased_donor from giftaid_claim_donations r left join donations d on d.id = r.donation_id order by r.claim_id, r.position`);
-  let rows: Record<string, unknown>[];
-  try {
-    rows = await joined('d.erased_donor');
-  } catch {
-    rows = await joined('null');
-  }
-  return rows.map(({ donation_email: email, donation_erased_donor: erased, ...row }) => ({
-    ...row,
-    donor: row.first_name === ERASED_IN_CLAIM || typeof email !== 'string' ? null : email === ERASED_EMAIL ? ((erased as string | null) ?? null) : donorReference(email),
-  }));
 }
 
 /**
@@ -579,7 +694,8 @@ export class ClaimLedger {
    * other row is kept without a donation, as it went into the schedule (migration 0014). In one
    * transaction, with its audit entry; claim ids go on after the largest of either ledger.
    */
-  async keepFrom(copy: LedgerCopy): Promise<KeptClaims> {
+  async keepFrom(given: LedgerCopy | LedgerPages): Promise<KeptClaims> {
+    const copy = pagesOf(given);
     const kept: KeptClaims = { added: [], marked: [], refused: [] };
     await this.db.transaction().execute(async (trx) => {
       // In turn with claims made or reopened meanwhile (keep-replaced runs beside a server and its commands), each charity's
@@ -594,16 +710,30 @@ export class ClaimLedger {
       // The claim's own charity, here: by its id, and by its username where the copy names it (a charity that signed up
       // after the backup takes the next id here, and a claim of the one the restore lost went under it; a review, 2026-11-29).
       const ownCharityHere = (id: number) => charities.has(id) && (theirs === undefined || theirs.get(id) === charities.get(id));
-      const rowsOf = new Map<number, Array<Omit<LedgerCopy['rows'][number], 'live'>>>();
-      for (const r of [...copy.rows, ...copy.withoutDonation]) {
-        const of = rowsOf.get(r.claim_id);
-        if (of) of.push(r);
-        else rowsOf.set(r.claim_id, [r]);
-      }
       // A claim here given the other ledger's status, its times and how many times it moved.
       const takeStatus = async (claim: (typeof copy.claims)[number]) => {
         const { status, submitted_at, paid_at, rejected_at } = claim;
         await trx.updateTable('giftaid_claims').set({ status, submitted_at, paid_at, rejected_at, moves: movesOf(claim) }).where('id', '=', claim.id).execute();
+      };
+      /** Of a page of a claim's rows, the donation ids that name the very donation the row was made from (madeFrom), here. */
+      const madeHere = async (part: readonly LedgerRow[], charityId: number): Promise<Set<number>> => {
+        const found = new Map(
+          (
+            await trx
+              .selectFrom('donations')
+              .select(['id', 'charity_id', 'donation_date', 'amount_minor', 'donor_first_name', 'donor_last_name', 'donor_postcode'])
+              .where('id', 'in', part.map((r) => r.donation_id))
+              .execute()
+          ).map((d) => [Number(d.id), d]),
+        );
+        return new Set(
+          part
+            .filter((r) => {
+              const d = found.get(r.donation_id);
+              return d !== undefined && madeFrom(r, { ...d, charity_id: Number(d.charity_id), amount_minor: Number(d.amount_minor) }, charityId);
+            })
+            .map((r) => r.donation_id),
+        );
       };
       // In id order: a claim rejected frees its donations before a later claim that took them is added.
       const reopened: Array<(typeof copy.claims)[number]> = [];
@@ -628,50 +758,39 @@ export class ClaimLedger {
           kept.refused.push({ id: claim.id, why: 'charity' });
           continue;
         }
-        const rows = (rowsOf.get(claim.id) ?? []).sort((a, b) => a.position - b.position);
         const live = claim.status === 'rejected' ? null : 1;
-        const theirs = new Set<number>(); // the rows' donation ids that name the very donation the row was made from
-        let taken = false; // one of those is in another live claim here
-        for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-          const part = rows.slice(start, start + INSERT_CHUNK);
-          const found = new Map(
-            (
-              await trx
-                .selectFrom('donations')
-                .select(['id', 'charity_id', 'donation_date', 'amount_minor', 'donor_first_name', 'donor_last_name', 'donor_postcode'])
-                .where('id', 'in', part.map((r) => r.donation_id))
-                .execute()
-            ).map((d) => [Number(d.id), d]),
-          );
-          const mine = part.filter((r) => {
-            const d = found.get(r.donation_id);
-            return d !== undefined && madeFrom(r, { ...d, charity_id: Number(d.charity_id), amount_minor: Number(d.amount_minor) }, claim.charity_id);
-          });
-          for (const r of mine) theirs.add(r.donation_id);
-          if (live && mine.length > 0) {
-            taken ||= (await trx.selectFrom('giftaid_claim_donations').select('donation_id').where('live', '=', 1).where('donation_id', 'in', mine.map((r) => r.donation_id)).executeTakeFirst()) !== undefined;
+        const { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at } = claim;
+        const values = { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at, moves: movesOf(claim) };
+        // Its rows read a page at a time (LedgerPages) and written as they are read, after a savepoint: should one of the donations
+        // they were made from be in another live claim here, the claim is left out, and what was written of it undone.
+        await sql`savepoint keep_claim`.execute(trx);
+        await insertWithId(trx, this.dialect, 'giftaid_claims', values);
+        // The columns by name: the replaced database may be of another version.
+        const row = ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor }: LedgerRow) =>
+          ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor });
+        let withoutDonation = 0;
+        let taken = false; // a donation of it is in another live claim here
+        for await (const part of copy.rowsOf(claim.id)) {
+          const made = await madeHere(part, claim.charity_id);
+          if (live && made.size > 0) {
+            const other = trx.selectFrom('giftaid_claim_donations').select('donation_id').where('live', '=', 1).where('claim_id', '<>', claim.id).where('donation_id', 'in', [...made]);
+            taken = (await other.executeTakeFirst()) !== undefined;
+            if (taken) break;
           }
+          const linked = part.filter((r) => made.has(r.donation_id));
+          const without = part.filter((r) => !made.has(r.donation_id));
+          if (linked.length > 0) await trx.insertInto('giftaid_claim_donations').values(linked.map((r) => ({ ...row(r), live }))).execute();
+          if (without.length > 0) await trx.insertInto('giftaid_claim_rows_without_donation').values(without.map((r) => ({ ...row(r), donor: r.donor ?? null }))).execute();
+          withoutDonation += without.length;
         }
         if (taken) {
+          await sql`rollback to savepoint keep_claim`.execute(trx);
+          await sql`release savepoint keep_claim`.execute(trx);
           kept.refused.push({ id: claim.id, why: 'taken' });
           continue;
         }
-        const { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at } = claim;
-        const values = { id, charity_id, status, up_to, claim_date, donation_count, total_minor, prepared_at, submitted_at, paid_at, rejected_at, moves: movesOf(claim) };
-        await insertWithId(trx, this.dialect, 'giftaid_claims', values);
-        // The columns by name: the replaced database may be of another version.
-        const row = ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor }: (typeof rows)[number]) =>
-          ({ claim_id, donation_id, position, first_name, last_name, house, postcode, donation_day, amount_minor });
-        const linked = rows.filter((r) => theirs.has(r.donation_id));
-        const without = rows.filter((r) => !theirs.has(r.donation_id));
-        for (let start = 0; start < linked.length; start += INSERT_CHUNK) {
-          await trx.insertInto('giftaid_claim_donations').values(linked.slice(start, start + INSERT_CHUNK).map((r) => ({ ...row(r), live }))).execute();
-        }
-        for (let start = 0; start < without.length; start += INSERT_CHUNK) {
-          const part = without.slice(start, start + INSERT_CHUNK);
-          await trx.insertInto('giftaid_claim_rows_without_donation').values(part.map((r) => ({ ...row(r), donor: r.donor ?? null }))).execute();
-        }
-        kept.added.push({ id, status, withoutDonation: without.length });
+        await sql`release savepoint keep_claim`.execute(trx);
+        kept.added.push({ id, status, withoutDonation });
       }
       // A claim the other ledger reopened takes its donations back last, once every claim that took them meanwhile is rejected or added.
       for (const claim of reopened) {

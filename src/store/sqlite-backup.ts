@@ -5,7 +5,7 @@ import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lsta
 import { basename, dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
-import { readLedger, type LedgerCopy } from './claims.js';
+import { readLedger, readLedgerRows, type LedgerCopy, type LedgerPages, type LedgerRow } from './claims.js';
 import { newerThanThis } from './migrations/index.js';
 import { BACKUP_MARK, backupGiven, bearsBackupMark, PRIVATE_FILE } from './open.js';
 
@@ -227,23 +227,36 @@ export async function refuseOccupied(target: string, replace: boolean): Promise<
 }
 
 /** What a restore reads of the database it replaces, before it goes: its audit trail and its claim ledger; and whether it is a copy `backup` wrote (BACKUP_MARK). */
-export type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy; backupCopy?: boolean };
+export type Replaced = { trail: AuditRecord[]; ledger: LedgerCopy | LedgerPages; backupCopy?: boolean };
 
 /**
  * What the database at `replaced` (the one a restore moved aside) holds that a restore must not
  * lose: its audit trail, whose erasures are made again (audit.ts's erasuresAfter), and its claim
- * ledger (ClaimLedger.keepFrom takes what the restored one lacks).
+ * ledger (ClaimLedger.keepFrom takes what the restored one lacks): its claims' rows read from the
+ * file again as they are asked for, a claim's at a time (readLedger), while the file is kept beside.
  */
 export async function readReplaced(replaced: string): Promise<Replaced> {
   const Database = await driver();
   // Not read-only: a read-only connection to a database in WAL mode leaves -wal and -shm files beside it.
-  const old = new Database(replaced, { fileMustExist: true });
+  const open = () => new Database(replaced, { fileMustExist: true });
+  const old = open();
   try {
     const trail = hasTable(old, 'audit_log') ? (old.prepare('select * from audit_log order by id').all() as Parameters<typeof toAuditRecord>[0][]).map(toAuditRecord) : [];
-    const ledger = await readLedger((table) => hasTable(old, table), (query) => old.prepare(query).all() as Record<string, unknown>[]);
-    return { trail, ledger, backupCopy: bearsBackupMark(old) };
+    const { every: _, ...ledger } = await readLedger((table) => hasTable(old, table), (query) => old.prepare(query).all() as Record<string, unknown>[]);
+    return { trail, ledger: { ...ledger, rowsOf: (claimId) => claimRowsIn(open, claimId) }, backupCopy: bearsBackupMark(old) };
   } finally {
     old.close();
+  }
+}
+
+/** A claim's rows in the replaced database (LedgerPages), on a connection of their own, closed once they are read. */
+async function* claimRowsIn(open: () => BetterSqlite3.Database, claimId: number): AsyncIterable<LedgerRow[]> {
+  const db = open();
+  try {
+    const { rowsOf } = await readLedgerRows((table) => hasTable(db, table), (query) => db.prepare(query).all() as Record<string, unknown>[]);
+    yield* rowsOf(claimId);
+  } finally {
+    db.close();
   }
 }
 
