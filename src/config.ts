@@ -35,6 +35,8 @@ export interface Config {
   connectionsPerAddress: number;
   /** Processes serving the port (WORKERS): 1 is the server alone; more, a primary process and this many workers. */
   workers: number;
+  /** PostgreSQL: how often each server process refreshes its row in almoner_instances (INSTANCE_REFRESH_MS; store/instances.ts). */
+  instanceRefreshMs?: number;
 }
 
 export class ConfigError extends Error {}
@@ -361,6 +363,21 @@ export const DEFAULT_CREATES_IN_FLIGHT = 100;
 /** WORKERS: at most this many (each worker is a whole Node.js process, about 100 MB under load). */
 export const MAX_WORKERS = 64;
 
+/** INSTANCE_REFRESH_MS's default. */
+export const DEFAULT_INSTANCE_REFRESH_MS = 2000;
+
+/**
+ * INSTANCE_REFRESH_MS: how often a server on PostgreSQL tells the database it runs (store/instances.ts),
+ * 2000 by default. A restore waits five of them for a server killed without a clean shutdown to be
+ * forgotten; tests shorten it instead of waiting 10 s.
+ */
+function parseInstanceRefreshMs(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return DEFAULT_INSTANCE_REFRESH_MS;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n < 50 || n > 60_000) throw new ConfigError(`INSTANCE_REFRESH_MS must be a whole number of milliseconds from 50 to 60000 (got ${JSON.stringify(raw)}).`);
+  return n;
+}
+
 function parseWorkers(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 1;
   const n = Number(raw);
@@ -392,5 +409,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiContactEmail: parseApiContactEmail(env.API_CONTACT_EMAIL),
     connectionsPerAddress: parseConnectionsPerAddress(env.CONNECTIONS_PER_ADDRESS),
     workers,
+    instanceRefreshMs: parseInstanceRefreshMs(env.INSTANCE_REFRESH_MS),
   };
 }

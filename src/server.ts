@@ -112,7 +112,7 @@ export async function serve(config: Config): Promise<void> {
   };
   // Under WORKERS: a connection the primary hands on that this worker has no descriptor for is dropped, not lost with the worker's place in the rotation (cluster/lost-connections.ts).
   if (worker !== undefined) (await import('./cluster/lost-connections.js')).answerForLostConnections();
-  const store = await openServerStore(config.database);
+  const store = await openServerStore(config.database, { instanceRefreshMs: config.instanceRefreshMs });
   // Under WORKERS on SQLite, one writer for all: the primary writes every worker's creates (cluster/creates.ts).
   const primaryWrites = worker !== undefined && config.database.dialect === 'sqlite';
   if (primaryWrites) store.writeCreatesThrough(new (await import('./cluster/creates.js')).CreatesByPrimary());

@@ -18,6 +18,7 @@ import { readLedger, readLedgerRows, type DatabaseLedger, type KeptClaims, type 
 import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE, refuseBackup } from '../store/open.js';
+import { INSTANCES_TABLE, runningInstances, runningSaid } from '../store/instances.js';
 import { count, print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -535,9 +536,11 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     const began = new Date();
     const [keptAs, ledgerAs, wholeAs] = [besideFile(file, began, 'trail', 'jsonl'), besideFile(file, began, 'claims', 'json'), besideFile(file, began, undefined, 'dump')];
     let kept: string | undefined;
+    // Servers running on it, before it is marked (a refusal then leaves no mark for a server's refresh to answer 503 for), and again after.
+    await refuseRunning(client);
     // The database as it is, read without migrating it (an empty one stays empty, for the backup's own
-    // schema), after it is marked: a server starting from now on refuses, and one started before is
-    // among the sessions counted.
+    // schema), after it is marked: a server starting from now on refuses, and one started before has
+    // its row (instances.ts) and is among the sessions counted.
     await markOrRefuse(place, thisRestore(file, [], true, began));
     const written: string[] = [];
     let now: Awaited<ReturnType<typeof beforeRestore>>;
@@ -553,6 +556,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
             "copy the backup to a folder this user may write (the service's own), and restore it from there",
         );
       }
+      // After the mark: a server that wrote its row since is seen here, and one that writes it after reads the mark (instances.ts).
+      await refuseRunning(client);
       if (now.otherSessions > 0) {
         const n = now.otherSessions;
         throw new UsageError(`${n} other session${n === 1 ? ' has' : 's have'} the database open (a server, another command, psql): stop ${n === 1 ? 'it' : 'them'}, then restore`);
@@ -759,7 +764,18 @@ async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise
 }
 
 /** A restore's mark (restoring.ts), asked through `client`. */
-const pgPlace = (client: pg.Client): MarkPlace => ({ query: async (text, params) => (await client.query<Record<string, unknown>>(text, params)).rows });
+const pgPlace = (client: pg.Client): { query: (text: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>> } => ({ query: async (text, params) => (await client.query<Record<string, unknown>>(text, params)).rows });
+
+/**
+ * Refuses (exit 2) a restore of a database that servers run on, as their rows say (instances.ts):
+ * through a pooler too, where the database's sessions show none of them while they are idle (a
+ * restore went ahead under running servers behind PgBouncer and lost 92 of 240 creates answered 200:
+ * a review, 2026-11-30).
+ */
+async function refuseRunning(client: pg.Client): Promise<void> {
+  const running = await runningInstances(pgPlace(client).query);
+  if (running.length > 0) throw new UsageError(runningSaid(running));
+}
 
 /** `text` in a new file readable by this user only (it holds donors' names and addresses, or who did what); its name. */
 function writeOwn(file: string, text: string): string {
@@ -841,7 +857,10 @@ async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, mad
   };
   const kept = list.split('\n').filter((line) => {
     const schema = schemaOf(line);
-    return !line.split(/\s+/).includes(RESTORING_TABLE) && !(schema !== undefined && existing.includes(schema));
+    const words = line.split(/\s+/);
+    // The servers' rows the backup holds (instances.ts) are of servers then, not now: its table is made again empty.
+    const instances = words.includes(INSTANCES_TABLE) && tocEntry(line)?.startsWith('TABLE DATA ') === true;
+    return !words.includes(RESTORING_TABLE) && !instances && !(schema !== undefined && existing.includes(schema));
   });
   writeFileSync(useList, kept.join('\n'));
   try {
@@ -953,7 +972,8 @@ const holds = (entries: readonly string[], o: DatabaseObject) => entries.some((e
  * types, and foreign keys on or into its tables (--clean drops a table's index by the archive's name,
  * and a foreign key by another name that depends on it stops the drop); not extensions' objects, nor
  * those PostgreSQL makes with another (a table's row type, a range's constructors). A restore's own
- * mark is not one. Another schema's objects are another application's, which the migrations, run
+ * mark is not one, nor the servers' rows' table (instances.ts): a backup from before it lacks it, and its
+ * migration, run again, leaves it as it is. Another schema's objects are another application's, which the migrations, run
  * in Almoner's, never meet (they were refused until a review, 2026-11-29).
  */
 async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObject[]> {
@@ -962,7 +982,7 @@ async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObjec
     `select case c.relkind when 'S' then 'SEQUENCE' when 'v' then 'VIEW' when 'm' then 'MATERIALIZED VIEW' when 'f' then 'FOREIGN TABLE' else 'TABLE' end as kind,
             n.nspname as schema, c.relname as name, null as within
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and n.nspname = $2 and c.relname <> $1 and ${free('pg_class', 'c.oid')}
+      where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and n.nspname = $2 and c.relname <> all($1::text[]) and ${free('pg_class', 'c.oid')}
      union all
      select case p.prokind when 'p' then 'PROCEDURE' when 'a' then 'AGGREGATE' else 'FUNCTION' end, n.nspname, p.proname, null
        from pg_proc p join pg_namespace n on n.oid = p.pronamespace
@@ -977,7 +997,7 @@ async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObjec
                             join pg_class r on r.oid = k.confrelid join pg_namespace rn on rn.oid = r.relnamespace
       where k.contype = 'f' and (n.nspname = $2 or rn.nspname = $2) and ${free('pg_class', 'c.oid')}
       order by 2, 3`,
-    [RESTORING_TABLE, here],
+    [[RESTORING_TABLE, INSTANCES_TABLE], here],
   );
   return rows.map(({ kind, schema, name, within }) => ({
     entry: within === null ? `${kind} ${schema} ${name}` : `${kind} ${schema} ${within} ${name}`,

@@ -118,7 +118,7 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
  * sequence with nextval), its key and its commit token, credentials read, and the hourly purge of
  * keys and tokens. One privilege each: has_table_privilege('t', 'a, b') is true when any is held.
  */
-const SERVER_PRIVILEGES: ReadonlyArray<readonly [table: string, privilege: 'select' | 'insert' | 'delete']> = [
+const SERVER_PRIVILEGES: ReadonlyArray<readonly [table: string, privilege: 'select' | 'insert' | 'update' | 'delete']> = [
   ['charities', 'select'],
   ['donations', 'select'],
   ['donations', 'insert'],
@@ -128,6 +128,11 @@ const SERVER_PRIVILEGES: ReadonlyArray<readonly [table: string, privilege: 'sele
   ['commit_tokens', 'select'],
   ['commit_tokens', 'insert'],
   ['commit_tokens', 'delete'],
+  // Its row, by which a restore sees it (instances.ts).
+  ['almoner_instances', 'select'],
+  ['almoner_instances', 'insert'],
+  ['almoner_instances', 'update'],
+  ['almoner_instances', 'delete'],
 ];
 
 /**

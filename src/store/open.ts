@@ -5,11 +5,12 @@ import { dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
-import { ConfigError, describeDatabase, type DatabaseLocation } from '../config.js';
+import { ConfigError, DEFAULT_INSTANCE_REFRESH_MS, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
 import { migrate, refuseServerEncoding, refuseServerWithoutPrivileges } from './migrate.js';
-import { refuseMarkedConnection, refuseWhileRestoring } from './restoring.js';
+import { keepInstance } from './instances.js';
+import { refuseMarkedConnection, refuseWhileRestoring, RESTORING_CODE } from './restoring.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable, isRefused } from './unavailable.js';
 import type { Clock } from '../time.js';
@@ -45,6 +46,11 @@ export interface StoreOptions {
    * erasure run there made Almoner's tables, found no donation, and said so with exit 0.
    */
   mustExist?: boolean;
+  /**
+   * The server on PostgreSQL: its row in almoner_instances, refreshed every `everyMs` while it runs and
+   * removed as it closes, by which a restore sees it through a pooler too (instances.ts).
+   */
+  instance?: { everyMs: number };
 }
 
 export interface PgTimeouts {
@@ -57,10 +63,11 @@ const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
 export async function openStore(
   location: DatabaseLocation,
-  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs }: StoreOptions = {},
+  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs, instance }: StoreOptions = {},
 ): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
+  const gate: Gate = {};
   if (location.dialect === 'sqlite') {
     if (mustWrite) checkWritable(location.path);
     if (!duringRestore) await refuseWhileRestoring(location);
@@ -68,7 +75,7 @@ export async function openStore(
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     store = new Store(db, 'sqlite', { sqlite, clock, walEmptiedWithinMs });
   } else {
-    db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts, duringRestore ? undefined : refuseMarkedConnection) });
+    db = new Kysely<Database>({ dialect: await postgresDialect(location.url, location.poolMax, pgTimeouts, duringRestore ? undefined : refuseMarkedConnection, gate) });
     // Batches of creates take one pooled connection each; one is left for reads (a credential, /health/ready, an
     // export's start), which a burst of creates would otherwise make wait for a batch to finish.
     store = new Store(db, 'postgres', { writeConcurrency: Math.max(1, location.poolMax - 1), clock });
@@ -89,6 +96,10 @@ export async function openStore(
     if (location.dialect === 'postgres' && (mustWrite || !(await hasTables()))) await refuseServerEncoding(db, location.dialect);
     await migrate(db, location.dialect);
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
+    if (instance && location.dialect === 'postgres') {
+      const kept = await keepInstance(location.url, { everyMs: instance.everyMs, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });
+      gate.beforeEnd = () => kept.stop();
+    }
   } catch (err) {
     await store.close();
     throw err;
@@ -176,11 +187,11 @@ async function hasAlmonersTables(db: Kysely<Database>, dialect: DatabaseLocation
  * short waits for a lock, and an error that names the database (under systemd this line is all the
  * journal shows), a setting's mistake still a ConfigError (exit 2, not restarted).
  */
-export async function openServerStore(location: DatabaseLocation): Promise<Store> {
+export async function openServerStore(location: DatabaseLocation, { instanceRefreshMs = DEFAULT_INSTANCE_REFRESH_MS }: { instanceRefreshMs?: number } = {}): Promise<Store> {
   // A folder for a database refused here, as a command's is by cli/io.ts's theDatabase.
   const opened = (async () => {
     refuseFolder(location);
-    return openStore(location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true });
+    return openStore(location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true, instance: { everyMs: instanceRefreshMs } });
   })();
   return opened.catch((err: unknown) => {
     const message = `cannot open the database ${describeDatabase(location)}: ${err instanceof Error ? err.message : String(err)}`;
@@ -288,8 +299,18 @@ function reusingStatements(db: BetterSqlite3.Database): BetterSqlite3.Database {
 
 const INT8_OID = 20;
 
+/**
+ * What a server's pool is told by its row's refreshes (instances.ts): while `refused` says a restore's
+ * mark was found, every connection asked for is refused with it, as one opened onto the mark is
+ * (a 503); `beforeEnd`, the row's removal as the pool ends.
+ */
+interface Gate {
+  refused?: string;
+  beforeEnd?: () => Promise<void>;
+}
+
 /** `onConnect`: run on each new connection before it is used; its error is the error of whatever asked for the connection. */
-async function postgresDialect(connectionString: string, max: number, timeouts: PgTimeouts, onConnect?: (client: pg.ClientBase) => Promise<void>): Promise<Dialect> {
+async function postgresDialect(connectionString: string, max: number, timeouts: PgTimeouts, onConnect: ((client: pg.ClientBase) => Promise<void>) | undefined, gate: Gate): Promise<Dialect> {
   // Loaded only for PostgreSQL, so SQLite deployments do not pay for it at start-up.
   const { default: pg } = await import('pg');
   const { default: Cursor } = await import('pg-cursor');
@@ -314,7 +335,7 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
   // An idle connection that the server or the network dropped: the pool discards it and the next
   // query opens a new one. Without a listener this event would crash the process.
   pool.on('error', () => {});
-  return new PostgresDialect({ pool: discardingBrokenClients(pool, timeouts.queryMs), cursor: Cursor });
+  return new PostgresDialect({ pool: discardingBrokenClients(pool, timeouts.queryMs, gate), cursor: Cursor });
 }
 
 /**
@@ -323,9 +344,11 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
  * on it would time out too. Such a client is released with its error, which makes the pool
  * destroy it; that is how the service recovers on its own once the database is back.
  */
-function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number): PostgresPool {
+function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Gate): PostgresPool {
   return {
     async connect(): Promise<PostgresPoolClient> {
+      // A field read, on every request's way to the database: the refreshes that set it run on a connection of their own.
+      if (gate.refused !== undefined) throw Object.assign(new ConfigError(gate.refused), { code: RESTORING_CODE });
       const client = await pool.connect();
       let broken: Error | undefined;
       // pg-pool listens for errors only on idle clients: a checked-out client whose connection
@@ -348,7 +371,10 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number): Postgre
         },
       };
     },
-    end: () => pool.end(),
+    end: async () => {
+      await gate.beforeEnd?.();
+      await pool.end();
+    },
   };
 }
 

@@ -223,7 +223,8 @@ test('PostgreSQL: keep-replaced refuses while a restore runs; a dump taken while
 test('PostgreSQL: a running server whose connections were dropped (a restart, a failover) does not serve the database a restore is replacing: 503 until it has finished', { skip: !POSTGRES && 'needs TEST_DATABASE_URL' }, async () => {
   assertBuilt();
   const database = await POSTGRES!.createDatabase();
-  const server = await new ServerProcess(database.url).listening();
+  // Its row refreshed once a minute: deleted below, it stays gone for the test.
+  const server = await new ServerProcess(database.url, { INSTANCE_REFRESH_MS: '60000' }).listening();
   try {
     const made = await almoner(database.url, ['charity', 'create', '--name', 'Dropped', '--email', 'd@example.org', '--json']);
     assert.equal(made.code, 0, made.stderr);
@@ -234,8 +235,13 @@ test('PostgreSQL: a running server whose connections were dropped (a restart, a 
     const dump = join(tempDir(), 'dropped.dump');
     execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
 
-    // The server's sessions end (as at a restart of PostgreSQL): a restore now sees none of it.
+    // The server's sessions end (as at a restart of PostgreSQL): a restore sees none of them, but the server's row (instances.ts) says it runs.
     await queryPostgres(database.url, 'select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+    const refused = await almoner(database.url, ['restore', dump, '--replace']);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /1 server process is running on this database/);
+    // Without its row too (one that could not refresh it for five of its intervals, say), each connection it opens checks for the mark.
+    await queryPostgres(database.url, 'delete from almoner_instances');
     const { go, PATH } = heldPgRestore();
     const restore = startAlmoner(database.url, ['restore', dump, '--replace'], { PATH });
     await until('the restore reaches pg_restore', 5000, () => existsSync(`${go}.waiting`));

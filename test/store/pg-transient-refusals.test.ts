@@ -96,6 +96,7 @@ describe('PostgreSQL refusing writes for a moment [postgres]', { skip: postgres 
     await queryPostgres(database.url, `create role ${role} login`);
     await queryPostgres(database.url, `grant select, insert, delete on donations, idempotency_keys, commit_tokens to ${role}`);
     await queryPostgres(database.url, `grant select on charities, kysely_migration to ${role}`);
+    await queryPostgres(database.url, `grant select, insert, update, delete on almoner_instances to ${role}`); // its row (instances.ts)
     await queryPostgres(database.url, `grant usage on sequence donations_id_seq to ${role}`);
     const url = new URL(database.url);
     url.username = role;

@@ -22,6 +22,7 @@ import { keptHouseReadAgain } from './0016_kept_house_read_again.js';
 import { claimRowsDonor } from './0017_claim_rows_donor.js';
 import { oldPasswordKept } from './0018_old_password_kept.js';
 import { claimMoves } from './0019_claim_moves.js';
+import { instances } from './0020_instances.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -44,6 +45,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0017_claim_rows_donor': claimRowsDonor(),
     '0018_old_password_kept': oldPasswordKept(),
     '0019_claim_moves': claimMoves(),
+    '0020_instances': instances(dialect),
   };
 }
 

@@ -1,0 +1,166 @@
+// Each server process on PostgreSQL keeps a row in almoner_instances while it runs, so that a restore
+// sees it whatever sits between it and PostgreSQL. A restore looked only at the database's sessions
+// and a server checked the restore's mark only as each of its connections opened; behind a
+// transaction pooler (PgBouncer, pool_mode = transaction) the restore saw the pooler's server
+// connections (none while the servers were idle) and a server's connections to the pooler never
+// opened again, so a restore went ahead under running servers and lost 92 of 240 creates they had
+// answered 200 (a review, 2026-11-30, PgBouncer 1.18).
+//
+// A server writes its row, then reads the mark; a restore writes its mark, then reads the rows
+// (cli/backup.ts): one of the two sees the other. The row is refreshed every `everyMs` on a
+// connection of its own, never a request's, with the mark read after it each time: a server that
+// was running when the mark was made answers 503 from then on (open.ts), as one whose connection
+// opened onto it does, until the mark is gone.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { ConfigError } from '../config.js';
+import { readMark, RESTORING_CODE, unfinished, type Restoring } from './restoring.js';
+
+/** The table (migrations/0020_instances.ts). */
+export const INSTANCES_TABLE = 'almoner_instances';
+
+/**
+ * After how many of its own intervals unrefreshed a row is taken for a server that has gone (killed,
+ * its machine lost): each row says its interval, so a restore needs none of its own. Five, not
+ * one: a server busy with a long collection or a slow database is not taken for gone.
+ */
+export const FORGOTTEN_AFTER_INTERVALS = 5;
+
+/** A server's row as a restore reads it: one refreshed within its FORGOTTEN_AFTER_INTERVALS. */
+export interface Running {
+  host: string;
+  pid: number;
+  /** Seconds since it was last refreshed, and after how many more it is forgotten if it is not refreshed again. */
+  seenAgo: number;
+  forgottenIn: number;
+}
+
+type Query = (text: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>>;
+
+/** The servers whose rows say they run on the database `query` asks (none where the table is not: a database before 0020, or an empty one). Ages on the database's clock, not this machine's. */
+export async function runningInstances(query: Query): Promise<Running[]> {
+  if ((await query('select to_regclass($1) as t', [INSTANCES_TABLE]))[0]?.t == null) return [];
+  const rows = await query(
+    `select host, pid, extract(epoch from now() - seen_at)::float8 as ago, every_ms * $1 / 1000.0 as forget
+       from ${INSTANCES_TABLE} where seen_at > now() - every_ms * $1 * interval '1 millisecond' order by seen_at desc`,
+    [FORGOTTEN_AFTER_INTERVALS],
+  );
+  return rows.map((r) => {
+    const seenAgo = Math.max(0, Number(r.ago));
+    return { host: String(r.host), pid: Number(r.pid), seenAgo, forgottenIn: Math.max(0, Number(r.forget) - seenAgo) };
+  });
+}
+
+/** A restore's refusal of a database with `running` servers on it (exit 2's words). */
+export function runningSaid(running: Running[]): string {
+  const n = running.length;
+  const each = running.map((r) => `process ${r.pid} on ${r.host}, last seen ${r.seenAgo.toFixed(1)} s ago`).join('; ');
+  const wait = Math.ceil(Math.max(...running.map((r) => r.forgottenIn)));
+  return (
+    `${n} server process${n === 1 ? ' is' : 'es are'} running on this database, through a pooler or not (${each}): stop ${n === 1 ? 'it' : 'them'}, then restore. ` +
+    `A server stopped without a clean shutdown (killed, its machine lost) is taken for gone once it has not been seen for ${FORGOTTEN_AFTER_INTERVALS} of its refreshes: ` +
+    `if none is running, restore again in ${wait} s`
+  );
+}
+
+/** A server's row, kept while it runs: `stop` removes it (a clean shutdown). */
+export interface Instance {
+  stop(): Promise<void>;
+}
+
+export interface InstanceOptions {
+  everyMs: number;
+  connectMs: number;
+  queryMs: number;
+  /** Told, after each refresh, of the mark it read: the refusal (code RESTORING_CODE) while there is one, else undefined. */
+  marked(refusal: Error | undefined): void;
+}
+
+/**
+ * Writes this server's row, then reads the restore's mark: a marked database is refused (ConfigError,
+ * exit 2 at start-up), the row removed. Then refreshes the row every `everyMs`, each time reading the
+ * mark after it (`marked`), until `stop`. On a connection of its own (one more per server process,
+ * idle between refreshes): a refresh never waits behind requests for one of the pool's, nor makes
+ * a request wait.
+ */
+export async function keepInstance(connectionString: string, { everyMs, connectMs, queryMs, marked }: InstanceOptions): Promise<Instance> {
+  const { default: pgModule } = await import('pg');
+  const own = new pgModule.Pool({ connectionString, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: connectMs, query_timeout: queryMs, keepAlive: true });
+  own.on('error', () => {}); // an idle connection dropped: the next refresh opens another
+  const id = randomUUID();
+  const ask = async <T>(work: (query: Query) => Promise<T>): Promise<T> => {
+    const client = await own.connect();
+    let broken: Error | undefined;
+    try {
+      return await work(async (text, params) => (await client.query(text, params)).rows);
+    } catch (err) {
+      broken = err as Error; // a query timed out or the connection went: not used again
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  };
+  // The row, then the mark: a restore that marked before the row was written sees it once written, and one that marked after is seen here.
+  const refresh = () =>
+    ask(async (query) => {
+      const seen = await query(`update ${INSTANCES_TABLE} set seen_at = now() where id = $1 returning id`, [id]);
+      // Gone: pruned while this process could not refresh it, or its table made again by a restore. Written again.
+      if (seen.length === 0) await insert(query);
+      return readMark({ query });
+    });
+  const insert = (query: Query) =>
+    query(`insert into ${INSTANCES_TABLE} (id, host, pid, every_ms) values ($1, $2, $3, $4) on conflict (id) do update set seen_at = now()`, [id, hostname(), process.pid, everyMs]);
+  const remove = () => ask((query) => query(`delete from ${INSTANCES_TABLE} where id = $1`, [id])).catch(() => {});
+  let first: Restoring | undefined;
+  try {
+    first = await ask(async (query) => {
+      // Rows of servers long gone (killed, their machines lost), pruned as each server starts.
+      await query(`delete from ${INSTANCES_TABLE} where seen_at < now() - every_ms * $1 * interval '1 millisecond'`, [FORGOTTEN_AFTER_INTERVALS]);
+      await insert(query);
+      return readMark({ query });
+    });
+  } catch (err) {
+    await remove();
+    await own.end();
+    throw err;
+  }
+  if (first) {
+    await remove();
+    await own.end();
+    throw refusal(first);
+  }
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const next = () => {
+    timer = setTimeout(() => {
+      running = refresh().then(
+        (mark) => marked(mark ? refusal(mark) : undefined),
+        // Unreadable (a mark half made) is refused as the connection check refuses it; a database that does not answer leaves the last word standing.
+        (err: unknown) => {
+          if (err instanceof ConfigError) marked(Object.assign(err, { code: RESTORING_CODE }));
+        },
+      );
+      void running.then(() => {
+        if (!stopped) next();
+      });
+    }, everyMs);
+    timer.unref(); // a server's clean shutdown stops it; nothing else waits for it
+  };
+  next();
+  return {
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+      await remove();
+      await own.end();
+    },
+  };
+}
+
+/** What a server whose refresh found the restore's mark answers: as refuseMarkedConnection's (restoring.ts), a 503 to a request. */
+function refusal(what: Restoring): ConfigError {
+  return Object.assign(new ConfigError(unfinished(what)), { code: RESTORING_CODE });
+}
