@@ -54,6 +54,16 @@ describe('CREATE_CONCURRENCY_LIMIT', () => {
   });
 });
 
+describe('INSTANCE_REFRESH_MS', () => {
+  test('2000 by default, a whole number of milliseconds from 50 to 60000 or refused naming it', () => {
+    assert.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).instanceRefreshMs, 2000);
+    assert.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:', INSTANCE_REFRESH_MS: '100' }).instanceRefreshMs, 100);
+    for (const raw of ['0', '49', '60001', '1.5', 'soon']) {
+      assert.equal(refusal({ INSTANCE_REFRESH_MS: raw }), `INSTANCE_REFRESH_MS must be a whole number of milliseconds from 50 to 60000 (got ${JSON.stringify(raw)}).`);
+    }
+  });
+});
+
 describe('REDIS_URL as ioredis reads it', () => {
   // The operator's three, each "almoner: Invalid URL" or "URI malformed" with exit 1 (ioredis threw in openRedis).
   const malformed = [
