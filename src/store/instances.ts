@@ -132,13 +132,23 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
+  // When the last refresh that succeeded was sent: its row's seen_at is no earlier.
+  let refreshed = performance.now();
   const next = () => {
     timer = setTimeout(() => {
+      const sent = performance.now();
       running = refresh().then(
-        (mark) => marked(mark ? refusal(mark) : undefined),
-        // Unreadable (a mark half made) is refused as the connection check refuses it; a database that does not answer leaves the last word standing.
+        (mark) => {
+          refreshed = sent;
+          marked(mark ? refusal(mark) : undefined);
+        },
         (err: unknown) => {
-          if (err instanceof ConfigError) marked(Object.assign(err, { code: RESTORING_CODE }));
+          // Unreadable (a mark half made) is refused as the connection check refuses it.
+          if (err instanceof ConfigError) return marked(Object.assign(err, { code: RESTORING_CODE }));
+          // Its row unrefreshed for nearly as long as a restore waits before taking it for gone (its privileges on the table
+          // revoked, its own connection refused while the pool's work): a restore may go ahead, so nothing more is written.
+          const unseen = performance.now() - refreshed;
+          if (unseen >= (FORGOTTEN_AFTER_INTERVALS - 1) * everyMs) marked(notRefreshed(unseen, err));
         },
       );
       void running.then(() => {
@@ -158,6 +168,15 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
       await own.end();
     },
   };
+}
+
+/** What a server that could not refresh its row for `ms` answers, `err` the last refresh's error: a 503, as for a restore's mark. */
+function notRefreshed(ms: number, err: unknown): ConfigError {
+  const why = err instanceof Error ? err.message : String(err);
+  return Object.assign(
+    new ConfigError(`this server has not refreshed its row in ${INSTANCES_TABLE} for ${(ms / 1000).toFixed(1)} s (${why}): a restore may take it for gone, so it takes nothing to the database until it can`),
+    { code: RESTORING_CODE },
+  );
 }
 
 /** What a server whose refresh found the restore's mark answers: as refuseMarkedConnection's (restoring.ts), a 503 to a request. */

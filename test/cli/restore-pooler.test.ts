@@ -133,3 +133,28 @@ test('PostgreSQL: a server killed without a clean shutdown (SIGKILL) blocks a re
     await database.drop();
   }
 });
+
+test('PostgreSQL: a server that cannot refresh its row answers 503 once a restore could take it for gone, and 200 again once it can', { skip: !POSTGRES && 'needs TEST_DATABASE_URL', timeout: 90_000 }, async () => {
+  assertBuilt();
+  const database = await POSTGRES!.createDatabase();
+  const server = await new ServerProcess(database.url, { PORT: String(await freePort()), INSTANCE_REFRESH_MS: '100' }).listening();
+  try {
+    const { authorization } = await withBackup(database);
+    let i = 0;
+    const answer = async () => {
+      const outcome = await create(server.url, authorization, variedDonation(`r${++i}@example.org`, i));
+      return outcome.kind === 'answered' ? outcome.status : -1;
+    };
+    assert.equal(await answer(), 200);
+    // Its refreshes fail (the table gone from under them, as a privilege revoked would make them) while its pool's queries work:
+    // a restore finds no row, and would go ahead, so the server must not go on storing creates.
+    await queryPostgres(database.url, 'alter table almoner_instances rename to almoner_instances_away');
+    await until('the server answers 503 once its row could be taken for gone', 10_000, async () => (await answer()) === 503);
+    assert.equal((await fetch(`${server.url}/health/ready`)).status, 503);
+    await queryPostgres(database.url, 'alter table almoner_instances_away rename to almoner_instances');
+    await until('the server answers 200 once it has refreshed its row again', 10_000, async () => (await answer()) === 200);
+  } finally {
+    await server.stop('SIGTERM', 10_000);
+    await database.drop();
+  }
+});
