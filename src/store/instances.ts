@@ -1,5 +1,5 @@
 // Each server process on PostgreSQL keeps a row in almoner_instances while it runs, so that a restore
-// sees it whatever sits between it and PostgreSQL. A restore looked only at the database's sessions
+// sees it whatever sits between it and PostgreSQL. Until 2026-12-01 a restore looked only at the database's sessions
 // and a server checked the restore's mark only as each of its connections opened; behind a
 // transaction pooler (PgBouncer, pool_mode = transaction) the restore saw the pooler's server
 // connections (none while the servers were idle) and a server's connections to the pooler never
@@ -54,7 +54,9 @@ export async function runningInstances(query: Query): Promise<Running[]> {
 /** A restore's refusal of a database with `running` servers on it (exit 2's words). */
 export function runningSaid(running: Running[]): string {
   const n = running.length;
-  const each = running.map((r) => `process ${r.pid} on ${r.host}, last seen ${r.seenAgo.toFixed(1)} s ago`).join('; ');
+  // The most recently seen first; under WORKERS a few machines' processes are many.
+  const shown = running.slice(0, 5).map((r) => `process ${r.pid} on ${r.host}, last seen ${r.seenAgo.toFixed(1)} s ago`);
+  const each = [...shown, ...(n > shown.length ? [`and ${n - shown.length} more`] : [])].join('; ');
   const wait = Math.ceil(Math.max(...running.map((r) => r.forgottenIn)));
   return (
     `${n} server process${n === 1 ? ' is' : 'es are'} running on this database, through a pooler or not (${each}): stop ${n === 1 ? 'it' : 'them'}, then restore. ` +

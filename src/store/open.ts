@@ -320,7 +320,8 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
     connectionTimeoutMillis: timeouts.connectMs,
     // Idle connections are kept (node-postgres closes them after 10 s by default): a running server
     // then always has a session open, which is how `restore` sees that one is running (a server
-    // idle for 10 s had none, and was restored under: a review, 2026-11-28).
+    // idle for 10 s had none, and was restored under: a review, 2026-11-28). Through a pooler it
+    // sees none of them: there, by the server's row (instances.ts).
     idleTimeoutMillis: 0,
     // No query_timeout here: node-postgres never clears it for cursors, so it would cut exports
     // short after timeouts.queryMs. Queries are timed below instead, cursors not at all.
