@@ -81,7 +81,7 @@ function workerPids(server: ServerProcess): number[] {
 }
 
 async function start(database: TestDatabase, env: Record<string, string>): Promise<ServerProcess> {
-  const server = await new ServerProcess(database.url, { WORKERS: '2', CREATE_RATE_LIMIT: '0', ...env }).listening();
+  const server = await new ServerProcess(database.url, { WORKERS: '2', CREATE_RATE_LIMIT: '0', CREATE_CONCURRENCY_LIMIT: '0', ...env }).listening();
   await until('both workers listen', 10_000, () => workerPids(server).length === 2, () => server.stdout + server.stderr);
   return server;
 }
