@@ -455,7 +455,7 @@ async function readLeftOver(file: string, location: DatabaseLocation): Promise<{
   } catch (err) {
     throw unreadable(err);
   }
-  if (one && Array.isArray(one.fields.claims) && one.arrays.has('rows')) {
+  if (one && Array.isArray(one.fields.claims)) {
     const { fields: first, rowsOf } = one;
     return {
       file,
@@ -584,7 +584,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       if (!empty) written.push(writeOwn(keptAs, now.trail.map((e) => `${JSON.stringify(e)}\n`).join('')));
       // The claim ledger too, until its claims are kept: pg_restore drops it, and a restore killed before keepClaims lost it.
       // With no claims, for its largest donation id and its charities' rows, which a restore killed after pg_restore must still take in.
-      // Its rows a page at a time, as they are read (writeLedgerFile): the same file as the ledger read whole made until 2026-12-01.
+      // Its rows a page at a time, as they are read (writeLedgerFile): JSON lines since 2026-12-01, where the ledger was read and written whole.
       if (worthKeeping(now.ledger)) written.push(await writeLedgerFile(ledgerAs, now.ledger, trailStamp(now.trail)));
       // The whole of what is replaced, donations and all.
       if (dumping) {

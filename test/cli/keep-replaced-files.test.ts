@@ -13,6 +13,14 @@ import { validDonation } from '../support/app.js';
 import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
 
 
+/** A claims file as an Almoner before 2026-12-01 wrote it: one JSON object, not JSON lines (ledger-file.ts). */
+function asOneObject(file: string): Record<string, unknown> {
+  const [first, ...lines] = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  const { format: _, ...fields } = first!;
+  const of = (kind: string) => lines.filter((line) => kind in line).map((line) => line[kind]);
+  return { ...fields, rows: of('rows'), withoutDonation: of('withoutDonation') };
+}
+
 /** What a restore left beside `backup`: its trail and its claims file. */
 function leftBeside(backup: string): { trail: string; claims: string | undefined } {
   const files = readdirSync(dirname(backup)).map((f) => join(dirname(backup), f));
@@ -44,7 +52,7 @@ test('keep-replaced refuses a trail and a claims file two restores left, naming 
     const oldClaims = join(tempDir(), 'claims-of-the-first-restore.json');
     copyFileSync(firstLeft.claims, oldClaims);
     // As an Almoner before 2026-11-30 wrote it (no besideTrail), under the name the restore gave it.
-    const { besideTrail, ...olderFormat } = JSON.parse(readFileSync(firstLeft.claims, 'utf8')) as Record<string, unknown>;
+    const { besideTrail, ...olderFormat } = asOneObject(firstLeft.claims);
     assert.ok(besideTrail, 'this version writes besideTrail');
     const olderClaims = join(tempDir(), basename(firstLeft.claims));
     writeFileSync(olderClaims, JSON.stringify(olderFormat));

@@ -1,7 +1,7 @@
 // A PostgreSQL restore's claims file, written a page of rows at a time and read back without holding
-// its rows since 2026-12-01 (ledger-file.ts): the same bytes JSON.stringify wrote of the ledger read
-// whole before, and a file an older version wrote (no charities, no rows kept without their donation,
-// no donor references) read as it was, each claim's rows in position order, a page at a time.
+// its rows since 2026-12-01 (ledger-file.ts, JSON lines), and a file an older version wrote (one JSON
+// object: no charities, no rows kept without their donation, no donor references) read as it was,
+// each claim's rows in position order, a page at a time.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ async function pagesByClaim(ledger: { claims: Array<{ id: number }>; rowsOf(id: 
   return pages;
 }
 
-test("a claims file is the bytes JSON.stringify gave of the ledger read whole, and reads back as that ledger's rows, a page at a time", async () => {
+test("a claims file holds the ledger, a line a row after a first line of the rest, and reads back as that ledger's rows, a page at a time", async () => {
   const path = join(tempDir(), 'almoner.db');
   await (await openStore(parseDatabaseUrl(`sqlite:${path}`))).close(); // the schema
   const db = new BetterSqlite3(path);
@@ -64,12 +64,14 @@ test("a claims file is the bytes JSON.stringify gave of the ledger read whole, a
     const copy = { claims, rows: await whole('rows'), withoutDonation: await whole('withoutDonation'), charities, largestDonationId, donationCount } as LedgerCopy;
     assert.equal(copy.rows.length + copy.withoutDonation.length, 1202);
     assert.equal(copy.rows.find((r) => r.donation_id === 2)?.donor, 'kept-reference', "an erased donation's row keeps its donor's kept reference");
-    assert.equal(readFileSync(file, 'utf8'), JSON.stringify({ ...copy, besideTrail }));
+    const lines = readFileSync(file, 'utf8').split('\n');
+    assert.equal(lines.pop(), '', 'every line ended');
+    assert.deepEqual(JSON.parse(lines[0]!), { format: 'almoner claims file, JSON lines', claims, charities, largestDonationId, donationCount, besideTrail });
+    assert.deepEqual(lines.slice(1).map((l) => JSON.parse(l) as unknown), [...copy.rows.map((r) => ({ rows: r })), ...copy.withoutDonation.map((r) => ({ withoutDonation: r }))]);
 
     const read = readLedgerFile(file);
     assert.ok(read);
     assert.deepEqual(read.fields, { claims, charities, largestDonationId, donationCount, besideTrail });
-    assert.deepEqual([...read.arrays], ['rows', 'withoutDonation']);
     const pages = await pagesByClaim({ claims, rowsOf: read.rowsOf });
     assert.deepEqual(pages, await pagesByClaim(pagesOf(copy)));
     assert.deepEqual(pages, await pagesByClaim(ledger), 'as read from the database');
@@ -96,8 +98,9 @@ test('a claims file an older version wrote is read as it was: its rows out of or
   assert.deepEqual(pages[1]!.flat(), Array.from({ length: 602 }, (_, i) => row(1, i + 1)));
   assert.deepEqual(pages[2], [[row(2, 1)]]);
 
-  // Not one JSON object: for the caller to read otherwise (a trail's lines), or refuse.
-  for (const text of ['{"claims":[],"rows":[]}\n{"claims":[],"rows":[]}\n', '[]', '{"claims":[],"rows":[1,]}', '{"claims":[],"rows":[{"claim_id":1}]', 'not json']) {
+  // Neither: for the caller to read otherwise (a trail's lines), or refuse; so is a file of the lines cut short, or with a line of something else.
+  const first = '{"format":"almoner claims file, JSON lines","claims":[]}\n';
+  for (const text of ['{"claims":[],"rows":[]}\n{"claims":[],"rows":[]}\n', '[]', '{"claims":[],"rows":[1,]}', '{"claims":[],"rows":[{"claim_id":1}]', 'not json', `${first}{"rows":{"claim_id":1}}`, `${first}{"other":1}\n`, `${first}[1]\n`]) {
     writeFileSync(file, text);
     assert.equal(readLedgerFile(file), undefined, text);
   }
