@@ -43,6 +43,15 @@ const writable = (folder: string) => {
   }
 };
 
+/** Whether there is a symbolic link at `file`; false where its folder cannot be looked into (the checks after say why, exit 2: a raw EACCES, exit 1, until 2026-12-01). */
+const linkAt = (file: string): boolean => {
+  try {
+    return lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() === true;
+  } catch {
+    return false;
+  }
+};
+
 /** A refusal from the store is the operator's to fix: exit 2. */
 async function refusalsAreUsage<T>(work: () => Promise<T>): Promise<T> {
   try {
@@ -64,7 +73,7 @@ export function backupCommand(): Command {
       const file = resolve(out);
       // A link to nothing: existsSync follows it and found nothing, and the whole copy was made, then refused as a file
       // "written meanwhile, by another command", which there was not (until 2026-12-01; a review). The link is never followed (placeAsNew).
-      if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() && !existsSync(file)) {
+      if (linkAt(file) && !existsSync(file)) {
         throw new UsageError(`${file} is a symbolic link to ${readlinkSync(file)}, which does not exist: a backup is never written through a link, so it is refused; give the backup a new name, or remove the link`);
       }
       if (existsSync(file)) throw new UsageError(statSync(file).isDirectory() ? `${file} is a folder: give the backup a file name (--out ${join(out, 'almoner-backup.db')}, say)` : `${file} exists already: give the backup a new name`);
