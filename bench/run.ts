@@ -24,6 +24,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_CREATES_IN_FLIGHT } from '../src/config.js';
 import { chooseLoader, mergeLoads, type LoadResult, type LoadSpec, type Loader } from './load.js';
 import {
   BENCH_LOG_LEVELS, BENCH_WORKERS, cleanUp, createCharity, makeTempDir, memoryKb, Monitor, postgresDatabase, ROOT, sqliteDatabase, startAlmoner, startCeiling, startFloor, stop,
@@ -539,7 +540,7 @@ async function main(): Promise<number> {
     `Almoner benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     `machine     ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}; load average ${machine.loadAverageAtStart} at the start${machine.loadAverageAtStart > 0.5 ? ' (NOT idle: other work distorts these figures)' : ''}`,
     `load        ${loader.tool} ${loader.version} (${loader.describe}); ${CONNECTIONS} connections; ${SLICES} slices of ${SLICE} s per run, each beside a slice against the ceiling, after ${WARMUP} s of warm-up (not counted)${LATENCY > 0 ? ` and ${LATENCY} s of one continuous load that p50 and p99 are read from` : ''}`,
-    `server      bin/almoner serve${BENCH_WORKERS === '1' ? '' : ` with WORKERS=${BENCH_WORKERS} (memory and CPU: the primary's and every worker's, summed)`}; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off)`,
+    `server      bin/almoner serve${BENCH_WORKERS === '1' ? '' : ` with WORKERS=${BENCH_WORKERS} (memory and CPU: the primary's and every worker's, summed)`}; LOG_LEVEL ${BENCH_LOG_LEVELS.join(', then ')}, each on a fresh database (info is the production default: a JSON line per request, to a file); CREATE_RATE_LIMIT=0 (the per-charity create limit is off); CREATE_CONCURRENCY_LIMIT ${Math.max(DEFAULT_CREATES_IN_FLIGHT, CONNECTIONS)} (the default, or the connections when more)`,
     ...(stale ? ['WARNING     src/ has changed since dist/ was built: these figures are for the code in dist/ (npm run build)'] : []),
     ...[...new Map(backends.map((b) => [b.backend, b.describe]))].map(([backend, describe]) => `${backend.padEnd(11)} ${describe}`),
     `requests    /me and the ceiling: POST /api/v1/me with Basic auth, no body; create: varied valid donations (20% without donation_date), without an Idempotency-Key; keyed create: the same, each with a fresh Idempotency-Key`,

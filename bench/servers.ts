@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
+import { DEFAULT_CREATES_IN_FLIGHT } from '../src/config.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ALMONER = join(ROOT, 'bin', 'almoner');
@@ -242,7 +243,9 @@ export const BENCH_WORKERS = process.env.BENCH_WORKERS || '1';
 
 /** The environment every bin/almoner command of the run gets: the operator's, made definite. */
 export function almonerEnv(databaseUrl: string, logLevel = 'info'): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: logLevel, CREATE_RATE_LIMIT: '0', WORKERS: BENCH_WORKERS };
+  // The creates one charity may have in flight: the default (100), above the run's connections, or as many as they are when more.
+  const inFlight = String(Math.max(DEFAULT_CREATES_IN_FLIGHT, Number(process.env.BENCH_CONNECTIONS) || 0));
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: logLevel, CREATE_RATE_LIMIT: '0', CREATE_CONCURRENCY_LIMIT: inFlight, WORKERS: BENCH_WORKERS };
   for (const name of ['REDIS_URL', 'TRUST_PROXY', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) delete env[name];
   return env;
 }
