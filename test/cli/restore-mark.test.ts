@@ -164,7 +164,7 @@ test('PostgreSQL: keep-replaced refuses while a restore runs; a dump taken while
 
     const restore = startAlmoner(database.url, ['restore', dump, '--replace'], { PATH });
     // Not by looking at the database: a session of the test's own, there as the restore counts them, made it refuse.
-    await until('the restore reaches pg_restore', 5000, () => existsSync(`${go}.waiting`));
+    await until('the restore reaches pg_restore', 20_000, () => existsSync(`${go}.waiting`));
     const early = await almoner(database.url, ['keep-replaced']);
     assert.equal(early.code, 2, early.stderr);
     assert.match(early.stderr, /a restore of this database, or a keep-replaced, is running: wait for it/);
@@ -244,7 +244,7 @@ test('PostgreSQL: a running server whose connections were dropped (a restart, a 
     await queryPostgres(database.url, 'delete from almoner_instances');
     const { go, PATH } = heldPgRestore();
     const restore = startAlmoner(database.url, ['restore', dump, '--replace'], { PATH });
-    await until('the restore reaches pg_restore', 5000, () => existsSync(`${go}.waiting`));
+    await until('the restore reaches pg_restore', 20_000, () => existsSync(`${go}.waiting`));
     // It had reconnected without a look, and stored this in the database about to be replaced: a 200 for a donation lost.
     const during = await create(server.url, authorization, variedDonation('during@example.org', 2));
     assert.equal(during.kind === 'answered' && during.status, 503, JSON.stringify(during));
