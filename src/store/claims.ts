@@ -247,6 +247,11 @@ export interface DatabaseLedger extends LedgerPages {
   every(kind: 'rows' | 'withoutDonation'): AsyncIterable<LedgerRow[]>;
 }
 
+/** The two tables a claim's rows are in: those made from a donation, and those a restore kept without it (keepFrom). */
+const CLAIM_ROW_TABLES = ['giftaid_claim_donations', 'giftaid_claim_rows_without_donation'] as const;
+/** What a claim's row holds as it went into its files, in both tables. */
+const CLAIM_ROW_COLUMNS = ['donation_id', 'position', 'first_name', 'last_name', 'house', 'postcode', 'donation_day', 'amount_minor'] as const;
+
 /** int8 columns come back as strings from pg: numbers here, as everywhere else. */
 const numbers = <T>(row: Record<string, unknown>, names: readonly string[]) => ({ ...row, ...Object.fromEntries(names.map((n) => [n, Number(row[n])])) }) as T;
 const ROW_NUMBERS = ['claim_id', 'donation_id', 'position', 'amount_minor'];
@@ -547,7 +552,7 @@ export class ClaimLedger {
   /** How many rows the claim holds: those made from a donation, and those a restore kept without it (keepFrom). */
   async rowCount(claimId: number): Promise<number> {
     const counted = await Promise.all(
-      (['giftaid_claim_donations', 'giftaid_claim_rows_without_donation'] as const).map((table) =>
+      CLAIM_ROW_TABLES.map((table) =>
         this.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('claim_id', '=', claimId).executeTakeFirstOrThrow(),
       ),
     );
@@ -560,12 +565,11 @@ export class ClaimLedger {
    * 2026-12-01 a claim's files were made from all its rows at once (a scale review: 450 MB for 630 files).
    */
   async *rowPages(claimId: number, size: number): AsyncIterable<ScheduleRow[]> {
-    const columns = ['donation_id', 'position', 'first_name', 'last_name', 'house', 'postcode', 'donation_day', 'amount_minor'] as const;
     for (let after = 0; ; ) {
       const page = (
         await Promise.all(
-          (['giftaid_claim_donations', 'giftaid_claim_rows_without_donation'] as const).map((table) =>
-            this.db.selectFrom(table).select(columns).where('claim_id', '=', claimId).where('position', '>', after).orderBy('position').limit(size).execute(),
+          CLAIM_ROW_TABLES.map((table) =>
+            this.db.selectFrom(table).select(CLAIM_ROW_COLUMNS).where('claim_id', '=', claimId).where('position', '>', after).orderBy('position').limit(size).execute(),
           ),
         )
       )
@@ -881,13 +885,9 @@ function madeFrom(
 
 /** A claim's rows as they went into its files, in order: those made from a donation, and those a restore kept without it (keepFrom). */
 async function claimRows(db: Kysely<Database>, claimId: number): Promise<ScheduleRow[]> {
-  const columns = ['donation_id', 'position', 'first_name', 'last_name', 'house', 'postcode', 'donation_day', 'amount_minor'] as const;
-  const rows = [
-    ...(await db.selectFrom('giftaid_claim_donations').select(columns).where('claim_id', '=', claimId).execute()),
-    // Rows a restore kept without their donation (keepFrom): the claim as sent to HMRC is all of them.
-    ...(await db.selectFrom('giftaid_claim_rows_without_donation').select(columns).where('claim_id', '=', claimId).execute()),
-  ].sort((a, b) => Number(a.position) - Number(b.position));
-  return rows.map(scheduleRow);
+  const rows = [];
+  for (const table of CLAIM_ROW_TABLES) rows.push(...(await db.selectFrom(table).select(CLAIM_ROW_COLUMNS).where('claim_id', '=', claimId).execute()));
+  return rows.sort((a, b) => Number(a.position) - Number(b.position)).map(scheduleRow);
 }
 
 /** The rows of the charity's live claims that a restore kept without their donation (keepFrom), with their claim. */
