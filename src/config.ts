@@ -367,11 +367,11 @@ export const MAX_WORKERS = 64;
 export const DEFAULT_INSTANCE_REFRESH_MS = 2000;
 
 /**
- * INSTANCE_REFRESH_MS: how often a server on PostgreSQL tells the database it runs (store/instances.ts),
- * 2000 by default. A restore waits five of them for a server killed without a clean shutdown to be
- * forgotten; tests shorten it instead of waiting 10 s.
+ * INSTANCE_REFRESH_MS: how often a server or a command on PostgreSQL tells the database it runs
+ * (store/instances.ts), 2000 by default. A restore waits five of them for a process killed without a
+ * clean shutdown to be forgotten; tests shorten it instead of waiting 10 s.
  */
-function parseInstanceRefreshMs(raw: string | undefined): number {
+export function parseInstanceRefreshMs(raw: string | undefined): number {
   if (raw === undefined || raw === '') return DEFAULT_INSTANCE_REFRESH_MS;
   const n = Number(raw);
   if (!/^[0-9]+$/.test(raw) || n < 50 || n > 60_000) throw new ConfigError(`INSTANCE_REFRESH_MS must be a whole number of milliseconds from 50 to 60000 (got ${JSON.stringify(raw)}).`);

@@ -2,7 +2,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { PassThrough, Transform } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { databaseFromEnv, describeDatabase, IN_MEMORY, type DatabaseLocation } from '../config.js';
+import { databaseFromEnv, describeDatabase, IN_MEMORY, parseInstanceRefreshMs, type DatabaseLocation } from '../config.js';
 import { osUser } from '../store/audit.js';
 import { openStore, refuseFolder } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -36,6 +36,12 @@ export function theDatabase({ mayCreate = false } = {}): DatabaseLocation {
   return location;
 }
 
+/** The command being run, as a restore names it among the processes on a database (`giftaid claim`): main.ts says which, before its action. */
+let runningCommand = 'a command';
+export function runningAs(name: string): void {
+  runningCommand = name;
+}
+
 /**
  * Opens the database, saying on standard error which one it is. Only a command that makes the
  * first record (`charity create`) may create a new SQLite file: any other, run from the wrong
@@ -52,7 +58,10 @@ export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCrea
  */
 export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>, { duringRestore = false, mustExist = false } = {}): Promise<T> {
   try {
-    const store = await openStore(location, { duringRestore, mustExist });
+    // On PostgreSQL a command keeps a row while it runs, as a server does, so that a restore sees it through a pooler too
+    // (store/instances.ts); not a restore's own steps, which run on the database it has marked.
+    const instance = location.dialect === 'postgres' && !duringRestore ? { everyMs: parseInstanceRefreshMs(process.env.INSTANCE_REFRESH_MS), what: runningCommand } : undefined;
+    const store = await openStore(location, { duringRestore, mustExist, instance });
     try {
       return await work(store);
     } finally {

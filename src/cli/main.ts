@@ -11,6 +11,7 @@ import { donationsCommand } from './donations.js';
 import { donorCommand } from './donor.js';
 import { retentionCommand } from './retention.js';
 import { giftaidCommand } from './giftaid.js';
+import { runningAs } from './io.js';
 import { UsageError } from './usage.js';
 import { ioErrorCode } from '../store/unavailable.js';
 
@@ -54,6 +55,13 @@ program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
 program.addCommand(keepReplacedCommand());
 program.addCommand(auditCommand());
+
+// Its name (`giftaid claim`), for the row a command keeps on PostgreSQL while it runs (io.ts, withStoreAt).
+program.hook('preAction', (_program, action) => {
+  const names: string[] = [];
+  for (let c: Command | null = action; c && c !== program; c = c.parent) names.unshift(c.name());
+  runningAs(names.join(' '));
+});
 
 // Subcommands added with addCommand do not inherit these settings, so set them on every one.
 (function configure(command: Command) {

@@ -1,5 +1,6 @@
 // Each server process on PostgreSQL keeps a row in almoner_instances while it runs, so that a restore
-// sees it whatever sits between it and PostgreSQL. Until 2026-12-01 a restore looked only at the database's sessions
+// sees it whatever sits between it and PostgreSQL; so does each command (`giftaid claim`, an
+// export) since 2026-12-01, which a restore through a pooler could not see either. Until 2026-12-01 a restore looked only at the database's sessions
 // and a server checked the restore's mark only as each of its connections opened; behind a
 // transaction pooler (PgBouncer, pool_mode = transaction) the restore saw the pooler's server
 // connections (none while the servers were idle) and a server's connections to the pooler never
@@ -26,8 +27,10 @@ export const INSTANCES_TABLE = 'almoner_instances';
  */
 export const FORGOTTEN_AFTER_INTERVALS = 5;
 
-/** A server's row as a restore reads it: one refreshed within its FORGOTTEN_AFTER_INTERVALS. */
+/** A process's row as a restore reads it: one refreshed within its FORGOTTEN_AFTER_INTERVALS. */
 export interface Running {
+  /** `server`, or the command's name (`giftaid claim`); a row an older version wrote (before 0021) says nothing, and was a server's. */
+  what: string;
   host: string;
   pid: number;
   /** Seconds since it was last refreshed, and after how many more it is forgotten if it is not refreshed again. */
@@ -41,26 +44,30 @@ type Query = (text: string, params?: unknown[]) => Promise<Array<Record<string, 
 export async function runningInstances(query: Query): Promise<Running[]> {
   if ((await query('select to_regclass($1) as t', [INSTANCES_TABLE]))[0]?.t == null) return [];
   const rows = await query(
-    `select host, pid, extract(epoch from now() - seen_at)::float8 as ago, every_ms * $1 / 1000.0 as forget
-       from ${INSTANCES_TABLE} where seen_at > now() - every_ms * $1 * interval '1 millisecond' order by seen_at desc`,
+    // `what` read from the row as JSON: a database before 0021 has no such column (a restore reads it before it is migrated).
+    `select host, pid, to_jsonb(i) ->> 'what' as what, extract(epoch from now() - seen_at)::float8 as ago, every_ms * $1 / 1000.0 as forget
+       from ${INSTANCES_TABLE} i where seen_at > now() - every_ms * $1 * interval '1 millisecond' order by seen_at desc`,
     [FORGOTTEN_AFTER_INTERVALS],
   );
   return rows.map((r) => {
     const seenAgo = Math.max(0, Number(r.ago));
-    return { host: String(r.host), pid: Number(r.pid), seenAgo, forgottenIn: Math.max(0, Number(r.forget) - seenAgo) };
+    return { what: typeof r.what === 'string' ? r.what : 'server', host: String(r.host), pid: Number(r.pid), seenAgo, forgottenIn: Math.max(0, Number(r.forget) - seenAgo) };
   });
 }
 
-/** A restore's refusal of a database with `running` servers on it (exit 2's words). */
+/** A restore's refusal of a database with `running` processes on it, servers or commands (exit 2's words). */
 export function runningSaid(running: Running[]): string {
   const n = running.length;
   // The most recently seen first; under WORKERS a few machines' processes are many.
-  const shown = running.slice(0, 5).map((r) => `process ${r.pid} on ${r.host}, last seen ${r.seenAgo.toFixed(1)} s ago`);
+  const shown = running
+    .slice(0, 5)
+    .map((r) => `${r.what === 'server' ? 'a server' : `\`${r.what}\``}, process ${r.pid} on ${r.host}, last seen ${r.seenAgo.toFixed(1)} s ago`);
   const each = [...shown, ...(n > shown.length ? [`and ${n - shown.length} more`] : [])].join('; ');
   const wait = Math.ceil(Math.max(...running.map((r) => r.forgottenIn)));
+  const them = n === 1 ? 'it' : 'them';
   return (
-    `${n} server process${n === 1 ? ' is' : 'es are'} running on this database, through a pooler or not (${each}): stop ${n === 1 ? 'it' : 'them'}, then restore. ` +
-    `A server stopped without a clean shutdown (killed, its machine lost) is taken for gone once it has not been seen for ${FORGOTTEN_AFTER_INTERVALS} of its refreshes: ` +
+    `${n} process${n === 1 ? ' is' : 'es are'} running on this database, through a pooler or not (${each}): stop ${them}${running.some((r) => r.what !== 'server') ? ` or let ${them} finish` : ''}, then restore. ` +
+    `A process stopped without a clean shutdown (killed, its machine lost) is taken for gone once it has not been seen for ${FORGOTTEN_AFTER_INTERVALS} of its refreshes: ` +
     `if none is running, restore again in ${wait} s`
   );
 }
@@ -74,18 +81,20 @@ export interface InstanceOptions {
   everyMs: number;
   connectMs: number;
   queryMs: number;
+  /** What the process is, as a restore names it: `server`, or a command's name (`giftaid claim`). */
+  what: string;
   /** Told, after each refresh, of the mark it read: the refusal (code RESTORING_CODE) while there is one, else undefined. */
   marked(refusal: Error | undefined): void;
 }
 
 /**
- * Writes this server's row, then reads the restore's mark: a marked database is refused (ConfigError,
- * exit 2 at start-up), the row removed. Then refreshes the row every `everyMs`, each time reading the
+ * Writes this process's row (a server's, or a command's since 2026-12-01), then reads the restore's
+ * mark: a marked database is refused (ConfigError, exit 2 at start-up), the row removed. Then refreshes the row every `everyMs`, each time reading the
  * mark after it (`marked`), until `stop`. On a connection of its own (one more per server process,
  * idle between refreshes): a refresh never waits behind requests for one of the pool's, nor makes
  * a request wait.
  */
-export async function keepInstance(connectionString: string, { everyMs, connectMs, queryMs, marked }: InstanceOptions): Promise<Instance> {
+export async function keepInstance(connectionString: string, { everyMs, connectMs, queryMs, what, marked }: InstanceOptions): Promise<Instance> {
   const { default: pgModule } = await import('pg');
   const own = new pgModule.Pool({ connectionString, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: connectMs, query_timeout: queryMs, keepAlive: true });
   own.on('error', () => {}); // an idle connection dropped: the next refresh opens another
@@ -111,7 +120,7 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
       return readMark({ query });
     });
   const insert = (query: Query) =>
-    query(`insert into ${INSTANCES_TABLE} (id, host, pid, every_ms) values ($1, $2, $3, $4) on conflict (id) do update set seen_at = now()`, [id, hostname(), process.pid, everyMs]);
+    query(`insert into ${INSTANCES_TABLE} (id, what, host, pid, every_ms) values ($1, $2, $3, $4, $5) on conflict (id) do update set seen_at = now()`, [id, what, hostname(), process.pid, everyMs]);
   const remove = () => ask((query) => query(`delete from ${INSTANCES_TABLE} where id = $1`, [id])).catch(() => {});
   let first: Restoring | undefined;
   try {

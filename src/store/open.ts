@@ -47,10 +47,11 @@ export interface StoreOptions {
    */
   mustExist?: boolean;
   /**
-   * The server on PostgreSQL: its row in almoner_instances, refreshed every `everyMs` while it runs and
-   * removed as it closes, by which a restore sees it through a pooler too (instances.ts).
+   * A server or a command on PostgreSQL (`what`: `server`, or the command's name): its row in
+   * almoner_instances, refreshed every `everyMs` while it runs and removed as it closes, by which a
+   * restore sees it through a pooler too (instances.ts).
    */
-  instance?: { everyMs: number };
+  instance?: { everyMs: number; what: string };
 }
 
 export interface PgTimeouts {
@@ -97,7 +98,7 @@ export async function openStore(
     await migrate(db, location.dialect);
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
     if (instance && location.dialect === 'postgres') {
-      const kept = await keepInstance(location.url, { everyMs: instance.everyMs, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });
+      const kept = await keepInstance(location.url, { everyMs: instance.everyMs, what: instance.what, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });
       gate.beforeEnd = () => kept.stop();
     }
   } catch (err) {
@@ -191,7 +192,7 @@ export async function openServerStore(location: DatabaseLocation, { instanceRefr
   // A folder for a database refused here, as a command's is by cli/io.ts's theDatabase.
   const opened = (async () => {
     refuseFolder(location);
-    return openStore(location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true, instance: { everyMs: instanceRefreshMs } });
+    return openStore(location, { sqliteBusyTimeoutMs: SERVER_SQLITE_BUSY_TIMEOUT_MS, mustWrite: true, instance: { everyMs: instanceRefreshMs, what: 'server' } });
   })();
   return opened.catch((err: unknown) => {
     const message = `cannot open the database ${describeDatabase(location)}: ${err instanceof Error ? err.message : String(err)}`;

@@ -587,7 +587,7 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
         try {
           const served = await almoner(database.url, ['restore', dump, '--replace']);
           assert.equal(served.code, 2, served.stderr);
-          assert.match(served.stderr, /1 server process is running on this database, through a pooler or not \(process \d+ on/);
+          assert.match(served.stderr, /1 process is running on this database, through a pooler or not \(a server, process \d+ on/);
         } finally {
           await server.stop('SIGTERM', 10_000);
         }

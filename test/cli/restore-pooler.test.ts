@@ -7,12 +7,15 @@
 // (src/store/instances.ts): here a real PgBouncer, a real server through it, and the restore run
 // against PostgreSQL itself, as the README says.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { basic } from '../support/app.js';
+import { signUpCharity } from '../../src/charities/signup.js';
+import { validateDonation } from '../../src/donations/validate.js';
+import { openStore } from '../../src/store/open.js';
+import { basic, exampleDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt, until } from '../support/cli.js';
+import { almoner, assertBuilt, BIN, childEnv, until } from '../support/cli.js';
 import { create, variedDonation } from '../support/load.js';
 import { freePort, noPgBouncer, PgBouncerProcess } from '../support/pgbouncer.js';
 import { ServerProcess } from '../support/server.js';
@@ -51,7 +54,7 @@ test('PostgreSQL behind PgBouncer (pool_mode = transaction): a restore is refuse
 
     const refused = await almoner(database.url, ['restore', dump, '--replace']);
     assert.equal(refused.code, 2, `the restore went ahead under a running server: ${refused.stdout}${refused.stderr}`);
-    assert.match(refused.stderr, new RegExp(`1 server process is running on this database, through a pooler or not \\(process \\d+ on \\S+, last seen \\d+\\.\\d s ago\\): stop it, then restore`));
+    assert.match(refused.stderr, new RegExp(`1 process is running on this database, through a pooler or not \\(a server, process \\d+ on \\S+, last seen \\d+\\.\\d s ago\\): stop it, then restore`));
     assert.match(refused.stderr, /if none is running, restore again in \d+ s/);
     // Refused before it marked anything: the server was never told a restore had begun.
     const during = await create(server.url, authorization, variedDonation('during@example.org', 2));
@@ -120,12 +123,12 @@ test('PostgreSQL: a server killed without a clean shutdown (SIGKILL) blocks a re
     await until('PostgreSQL ends the killed server\'s sessions', 10_000, async () => (await sessions(database)) === 0);
     const refused = await almoner(database.url, ['restore', dump, '--replace']);
     assert.equal(refused.code, 2, refused.stdout + refused.stderr);
-    assert.match(refused.stderr, /1 server process is running on this database.*stopped without a clean shutdown.*if none is running, restore again in [1-5] s/);
+    assert.match(refused.stderr, /1 process is running on this database, through a pooler or not \(a server.*stopped without a clean shutdown.*if none is running, restore again in [1-5] s/);
     // Restored as soon as it is forgotten; never refused for a reason other than that row.
     let restored = refused;
     await until('the killed server is forgotten', 20_000, async () => {
       restored = await almoner(database.url, ['restore', dump, '--replace']);
-      if (restored.code === 2) assert.match(restored.stderr, /1 server process is running on this database/);
+      if (restored.code === 2) assert.match(restored.stderr, /1 process is running on this database, through a pooler or not \(a server,/);
       return restored.code === 0;
     });
     assert.match(restored.stdout, /restored /);
@@ -155,6 +158,54 @@ test('PostgreSQL: a server that cannot refresh its row answers 503 once a restor
     await until('the server answers 200 once it has refreshed its row again', 10_000, async () => (await answer()) === 200);
   } finally {
     await server.stop('SIGTERM', 10_000);
+    await database.drop();
+  }
+});
+
+test('PostgreSQL behind PgBouncer: a restore is refused while a command runs through the pooler between its transactions (retention apply, its reader slow), naming it; once it has finished the restore goes ahead', { skip, timeout: 90_000 }, async () => {
+  assertBuilt();
+  const database = await POSTGRES!.createDatabase();
+  const pooler = await new PgBouncerProcess(database.url, await freePort(), { serverIdleTimeout: 1 }).listening();
+  try {
+    const { dump } = await withBackup(database);
+    // Donations due for erasure, enough that their lines fill the pipe: the command then waits for its reader between its
+    // batch's transaction and what follows it, holding no server connection of the pooler's.
+    const DUE = 1500;
+    const store = await openStore(database.location);
+    try {
+      const { charity } = await signUpCharity(store, { name: 'Old', email: 'o@example.org' });
+      const valid = validateDonation(exampleDonation({ gift_aid: 'no', donation_date: '15-03-2015' }));
+      assert.ok(valid.ok);
+      for (let i = 0; i < DUE; i += 100) await Promise.all(Array.from({ length: 100 }, () => store.recordDonation(charity.id, valid.donation)));
+    } finally {
+      await store.close();
+    }
+    await queryPostgres(database.url, 'update donations set recorded_at = donation_date');
+
+    const child = spawn(BIN, ['retention', 'apply', '--dry-run'], { env: childEnv(pooler.url(database.url)), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.stdout.pause();
+    await until('the command waits for its reader', 20_000, async () => child.stdout.readableLength > 0, () => stderr);
+    await until('the pooler lets its server connections go', 20_000, async () => (await sessions(database)) === 0, () => pooler.log().slice(-2000));
+
+    const refused = await almoner(database.url, ['restore', dump, '--replace']);
+    assert.equal(refused.code, 2, `the restore went ahead under a running command: ${refused.stdout}${refused.stderr}`);
+    assert.match(refused.stderr, /1 process is running on this database, through a pooler or not \(`retention apply`, process \d+ on \S+, last seen \d+\.\d s ago\): stop it or let it finish, then restore/);
+
+    let lines = 0;
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (lines += s.split('\n').length - 1));
+    child.stdout.resume();
+    assert.equal(await exited, 0, stderr);
+    assert.equal(lines, DUE + 1, 'a line a donation, and the summary');
+    // Its row goes as it ends: nothing to wait out.
+    assert.deepEqual(await queryPostgres(database.url, 'select pid from almoner_instances'), []);
+    await until('the pooler lets its server connections go', 20_000, async () => (await sessions(database)) === 0, () => pooler.log().slice(-2000));
+    const restored = await almoner(database.url, ['restore', dump, '--replace']);
+    assert.equal(restored.code, 0, restored.stderr);
+  } finally {
+    await pooler.stop();
     await database.drop();
   }
 });

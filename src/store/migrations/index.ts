@@ -23,6 +23,7 @@ import { claimRowsDonor } from './0017_claim_rows_donor.js';
 import { oldPasswordKept } from './0018_old_password_kept.js';
 import { claimMoves } from './0019_claim_moves.js';
 import { instances } from './0020_instances.js';
+import { instancesSayWhat } from './0021_instances_say_what.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -46,6 +47,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0018_old_password_kept': oldPasswordKept(),
     '0019_claim_moves': claimMoves(),
     '0020_instances': instances(dialect),
+    '0021_instances_say_what': instancesSayWhat(dialect),
   };
 }
 
