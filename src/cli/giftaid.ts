@@ -312,19 +312,25 @@ export function giftaidCommand(): Command {
             summary: { from: opts.from, to: opts.to, donations: assessed.rows.length, needs_attention: assessed.needsAttention.length, period_end: opts.periodEnd ?? null },
           });
         const parts = chunk(assessed.rows, MAX_ROWS_PER_SCHEDULE);
-        const spreadsheets = parts.map((rows, i) => ({
-          name: previewFileName(i + 1),
-          bytes: scheduleSpreadsheet({
-            rows,
-            preparedAt: new Date().toISOString(),
-            use: 'preview',
-            title: `Gift Aid schedule PREVIEW for ${charity.name}, ${i + 1} of ${parts.length}`,
-            about: [
-              'PREVIEW, NOT A CLAIM: do not send this file to HMRC. Its donations are not recorded as claimed.',
-              `${charity.name} (${opts.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}. Prepare the claim with: bin/almoner giftaid claim --charity ${opts.charity} --out DIR`,
-            ],
-          }),
-        }));
+        // Each file made as it is written, as a claim's are (until 2026-12-01 all were made first).
+        const preparedAt = new Date().toISOString();
+        const spreadsheets: NewFiles = {
+          names: parts.map((_, i) => previewFileName(i + 1)),
+          contents: async function* () {
+            for (const [i, rows] of parts.entries()) {
+              yield scheduleSpreadsheet({
+                rows,
+                preparedAt,
+                use: 'preview',
+                title: `Gift Aid schedule PREVIEW for ${charity.name}, ${i + 1} of ${parts.length}`,
+                about: [
+                  'PREVIEW, NOT A CLAIM: do not send this file to HMRC. Its donations are not recorded as claimed.',
+                  `${charity.name} (${opts.charity}): file ${i + 1} of ${parts.length}, ${count(rows.length, 'donation')}. Prepare the claim with: bin/almoner giftaid claim --charity ${opts.charity} --out DIR`,
+                ],
+              });
+            }
+          },
+        };
         const files = (await writeNewFiles(dir, spreadsheets, { family: /^preview-\d+\.ods$/, beforeWriting: audit })).map((name) => join(opts.out, name));
         const attentionName = attentionFileName(opts.charity);
         await writeAttention(dir, attentionName, assessed.needsAttention);
@@ -697,15 +703,10 @@ async function schedulesWithin(dir: string, depth: number, under = ''): Promise<
  * are written (and those renamed taken away again if a later one fails, or cannot be made: half a
  * claim's schedules uploaded would leave the rest held by the claim, never sent). A schedule file is never overwritten (an old one could be claimed with the new):
  * if any of these names, or any name `family` matches, is taken already, nothing is written.
- * Files given as NewFiles are made one at a time, each written before the next is made.
+ * The files are made one at a time, each written before the next is made.
  * Returns the names written.
  */
-async function writeNewFiles(
-  dir: string,
-  given: ReadonlyArray<{ name: string; bytes: Uint8Array }> | NewFiles,
-  { family, beforeWriting }: { family?: RegExp; beforeWriting?: () => Promise<void> } = {},
-): Promise<string[]> {
-  const files: NewFiles = 'names' in given ? given : { names: given.map((f) => f.name), contents: () => madeAlready(given) };
+async function writeNewFiles(dir: string, files: NewFiles, { family, beforeWriting }: { family?: RegExp; beforeWriting?: () => Promise<void> } = {}): Promise<string[]> {
   const names = new Set(files.names);
   const taken = (await readdir(dir)).filter((name) => names.has(name) || family?.test(name)).sort();
   if (taken.length > 0) {
@@ -738,11 +739,6 @@ async function writeNewFiles(
     throw err;
   }
   return [...files.names];
-}
-
-/** Files made already, as NewFiles gives them. */
-async function* madeAlready(files: ReadonlyArray<{ bytes: Uint8Array }>): AsyncIterable<Uint8Array> {
-  for (const f of files) yield f.bytes;
 }
 
 /** needs-attention's columns that hold a value, for a spreadsheet to read as one (a number, a date); the others are text (spreadsheetCell). */
