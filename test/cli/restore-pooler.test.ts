@@ -17,7 +17,8 @@ import { basic, exampleDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, until } from '../support/cli.js';
 import { create, variedDonation } from '../support/load.js';
-import { freePort, noPgBouncer, PgBouncerProcess } from '../support/pgbouncer.js';
+import { freePort } from '../support/daemon.js';
+import { noPgBouncer, PgBouncerProcess } from '../support/pgbouncer.js';
 import { ServerProcess } from '../support/server.js';
 
 const POSTGRES = BACKENDS.find((b) => b.name === 'postgres');

@@ -31,7 +31,8 @@ import BetterSqlite3 from 'better-sqlite3';
 import { basic, exampleDonation } from '../support/app.js';
 import { SQLITE, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, until } from '../support/cli.js';
-import { freePort, NGINX_PATH, NginxProcess, noNginx, selfSignedCertificate } from '../support/nginx.js';
+import { freePort } from '../support/daemon.js';
+import { NGINX_PATH, NginxProcess, noNginx, selfSignedCertificate } from '../support/nginx.js';
 import { ServerProcess } from '../support/server.js';
 import { AUTH_FAILURES } from '../../src/http/throttle.js';
 

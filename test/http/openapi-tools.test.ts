@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -17,6 +16,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { exampleDonation, startTestApp, tempDir, type TestContext } from '../support/app.js';
+import { freePort } from '../support/daemon.js';
 
 const require = createRequire(import.meta.url);
 const binOf = (pkg: string, name: string) => {
@@ -246,12 +246,3 @@ export { ips, amounts, zakat, required, blank, id, flag, ip };`,
   });
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}

@@ -2,11 +2,11 @@
 // everything it writes in a temporary folder; only the machine-specific lines are changed (listen
 // addresses, certificate paths, upstream port). CI installs nginx; NGINX_PATH overrides where it is.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { chownSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { asRoot, Daemon, NOBODY } from './daemon.js';
 
 export const NGINX_PATH = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
 
@@ -18,9 +18,6 @@ export const SHIPPED_CONF = fileURLToPath(new URL('../../deploy/nginx.conf', imp
 
 /** The access log the shipped file names. */
 const SHIPPED_ACCESS_LOG = '/var/log/nginx/almoner-access.log';
-
-/** Debian's nobody:nogroup: nginx runs as them when the tests run as root (as in CI). */
-const NOBODY = 65534;
 
 export interface Site {
   /** HTTPS on 127.0.0.1 (the shipped file's `listen 443 ssl`). */
@@ -70,17 +67,6 @@ export async function selfSignedCertificate(dir: string): Promise<{ certFile: st
   return { certFile, keyFile, cert: readFileSync(certFile, 'utf8') };
 }
 
-/** A port nobody listens on right now (the kernel's pick, released at once). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 function chownTree(path: string, id: number): void {
   chownSync(path, id, id);
   if (statSync(path).isDirectory()) for (const name of readdirSync(path)) chownTree(join(path, name), id);
@@ -88,10 +74,7 @@ function chownTree(path: string, id: number): void {
 
 /** A running nginx (master and worker), in `dir`, serving the localised shipped file. */
 export class NginxProcess {
-  stderr = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private exitedYet = false;
-  private readonly child: ChildProcess;
+  private readonly daemon: Daemon;
 
   /**
    * `dir` must already hold what `site` names (the certificate and key); nginx's configuration,
@@ -118,25 +101,10 @@ export class NginxProcess {
         '',
       ].join('\n'),
     );
-    const root = process.getuid?.() === 0;
-    if (root) chownTree(dir, NOBODY);
+    if (asRoot()) chownTree(dir, NOBODY);
     const globals = `daemon off; pid ${join(dir, 'nginx.pid')}; error_log ${join(dir, 'error.log')} warn;`;
-    this.child = spawn(NGINX_PATH, ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf'), '-g', globals], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      detached: true, // its own process group: the worker can be killed with the master if it must come to that
-      ...(root ? { uid: NOBODY, gid: NOBODY } : {}),
-    });
-    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => (this.stderr += s));
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        this.exitedYet = true;
-        resolve({ code, signal });
-      }),
-    );
-    this.child.once('error', (err) => {
-      this.stderr += `cannot start ${NGINX_PATH}: ${err.message}\n`;
-      this.exitedYet = true; // no 'exit' follows a failed spawn
-    });
+    // In a process group of its own: the worker can be killed with the master if it must come to that.
+    this.daemon = new Daemon(NGINX_PATH, ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf'), '-g', globals], true);
   }
 
   /** Where nginx writes its access log. */
@@ -151,32 +119,12 @@ export class NginxProcess {
 
   /** Waits until nginx accepts connections on its HTTPS port. */
   async listening(): Promise<this> {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      if (this.exitedYet) assert.fail(`nginx exited early\nstderr: ${this.stderr}\nerror.log: ${this.errorLog()}`);
-      const up = await new Promise<boolean>((resolve) => {
-        const socket = connect(this.site.httpsPort, '127.0.0.1', () => resolve(true)).once('error', () => resolve(false));
-        socket.once('connect', () => socket.destroy());
-      });
-      if (up) return this;
-      if (Date.now() > deadline) assert.fail(`nginx is not listening on 127.0.0.1:${this.site.httpsPort} after 10 s\nstderr: ${this.stderr}\nerror.log: ${this.errorLog()}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await this.daemon.listening(this.site.httpsPort, () => `error.log: ${this.errorLog()}`);
+    return this;
   }
 
   /** SIGTERM (nginx's fast shutdown, which stops its worker too); the whole process group is killed after 5 s. */
-  async stop(): Promise<void> {
-    if (this.exitedYet || this.child.pid === undefined) return;
-    this.child.kill('SIGTERM');
-    const group = -this.child.pid;
-    const timer = setTimeout(() => {
-      try {
-        process.kill(group, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, 5_000);
-    await this.exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return this.daemon.stop();
   }
 }

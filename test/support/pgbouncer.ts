@@ -1,12 +1,10 @@
 // Debian's PgBouncer in front of the test's PostgreSQL, in transaction pooling (the usual production
 // setting), as an unprivileged foreground process with its configuration and log in a temporary
 // folder of its own. CI installs it; PGBOUNCER_PATH overrides where it is.
-import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { asRoot, Daemon, NOBODY } from './daemon.js';
 
 export const PGBOUNCER_PATH = process.env.PGBOUNCER_PATH ?? '/usr/sbin/pgbouncer';
 
@@ -14,36 +12,10 @@ export const PGBOUNCER_PATH = process.env.PGBOUNCER_PATH ?? '/usr/sbin/pgbouncer
 export const noPgBouncer: string | undefined =
   existsSync(PGBOUNCER_PATH) || process.env.CI ? undefined : `no pgbouncer at ${PGBOUNCER_PATH} (apt-get install -y pgbouncer, or set PGBOUNCER_PATH)`;
 
-/** Debian's nobody:nogroup: PgBouncer refuses to run as root, so it runs as them when the tests do (as in CI). */
-const NOBODY = 65534;
-
-/**
- * A port nobody listens on right now: the kernel's pick, or one of TEST_PORT_RANGE (`47300-47399`)
- * where the machine's ports are shared out among those running tests on it.
- */
-export async function freePort(): Promise<number> {
-  const range = /^(\d+)-(\d+)$/.exec(process.env.TEST_PORT_RANGE ?? '');
-  const tries = range ? Array.from({ length: Number(range[2]) - Number(range[1]) + 1 }, (_, i) => Number(range[1]) + i) : [0];
-  for (const port of tries.sort(() => Math.random() - 0.5)) {
-    const got = await new Promise<number | undefined>((resolve) => {
-      const server = createServer().once('error', () => resolve(undefined));
-      server.listen(port, '127.0.0.1', () => {
-        const { port: taken } = server.address() as AddressInfo;
-        server.close(() => resolve(taken));
-      });
-    });
-    if (got !== undefined) return got;
-  }
-  throw new Error(`no free port in TEST_PORT_RANGE ${process.env.TEST_PORT_RANGE}`);
-}
-
 /** A running PgBouncer (pool_mode = transaction) on 127.0.0.1:`port`, in front of the PostgreSQL that `url` names, trusting its user. */
 export class PgBouncerProcess {
-  stderr = '';
   readonly dir = mkdtempSync(join(tmpdir(), 'almoner-pgbouncer-'));
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private exitedYet = false;
-  private readonly child: ChildProcess;
+  private readonly daemon: Daemon;
   private readonly target: URL;
 
   /**
@@ -77,24 +49,13 @@ export class PgBouncerProcess {
         '',
       ].join('\n'),
     );
-    const root = process.getuid?.() === 0;
-    if (root) {
+    // PgBouncer refuses to run as root: as root (CI) it runs as nobody, its folder theirs.
+    if (asRoot()) {
       for (const name of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(this.dir, name), NOBODY, NOBODY);
     } else {
       chmodSync(this.dir, 0o700);
     }
-    this.child = spawn(PGBOUNCER_PATH, [join(this.dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'], ...(root ? { uid: NOBODY, gid: NOBODY } : {}) });
-    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => (this.stderr += s));
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        this.exitedYet = true;
-        resolve({ code, signal });
-      }),
-    );
-    this.child.once('error', (err) => {
-      this.stderr += `cannot start ${PGBOUNCER_PATH}: ${err.message}\n`;
-      this.exitedYet = true;
-    });
+    this.daemon = new Daemon(PGBOUNCER_PATH, [join(this.dir, 'pgbouncer.ini')]);
   }
 
   /** `url`'s database, reached through the pooler. */
@@ -112,24 +73,11 @@ export class PgBouncerProcess {
 
   /** Waits until PgBouncer accepts connections. */
   async listening(): Promise<this> {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      if (this.exitedYet) assert.fail(`pgbouncer exited early\nstderr: ${this.stderr}\nlog: ${this.log()}`);
-      const up = await new Promise<boolean>((resolve) => {
-        const socket = connect(this.port, '127.0.0.1', () => resolve(true)).once('error', () => resolve(false));
-        socket.once('connect', () => socket.destroy());
-      });
-      if (up) return this;
-      if (Date.now() > deadline) assert.fail(`pgbouncer is not listening on 127.0.0.1:${this.port} after 10 s\nstderr: ${this.stderr}\nlog: ${this.log()}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await this.daemon.listening(this.port, () => `log: ${this.log()}`);
+    return this;
   }
 
-  async stop(): Promise<void> {
-    if (this.exitedYet) return;
-    this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
-    await this.exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return this.daemon.stop();
   }
 }
