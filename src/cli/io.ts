@@ -59,8 +59,9 @@ export async function withStore<T>(work: (store: Store) => Promise<T>, { mayCrea
 export async function withStoreAt<T>(location: DatabaseLocation, work: (store: Store) => Promise<T>, { duringRestore = false, mustExist = false } = {}): Promise<T> {
   try {
     // On PostgreSQL a command keeps a row while it runs, as a server does, so that a restore sees it through a pooler too
-    // (store/instances.ts); not a restore's own steps, which run on the database it has marked.
-    const instance = location.dialect === 'postgres' && !duringRestore ? { everyMs: parseInstanceRefreshMs(process.env.INSTANCE_REFRESH_MS), what: runningCommand } : undefined;
+    // (store/instances.ts); not a restore's own steps, which run on the database it has marked. Without one where the
+    // database refuses it (a user that may only read: an export for a reporting tool).
+    const instance = location.dialect === 'postgres' && !duringRestore ? { everyMs: parseInstanceRefreshMs(process.env.INSTANCE_REFRESH_MS), what: runningCommand, optional: true } : undefined;
     const store = await openStore(location, { duringRestore, mustExist, instance });
     try {
       return await work(store);

@@ -72,6 +72,9 @@ export function runningSaid(running: Running[]): string {
   );
 }
 
+/** PostgreSQL's refusals of a write by a user that may only read (42501) or on a read-only database (25006). */
+const ROW_REFUSED = new Set(['42501', '25006']);
+
 /** A server's row, kept while it runs: `stop` removes it (a clean shutdown). */
 export interface Instance {
   stop(): Promise<void>;
@@ -83,6 +86,12 @@ export interface InstanceOptions {
   queryMs: number;
   /** What the process is, as a restore names it: `server`, or a command's name (`giftaid claim`). */
   what: string;
+  /**
+   * A command's: if the database refuses its row (a user that may only read, a read-only standby), it
+   * runs without one, as it did before commands kept one; it could not write to what a restore replaces
+   * either. A server's row is never optional (a server's user is checked for the grants at its start).
+   */
+  optional?: boolean;
   /** Told, after each refresh, of the mark it read: the refusal (code RESTORING_CODE) while there is one, else undefined. */
   marked(refusal: Error | undefined): void;
 }
@@ -94,7 +103,7 @@ export interface InstanceOptions {
  * idle between refreshes): a refresh never waits behind requests for one of the pool's, nor makes
  * a request wait.
  */
-export async function keepInstance(connectionString: string, { everyMs, connectMs, queryMs, what, marked }: InstanceOptions): Promise<Instance> {
+export async function keepInstance(connectionString: string, { everyMs, connectMs, queryMs, what, optional = false, marked }: InstanceOptions): Promise<Instance> {
   const { default: pgModule } = await import('pg');
   const own = new pgModule.Pool({ connectionString, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: connectMs, query_timeout: queryMs, keepAlive: true });
   own.on('error', () => {}); // an idle connection dropped: the next refresh opens another
@@ -133,6 +142,7 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
   } catch (err) {
     await remove();
     await own.end();
+    if (optional && ROW_REFUSED.has(String((err as { code?: unknown }).code))) return { stop: async () => {} };
     throw err;
   }
   if (first) {

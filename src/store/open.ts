@@ -51,7 +51,7 @@ export interface StoreOptions {
    * almoner_instances, refreshed every `everyMs` while it runs and removed as it closes, by which a
    * restore sees it through a pooler too (instances.ts).
    */
-  instance?: { everyMs: number; what: string };
+  instance?: { everyMs: number; what: string; optional?: boolean };
 }
 
 export interface PgTimeouts {
@@ -98,7 +98,7 @@ export async function openStore(
     await migrate(db, location.dialect);
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
     if (instance && location.dialect === 'postgres') {
-      const kept = await keepInstance(location.url, { everyMs: instance.everyMs, what: instance.what, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });
+      const kept = await keepInstance(location.url, { everyMs: instance.everyMs, what: instance.what, optional: instance.optional, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });
       gate.beforeEnd = () => kept.stop();
     }
   } catch (err) {

@@ -210,3 +210,24 @@ test('PostgreSQL behind PgBouncer: a restore is refused while a command runs thr
     await database.drop();
   }
 });
+
+test('PostgreSQL: a command that only reads, run as a database user that may only read (charity list, giftaid claims, audit), runs without its row, as before commands kept one', { skip: !POSTGRES && 'needs TEST_DATABASE_URL', timeout: 60_000 }, async () => {
+  assertBuilt();
+  const database = await POSTGRES!.createDatabase();
+  const role = `almoner_test_reader_${process.pid}`;
+  try {
+    await withBackup(database); // a charity, Almoner's tables
+    await queryPostgres(database.url, `create role ${role} login`);
+    await queryPostgres(database.url, `grant select on all tables in schema public to ${role}`);
+    const url = new URL(database.url);
+    url.username = role;
+    for (const args of [['charity', 'list'], ['giftaid', 'claims'], ['audit']]) {
+      const run = await almoner(url.toString(), args);
+      assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+    }
+    assert.deepEqual(await queryPostgres(database.url, 'select pid from almoner_instances'), []);
+  } finally {
+    await database.drop();
+    await queryPostgres(database.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'), `drop role if exists ${role}`).catch(() => {});
+  }
+});
