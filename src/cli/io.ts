@@ -4,6 +4,7 @@ import { PassThrough, Transform } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { databaseFromEnv, describeDatabase, IN_MEMORY, parseInstanceRefreshMs, type DatabaseLocation } from '../config.js';
 import { osUser } from '../store/audit.js';
+import { forgetRows } from '../store/instances.js';
 import { openStore, refuseFolder } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { unknownCharity, UsageError } from './usage.js';
@@ -63,10 +64,15 @@ export async function withStoreAt<T>(location: DatabaseLocation, work: (store: S
     // database refuses it (a user that may only read: an export for a reporting tool).
     const instance = location.dialect === 'postgres' && !duringRestore ? { everyMs: parseInstanceRefreshMs(process.env.INSTANCE_REFRESH_MS), what: runningCommand, optional: true } : undefined;
     const store = await openStore(location, { duringRestore, mustExist, instance });
+    // Ended by Ctrl-C or SIGTERM, its row goes first, then the signal ends it as it would have (a restore run next was refused for 10 s).
+    const ended = (signal: NodeJS.Signals) => void endingEarly().finally(() => process.kill(process.pid, signal));
+    const signals = instance ? (['SIGINT', 'SIGTERM'] as const) : [];
+    for (const signal of signals) process.once(signal, ended);
     try {
       return await work(store);
     } finally {
       await store.close();
+      for (const signal of signals) process.removeListener(signal, ended);
     }
   } catch (err) {
     // SQLite's own words ("attempt to write a readonly database", "unable to open database file") named neither file nor user.
@@ -80,6 +86,12 @@ export async function withStoreAt<T>(location: DatabaseLocation, work: (store: S
     throw err;
   }
 }
+
+/**
+ * What a command ended early (its reader gone: main.ts; Ctrl-C, SIGTERM: withStoreAt) does first: its row in
+ * almoner_instances removed, a second at most, so that a restore run next is not refused for a process that has gone.
+ */
+export const endingEarly = (): Promise<void> => forgetRows(1000);
 
 /** A usage error (exit 2) when a charity is named and none has that username. */
 export async function checkCharity(store: Store, username: string | undefined): Promise<void> {

@@ -11,15 +11,19 @@ import { donationsCommand } from './donations.js';
 import { donorCommand } from './donor.js';
 import { retentionCommand } from './retention.js';
 import { giftaidCommand } from './giftaid.js';
-import { runningAs } from './io.js';
+import { endingEarly, runningAs } from './io.js';
 import { UsageError } from './usage.js';
 import { ioErrorCode } from '../store/unavailable.js';
 
 // A reader that goes away (`| head`) ends the command quietly, as it does any Unix tool; what was
 // done stays done. A command whose output mattered more (a new password) says so itself first.
+// Its row in almoner_instances (PostgreSQL) goes first: left, a restore run next was refused for 10 s.
+let outputGone = false;
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (outputGone) return; // the command's writes meanwhile fail too
+  outputGone = true;
   if (err.code !== 'EPIPE') process.stderr.write(`almoner: cannot write the output: ${err.message}\n`);
-  process.exit(err.code === 'EPIPE' ? (process.exitCode ?? 0) : 1);
+  void endingEarly().finally(() => process.exit(err.code === 'EPIPE' ? (process.exitCode ?? 0) : 1));
 });
 
 const { version } = createRequire(import.meta.url)('almoner/package.json') as { version: string }; // by name: see scripts/bundle.mjs

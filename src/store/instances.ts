@@ -80,6 +80,24 @@ export interface Instance {
   stop(): Promise<void>;
 }
 
+/** The rows this process keeps now (keepInstance), for forgetRows. */
+const keptHere = new Set<Instance>();
+
+/**
+ * Removes every row this process keeps, waiting `withinMs` at most: for a command about to end
+ * early (its reader gone, Ctrl-C, SIGTERM; cli/main.ts, cli/io.ts). Until 2026-12-01 such a
+ * command's row outlived it, and a restore run next was refused for 10 s, told to stop a process
+ * that had gone (a review of 69a2340). A row not removed in time is taken for gone as a killed one is.
+ */
+export async function forgetRows(withinMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([...keptHere].map((kept) => kept.stop().catch(() => {}))),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs))),
+  ]);
+  clearTimeout(timer);
+}
+
 export interface InstanceOptions {
   everyMs: number;
   connectMs: number;
@@ -179,16 +197,22 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
     timer.unref(); // a server's clean shutdown stops it; nothing else waits for it
   };
   next();
-  return {
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-      await remove();
-      await own.end();
+  let removed: Promise<void> | undefined;
+  const kept: Instance = {
+    // Once, however many ask (a command's pool ending, and its forgetRows as it ends early): each waits for the row to go.
+    stop() {
+      return (removed ??= (async () => {
+        stopped = true;
+        clearTimeout(timer);
+        await running;
+        await remove();
+        await own.end();
+        keptHere.delete(kept);
+      })());
     },
   };
+  keptHere.add(kept);
+  return kept;
 }
 
 /** What a server that could not refresh its row for `ms` answers, `err` the last refresh's error: a 503, as for a restore's mark. */
