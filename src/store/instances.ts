@@ -75,6 +75,15 @@ export function runningSaid(running: Running[]): string {
 /** PostgreSQL's refusals of a write by a user that may only read (42501) or on a read-only database (25006). */
 const ROW_REFUSED = new Set(['42501', '25006']);
 
+/** The user's name if it may insert, update or delete in any of the tables a command writes, else undefined (a user that may only read). */
+async function mayWriteAlmoner(query: Query): Promise<string | undefined> {
+  const [row] = await query(
+    `select current_user as who, coalesce(bool_or(has_table_privilege(t, 'INSERT, UPDATE, DELETE')), false) as writes
+       from unnest(array[to_regclass('audit_log'), to_regclass('charities'), to_regclass('donations')]) t where t is not null`,
+  );
+  return row?.writes === true ? String(row.who) : undefined;
+}
+
 /** A server's row, kept while it runs: `stop` removes it (a clean shutdown). */
 export interface Instance {
   stop(): Promise<void>;
@@ -159,8 +168,18 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
     });
   } catch (err) {
     await remove();
+    const code = String((err as { code?: unknown }).code);
+    // Without a row only where the command could write nothing a restore might lose: a user that may write Almoner's tables but
+    // was never granted this one (`grant … on all tables` run before 0020 made it) ran charity create and erasures unseen (a review of 2a801bc).
+    const writer = optional && code === '42501' ? await ask(mayWriteAlmoner).catch(() => undefined) : undefined;
     await own.end();
-    if (optional && ROW_REFUSED.has(String((err as { code?: unknown }).code))) return { stop: async () => {} };
+    if (writer) {
+      throw new ConfigError(
+        `this database user (${writer}) may write Almoner's tables but not its row in ${INSTANCES_TABLE} (${(err as Error).message}), by which a restore sees a command ` +
+          `that runs through a pooler: as the tables' owner, grant select, insert, update, delete on ${INSTANCES_TABLE} to ${writer}`,
+      );
+    }
+    if (optional && ROW_REFUSED.has(code)) return { stop: async () => {} };
     throw err;
   }
   if (first) {

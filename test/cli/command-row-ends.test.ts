@@ -63,3 +63,29 @@ for (const how of ['its reader gone (EPIPE)', 'SIGINT', 'SIGTERM'] as const) {
     }
   });
 }
+
+// 2a801bc let a command run without its row wherever the database refused it (permission denied), for a user that may only
+// read; a user that may write Almoner's tables but was never granted almoner_instances (granted `on all tables` before 0020
+// made it) ran `charity create`, `retention apply`, `donor erase` without a row too, unseen by a restore through a pooler.
+test('PostgreSQL: a command whose database user may write Almoner\'s tables but not almoner_instances is refused (exit 2, naming the grant), not run unseen by a restore', { skip: !POSTGRES && 'needs TEST_DATABASE_URL', timeout: 60_000 }, async () => {
+  assertBuilt();
+  const database = await POSTGRES!.createDatabase();
+  const role = `almoner_test_writer_${process.pid}`;
+  try {
+    const made = await almoner(database.url, ['charity', 'create', '--name', 'Owner', '--email', 'owner@example.org', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    await queryPostgres(database.url, `create role ${role} login`);
+    await queryPostgres(database.url, `grant select, insert, update, delete on all tables in schema public to ${role}`);
+    await queryPostgres(database.url, `grant usage on all sequences in schema public to ${role}`);
+    await queryPostgres(database.url, `revoke all on almoner_instances from ${role}`);
+    const url = new URL(database.url);
+    url.username = role;
+    const run = await almoner(url.toString(), ['charity', 'create', '--name', 'Unseen', '--email', 'u@example.org', '--json']);
+    assert.equal(run.code, 2, `it ran without its row: ${run.stdout}${run.stderr}`);
+    assert.match(run.stderr, new RegExp(`grant select, insert, update, delete on almoner_instances to ${role}`));
+    assert.deepEqual(await queryPostgres(database.url, "select name from charities where name = 'Unseen'"), []);
+  } finally {
+    await database.drop();
+    await queryPostgres(database.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'), `drop role if exists ${role}`).catch(() => {});
+  }
+});
