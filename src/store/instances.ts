@@ -206,7 +206,7 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
           // Its row unrefreshed for nearly as long as a restore waits before taking it for gone (its privileges on the table
           // revoked, its own connection refused while the pool's work): a restore may go ahead, so nothing more is written.
           const unseen = performance.now() - refreshed;
-          if (unseen >= (FORGOTTEN_AFTER_INTERVALS - 1) * everyMs) marked(notRefreshed(unseen, err));
+          if (unseen >= (FORGOTTEN_AFTER_INTERVALS - 1) * everyMs) marked(notRefreshed(what, unseen, err));
         },
       );
       void running.then(() => {
@@ -234,11 +234,11 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
   return kept;
 }
 
-/** What a server that could not refresh its row for `ms` answers, `err` the last refresh's error: a 503, as for a restore's mark. */
-function notRefreshed(ms: number, err: unknown): ConfigError {
+/** What a server (or a command: `what`) that could not refresh its row for `ms` answers, `err` the last refresh's error: a 503, as for a restore's mark. */
+function notRefreshed(what: string, ms: number, err: unknown): ConfigError {
   const why = err instanceof Error ? err.message : String(err);
   return Object.assign(
-    new ConfigError(`this server has not refreshed its row in ${INSTANCES_TABLE} for ${(ms / 1000).toFixed(1)} s (${why}): a restore may take it for gone, so it takes nothing to the database until it can`),
+    new ConfigError(`this ${what === 'server' ? 'server' : `command (${what})`} has not refreshed its row in ${INSTANCES_TABLE} for ${(ms / 1000).toFixed(1)} s (${why}): a restore may take it for gone, so it takes nothing to the database until it can`),
     { code: RESTORING_CODE },
   );
 }
