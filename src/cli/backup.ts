@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, lstatSync, mkdtempSync, openSync, readFileSync, readlinkSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
@@ -19,6 +19,7 @@ import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { PRIVATE_FILE, refuseBackup } from '../store/open.js';
 import { INSTANCES_TABLE, runningInstances, runningSaid } from '../store/instances.js';
+import { pruneBackups } from './backup-prune.js';
 import { count, print, theDatabase, withStoreAt } from './io.js';
 import { UsageError } from './usage.js';
 
@@ -66,7 +67,8 @@ export function backupCommand(): Command {
   return new Command('backup')
     .description('copy the SQLite database while the server runs, check the copy, and say what it holds')
     .requiredOption('--out <file>', 'where to write the copy (a new file: a backup never overwrites one)')
-    .action(async ({ out }: { out: string }) => {
+    .option('--prune-older-than <days>', "then delete the backups in the copy's folder written more than this many days ago (only files backup wrote; never the new one)", pruneDays)
+    .action(async ({ out, pruneOlderThan }: { out: string; pruneOlderThan?: number }) => {
       const location = theDatabase();
       if (location.dialect === 'postgres') throw new UsageError(ON_POSTGRES);
       if (out.trim() === '') throw new UsageError('--out is empty: give the backup a file name'); // resolve('') is the current folder
@@ -90,7 +92,33 @@ export function backupCommand(): Command {
       } catch (err) {
         process.stderr.write(`almoner: warning: the backup is written, but its entry in the audit trail could not be: ${(err as Error).message}\n`);
       }
+      if (pruneOlderThan !== undefined) await pruneAfter(location, dirname(file), pruneOlderThan, file);
     });
+}
+
+/** --prune-older-than's days: a whole number from 1 (a day's backups kept at least) to 36500. */
+function pruneDays(raw: string): number {
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n < 1 || n > 36_500) throw new InvalidArgumentError('give a whole number of days from 1 to 36500.');
+  return n;
+}
+
+/** The backups in `folder` older than `days` deleted (backup-prune.ts), said, and recorded in the audit trail when there were any. */
+async function pruneAfter(location: DatabaseLocation, folder: string, days: number, written: string): Promise<void> {
+  const { deleted, left } = pruneBackups(folder, days, written);
+  print(
+    deleted.length === 0
+      ? `no backup in ${folder} is older than ${count(days, 'day')}: none deleted`
+      : `deleted ${count(deleted.length, 'backup')} older than ${count(days, 'day')} from ${folder}: ${deleted.join(', ')}`,
+  );
+  if (deleted.length > 0) {
+    try {
+      await withStoreAt(location, (store) => store.audit({ action: 'backup prune', target: folder, summary: { older_than_days: days, deleted: deleted.length, files: deleted.join(', ') } }));
+    } catch (err) {
+      process.stderr.write(`almoner: warning: the old backups are deleted, but their entry in the audit trail could not be written: ${(err as Error).message}\n`);
+    }
+  }
+  if (left.length > 0) throw new Error(`${count(left.length, 'old backup')} could not be deleted: ${left.join(', ')}`);
 }
 
 export function restoreCommand(): Command {

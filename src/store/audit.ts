@@ -30,6 +30,7 @@ export type AuditAction =
   | 'giftaid reopen'
   | 'giftaid claims kept'
   | 'backup'
+  | 'backup prune'
   | 'restore'
   | 'keep-replaced';
 
