@@ -7,12 +7,9 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { signUpCharity } from '../../src/charities/signup.js';
-import { validateDonation } from '../../src/donations/validate.js';
-import { openStore } from '../../src/store/open.js';
-import { exampleDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, until } from '../support/cli.js';
+import { donationsDueForErasure } from '../support/load.js';
 
 const POSTGRES = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -21,16 +18,7 @@ const sessions = async (database: TestDatabase) =>
 
 /** A database with donations due for erasure, enough that `retention apply --dry-run`'s lines fill a pipe no one reads; its pg_dump. */
 async function dueDonations(database: TestDatabase): Promise<string> {
-  const store = await openStore(database.location);
-  try {
-    const { charity } = await signUpCharity(store, { name: 'Old', email: 'o@example.org' });
-    const valid = validateDonation(exampleDonation({ gift_aid: 'no', donation_date: '15-03-2015' }));
-    assert.ok(valid.ok);
-    for (let i = 0; i < 1500; i += 100) await Promise.all(Array.from({ length: 100 }, () => store.recordDonation(charity.id, valid.donation)));
-  } finally {
-    await store.close();
-  }
-  await queryPostgres(database.url, 'update donations set recorded_at = donation_date');
+  await donationsDueForErasure(database, 1500);
   const dump = join(tempDir(), 'due.dump');
   execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, database.url]);
   return dump;

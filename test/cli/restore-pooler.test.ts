@@ -10,13 +10,10 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { signUpCharity } from '../../src/charities/signup.js';
-import { validateDonation } from '../../src/donations/validate.js';
-import { openStore } from '../../src/store/open.js';
-import { basic, exampleDonation } from '../support/app.js';
+import { basic } from '../support/app.js';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, until } from '../support/cli.js';
-import { create, variedDonation } from '../support/load.js';
+import { create, donationsDueForErasure, variedDonation } from '../support/load.js';
 import { freePort } from '../support/daemon.js';
 import { noPgBouncer, PgBouncerProcess } from '../support/pgbouncer.js';
 import { ServerProcess } from '../support/server.js';
@@ -172,16 +169,7 @@ test('PostgreSQL behind PgBouncer: a restore is refused while a command runs thr
     // Donations due for erasure, enough that their lines fill the pipe: the command then waits for its reader between its
     // batch's transaction and what follows it, holding no server connection of the pooler's.
     const DUE = 1500;
-    const store = await openStore(database.location);
-    try {
-      const { charity } = await signUpCharity(store, { name: 'Old', email: 'o@example.org' });
-      const valid = validateDonation(exampleDonation({ gift_aid: 'no', donation_date: '15-03-2015' }));
-      assert.ok(valid.ok);
-      for (let i = 0; i < DUE; i += 100) await Promise.all(Array.from({ length: 100 }, () => store.recordDonation(charity.id, valid.donation)));
-    } finally {
-      await store.close();
-    }
-    await queryPostgres(database.url, 'update donations set recorded_at = donation_date');
+    await donationsDueForErasure(database, DUE);
 
     const child = spawn(BIN, ['retention', 'apply', '--dry-run'], { env: childEnv(pooler.url(database.url)), stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';

@@ -1,11 +1,14 @@
 // Test support for the reliability tests: many distinct, varied donations; what the API must
 // answer for each; creates that report "no answer" instead of throwing; and what is stored.
 import assert from 'node:assert/strict';
+import { signUpCharity } from '../../src/charities/signup.js';
 import type { DatabaseLocation } from '../../src/config.js';
 import { toDonationRecord } from '../../src/donations/donation.js';
+import { validateDonation } from '../../src/donations/validate.js';
 import { openStore } from '../../src/store/open.js';
 import type { ExportedDonation } from '../../src/store/store.js';
-import { RECORD_KEYS, TIMESTAMP } from './app.js';
+import { exampleDonation, RECORD_KEYS, TIMESTAMP } from './app.js';
+import { rawSql, type TestDatabase } from './backends.js';
 
 export type Body = Record<string, unknown>;
 export type ApiRecord = Record<string, unknown>;
@@ -129,4 +132,21 @@ export function assertCompleteRow(stored: StoredRow, body: Body, charity: string
   assert.equal(stored.row.charity, charity, `${what}: charity`);
   assert.equal(stored.row.amount_minor, pence(stored.row.amount), `${what}: amount_minor`);
   assert.match(stored.row.recorded_at, TIMESTAMP, `${what}: recorded_at`);
+}
+
+/**
+ * A charity with `count` donations of 2015 recorded then, all due for erasure (`retention apply`):
+ * enough, at 1,500, that a dry run's lines fill a pipe no one reads, and the command waits for its reader.
+ */
+export async function donationsDueForErasure(database: TestDatabase, count: number): Promise<void> {
+  const store = await openStore(database.location);
+  try {
+    const { charity } = await signUpCharity(store, { name: 'Old', email: 'o@example.org' });
+    const valid = validateDonation(exampleDonation({ gift_aid: 'no', donation_date: '15-03-2015' }));
+    assert.ok(valid.ok);
+    for (let i = 0; i < count; i += 100) await Promise.all(Array.from({ length: Math.min(100, count - i) }, () => store.recordDonation(charity.id, valid.donation)));
+  } finally {
+    await store.close();
+  }
+  await rawSql(database.url, 'update donations set recorded_at = donation_date');
 }
