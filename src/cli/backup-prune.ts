@@ -1,9 +1,10 @@
 // `backup --prune-older-than DAYS`: once a new backup is written and checked, the backups in its
-// folder older than DAYS are deleted, so that a timer's backups neither fill the database's disk
-// nor keep erased donors' details for longer than that. Only what `backup` wrote is deleted: a
-// regular file (never through a link) whose SQLite header bears BACKUP_MARK (a restore's files,
-// the live database, a pg_dump and anything else in the folder are left alone), and never the
-// backup just written, so that the folder always keeps one.
+// folder older than DAYS are deleted, so that a timer's backups neither fill the disk nor keep erased
+// donors' details for longer than that. Only what `backup` wrote is deleted: a regular file (never
+// through a link) of this user's that is a SQLite copy bearing BACKUP_MARK in its header, or a pg_dump archive the
+// audit trail records `backup` writing at that path (a pg_dump archive carries no mark of ours);
+// a restore's files, the live database, a pg_dump taken by hand and anything else in the folder are
+// left alone; and never the backup just written, so that the folder always keeps one.
 import { closeSync, lstatSync, openSync, readdirSync, readSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { BACKUP_MARK } from '../store/open.js';
@@ -11,36 +12,61 @@ import { BACKUP_MARK } from '../store/open.js';
 /** A backup's age, by when it was last written (backup writes it once, and never again). */
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Whether the file at `path` is a SQLite database bearing BACKUP_MARK as its user_version (bytes 60 to 63 of its header, big-endian). */
-function bearsMark(path: string): boolean {
+/** The part of the name of a file a restore keeps beside its target (`almoner.db.replaced-<time>`, its side files, trail and claims). */
+const RESTORE_KEPT = '.replaced-';
+
+/**
+ * Whether a file owned by `uid` is this user's to prune: another user's backup, in a folder both may
+ * write to (one with the sticky bit, as /tmp, which backup takes), is theirs. Until 2026-12-01 root
+ * deleted other users' backups there, and another user's made every run of theirs fail (EPERM, exit
+ * 1) once it was old, readable and could not be deleted (a review).
+ */
+const mine = (uid: number) => process.getuid === undefined || uid === process.getuid();
+
+/** The first 64 bytes of the file at `path`, or fewer; none where it cannot be read (not this command's to judge, nor to delete). */
+function headerOf(path: string): Buffer {
   const header = Buffer.alloc(64);
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch {
-    return false; // unreadable: not this command's to judge, nor to delete
+    return Buffer.alloc(0);
   }
   try {
-    if (readSync(fd, header, 0, 64, 0) < 64) return false;
+    return header.subarray(0, readSync(fd, header, 0, 64, 0));
   } finally {
     closeSync(fd);
   }
-  return header.toString('latin1', 0, 16) === 'SQLite format 3\0' && header.readUInt32BE(60) === BACKUP_MARK;
 }
 
 /**
- * Deletes the backups in `folder` last written more than `olderThanDays` days before `now`, but
- * `written` (the one just made); returns their names, oldest first. A file that cannot be deleted is
+ * What `backup` wrote, of the files in a folder: a SQLite database bearing BACKUP_MARK as its
+ * user_version (bytes 60 to 63 of its header, big-endian), or a pg_dump archive (`PGDMP`) at one of
+ * the paths in `dumpsWritten` (the audit trail's `backup` entries).
+ */
+export function backupWritten(dumpsWritten: ReadonlySet<string>): (path: string) => boolean {
+  return (path) => {
+    const header = headerOf(path);
+    if (header.length === 64 && header.toString('latin1', 0, 16) === 'SQLite format 3\0') return header.readUInt32BE(60) === BACKUP_MARK;
+    return header.toString('latin1', 0, 5) === 'PGDMP' && dumpsWritten.has(path);
+  };
+}
+
+/**
+ * Deletes the backups in `folder` (those `ours` says backup wrote) last written more than
+ * `olderThanDays` days before `now`, but `written` (the one just made); returns their names, oldest first. A file that cannot be deleted is
  * named in `left`, with why, and the rest are still deleted.
  */
-export function pruneBackups(folder: string, olderThanDays: number, written: string, now = Date.now()): { deleted: string[]; left: string[] } {
+export function pruneBackups(folder: string, olderThanDays: number, written: string, ours: (path: string) => boolean, now = Date.now()): { deleted: string[]; left: string[] } {
   const before = now - olderThanDays * DAY_MS;
   const old: Array<{ name: string; at: number }> = [];
   for (const name of readdirSync(folder)) {
     const path = join(folder, name);
-    if (path === written) continue;
+    // A restore's files (besideFile in backup.ts): the database it replaced is renamed beside its target, as old as it was, and
+    // bears the mark if it was a backup (a restore over one); it is keep-replaced's to read (deleted until 2026-12-01: a review).
+    if (path === written || name.includes(RESTORE_KEPT)) continue;
     const info = lstatSync(path, { throwIfNoEntry: false });
-    if (!info?.isFile() || info.mtimeMs >= before || !bearsMark(path)) continue;
+    if (!info?.isFile() || info.mtimeMs >= before || !mine(info.uid) || !ours(path)) continue;
     old.push({ name, at: info.mtimeMs });
   }
   old.sort((a, b) => a.at - b.at || a.name.localeCompare(b.name));

@@ -59,15 +59,19 @@ const hasTable = (db: BetterSqlite3.Database, name: string): boolean =>
  * and checked, then renamed into place: `out` is a whole, checked copy or nothing.
  */
 export async function backUpSqlite(source: string, out: string): Promise<CopySummary> {
-  return putInPlace(
-    out,
-    async (partial) => {
-      await copyRows(source, partial, out, { tidy: false, userVersion: BACKUP_MARK }); // the live database
-      return checkCopy(partial);
-    },
-    () => {},
-    { overwrite: false },
-  );
+  return writeNewBackup(out, async (partial) => {
+    await copyRows(source, partial, out, { tidy: false, userVersion: BACKUP_MARK }); // the live database
+    return checkCopy(partial);
+  });
+}
+
+/**
+ * A new backup at `out`, which `write` makes in a file beside it (`out.partial-<pid>`, made first,
+ * empty and its owner's alone, in a folder no other user may write: putInPlace), then put at `out`
+ * only if nothing is there (placeAsNew): SQLite's copy, or PostgreSQL's pg_dump archive (cli/backup.ts).
+ */
+export function writeNewBackup<T>(out: string, write: (partial: string) => Promise<T>): Promise<T> {
+  return putInPlace(out, write, () => {}, { overwrite: false });
 }
 
 /**

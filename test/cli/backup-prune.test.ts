@@ -3,7 +3,8 @@
 // since or not. Now, once a new backup is written, the folder's backups older than DAYS go; only what
 // `backup` wrote (its header's mark), never through a link, never the new one.
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../support/backends.js';
@@ -63,5 +64,87 @@ test('backup --prune-older-than takes a whole number of days from 1: anything el
     assert.equal(run.code, 2, `${days}: ${run.stdout}${run.stderr}`);
     assert.match(run.stderr, /--prune-older-than <days>.*give a whole number of days from 1 to 36500/);
     assert.equal(existsSync(join(dir, 'b.db')), false);
+  }
+});
+
+const asRoot = process.getuid?.() === 0 ? false : 'chown needs root';
+
+test("backup --prune-older-than deletes only this user's backups: another user's, in a folder with the sticky bit, is left, and is no failure", { skip: asRoot }, async () => {
+  assertBuilt();
+  const dir = tempDir();
+  chmodSync(dir, 0o711); // nobody may reach their own folder inside
+  const nobody = { uid: 65534, gid: 65534 };
+  const shared = join(dir, 'shared');
+  mkdirSync(shared);
+  chmodSync(shared, 0o1777); // as /tmp: backup takes it
+  const mine = join(dir, 'mine');
+  mkdirSync(mine, { mode: 0o700 });
+  chownSync(mine, nobody.uid, nobody.gid);
+  const rootUrl = `sqlite:${join(dir, 'root.db')}`;
+  const nobodyUrl = `sqlite:${join(mine, 'almoner.db')}`;
+  assert.equal((await almoner(rootUrl, ['charity', 'create', '--name', 'Root', '--email', 'r@example.org'])).code, 0);
+  assert.equal((await almoner(nobodyUrl, ['charity', 'create', '--name', 'Nobody', '--email', 'n@example.org'], {}, nobody)).code, 0);
+  // Each user's old backup there, readable by all (a copy made under umask 022, say).
+  assert.equal((await almoner(rootUrl, ['backup', '--out', join(shared, 'root-old.db')])).code, 0);
+  assert.equal((await almoner(nobodyUrl, ['backup', '--out', join(shared, 'nobody-old.db')], {}, nobody)).code, 0);
+  for (const name of ['root-old.db', 'nobody-old.db']) {
+    chmodSync(join(shared, name), 0o644);
+    age(join(shared, name), 40);
+  }
+
+  // nobody cannot delete root's (sticky bit): it is not theirs to delete, and the backup is no failure for it.
+  const byNobody = await almoner(nobodyUrl, ['backup', '--out', join(shared, 'nobody-new.db'), '--prune-older-than', '14'], {}, nobody);
+  assert.equal(byNobody.code, 0, byNobody.stderr);
+  assert.match(byNobody.stdout, /deleted 1 backup older than 14 days from .*: nobody-old\.db/);
+  // root could delete nobody's: it is not root's backup, and is left.
+  const byRoot = await almoner(rootUrl, ['backup', '--out', join(shared, 'root-new.db'), '--prune-older-than', '14']);
+  assert.equal(byRoot.code, 0, byRoot.stderr);
+  assert.match(byRoot.stdout, /deleted 1 backup older than 14 days from .*: root-old\.db/);
+  assert.deepEqual(readdirSync(shared).sort(), ['nobody-new.db', 'root-new.db']);
+});
+
+test('backup --prune-older-than leaves the database a restore kept aside beside the file it restored to, even one that was a backup', async () => {
+  assertBuilt();
+  const dir = tempDir();
+  const url = `sqlite:${join(dir, 'almoner.db')}`;
+  assert.equal((await almoner(url, ['charity', 'create', '--name', 'Kept', '--email', 'k@example.org'])).code, 0);
+  const backups = join(dir, 'backups');
+  mkdirSync(backups);
+  for (const name of ['a.db', 'b.db']) assert.equal((await almoner(url, ['backup', '--out', join(backups, name)])).code, 0);
+  age(join(backups, 'a.db'), 40);
+  age(join(backups, 'b.db'), 40);
+  // A restore over a backup (DATABASE_URL naming it): the backup that was there is kept aside, renamed, as old as it was, its mark and all.
+  const restored = await almoner(`sqlite:${join(backups, 'a.db')}`, ['restore', join(backups, 'b.db'), '--replace']);
+  assert.equal(restored.code, 0, restored.stderr);
+  const keptAside = readdirSync(backups).find((n) => n.startsWith('a.db.replaced-'));
+  assert.ok(keptAside, readdirSync(backups).join(', '));
+
+  const run = await almoner(url, ['backup', '--out', join(backups, 'new.db'), '--prune-older-than', '30']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout, /deleted 1 backup older than 30 days from .*: b\.db$/m);
+  assert.deepEqual(readdirSync(backups).sort(), ['a.db', keptAside, 'new.db'].sort());
+});
+
+test('backup --prune-older-than: an old backup that cannot be deleted is said so, on both outputs, never "none deleted"; the new backup is written all the same (exit 1)', { skip: asRoot }, async (t) => {
+  assertBuilt();
+  const dir = tempDir();
+  const url = `sqlite:${join(dir, 'almoner.db')}`;
+  assert.equal((await almoner(url, ['charity', 'create', '--name', 'Stuck', '--email', 's@example.org'])).code, 0);
+  const backups = join(dir, 'backups');
+  mkdirSync(backups);
+  assert.equal((await almoner(url, ['backup', '--out', join(backups, 'stuck.db')])).code, 0);
+  age(join(backups, 'stuck.db'), 40);
+  // Immutable: not even root may delete it (as a read-only mount, or a file system's own refusal).
+  if (spawnSync('chattr', ['+i', join(backups, 'stuck.db')]).status !== 0) return t.skip('chattr +i is not supported here');
+  try {
+    const run = await almoner(url, ['backup', '--out', join(backups, 'new.db'), '--prune-older-than', '30']);
+    assert.equal(run.code, 1, run.stdout + run.stderr);
+    assert.match(run.stdout, /backup written to .*new\.db/);
+    assert.doesNotMatch(run.stdout, /none deleted/);
+    assert.match(run.stdout, /no backup deleted of those in .* older than 30 days: 1 could not be \(see below\)/);
+    assert.match(run.stderr, /1 old backup could not be deleted: stuck\.db \(EPERM\)/);
+    assert.ok(existsSync(join(backups, 'new.db')));
+  } finally {
+    spawnSync('chattr', ['-i', join(backups, 'stuck.db')]);
   }
 });

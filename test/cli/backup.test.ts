@@ -5,7 +5,7 @@
 // the server writes (a plain file copy), the integrity check or the row checks fail.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -326,13 +326,62 @@ test('restore from a database file in WAL mode leaves nothing beside it (a read-
 
 for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
   describe(`bin/almoner backup and restore [${backend.name}]`, () => {
-    test("on PostgreSQL backup says to use pg_dump, and changes nothing", async () => {
+    test('backup on PostgreSQL writes a checked pg_dump archive from one snapshot, with the counts it holds, which restore puts back; --prune-older-than deletes old ones backup wrote, never a pg_dump taken by hand (it said to run pg_dump by hand until 2026-12-01)', async () => {
       const database = await backend.createDatabase();
       try {
-        const run = await almoner(database.url, ['backup', '--out', join(tempDir(), 'x.dump')]);
-        assert.equal(run.code, 2, run.stderr);
-        assert.match(run.stderr, /pg_dump --format=custom/);
-        assert.match(run.stderr, /bin\/almoner restore almoner\.dump --replace/);
+        const made = await almoner(database.url, ['charity', 'create', '--name', 'Dumped', '--email', 'd@example.org', '--json']);
+        assert.equal(made.code, 0, made.stderr);
+        const { username } = JSON.parse(made.stdout) as { username: string };
+        const store = await openStore(database.location);
+        try {
+          const charity = (await store.findCredential(username))!;
+          for (let i = 0; i < 3; i++) await store.recordDonation(charity.id, validDonation(`dumped-${i}@example.org`));
+        } finally {
+          await store.close();
+        }
+        const folder = tempDir();
+        const run = await almoner(database.url, ['backup', '--out', join(folder, 'old.dump')]);
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /^backup written to \S+old\.dump: \d+\.\d MB, a pg_dump archive pg_restore reads, schema \d{4}_\w+: 1 charity, 3 donations, 0 idempotency keys, 0 Gift Aid claims$/m);
+        assert.equal(statSync(join(folder, 'old.dump')).mode & 0o777, 0o600);
+        assert.deepEqual(readdirSync(folder), ['old.dump'], 'nothing left beside it');
+        // A pg_dump taken by hand, as old: not the command's to delete.
+        execFileSync('pg_dump', ['--format=custom', `--file=${join(folder, 'by-hand.dump')}`, database.url]);
+        const longAgo = Date.now() / 1000 - 40 * 24 * 60 * 60;
+        for (const name of ['old.dump', 'by-hand.dump']) utimesSync(join(folder, name), longAgo, longAgo);
+        const next = await almoner(database.url, ['backup', '--out', join(folder, 'new.dump'), '--prune-older-than', '30']);
+        assert.equal(next.code, 0, next.stderr);
+        assert.match(next.stdout, /deleted 1 backup older than 30 days from \S+: old\.dump/);
+        assert.deepEqual(readdirSync(folder).sort(), ['by-hand.dump', 'new.dump']);
+
+        // What it holds comes back: a donation recorded after it is gone once restored.
+        await rawSql(database.url, "update donations set donor_first_name = 'Changed'");
+        const restored = await almoner(database.url, ['restore', join(folder, 'new.dump'), '--replace']);
+        assert.equal(restored.code, 0, restored.stderr);
+        const names = await queryPostgres<{ donor_first_name: string }>(database.url, 'select donor_first_name from donations');
+        assert.equal(names.length, 3);
+        assert.ok(names.every((r) => r.donor_first_name !== 'Changed'));
+        // The rows of the servers then running are not in it: a restore makes their table again empty.
+        assert.doesNotMatch(execFileSync('pg_restore', ['--data-only', '--file=-', join(folder, 'new.dump')], { encoding: 'utf8' }), /COPY \S*almoner_instances/);
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test('backup on PostgreSQL is refused while a restore has marked the database, and on a database without Almoner\'s tables; nothing is written', async () => {
+      const database = await backend.createDatabase();
+      try {
+        const folder = tempDir();
+        const empty = await almoner(database.url, ['backup', '--out', join(folder, 'empty.dump')]);
+        assert.equal(empty.code, 2, empty.stdout + empty.stderr);
+        assert.match(empty.stderr, /holds no Almoner database/);
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Marked', '--email', 'm@example.org', '--json'])).code, 0);
+        await rawSql(database.url, 'create table almoner_restoring (what text not null)');
+        await queryPostgres(database.url, 'insert into almoner_restoring (what) values ($1)', [JSON.stringify({ host: 'elsewhere', pid: 1, began: new Date().toISOString(), from: '/srv/b.dump', left: [], replacing: true })]);
+        const marked = await almoner(database.url, ['backup', '--out', join(folder, 'marked.dump')]);
+        assert.equal(marked.code, 2, marked.stdout + marked.stderr);
+        assert.match(marked.stderr, /restore/);
+        assert.deepEqual(readdirSync(folder), []);
       } finally {
         await database.drop();
       }
