@@ -106,6 +106,10 @@ async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'po
     if (marked) throw new ConfigError(unfinished(marked));
     await client.query('begin isolation level repeatable read read only');
     try {
+      // Idle in its transaction while pg_dump runs: a database's idle_in_transaction_session_timeout ended it under a dump that
+      // outlasted it, and the command died of it (an unhandled 'error' event, exit 1, a partial file left: until 2026-12-01, a
+      // review). Set aside for this transaction, as pg_dump sets them aside for its own; statement_timeout for the counts.
+      await client.query("set local idle_in_transaction_session_timeout = 0; set local statement_timeout = 0");
       const snapshot = (await client.query<{ s: string }>('select pg_export_snapshot() as s')).rows[0]!.s;
       let held: Record<string, unknown>;
       try {
@@ -756,6 +760,9 @@ function pgQueries(client: pg.Client): LedgerQueries {
 async function* claimRowsAt(url: string, claimId: number): AsyncIterable<LedgerRow[]> {
   const { default: pgModule } = await import('pg');
   const client = new pgModule.Client({ connectionString: url });
+  // A connection the server ends while it is idle (a restart, pg_terminate_backend, a timeout) fails the next query on it,
+  // which says why; without a listener its 'error' event ended the command with a stack trace, whatever it was doing.
+  client.on('error', () => {});
   await client.connect();
   try {
     const { has, all } = pgQueries(client);

@@ -368,6 +368,29 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       }
     });
 
+    test("backup on PostgreSQL outlasts the database's idle_in_transaction_session_timeout: its snapshot's transaction, idle while pg_dump runs, is not ended under it (the command died of an unhandled 'error' event, exit 1, a stack trace and a partial file left, until 2026-12-01: a review)", async () => {
+      const database = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Idle', '--email', 'i@example.org', '--json'])).code, 0);
+        const name = new URL(database.url).pathname.slice(1);
+        await rawSql(database.url, `alter database "${name}" set idle_in_transaction_session_timeout = '1s'`);
+        // A pg_dump that takes a while to start, as one of a large database takes a while to run: the snapshot's session sits idle in its transaction meanwhile.
+        const shim = tempDir();
+        const real = execFileSync('sh', ['-c', 'command -v pg_dump'], { encoding: 'utf8' }).trim();
+        writeFileSync(join(shim, 'pg_dump'), `#!/bin/sh\nsleep 3\nexec "${real}" "$@"\n`, { mode: 0o755 });
+        const folder = tempDir();
+        const run = await almoner(database.url, ['backup', '--out', join(folder, 'slow.dump')], { PATH: `${shim}:${process.env.PATH}` });
+        assert.equal(run.code, 0, run.stdout + run.stderr);
+        assert.match(run.stdout, /^backup written to \S+slow\.dump: .*1 charity, 0 donations/m);
+        assert.doesNotMatch(run.stderr, /Unhandled 'error' event|idle-in-transaction/);
+        assert.deepEqual(readdirSync(folder), ['slow.dump'], 'nothing left beside it');
+        const restored = await almoner(database.url, ['restore', join(folder, 'slow.dump'), '--replace', '--discard-replaced']);
+        assert.equal(restored.code, 0, restored.stderr);
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('backup on PostgreSQL is refused while a restore has marked the database, and on a database without Almoner\'s tables; nothing is written', async () => {
       const database = await backend.createDatabase();
       try {
