@@ -1217,7 +1217,25 @@ async function takeIn(
   const largest = ledger.largestDonationId ?? 0;
   const ids = (await store.donationIdsAfter(largest)) ? `donation ids go on after ${largest}, the largest the replaced database gave out` : undefined;
   const claims = await keepClaims(store, ledger, file);
+  await carryBackups(store, trail, restored);
   return { said: [ids, claims.said, await eraseAgain(store, erasuresAfter(trail, restored))], finished: claims.kept, charities };
+}
+
+/**
+ * On PostgreSQL, the replaced database's `backup` entries the restored trail does not hold, recorded again (again_of
+ * the first): a pg_dump archive is known as backup's, to --prune-older-than, only by its entry, and a
+ * backup's trail never holds its own (written once the archive is), nor any after it. Until
+ * 2026-12-01 the archive restored from and every one written after it were kept for ever, erased
+ * donors' details and all (a review).
+ */
+async function carryBackups(store: Store, trail: Replaced['trail'], restored: ReadonlySet<string>): Promise<void> {
+  if (store.dialect !== 'postgres') return; // a SQLite backup is known by its header's mark
+  for (const e of trail) {
+    if (e.action !== 'backup') continue;
+    const original = typeof e.summary.again_of === 'string' ? e.summary.again_of : entryKey(e);
+    if (restored.has(entryKey(e)) || restored.has(original)) continue;
+    await store.audit({ action: 'backup', target: e.target, summary: { ...e.summary, again_of: original } });
+  }
 }
 
 /**

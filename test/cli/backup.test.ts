@@ -391,6 +391,28 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       }
     });
 
+    test("backup on PostgreSQL: after a restore, --prune-older-than still deletes the archives backup wrote from the backup restored on (that one included), which the backup's audit trail cannot record: the restore carries their entries over from the replaced trail (until 2026-12-01 they were kept for ever: a review)", async () => {
+      const database = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Pruned', '--email', 'p@example.org', '--json'])).code, 0);
+        const folder = tempDir();
+        for (const name of ['a.dump', 'b.dump']) assert.equal((await almoner(database.url, ['backup', '--out', join(folder, name)])).code, 0);
+        const restored = await almoner(database.url, ['restore', join(folder, 'a.dump'), '--replace', '--discard-replaced']);
+        assert.equal(restored.code, 0, restored.stderr);
+        const trailKept = readdirSync(folder).filter((n) => n.includes('.replaced-'));
+        const longAgo = Date.now() / 1000 - 40 * 24 * 60 * 60;
+        for (const name of ['a.dump', 'b.dump']) utimesSync(join(folder, name), longAgo, longAgo);
+        const next = await almoner(database.url, ['backup', '--out', join(folder, 'c.dump'), '--prune-older-than', '30']);
+        assert.equal(next.code, 0, next.stderr);
+        assert.match(next.stdout, /deleted 2 backups older than 30 days from \S+: a\.dump, b\.dump/);
+        assert.deepEqual(readdirSync(folder).sort(), ['c.dump', ...trailKept].sort());
+        const entries = await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from audit_log where action = 'backup'");
+        assert.equal(entries[0]!.n, 3, 'a and b carried over, once each, and c');
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('backup on PostgreSQL is refused while a restore has marked the database, and on a database without Almoner\'s tables; nothing is written', async () => {
       const database = await backend.createDatabase();
       try {
