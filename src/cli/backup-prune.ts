@@ -5,8 +5,8 @@
 // audit trail records `backup` writing at that path (a pg_dump archive carries no mark of ours);
 // a restore's files, the live database, a pg_dump taken by hand and anything else in the folder are
 // left alone; and never the backup just written, so that the folder always keeps one.
-import { closeSync, lstatSync, openSync, readdirSync, readSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, lstatSync, openSync, readdirSync, readSync, realpathSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { BACKUP_MARK } from '../store/open.js';
 
 /** A backup's age, by when it was last written (backup writes it once, and never again). */
@@ -45,10 +45,30 @@ function headerOf(path: string): Buffer {
  * the paths in `dumpsWritten` (the audit trail's `backup` entries).
  */
 export function backupWritten(dumpsWritten: ReadonlySet<string>): (path: string) => boolean {
+  // Each path by its folder's real path: an entry names the path as backup was given it, and the folder may be reached
+  // through a symbolic link one time and not the next (such an archive was kept for ever until 2026-12-01: a review).
+  const real = new Map<string, string | undefined>();
+  const canonical = (path: string): string | undefined => {
+    const folder = dirname(path);
+    if (!real.has(folder)) {
+      try {
+        real.set(folder, realpathSync(folder));
+      } catch {
+        real.set(folder, undefined); // gone, or not to be looked into: only the path as written is known
+      }
+    }
+    const at = real.get(folder);
+    return at === undefined ? undefined : join(at, basename(path));
+  };
+  let written: Set<string> | undefined;
   return (path) => {
     const header = headerOf(path);
     if (header.length === 64 && header.toString('latin1', 0, 16) === 'SQLite format 3\0') return header.readUInt32BE(60) === BACKUP_MARK;
-    return header.toString('latin1', 0, 5) === 'PGDMP' && dumpsWritten.has(path);
+    if (header.toString('latin1', 0, 5) !== 'PGDMP') return false;
+    if (dumpsWritten.has(path)) return true;
+    written ??= new Set([...dumpsWritten].flatMap((p) => canonical(p) ?? []));
+    const here = canonical(path);
+    return here !== undefined && written.has(here);
   };
 }
 

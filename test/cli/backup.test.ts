@@ -5,7 +5,7 @@
 // the server writes (a plain file copy), the integrity check or the row checks fail.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, linkSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -408,6 +408,30 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
         assert.deepEqual(readdirSync(folder).sort(), ['c.dump', ...trailKept].sort());
         const entries = await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from audit_log where action = 'backup'");
         assert.equal(entries[0]!.n, 3, 'a and b carried over, once each, and c');
+      } finally {
+        await database.drop();
+      }
+    });
+
+    test('backup on PostgreSQL --prune-older-than knows an archive backup wrote through a symbolic link to the folder, or through the folder itself, whichever way the next backup names it (its audit entry names the path as given: until 2026-12-01 such an archive was kept for ever; a review)', async () => {
+      const database = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Linked', '--email', 'l@example.org', '--json'])).code, 0);
+        const folder = tempDir();
+        const link = join(tempDir(), 'backups');
+        symlinkSync(folder, link);
+        assert.equal((await almoner(database.url, ['backup', '--out', join(link, 'via-link.dump')])).code, 0);
+        assert.equal((await almoner(database.url, ['backup', '--out', join(folder, 'direct.dump')])).code, 0);
+        const longAgo = Date.now() / 1000 - 40 * 24 * 60 * 60;
+        for (const name of ['via-link.dump', 'direct.dump']) utimesSync(join(folder, name), longAgo, longAgo);
+        const direct = await almoner(database.url, ['backup', '--out', join(folder, 'new.dump'), '--prune-older-than', '30']);
+        assert.equal(direct.code, 0, direct.stderr);
+        assert.match(direct.stdout, /deleted 2 backups older than 30 days from \S+: direct\.dump, via-link\.dump$/m);
+        utimesSync(join(folder, 'new.dump'), longAgo, longAgo);
+        const linked = await almoner(database.url, ['backup', '--out', join(link, 'newer.dump'), '--prune-older-than', '30']);
+        assert.equal(linked.code, 0, linked.stderr);
+        assert.match(linked.stdout, /deleted 1 backup older than 30 days from \S+: new\.dump/);
+        assert.deepEqual(readdirSync(folder).sort(), ['newer.dump']);
       } finally {
         await database.drop();
       }
