@@ -760,9 +760,6 @@ function pgQueries(client: pg.Client): LedgerQueries {
 async function* claimRowsAt(url: string, claimId: number): AsyncIterable<LedgerRow[]> {
   const { default: pgModule } = await import('pg');
   const client = new pgModule.Client({ connectionString: url });
-  // A connection the server ends while it is idle (a restart, pg_terminate_backend, a timeout) fails the next query on it,
-  // which says why; without a listener its 'error' event ended the command with a stack trace, whatever it was doing.
-  client.on('error', () => {});
   await client.connect();
   try {
     const { has, all } = pgQueries(client);
@@ -856,6 +853,9 @@ const worthKeeping = (ledger: LedgerCopy | LedgerPages): boolean => ledger.claim
 async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const { default: pgModule } = await import('pg');
   const client = new pgModule.Client({ connectionString: url });
+  // A connection the server ends while it is idle (a restart, pg_terminate_backend, a timeout) fails the next query on it,
+  // which says why; without a listener its 'error' event ended the command with a stack trace, whatever it was doing.
+  client.on('error', () => {});
   await client.connect();
   try {
     return await work(client);

@@ -437,6 +437,27 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       }
     });
 
+    test("backup on PostgreSQL whose snapshot's session the server ends while it waits (a restart, pg_terminate_backend) fails as pg_dump says, exit 1, nothing left and nothing audited (the command died of an unhandled 'error' event, a stack trace and a partial file left, until 2026-12-01: a review)", async () => {
+      const database = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Ended', '--email', 'e@example.org', '--json'])).code, 0);
+        const shim = tempDir();
+        const real = execFileSync('sh', ['-c', 'command -v pg_dump'], { encoding: 'utf8' }).trim();
+        const end = "select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and query like '%kysely_migration%'";
+        writeFileSync(join(shim, 'pg_dump'), `#!/bin/sh\npsql -qAt '${database.url}' -c "${end}" >/dev/null\nsleep 1\nexec "${real}" "$@"\n`, { mode: 0o755 });
+        const folder = tempDir();
+        const run = await almoner(database.url, ['backup', '--out', join(folder, 'ended.dump')], { PATH: `${shim}:${process.env.PATH}` });
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        assert.match(run.stderr, /pg_dump could not write the backup \(exit 1\), so none was kept/);
+        assert.doesNotMatch(run.stderr, /Unhandled 'error' event/);
+        assert.deepEqual(readdirSync(folder), [], 'nothing left');
+        const entries = await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from audit_log where action = 'backup'");
+        assert.equal(entries[0]!.n, 0);
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('backup on PostgreSQL is refused while a restore has marked the database, and on a database without Almoner\'s tables; nothing is written', async () => {
       const database = await backend.createDatabase();
       try {
