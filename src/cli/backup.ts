@@ -102,8 +102,6 @@ export function backupCommand(): Command {
 async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string): Promise<CopySummary> {
   const env = libpqEnvironment(location.url);
   return withPostgres(location.url, async (client) => {
-    const marked = await readMark(pgPlace(client));
-    if (marked) throw new ConfigError(unfinished(marked));
     await client.query('begin isolation level repeatable read read only');
     try {
       // Idle in its transaction while pg_dump runs: a database's idle_in_transaction_session_timeout ended it under a dump that
@@ -111,6 +109,10 @@ async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'po
       // review). Set aside for this transaction, as pg_dump sets them aside for its own; statement_timeout for the counts.
       await client.query("set local idle_in_transaction_session_timeout = 0; set local statement_timeout = 0");
       const snapshot = (await client.query<{ s: string }>('select pg_export_snapshot() as s')).rows[0]!.s;
+      // Read in the snapshot itself: a restore marks the database before pg_restore begins and unmarks it once done, so a
+      // snapshot without the mark is of no restore half done (read before the snapshot, a restore could mark and finish between).
+      const marked = await readMark(pgPlace(client));
+      if (marked) throw new ConfigError(unfinished(marked));
       let held: Record<string, unknown>;
       try {
         [held] = (
