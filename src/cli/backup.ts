@@ -127,8 +127,8 @@ async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'po
         throw err;
       }
       return await writeNewBackup(file, async (partial) => {
-        const { code, stderr } = await runPgTool('pg_dump', ['--format=custom', `--snapshot=${snapshot}`, `--exclude-table-data=${INSTANCES_TABLE}`, `--file=${partial}`, `--dbname=${libpqDbname(env)}`], env);
-        if (code !== 0) throw new Error(`pg_dump could not write the backup (exit ${code}), so none was kept:\n${stderr.trim().split('\n').slice(-5).join('\n')}`);
+        const { code, ended, stderr } = await runPgTool('pg_dump', ['--format=custom', `--snapshot=${snapshot}`, `--exclude-table-data=${INSTANCES_TABLE}`, `--file=${partial}`, `--dbname=${libpqDbname(env)}`], env);
+        if (code !== 0) throw new Error(`pg_dump could not write the backup (${ended}), so none was kept:\n${stderr.trim().split('\n').slice(-5).join('\n')}`);
         if ((await schemasOf(partial, env)).almonerIn.length === 0) throw new Error(`pg_restore finds no Almoner schema in what pg_dump wrote, so no backup was kept`);
         return {
           bytes: statSync(partial).size,
@@ -967,10 +967,10 @@ async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, mad
   });
   writeFileSync(useList, kept.join('\n'));
   try {
-    const { code, stderr } = await runPgTool('pg_restore', [...PG_RESTORE, `--use-list=${useList}`, `--dbname=${libpqDbname(env)}`, file], env);
+    const { code, ended, stderr } = await runPgTool('pg_restore', [...PG_RESTORE, `--use-list=${useList}`, `--dbname=${libpqDbname(env)}`, file], env);
     if (code !== 0) {
       const said = stderr.trim().split('\n').slice(-5).join('\n');
-      throw new Error(`pg_restore failed (exit ${code}); nothing was changed, as it runs in one transaction:\n${said}`);
+      throw new Error(`pg_restore failed (${ended}); nothing was changed, as it runs in one transaction:\n${said}`);
     }
   } finally {
     rmSync(folder, { recursive: true, force: true });
@@ -989,11 +989,11 @@ const libpqDbname = (env: NodeJS.ProcessEnv): string => `dbname='${(env.PGDATABA
 async function pgDumpReplaced(to: string, env: NodeJS.ProcessEnv, schema: string): Promise<void> {
   writeOwn(to, ''); // made first, its owner's alone: pg_dump writes into it
   const quoted = `"${schema.replace(/"/g, '""')}"`; // a pattern: quoted, its name is taken as it is
-  const { code, stderr } = await runPgTool('pg_dump', ['--format=custom', `--schema=${quoted}`, `--exclude-table=${quoted}.${RESTORING_TABLE}`, `--file=${to}`, `--dbname=${libpqDbname(env)}`], env);
+  const { code, ended, stderr } = await runPgTool('pg_dump', ['--format=custom', `--schema=${quoted}`, `--exclude-table=${quoted}.${RESTORING_TABLE}`, `--file=${to}`, `--dbname=${libpqDbname(env)}`], env);
   if (code !== 0) {
     rmSync(to, { force: true });
     throw new Error(
-      `pg_dump could not keep the database that is there (exit ${code}), so nothing was replaced:\n${stderr.trim().split('\n').slice(-5).join('\n')}\n` +
+      `pg_dump could not keep the database that is there (${ended}), so nothing was replaced:\n${stderr.trim().split('\n').slice(-5).join('\n')}\n` +
         'Fix that, or restore with --discard-replaced (the replaced database is then not kept: its donations recorded after the backup are lost), or restore into a new, empty database and point the servers at it.',
     );
   }
@@ -1109,10 +1109,11 @@ async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObjec
   }));
 }
 
-async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** `tool` run with `args`; `ended`, how it ended, as a message says it (`exit 1`, or `killed by SIGKILL`, where it said `exit null`). */
+async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; ended: string; stdout: string; stderr: string }> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  const code = await new Promise<number | null>((resolvePromise, reject) => {
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolvePromise, reject) => {
     const child = spawn(tool, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
@@ -1123,9 +1124,9 @@ async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: No
           : e,
       ),
     );
-    child.once('close', resolvePromise);
+    child.once('close', (exited, killedBy) => resolvePromise([exited, killedBy]));
   });
-  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+  return { code, ended: code === null ? `killed by ${signal}` : `exit ${code}`, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
 /**

@@ -458,6 +458,22 @@ for (const backend of BACKENDS.filter((b) => b.name === 'postgres')) {
       }
     });
 
+    test('backup on PostgreSQL whose pg_dump is killed by a signal says so (it said "exit null"), exit 1, and leaves nothing', async () => {
+      const database = await backend.createDatabase();
+      try {
+        assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Killed', '--email', 'k@example.org', '--json'])).code, 0);
+        const shim = tempDir();
+        writeFileSync(join(shim, 'pg_dump'), '#!/bin/sh\nkill -9 $$\n', { mode: 0o755 });
+        const folder = tempDir();
+        const run = await almoner(database.url, ['backup', '--out', join(folder, 'k.dump')], { PATH: `${shim}:${process.env.PATH}` });
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        assert.match(run.stderr, /pg_dump could not write the backup \(killed by SIGKILL\), so none was kept/);
+        assert.deepEqual(readdirSync(folder), []);
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('backup on PostgreSQL is refused while a restore has marked the database, and on a database without Almoner\'s tables; nothing is written', async () => {
       const database = await backend.createDatabase();
       try {
