@@ -60,7 +60,7 @@ test('giftaid files of a claim of 100,000 rows runs in a 24 MB heap, each file i
   const n = 100_000;
   const url = await databaseWithClaim(tempDir(), n);
   const out = join(tempDir(), 'files');
-  const run = await almoner(url, ['giftaid', 'files', '1', '--out', out, '--json'], { NODE_OPTIONS: '--max-old-space-size=24' });
+  const run = await almoner(url, ['giftaid', 'files', '1', '--out', out, '--json'], { NODE_OPTIONS: '--max-old-space-size=24' }, { timeoutMs: 90_000 }); // a small heap's work, slowed several times over on a loaded machine
   assert.equal(run.code, 0, run.stderr.slice(-2000));
   const { files } = JSON.parse(run.stdout) as { files: string[] };
   assert.deepEqual(files, Array.from({ length: n / 1000 }, (_, i) => join(out, `claim-1-${i + 1}.ods`)));

@@ -78,7 +78,7 @@ for (const backend of BACKENDS) {
       const sent = await query(backend, database, claimRows(1));
       assert.equal(sent.length, 60_000);
 
-      const run = await almoner(database.url, ['restore', backup, '--replace'], { NODE_OPTIONS: '--max-old-space-size=32' });
+      const run = await almoner(database.url, ['restore', backup, '--replace'], { NODE_OPTIONS: '--max-old-space-size=32' }, { timeoutMs: 90_000 }); // a small heap's work, slowed several times over on a loaded machine
       assert.equal(run.code, 0, run.stderr.slice(-2000));
       assert.match(run.stdout, /claim 1 \(submitted\) added; 1000 of its donations are not in the backup \(recorded after it\)/);
       // Every row as it went to HMRC, in its place: those of the backup's donations made from them, the others kept without.

@@ -39,21 +39,27 @@ export function childEnv(databaseUrl: string, extra: Record<string, string | und
   return env;
 }
 
+/**
+ * How to run it: `uid` and `gid`, another user's ids to run it as (the test must be root); `timeoutMs`, how long it may take before
+ * it is killed and the run rejects (20 s: a command that hangs; longer for one doing much work under a small heap, which a loaded
+ * machine slows several times over).
+ */
+export interface RunAs {
+  uid?: number;
+  gid?: number;
+  timeoutMs?: number;
+}
+
 /** Runs bin/almoner with DATABASE_URL (and any extra environment); never rejects on a non-zero exit. */
-export function almoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}, as?: { uid: number; gid: number }): Promise<Run> {
+export function almoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}, as?: RunAs): Promise<Run> {
   return startAlmoner(databaseUrl, args, extra, as).done;
 }
 
-/** The same, with the process's pid while it runs. `as`: another user's ids to run it as (the test must be root). */
-export function startAlmoner(
-  databaseUrl: string,
-  args: string[],
-  extra: Record<string, string | undefined> = {},
-  as?: { uid: number; gid: number },
-): { pid: number; done: Promise<Run> } {
+/** The same, with the process's pid while it runs. */
+export function startAlmoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}, { timeoutMs = 20_000, ...ids }: RunAs = {}): { pid: number; done: Promise<Run> } {
   let pid = 0;
   const done = new Promise<Run>((resolve, reject) => {
-    const child = execFile(BIN, args, { env: childEnv(databaseUrl, extra), timeout: 20_000, maxBuffer: 16 * 1024 * 1024, ...as }, (err, stdout, stderr) => {
+    const child = execFile(BIN, args, { env: childEnv(databaseUrl, extra), timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, ...ids }, (err, stdout, stderr) => {
       if (err && typeof err.code !== 'number') return reject(err); // could not run at all, or timed out
       resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
     });
