@@ -160,27 +160,32 @@ function pruneDays(raw: string): number {
   return n;
 }
 
-/** The backups in `folder` older than `days` deleted (backup-prune.ts), said, and recorded in the audit trail when there were any. */
+/**
+ * The backups in `folder` older than `days` deleted (backup-prune.ts), said, and recorded in the audit trail when there were any:
+ * one opening of the database for both the trail's `backup` entries (PostgreSQL's archives bear no mark of ours; SQLite's copies do) and the entry.
+ */
 async function pruneAfter(location: DatabaseLocation, folder: string, days: number, written: string): Promise<void> {
-  // The pg_dump archives backup wrote, as the audit trail records them: such a file bears no mark of ours.
-  const dumpsWritten = await withStoreAt(location, async (store) => new Set((await store.auditTrail()).filter((e) => e.action === 'backup').map((e) => e.target)));
-  const { deleted, left } = pruneBackups(folder, days, written, backupWritten(dumpsWritten));
-  // One that could not be deleted is said here too: "none deleted" said there was none to delete (until 2026-12-01; a review).
-  const notDeleted = left.length > 0 ? `${count(left.length, 'old backup')} could not be (see below)` : '';
-  print(
-    deleted.length > 0
-      ? `deleted ${count(deleted.length, 'backup')} older than ${count(days, 'day')} from ${folder}: ${namesOf(deleted)}${notDeleted && `; ${notDeleted}`}`
-      : left.length > 0
-        ? `no backup deleted of those in ${folder} older than ${count(days, 'day')}: ${left.length} could not be (see below)`
-        : `no backup in ${folder} is older than ${count(days, 'day')}: none deleted`,
-  );
-  if (deleted.length > 0) {
-    try {
-      await withStoreAt(location, (store) => store.audit({ action: 'backup prune', target: folder, summary: { older_than_days: days, deleted: deleted.length, files: namesOf(deleted) } }));
-    } catch (err) {
-      process.stderr.write(`almoner: warning: the old backups are deleted, but their entry in the audit trail could not be written: ${(err as Error).message}\n`);
+  const left = await withStoreAt(location, async (store) => {
+    const dumpsWritten = new Set(location.dialect === 'postgres' ? (await store.auditTrail()).filter((e) => e.action === 'backup').map((e) => e.target) : []);
+    const { deleted, left } = pruneBackups(folder, days, written, backupWritten(dumpsWritten));
+    // One that could not be deleted is said here too: "none deleted" said there was none to delete (until 2026-12-01; a review).
+    const notDeleted = left.length > 0 ? `${count(left.length, 'old backup')} could not be (see below)` : '';
+    print(
+      deleted.length > 0
+        ? `deleted ${count(deleted.length, 'backup')} older than ${count(days, 'day')} from ${folder}: ${namesOf(deleted)}${notDeleted && `; ${notDeleted}`}`
+        : left.length > 0
+          ? `no backup deleted of those in ${folder} older than ${count(days, 'day')}: ${left.length} could not be (see below)`
+          : `no backup in ${folder} is older than ${count(days, 'day')}: none deleted`,
+    );
+    if (deleted.length > 0) {
+      try {
+        await store.audit({ action: 'backup prune', target: folder, summary: { older_than_days: days, deleted: deleted.length, files: namesOf(deleted) } });
+      } catch (err) {
+        process.stderr.write(`almoner: warning: the old backups are deleted, but their entry in the audit trail could not be written: ${(err as Error).message}\n`);
+      }
     }
-  }
+    return left;
+  });
   if (left.length > 0) throw new Error(`${count(left.length, 'old backup')} could not be deleted: ${left.join(', ')}`);
 }
 

@@ -54,7 +54,7 @@ export function readLedgerFile(path: string): LedgerFile | undefined {
   try {
     const start = Buffer.alloc(READ_SIZE);
     const first = start.subarray(0, readSync(fd, start, 0, READ_SIZE, 0));
-    if (first.toString('utf8').startsWith(FIRST_BYTES)) return indexLines(path, fd);
+    if (first.subarray(0, FIRST_BYTES.length).equals(FIRST_BYTES)) return indexLines(path, fd);
     // An older file is one JSON object on one line: a file with a second line (a trail) is not read whole to find that out.
     const nl = first.indexOf(0x0a);
     return nl >= 0 && nl < first.length - 1 ? undefined : readWhole(fd);
@@ -64,7 +64,7 @@ export function readLedgerFile(path: string): LedgerFile | undefined {
 }
 
 /** How a claims file written since 2026-12-01 begins (writeLedgerFile's first line names its format first). */
-const FIRST_BYTES = JSON.stringify({ format: FORMAT }).slice(0, -1);
+const FIRST_BYTES = Buffer.from(JSON.stringify({ format: FORMAT }).slice(0, -1));
 
 /** A file an older version wrote: one JSON object holding `claims` and `rows`, read as it always was. */
 function readWhole(fd: number): LedgerFile | undefined {
