@@ -1,10 +1,12 @@
 // `backup --prune-older-than DAYS`: once a new backup is written and checked, the backups in its
 // folder older than DAYS are deleted, so that a timer's backups neither fill the disk nor keep erased
-// donors' details for longer than that. Only what `backup` wrote is deleted: a regular file (never
-// through a link) of this user's that is a SQLite copy bearing BACKUP_MARK in its header, or a pg_dump archive the
+// donors' details for longer than that. Only what `backup` wrote of this database is deleted: a
+// regular file (never through a link) of this user's that is a SQLite copy bearing BACKUP_MARK and
+// the database's own number in its header (migration 0022), or a pg_dump archive this database's
 // audit trail records `backup` writing at that path (a pg_dump archive carries no mark of ours);
-// a restore's files, the live database, a pg_dump taken by hand and anything else in the folder are
-// left alone; and never the backup just written, so that the folder always keeps one.
+// another database's backups, a restore's files, the live database, a pg_dump taken by hand and
+// anything else in the folder are left alone; and never the backup just written, so that the folder
+// always keeps one.
 import { closeSync, lstatSync, openSync, readdirSync, readSync, realpathSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { BACKUP_MARK } from '../store/open.js';
@@ -23,9 +25,12 @@ const RESTORE_KEPT = '.replaced-';
  */
 const mine = (uid: number) => process.getuid === undefined || uid === process.getuid();
 
-/** The first 64 bytes of the file at `path`, or fewer; none where it cannot be read (not this command's to judge, nor to delete). */
+/** The bytes of a SQLite database's header (SQLite's file format, 1.3). */
+const SQLITE_HEADER_BYTES = 100;
+
+/** The first SQLITE_HEADER_BYTES of the file at `path`, or fewer; none where it cannot be read (not this command's to judge, nor to delete). */
 function headerOf(path: string): Buffer {
-  const header = Buffer.alloc(64);
+  const header = Buffer.alloc(SQLITE_HEADER_BYTES);
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -33,18 +38,27 @@ function headerOf(path: string): Buffer {
     return Buffer.alloc(0);
   }
   try {
-    return header.subarray(0, readSync(fd, header, 0, 64, 0));
+    return header.subarray(0, readSync(fd, header, 0, SQLITE_HEADER_BYTES, 0));
   } finally {
     closeSync(fd);
   }
 }
 
+/** A SQLite backup's header: whether it bears BACKUP_MARK (its user_version), and its database's number (its application_id, migration 0022); undefined for a file that is neither. */
+function sqliteBackup(header: Buffer): { database: number } | undefined {
+  if (header.length < SQLITE_HEADER_BYTES || header.toString('latin1', 0, 16) !== 'SQLite format 3\0' || header.readUInt32BE(60) !== BACKUP_MARK) return undefined;
+  return { database: header.readInt32BE(68) };
+}
+
 /**
- * What `backup` wrote, of the files in a folder: a SQLite database bearing BACKUP_MARK as its
- * user_version (bytes 60 to 63 of its header, big-endian), or a pg_dump archive (`PGDMP`) at one of
- * the paths in `dumpsWritten` (the audit trail's `backup` entries).
+ * What `backup` wrote of the database `written` (the backup just made) is a backup of, of the files
+ * in a folder: a SQLite database bearing BACKUP_MARK as its user_version (bytes 60 to 63 of its
+ * header, big-endian) and the same database's number as `written` (bytes 68 to 71), or none (a
+ * backup taken before migration 0022, whose database cannot be told: deleted as before; none is
+ * deleted when `written` is no SQLite backup, a pg_dump archive); or a pg_dump archive (`PGDMP`) at one of the paths in `dumpsWritten` (the audit trail's `backup` entries).
  */
-export function backupWritten(dumpsWritten: ReadonlySet<string>): (path: string) => boolean {
+export function backupWritten(written: string, dumpsWritten: ReadonlySet<string>): (path: string) => boolean {
+  const database = sqliteBackup(headerOf(written))?.database;
   // Each path by its folder's real path: an entry names the path as backup was given it, and the folder may be reached
   // through a symbolic link one time and not the next (such an archive was kept for ever until 2026-12-01: a review).
   const real = new Map<string, string | undefined>();
@@ -60,15 +74,18 @@ export function backupWritten(dumpsWritten: ReadonlySet<string>): (path: string)
     const at = real.get(folder);
     return at === undefined ? undefined : join(at, basename(path));
   };
-  let written: Set<string> | undefined;
+  let dumpPaths: Set<string> | undefined;
   return (path) => {
     const header = headerOf(path);
-    if (header.length === 64 && header.toString('latin1', 0, 16) === 'SQLite format 3\0') return header.readUInt32BE(60) === BACKUP_MARK;
+    if (header.toString('latin1', 0, 16) === 'SQLite format 3\0') {
+      const backup = sqliteBackup(header);
+      return backup !== undefined && database !== undefined && (backup.database === database || backup.database === 0);
+    }
     if (header.toString('latin1', 0, 5) !== 'PGDMP') return false;
     if (dumpsWritten.has(path)) return true;
-    written ??= new Set([...dumpsWritten].flatMap((p) => canonical(p) ?? []));
+    dumpPaths ??= new Set([...dumpsWritten].flatMap((p) => canonical(p) ?? []));
     const here = canonical(path);
-    return here !== undefined && written.has(here);
+    return here !== undefined && dumpPaths.has(here);
   };
 }
 

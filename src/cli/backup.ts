@@ -167,7 +167,7 @@ function pruneDays(raw: string): number {
 async function pruneAfter(location: DatabaseLocation, folder: string, days: number, written: string): Promise<void> {
   const left = await withStoreAt(location, async (store) => {
     const dumpsWritten = new Set(location.dialect === 'postgres' ? (await store.auditTrail()).filter((e) => e.action === 'backup').map((e) => e.target) : []);
-    const { deleted, left } = pruneBackups(folder, days, written, backupWritten(dumpsWritten));
+    const { deleted, left } = pruneBackups(folder, days, written, backupWritten(written, dumpsWritten));
     // One that could not be deleted is said here too: "none deleted" said there was none to delete (until 2026-12-01; a review).
     const notDeleted = left.length > 0 ? `${count(left.length, 'old backup')} could not be (see below)` : '';
     print(

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../support/backends.js';
@@ -52,6 +53,38 @@ test('backup --prune-older-than: the backups in the folder older than that go, s
   const again = await almoner(url, ['backup', '--out', join(backups, 'newer.db'), '--prune-older-than', '30']);
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /no backup in .* is older than 30 days: none deleted/);
+});
+
+test("backup --prune-older-than deletes only its own database's backups: another database's in the same folder stay; a database restored from a backup goes on with its backups; one from before the databases were told apart goes", async () => {
+  assertBuilt();
+  const dir = tempDir();
+  const [a, b] = ['a.db', 'b.db'].map((name) => `sqlite:${join(dir, name)}`) as [string, string];
+  for (const url of [a, b]) assert.equal((await almoner(url, ['charity', 'create', '--name', 'Two', '--email', 't@example.org'])).code, 0);
+  const backups = join(dir, 'backups');
+  mkdirSync(backups);
+  for (const [url, name] of [[a, 'a-old.db'], [b, 'b-old.db'], [a, 'a-untold.db']] as const) {
+    assert.equal((await almoner(url, ['backup', '--out', join(backups, name)])).code, 0);
+    age(join(backups, name), 40);
+  }
+  // As a backup taken before migration 0022 (2026-12-01) is: the mark, and no database's number.
+  const untold = new Database(join(backups, 'a-untold.db'));
+  untold.pragma('application_id = 0');
+  untold.close();
+  age(join(backups, 'a-untold.db'), 40);
+
+  // Until 2026-12-01 this deleted b-old.db too: every Almoner backup bore the same mark.
+  const byA = await almoner(a, ['backup', '--out', join(backups, 'a-new.db'), '--prune-older-than', '30']);
+  assert.equal(byA.code, 0, byA.stderr);
+  assert.match(byA.stdout, /deleted 2 backups older than 30 days from .*: a-old\.db, a-untold\.db$/m);
+  assert.deepEqual(readdirSync(backups).sort(), ['a-new.db', 'b-old.db']);
+
+  // b's database restored from its old backup into a new file: the same database, going on, so its backups are its own.
+  const c = `sqlite:${join(dir, 'c.db')}`;
+  assert.equal((await almoner(c, ['restore', join(backups, 'b-old.db')])).code, 0);
+  const byC = await almoner(c, ['backup', '--out', join(backups, 'c-new.db'), '--prune-older-than', '30']);
+  assert.equal(byC.code, 0, byC.stderr);
+  assert.match(byC.stdout, /deleted 1 backup older than 30 days from .*: b-old\.db$/m);
+  assert.deepEqual(readdirSync(backups).sort(), ['a-new.db', 'c-new.db']);
 });
 
 test('backup --prune-older-than takes a whole number of days from 1: anything else is refused before a backup is written', async () => {

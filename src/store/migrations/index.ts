@@ -24,6 +24,7 @@ import { oldPasswordKept } from './0018_old_password_kept.js';
 import { claimMoves } from './0019_claim_moves.js';
 import { instances } from './0020_instances.js';
 import { instancesSayWhat } from './0021_instances_say_what.js';
+import { databaseIdentity } from './0022_database_identity.js';
 
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -48,6 +49,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0019_claim_moves': claimMoves(),
     '0020_instances': instances(dialect),
     '0021_instances_say_what': instancesSayWhat(dialect),
+    '0022_database_identity': databaseIdentity(dialect),
   };
 }
 
