@@ -1,6 +1,6 @@
 // deploy/almoner-backup.{service,timer} and deploy/almoner-retention.{service,timer}: systemd
 // accepts them, each service runs as the server does (the same user, database and settings file as
-// deploy/almoner.service), and each one's command, run as systemd would run it (its %% as %, the
+// deploy/almoner.service), and each one's command, run as systemd would run it (its %% as %, $$ as $, the
 // paths moved to this checkout and a scratch folder), does its job. Not installed: that would change
 // the machine the tests run on.
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { tempDir } from '../support/backends.js';
+import { BACKENDS, TEST_DATABASE_URL, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -57,24 +57,40 @@ test("almoner.service starts once the network is online: a HOST not yet configur
   assert.deepEqual(faults, []);
 });
 
+/** The unit's ExecStartPre and ExecStart lines, as the shell commands systemd would run, here, with `state` for /var/lib/almoner. */
+const commands = (name: string, state: string) =>
+  [...(settings(unit(name)).get('ExecStartPre') ?? []), ...settings(unit(name)).get('ExecStart')!].map((line) =>
+    line.replaceAll('%%', '%').replaceAll('$$', '$').replaceAll('/usr/bin/node', process.execPath).replaceAll('/opt/almoner/', ROOT).replaceAll('/var/lib/almoner', state),
+  );
+
 test("each service's command, run as systemd runs it, does its job: a checked backup under a new name; a retention run", async () => {
   assertBuilt();
   const state = tempDir();
   const databaseUrl = `sqlite:${join(state, 'almoner.db')}`;
   assert.equal((await almoner(databaseUrl, ['charity', 'create', '--name', 'Timers', '--email', 't@example.org'])).code, 0);
-  /** The unit's ExecStartPre and ExecStart lines, as the shell commands systemd would run, here. */
-  const commands = (name: string) =>
-    [...(settings(unit(name)).get('ExecStartPre') ?? []), ...settings(unit(name)).get('ExecStart')!].map((line) =>
-      line.replaceAll('%%', '%').replaceAll('/usr/bin/node', process.execPath).replaceAll('/opt/almoner/', ROOT).replaceAll('/var/lib/almoner', state),
-    );
   const env = { ...process.env, DATABASE_URL: databaseUrl };
-  for (const command of commands('almoner-backup.service')) execFileSync('/bin/sh', ['-c', command], { env, stdio: 'pipe' });
+  for (const command of commands('almoner-backup.service', state)) execFileSync('/bin/sh', ['-c', command], { env, stdio: 'pipe' });
   const backups = readdirSync(join(state, 'backups'));
   assert.equal(backups.length, 1);
   assert.match(backups[0]!, /^almoner-\d{4}-\d\d-\d\dT\d{6}Z\.db$/);
-  const [retention] = commands('almoner-retention.service');
+  const [retention] = commands('almoner-retention.service', state);
   const out = execFileSync('/bin/sh', ['-c', retention!], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   assert.match(out, /^0 donations\./);
   const trail = await almoner(databaseUrl, ['audit', '--json']);
   assert.deepEqual(trail.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { action: string }).action), ['charity create', 'backup', 'retention apply']);
+});
+
+test("the backup service's command on PostgreSQL names its pg_dump archive .dump, not .db as SQLite's copy", { skip: !TEST_DATABASE_URL && 'PostgreSQL only (TEST_DATABASE_URL)' }, async (t) => {
+  assertBuilt();
+  const database = await BACKENDS.find((b) => b.name === 'postgres')!.createDatabase();
+  t.after(() => database.drop());
+  assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Timers', '--email', 't@example.org'])).code, 0);
+  const state = tempDir();
+  // The URL as the service has it from its environment file (here, the test's own environment).
+  const env = { ...process.env, DATABASE_URL: database.url };
+  for (const command of commands('almoner-backup.service', state)) execFileSync('/bin/sh', ['-c', command], { env, stdio: 'pipe' });
+  const backups = readdirSync(join(state, 'backups'));
+  assert.equal(backups.length, 1);
+  assert.match(backups[0]!, /^almoner-\d{4}-\d\d-\d\dT\d{6}Z\.dump$/);
+  assert.equal(readFileSync(join(state, 'backups', backups[0]!)).toString('latin1', 0, 5), 'PGDMP');
 });
