@@ -197,7 +197,9 @@ export function basicAuth(
  * A browser's POST names its page's origin in `Origin` whatever the scheme, so without Sec-Fetch-Site
  * an Origin whose host is not the one the request was sent to (`request.host`: the Host header, or a
  * trusted proxy's X-Forwarded-Host) is another site's page too, as is an opaque one (`null`: a
- * sandboxed frame, a data: URL). Ports are not compared: a proxy may leave its port out of Host.
+ * sandboxed frame, a data: URL), as is an Origin of another port where Host names one (a page
+ * of another service on the same host: accepted until 2026-12-01). Where Host names no port (a proxy
+ * may leave it out), any port is taken for this server's.
  */
 export function fromAnotherSite(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
@@ -206,11 +208,13 @@ export function fromAnotherSite(request: FastifyRequest): boolean {
   return origin !== undefined && !sameHostName(origin, request.host);
 }
 
-/** Whether an Origin header names the host `host` (a Host header's value, its port aside). */
+/** Whether an Origin header names the host `host` (a Host header's value), and its port where `host` names one (its scheme's own where the Origin names none). */
 function sameHostName(origin: string, host: string | undefined): boolean {
   try {
     const page = new URL(origin);
-    return host !== undefined && host !== '' && page.hostname !== '' && page.hostname === new URL(`${page.protocol}//${host}`).hostname;
+    if (host === undefined || host === '' || page.hostname === '' || page.hostname !== new URL(`${page.protocol}//${host}`).hostname) return false;
+    const port = /:(\d+)$/.exec(host)?.[1]; // `[::1]` names none; `[::1]:3000` names 3000
+    return port === undefined || Number(port) === Number(page.port || (page.protocol === 'https:' ? 443 : 80));
   } catch {
     return false; // `null`, or no URL at all
   }

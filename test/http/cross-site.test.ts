@@ -50,8 +50,9 @@ for (const backend of BACKENDS) describe(`a browser's request for another site's
   // http://almoner.lan:3000 (HOST=0.0.0.0, no nginx) it sends none, and a form from another site recorded a
   // donation again (a review, 2026-11-30). Nor do Safari before 16.4 and Firefox before 90. A browser's POST
   // always names its page's Origin: one whose host is not the request's own is refused the same way.
-  test('no Sec-Fetch-Site (plain HTTP to a host name, an older browser): an Origin of another host is a 403, as is an opaque one (null)', async () => {
-    for (const origin of ['http://elsewhere.example', 'http://elsewhere.example:3000', 'null', 'not a url']) {
+  test('no Sec-Fetch-Site (plain HTTP to a host name, an older browser): an Origin of another host is a 403, as is an opaque one (null), and one of another port where Host names one', async () => {
+    // The last two: a page of another service on this host (accepted until 2026-12-01), and one on its port 80.
+    for (const origin of ['http://elsewhere.example', 'http://elsewhere.example:3000', 'null', 'not a url', 'http://almoner.lan:8080', 'http://almoner.lan']) {
       const headers = { ...FORM, host: 'almoner.lan:3000', origin, authorization: t.charity.authorization };
       const res = await t.app.inject({ method: 'POST', url: '/api/v1/donation/create', headers, payload: form(exampleDonation({ donor_email: 'forged@elsewhere.example' })) });
       assert.equal(res.statusCode, 403, `${origin}: ${res.body}`);
@@ -67,6 +68,9 @@ for (const backend of BACKENDS) describe(`a browser's request for another site's
       ['almoner.lan', 'http://almoner.lan', undefined],
       ['almoner.example.org', 'https://almoner.example.org', undefined],
       ['[::1]:3000', 'http://[::1]:3000', undefined],
+      ['almoner.example.org:443', 'https://almoner.example.org', undefined], // a proxy that names the port its page was on
+      ['almoner.lan', 'http://almoner.lan:8080', undefined], // a proxy that left the port out of Host: any port is taken for this server's
+      ['[::1]', 'http://[::1]:3000', undefined],
       ['almoner.lan:3000', undefined, undefined],
       ['upstream:3000', 'https://almoner.example.org', 'same-origin'], // a proxy that gave its own Host
     ] as const) {
