@@ -113,7 +113,7 @@ const linkRefused = (target: string) =>
  * and address, and kept them as long as the backup was kept. The copy is one self-contained file
  * (rollback journal, not WAL); the server sets WAL again when it opens a restored copy.
  */
-async function copyRows(source: string, to: string, destination: string, { tidy, userVersion = 0 }: { tidy: boolean; userVersion?: number }): Promise<void> {
+async function copyRows(source: string, to: string, destination: string, { tidy, userVersion = 0, databaseNumber = 0 }: { tidy: boolean; userVersion?: number; databaseNumber?: number }): Promise<void> {
   let read = false;
   await readingOnly(source, (opened) => {
     opened.pragma('busy_timeout = 5000');
@@ -142,6 +142,10 @@ async function copyRows(source: string, to: string, destination: string, { tidy,
   try {
     copy.pragma('journal_mode = DELETE');
     copy.pragma(`user_version = ${userVersion}`); // a backup's mark, or none: a restored database is no backup
+    // A backup from before migration 0022 bears no number; restored over a database that has one, it
+    // takes that one, so that the database's own backups are still its own. Until 2026-12-01 (a review)
+    // 0022 gave it a new number, and the backups it had written were never pruned again.
+    if (databaseNumber !== 0 && copy.pragma('application_id', { simple: true }) === 0) copy.pragma(`application_id = ${databaseNumber}`);
   } finally {
     copy.close();
   }
@@ -278,8 +282,10 @@ const SIDE_FILES = ['-wal', '-shm', '-journal'];
 export async function restoreSqlite(from: string, target: string, { replace, keepAs }: { replace: boolean; keepAs: string }): Promise<{ summary: CopySummary; replaced: boolean }> {
   const summary = await checkCopy(from);
   const exists = existsSync(target);
+  let databaseNumber = 0;
   if (exists) {
     await refuseOccupied(target, replace);
+    databaseNumber = await numberOf(target);
   } else {
     const stale = SIDE_FILES.map((suffix) => target + suffix).filter((path) => existsSync(path));
     if (stale.length > 0) {
@@ -292,7 +298,7 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
     target,
     // The rows, as a backup is taken: a backup file with a WAL beside it (copied from a live
     // database) is restored with what that WAL holds, as checkCopy counted it, not without it.
-    async (partial) => copyRows(from, partial, target, { tidy: true }),
+    async (partial) => copyRows(from, partial, target, { tidy: true, databaseNumber }),
     () => {
       if (!exists) return;
       for (const suffix of SIDE_FILES) if (existsSync(target + suffix)) renameSync(target + suffix, keepAs + suffix);
@@ -300,6 +306,15 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
     },
   );
   return { summary, replaced: exists };
+}
+
+/** The number migration 0022 gave the database at `path` (its application_id, read through SQLite, as its WAL may hold it), or 0: none, or not to be read. */
+async function numberOf(path: string): Promise<number> {
+  try {
+    return await readingOnly(path, (db) => Number(db.pragma('application_id', { simple: true })), { tidy: false }); // its side files, if any, are moved aside with it
+  } catch {
+    return 0; // the restore says what is wrong with it, as before
+  }
 }
 
 /**

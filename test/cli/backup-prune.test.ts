@@ -87,6 +87,30 @@ test("backup --prune-older-than deletes only its own database's backups: another
   assert.deepEqual(readdirSync(backups).sort(), ['a-new.db', 'c-new.db']);
 });
 
+test('a database restored with --replace from a backup taken before databases were told apart keeps its number: its own backups since are still pruned', async () => {
+  assertBuilt();
+  const dir = tempDir();
+  const url = `sqlite:${join(dir, 'almoner.db')}`;
+  assert.equal((await almoner(url, ['charity', 'create', '--name', 'Rolled', '--email', 'r@example.org'])).code, 0);
+  const backups = join(dir, 'backups');
+  mkdirSync(backups);
+  for (const name of ['numbered.db', 'untold.db']) assert.equal((await almoner(url, ['backup', '--out', join(backups, name)])).code, 0);
+  // As a backup taken before migration 0022 (2026-12-01) is: the mark, and no database's number.
+  const untold = new Database(join(backups, 'untold.db'));
+  untold.pragma('application_id = 0');
+  untold.close();
+  const restored = await almoner(url, ['restore', '--replace', join(backups, 'untold.db')]);
+  assert.equal(restored.code, 0, restored.stderr);
+  age(join(backups, 'numbered.db'), 40);
+
+  // Until 2026-12-01 (a review) the restored database took a new number, and numbered.db, this
+  // database's own backup, was never deleted again by its prune, nor by any other database's.
+  const pruned = await almoner(url, ['backup', '--out', join(backups, 'new.db'), '--prune-older-than', '30']);
+  assert.equal(pruned.code, 0, pruned.stderr);
+  assert.match(pruned.stdout, /deleted 1 backup older than 30 days from .*: numbered\.db$/m);
+  assert.deepEqual(readdirSync(backups).sort(), ['new.db', 'untold.db']);
+});
+
 test('backup --prune-older-than takes a whole number of days from 1: anything else is refused before a backup is written', async () => {
   assertBuilt();
   const dir = tempDir();
