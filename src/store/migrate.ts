@@ -11,7 +11,19 @@ const INSUFFICIENT_PRIVILEGE = '42501';
 /** Applies every pending migration; safe to call from several processes at once. */
 export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   if (await isUpToDate(db, dialect)) return;
-  if (dialect === 'sqlite') return migrateOn(db, dialect); // SQLite's write lock serialises migrators
+  if (dialect === 'sqlite') {
+    try {
+      return await migrateOn(db, dialect);
+    } catch (err) {
+      // Kysely's Migrator on SQLite takes no lock (its adapter's is a no-op) and runs no transaction: two processes
+      // opening the database with a migration to run (a server starting as the backup timer's command runs, just after
+      // an upgrade) both ran it, and the one that recorded it second failed, "UNIQUE constraint failed:
+      // kysely_migration.name", exit 1 (until 2026-12-01: a review, 9 of 12 pairs of commands at once after 0022).
+      // Another process brought it up to date meanwhile: nothing left to do.
+      if (await isUpToDate(db, dialect).catch(() => false)) return;
+      throw err;
+    }
+  }
   // Instances starting together take turns on a lock of one transaction, which does the whole run
   // (its bookkeeping table, the withdrawn migrations undone, every pending migration). Until
   // 2026-11-30 this was a session-level advisory lock, and Kysely's Migrator took another: behind
