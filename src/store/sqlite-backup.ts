@@ -142,10 +142,11 @@ async function copyRows(source: string, to: string, destination: string, { tidy,
   try {
     copy.pragma('journal_mode = DELETE');
     copy.pragma(`user_version = ${userVersion}`); // a backup's mark, or none: a restored database is no backup
-    // A backup from before migration 0022 bears no number; restored over a database that has one, it
-    // takes that one, so that the database's own backups are still its own. Until 2026-12-01 (a review)
-    // 0022 gave it a new number, and the backups it had written were never pruned again.
-    if (databaseNumber !== 0 && copy.pragma('application_id', { simple: true }) === 0) copy.pragma(`application_id = ${databaseNumber}`);
+    // Restored over a database (--replace), the copy takes that database's number (migration 0022): it
+    // is that database going on, and the backups it wrote are still its own to prune. A backup from
+    // before 0022 bears none, and 0022 gave the restored database a new one, so those backups were
+    // never pruned again (a review, 2026-12-01); one of another database gave it that database's.
+    if (databaseNumber !== 0) copy.pragma(`application_id = ${databaseNumber}`);
   } finally {
     copy.close();
   }

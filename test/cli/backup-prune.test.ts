@@ -87,14 +87,16 @@ test("backup --prune-older-than deletes only its own database's backups: another
   assert.deepEqual(readdirSync(backups).sort(), ['a-new.db', 'c-new.db']);
 });
 
-test('a database restored with --replace from a backup taken before databases were told apart keeps its number: its own backups since are still pruned', async () => {
+test("a database restored with --replace keeps its number, from a backup taken before databases were told apart or from another database's: its own backups are still pruned, the other's left", async () => {
   assertBuilt();
   const dir = tempDir();
   const url = `sqlite:${join(dir, 'almoner.db')}`;
-  assert.equal((await almoner(url, ['charity', 'create', '--name', 'Rolled', '--email', 'r@example.org'])).code, 0);
+  const other = `sqlite:${join(dir, 'other.db')}`;
+  for (const u of [url, other]) assert.equal((await almoner(u, ['charity', 'create', '--name', 'Rolled', '--email', 'r@example.org'])).code, 0);
   const backups = join(dir, 'backups');
   mkdirSync(backups);
   for (const name of ['numbered.db', 'untold.db']) assert.equal((await almoner(url, ['backup', '--out', join(backups, name)])).code, 0);
+  assert.equal((await almoner(other, ['backup', '--out', join(backups, 'other.db')])).code, 0);
   // As a backup taken before migration 0022 (2026-12-01) is: the mark, and no database's number.
   const untold = new Database(join(backups, 'untold.db'));
   untold.pragma('application_id = 0');
@@ -108,7 +110,15 @@ test('a database restored with --replace from a backup taken before databases we
   const pruned = await almoner(url, ['backup', '--out', join(backups, 'new.db'), '--prune-older-than', '30']);
   assert.equal(pruned.code, 0, pruned.stderr);
   assert.match(pruned.stdout, /deleted 1 backup older than 30 days from .*: numbered\.db$/m);
-  assert.deepEqual(readdirSync(backups).sort(), ['new.db', 'untold.db']);
+  assert.deepEqual(readdirSync(backups).sort(), ['new.db', 'other.db', 'untold.db']);
+
+  // Another database's backup restored over this one: still this database, going on with its own backups.
+  assert.equal((await almoner(url, ['restore', '--replace', join(backups, 'other.db')])).code, 0);
+  for (const name of ['new.db', 'other.db']) age(join(backups, name), 40);
+  const again = await almoner(url, ['backup', '--out', join(backups, 'newer.db'), '--prune-older-than', '30']);
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /deleted 1 backup older than 30 days from .*: new\.db$/m);
+  assert.deepEqual(readdirSync(backups).sort(), ['newer.db', 'other.db', 'untold.db']);
 });
 
 test('backup --prune-older-than takes a whole number of days from 1: anything else is refused before a backup is written', async () => {
