@@ -1,5 +1,5 @@
 // Brings a database's schema up to date: every migration in migrations/, in order, once.
-import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, sql, type Kysely } from 'kysely';
 import { ConfigError, type DatabaseLocation } from '../config.js';
 import { migrations, newerThanThis, WITHDRAWN_MIGRATIONS } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -8,61 +8,77 @@ import { isDatabaseUnavailable } from './unavailable.js';
 /** PostgreSQL's SQLSTATE for a privilege the user lacks. */
 const INSUFFICIENT_PRIVILEGE = '42501';
 
+/** How long a process opening a SQLite database waits for another's migration, which holds the write lock while it runs (its busy_timeout meanwhile). */
+const SQLITE_MIGRATION_WAIT_MS = 60_000;
+
 /** Applies every pending migration; safe to call from several processes at once. */
 export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   if (await isUpToDate(db, dialect)) return;
-  if (dialect === 'sqlite') {
-    try {
-      return await migrateOn(db, dialect);
-    } catch (err) {
-      // Kysely's Migrator on SQLite takes no lock (its adapter's is a no-op) and runs no transaction: two processes
-      // opening the database with a migration to run (a server starting as the backup timer's command runs, just after
-      // an upgrade) both ran it, and the one that recorded it second failed, "UNIQUE constraint failed:
-      // kysely_migration.name", exit 1 (until 2026-12-01: a review, 9 of 12 pairs of commands at once after 0022).
-      // Another process brought it up to date meanwhile: nothing left to do.
-      if (await isUpToDate(db, dialect).catch(() => false)) return;
-      throw err;
-    }
-  }
-  // Instances starting together take turns on a lock of one transaction, which does the whole run
-  // (its bookkeeping table, the withdrawn migrations undone, every pending migration). Until
-  // 2026-11-30 this was a session-level advisory lock, and Kysely's Migrator took another: behind
-  // a transaction pooler (PgBouncer's pool_mode = transaction) each statement outside a transaction
-  // may run on another server connection, so a second instance could take the "held" lock on the
-  // same one, and the unlock ran elsewhere and released nothing: the lock stayed with an idle
-  // server connection of the pooler, and the next start that had a migration to run waited for it
-  // until its query timed out, exit 1, again at each restart (an operator's review).
+  // Processes starting together take turns on a lock held by one transaction, which does the whole
+  // run (its bookkeeping table, the withdrawn migrations undone, every pending migration): the
+  // second finds nothing left to do. On SQLite the database's write lock (Kysely's `begin` is
+  // `begin immediate` there, open.ts), waited for up to SQLITE_MIGRATION_WAIT_MS rather than the
+  // server's 20 ms; until 2026-12-01 Kysely's Migrator ran SQLite's, which takes no lock there and
+  // runs each migration on its own: two processes opening a database with a migration to run (a
+  // server starting as the backup timer's command runs, after an upgrade; two servers on a new
+  // database) both ran it, and one failed (`UNIQUE constraint failed: kysely_migration.name`, `table
+  // "charities" already exists`), exit 1 (a review: 9 of 12 pairs of commands after 0022).
+  // On PostgreSQL an advisory lock of the transaction. Until 2026-11-30 this was a session-level
+  // advisory lock, and Kysely's Migrator took another: behind a transaction pooler (PgBouncer's
+  // pool_mode = transaction) each statement outside a transaction may run on another server
+  // connection, so a second instance could take the "held" lock on the same one, and the unlock ran
+  // elsewhere and released nothing: the lock stayed with an idle server connection of the pooler,
+  // and the next start that had a migration to run waited for it until its query timed out, exit 1,
+  // again at each restart (an operator's review).
+  const waited = dialect === 'sqlite' ? await waitingLonger(db) : undefined;
   try {
     await db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(hashtext('almoner:migrate'))`.execute(trx);
-      await migratePostgres(trx);
+      if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:migrate'))`.execute(trx);
+      await migrateWithin(trx, dialect);
     });
   } catch (err) {
     const migration = (err as { migration?: string }).migration;
     // The database gone before a migration ran (its lock waited for past the query timeout, say): said as such, as before.
     if (err instanceof ConfigError || (migration === undefined && isDatabaseUnavailable(err))) throw err;
     throw migrationFailed(err, migration);
+  } finally {
+    if (waited !== undefined) await sql.raw(`pragma busy_timeout = ${waited}`).execute(db);
   }
 }
 
-/**
- * On PostgreSQL, within `trx` (which holds the migrators' lock): what Kysely's Migrator does, in
- * the same tables, all in one transaction as it does, without its session-level lock. A failed
- * migration's error names it (`migration`).
- */
-async function migratePostgres(trx: Kysely<Database>): Promise<void> {
-  const table = sql.table(DEFAULT_MIGRATION_TABLE);
-  // Looked for first, as Kysely does: "create table if not exists" is refused to a user without CREATE on the schema, even when
-  // the table is there. In pg_class, read as of this statement: not to_regclass, which answers from the connection's cache and,
+/** SQLite: busy_timeout set to SQLITE_MIGRATION_WAIT_MS; the one it was. */
+async function waitingLonger(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ timeout: number }>`pragma busy_timeout`.execute(db);
+  await sql.raw(`pragma busy_timeout = ${SQLITE_MIGRATION_WAIT_MS}`).execute(db);
+  return Number(rows[0]?.timeout ?? 0);
+}
+
+/** Whether the migrations' bookkeeping table is there, read within `trx` as of now. */
+async function hasMigrationTable(trx: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {
+  // PostgreSQL: in pg_class, read as of this statement: not to_regclass, which answers from the connection's cache and,
   // on a connection that had looked for the table before the instance it waited for made it, said it was not there.
-  const { rows: found } = await sql<{ n: number }>`
-    select count(*)::int as n from pg_catalog.pg_class c join pg_catalog.pg_namespace s on s.oid = c.relnamespace
-      where c.relname = ${DEFAULT_MIGRATION_TABLE} and s.nspname = any (current_schemas(false))`.execute(trx);
-  if (found[0]!.n === 0) await sql`create table ${table} (name varchar(255) not null primary key, "timestamp" varchar(255) not null)`.execute(trx);
-  await undoWithdrawn(trx, 'postgres');
+  const { rows } =
+    dialect === 'postgres'
+      ? await sql<{ n: number }>`
+          select count(*)::int as n from pg_catalog.pg_class c join pg_catalog.pg_namespace s on s.oid = c.relnamespace
+            where c.relname = ${DEFAULT_MIGRATION_TABLE} and s.nspname = any (current_schemas(false))`.execute(trx)
+      : await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = ${DEFAULT_MIGRATION_TABLE}`.execute(trx);
+  return Number(rows[0]!.n) > 0;
+}
+
+/**
+ * Within `trx` (which holds the migrators' lock): what Kysely's Migrator does, in the same tables,
+ * all in one transaction, without its own locks. A failed migration's error names it (`migration`).
+ */
+async function migrateWithin(trx: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+  const table = sql.table(DEFAULT_MIGRATION_TABLE);
+  // Looked for first, as Kysely does: "create table if not exists" is refused to a PostgreSQL user without CREATE on the schema, even when
+  // the table is there.
+  if (!(await hasMigrationTable(trx, dialect))) await sql`create table ${table} (name varchar(255) not null primary key, "timestamp" varchar(255) not null)`.execute(trx);
+  await undoWithdrawn(trx, dialect);
   const applied = (await sql<{ name: string }>`select name from ${table} order by "timestamp", name`.execute(trx)).rows.map((row) => row.name);
-  refuseNewer(newerThanThis('postgres', applied));
-  const all = migrations('postgres');
+  refuseNewer(newerThanThis(dialect, applied));
+  const all = migrations(dialect);
   const known = Object.keys(all).sort();
   applied.forEach((name, i) => {
     if (known[i] !== name) throw new Error(`corrupted migrations: expected previously executed migration ${name} to be at index ${i} but ${known[i]} was found in its place`);
@@ -100,9 +116,9 @@ function migrationFailed(error: unknown, failed: string | undefined): Error {
 }
 
 /**
- * Whether exactly the known migrations have run: one query, where Kysely's Migrator takes its locks
- * and reads the catalogue first, tens of milliseconds of every start. Anything else, such as a new
- * database or a pending migration, is the Migrator's to handle.
+ * Whether exactly the known migrations have run: one query, where taking the migrators' lock and
+ * reading the catalogue first took tens of milliseconds of every start. Anything else, such as a new
+ * database or a pending migration, is migrateWithin's to handle.
  */
 async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {
   let applied: string[];
@@ -119,7 +135,7 @@ async function isUpToDate(db: Kysely<Database>, dialect: DatabaseLocation['diale
     return false; // no bookkeeping table yet
   }
   const known = Object.keys(migrations(dialect));
-  // One that was taken back is undone by migrateOn, not taken for a newer Almoner's.
+  // One that was taken back is undone by migrateWithin, not taken for a newer Almoner's.
   if (applied.some((name) => name in WITHDRAWN_MIGRATIONS)) return false;
   refuseNewer(newerThanThis(dialect, applied));
   return applied.length === known.length && known.every((name) => applied.includes(name));
@@ -197,9 +213,9 @@ export async function refuseServerEncoding(db: Kysely<Database>, dialect: Databa
 }
 
 /**
- * Undoes each withdrawn migration (migrations/index.ts) the database ran, and forgets it, before
- * Kysely's Migrator, which refuses a database that ran a migration it is not given. Each step may
- * be run again: a run stopped between them is finished by the next.
+ * Undoes each withdrawn migration (migrations/index.ts) the database ran, and forgets it, before the
+ * migrations run, which refuse a database that ran a migration this version does not know. Each
+ * step may be run again: a run stopped between them is finished by the next.
  */
 async function undoWithdrawn(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   let applied: string[];
@@ -214,9 +230,3 @@ async function undoWithdrawn(db: Kysely<Database>, dialect: DatabaseLocation['di
   }
 }
 
-async function migrateOn(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
-  await undoWithdrawn(db, dialect);
-  const provider = { getMigrations: async () => migrations(dialect) };
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
-  if (error) throw migrationFailed(error, results?.find((r) => r.status === 'Error')?.migrationName);
-}

@@ -1,5 +1,5 @@
 // Two processes opening a SQLite database with a migration to run, at once: after an upgrade, a
-// server starting as the backup timer's command runs. Kysely's Migrator takes no lock on SQLite,
+// server starting as the backup timer's command runs; or on a new database. Kysely's Migrator, which ran SQLite's until then, takes no lock there,
 // and both ran the migration; the one that recorded it second failed, exit 1 (a review, 2026-12-01:
 // 9 of 12 pairs of commands at once on a database of the version before 0022_database_identity).
 import assert from 'node:assert/strict';
@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
+import { migrations } from '../../src/store/migrations/index.js';
 
 test('two commands at once on a database with a migration to run: both succeed, the migration run once', async () => {
   assertBuilt();
@@ -28,6 +29,22 @@ test('two commands at once on a database with a migration to run: both succeed, 
     const after = new Database(file, { readonly: true });
     assert.deepEqual(after.prepare("select count(*) as n from kysely_migration where name = '0022_database_identity'").get(), { n: 1 });
     assert.notEqual(after.pragma('application_id', { simple: true }), 0);
+    after.close();
+  }
+});
+
+test('two commands at once on a new database: both succeed, each migration run once', async () => {
+  assertBuilt();
+  const dir = tempDir();
+  for (let round = 0; round < 10; round++) {
+    const file = join(dir, `new-${round}.db`);
+    // Until 2026-12-01 one of the two failed (`table "charities" already exists`, `database is locked`), exit 1 (a review: 3 of 3 runs of two servers).
+    const runs = await Promise.all(['One', 'Two'].map((name) => almoner(`sqlite:${file}`, ['charity', 'create', '--name', name, '--email', `${name.toLowerCase()}@example.org`])));
+    for (const run of runs) assert.equal(run.code, 0, `round ${round}: ${run.stderr}`);
+    const after = new Database(file, { readonly: true });
+    assert.deepEqual(after.prepare('select count(*) as n from charities').get(), { n: 2 });
+    const known = Object.keys(migrations('sqlite')).length;
+    assert.deepEqual(after.prepare('select count(*) as n, count(distinct name) as distinct_names from kysely_migration').get(), { n: known, distinct_names: known });
     after.close();
   }
 });
