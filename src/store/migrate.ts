@@ -3,16 +3,16 @@ import { DEFAULT_MIGRATION_TABLE, sql, type Kysely } from 'kysely';
 import { ConfigError, type DatabaseLocation } from '../config.js';
 import { migrations, newerThanThis, WITHDRAWN_MIGRATIONS } from './migrations/index.js';
 import type { Database } from './schema.js';
-import { isDatabaseUnavailable } from './unavailable.js';
+import { isBusy, isDatabaseUnavailable } from './unavailable.js';
 
 /** PostgreSQL's SQLSTATE for a privilege the user lacks. */
 const INSUFFICIENT_PRIVILEGE = '42501';
 
 /** How long a process opening a SQLite database waits for another's migration, which holds the write lock while it runs (its busy_timeout meanwhile). */
-const SQLITE_MIGRATION_WAIT_MS = 60_000;
+export const SQLITE_MIGRATION_WAIT_MS = 60_000;
 
-/** Applies every pending migration; safe to call from several processes at once. */
-export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
+/** Applies every pending migration; safe to call from several processes at once. `sqliteWaitMs`: SQLITE_MIGRATION_WAIT_MS, which a test shortens. */
+export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], { sqliteWaitMs = SQLITE_MIGRATION_WAIT_MS }: { sqliteWaitMs?: number } = {}): Promise<void> {
   if (await isUpToDate(db, dialect)) return;
   // Processes starting together take turns on a lock held by one transaction, which does the whole
   // run (its bookkeeping table, the withdrawn migrations undone, every pending migration): the
@@ -30,7 +30,7 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
   // elsewhere and released nothing: the lock stayed with an idle server connection of the pooler,
   // and the next start that had a migration to run waited for it until its query timed out, exit 1,
   // again at each restart (an operator's review).
-  const waited = dialect === 'sqlite' ? await waitingLonger(db) : undefined;
+  const waited = dialect === 'sqlite' ? await waitingLonger(db, sqliteWaitMs) : undefined;
   try {
     await db.transaction().execute(async (trx) => {
       if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:migrate'))`.execute(trx);
@@ -38,6 +38,14 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
     });
   } catch (err) {
     const migration = (err as { migration?: string }).migration;
+    // Another process held SQLite's write lock all the while: said so, where "database is locked" alone made a start that had
+    // waited a minute in silence look like a fault of this one's (a review).
+    if (migration === undefined && dialect === 'sqlite' && isBusy(err)) {
+      throw new Error(
+        `the database's schema is to be brought up to date, and another process held its write lock for all of ${Math.round(sqliteWaitMs / 1000)} s ` +
+          `this one waited (another Almoner's migration of a large database, say, or a long write of a command): start again once it has finished`,
+      );
+    }
     // The database gone before a migration ran (its lock waited for past the query timeout, say): said as such, as before.
     if (err instanceof ConfigError || (migration === undefined && isDatabaseUnavailable(err))) throw err;
     throw migrationFailed(err, migration);
@@ -46,10 +54,10 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
   }
 }
 
-/** SQLite: busy_timeout set to SQLITE_MIGRATION_WAIT_MS; the one it was. */
-async function waitingLonger(db: Kysely<Database>): Promise<number> {
+/** SQLite: busy_timeout set to `waitMs`; the one it was. */
+async function waitingLonger(db: Kysely<Database>, waitMs: number): Promise<number> {
   const { rows } = await sql<{ timeout: number }>`pragma busy_timeout`.execute(db);
-  await sql.raw(`pragma busy_timeout = ${SQLITE_MIGRATION_WAIT_MS}`).execute(db);
+  await sql.raw(`pragma busy_timeout = ${Math.round(waitMs)}`).execute(db);
   return Number(rows[0]?.timeout ?? 0);
 }
 

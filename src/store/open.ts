@@ -31,6 +31,8 @@ export interface StoreOptions {
   pgTimeouts?: PgTimeouts;
   /** SQLite: how long an erasure waits for readers to let it empty the WAL (donors.ts's WAL_EMPTIED_WITHIN_MS); tests shorten it instead of waiting a minute. */
   walEmptiedWithinMs?: number;
+  /** SQLite: how long a migration to run waits for another process's write lock (migrate.ts's SQLITE_MIGRATION_WAIT_MS); tests shorten it instead of waiting a minute. */
+  migrationWaitMs?: number;
   /**
    * The server: a SQLite database this user cannot write is refused at once. SQLite opens it all the
    * same and reads it, so a server started, said it was ready and answered every create 503. So is a
@@ -64,7 +66,7 @@ const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
 export async function openStore(
   location: DatabaseLocation,
-  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs, instance }: StoreOptions = {},
+  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs, migrationWaitMs, instance }: StoreOptions = {},
 ): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
@@ -95,7 +97,7 @@ export async function openStore(
     }
     // Before a table is made in it: by the server, or by a command that would make the first ones (charity create, a restore).
     if (location.dialect === 'postgres' && (mustWrite || !(await hasTables()))) await refuseServerEncoding(db, location.dialect);
-    await migrate(db, location.dialect);
+    await migrate(db, location.dialect, { ...(migrationWaitMs !== undefined && { sqliteWaitMs: migrationWaitMs }) });
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
     if (instance && location.dialect === 'postgres') {
       const kept = await keepInstance(location.url, { everyMs: instance.everyMs, what: instance.what, optional: instance.optional, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });

@@ -82,4 +82,26 @@ for (const backend of BACKENDS.filter((b) => b.name === 'sqlite')) {
       await database.drop();
     }
   });
+
+  test(`a migration to run while another process holds the write lock for all of the wait: said so, and nothing changed [${backend.name}]`, async () => {
+    const database = await backend.createDatabase();
+    try {
+      await migratedTo(database, '0021_instances_say_what');
+      const holder = new BetterSqlite3(database.location.dialect === 'sqlite' ? database.location.path : '');
+      holder.pragma('journal_mode = WAL'); // as a server leaves it: in rollback mode, switching to WAL would meet the lock first
+      holder.exec('begin immediate');
+      try {
+        // The wait shortened from its 60 s (SQLITE_MIGRATION_WAIT_MS). Until a review on 2026-12-01 the message was "database is locked" alone.
+        await assert.rejects(openStore(database.location, { migrationWaitMs: 200 }), {
+          message: /^the database's schema is to be brought up to date, and another process held its write lock for all of 0 s this one waited .*start again once it has finished$/,
+        });
+      } finally {
+        holder.exec('rollback');
+        holder.close();
+      }
+      assert.equal((await schemaOf(database)).applied.length, Object.keys(migrations('sqlite')).length - 1);
+    } finally {
+      await database.drop();
+    }
+  });
 }
