@@ -251,6 +251,10 @@ async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSq
     }
   }
   const db = new BetterSqlite3(path);
+  // The CLI and the server share the file; wait for a writer instead of failing at once. First: setting WAL on a
+  // new database takes its lock, and two processes opening it at once had one fail there, "database is locked",
+  // at once (until 2026-12-01, when the set was made after it: found as the migrations' race was mended).
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   // Before anything here writes to it (WAL mode, the migrations): a backup used as the database took
   // claims of its own, the same donations the live database had claimed since under the same
   // numbers, and recorded them in the backup (a Gift Aid review, 2026-11-30). A restore's own
@@ -269,8 +273,6 @@ async function openSqlite(path: string, busyTimeoutMs: number): Promise<BetterSq
   // it, not left in the file's free space, where a backup copied page by page (and anyone reading
   // the file's bytes) found erased names and addresses. Only deletions and changes pay for it.
   db.pragma('secure_delete = ON');
-  // The CLI and the server share the file; wait for a writer instead of failing at once.
-  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   return reusingStatements(db);
 }
 
