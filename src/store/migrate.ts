@@ -11,8 +11,18 @@ const INSUFFICIENT_PRIVILEGE = '42501';
 /** How long a process opening a SQLite database waits for another's migration, which holds the write lock while it runs (its busy_timeout meanwhile). */
 export const SQLITE_MIGRATION_WAIT_MS = 60_000;
 
-/** Applies every pending migration; safe to call from several processes at once. `sqliteWaitMs`: SQLITE_MIGRATION_WAIT_MS, which a test shortens. */
-export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], { sqliteWaitMs = SQLITE_MIGRATION_WAIT_MS }: { sqliteWaitMs?: number } = {}): Promise<void> {
+/** How long SQLite's write lock is waited for before the wait is said (MigrateOptions.onWait). */
+const QUIET_WAIT_MS = 100;
+
+export interface MigrateOptions {
+  /** SQLITE_MIGRATION_WAIT_MS, which a test shortens. */
+  sqliteWaitMs?: number;
+  /** SQLite: told once, before it waits, when another process holds the write lock the migrations need (so that a start waiting for it is not silent). */
+  onWait?: (waitMs: number) => void;
+}
+
+/** Applies every pending migration; safe to call from several processes at once. */
+export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], { sqliteWaitMs = SQLITE_MIGRATION_WAIT_MS, onWait }: MigrateOptions = {}): Promise<void> {
   if (await isUpToDate(db, dialect)) return;
   // Processes starting together take turns on a lock held by one transaction, which does the whole
   // run (its bookkeeping table, the withdrawn migrations undone, every pending migration): the
@@ -30,17 +40,28 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
   // elsewhere and released nothing: the lock stayed with an idle server connection of the pooler,
   // and the next start that had a migration to run waited for it until its query timed out, exit 1,
   // again at each restart (an operator's review).
-  const waited = dialect === 'sqlite' ? await waitingLonger(db, sqliteWaitMs) : undefined;
-  try {
-    await db.transaction().execute(async (trx) => {
+  const run = () =>
+    db.transaction().execute(async (trx) => {
       if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:migrate'))`.execute(trx);
       await migrateWithin(trx, dialect);
     });
+  // With onWait, the lock is first asked for with a short wait (a server's commit lasts a few milliseconds), so that a
+  // longer wait is said before it begins.
+  const waited = dialect === 'sqlite' ? await busyTimeout(db, onWait ? Math.min(QUIET_WAIT_MS, sqliteWaitMs) : sqliteWaitMs) : undefined;
+  try {
+    try {
+      await run();
+    } catch (err) {
+      if (waited === undefined || !onWait || !lockedOut(err)) throw err;
+      onWait(sqliteWaitMs);
+      await busyTimeout(db, sqliteWaitMs);
+      await run();
+    }
   } catch (err) {
     const migration = (err as { migration?: string }).migration;
     // Another process held SQLite's write lock all the while: said so, where "database is locked" alone made a start that had
     // waited a minute in silence look like a fault of this one's (a review).
-    if (migration === undefined && dialect === 'sqlite' && isBusy(err)) {
+    if (dialect === 'sqlite' && lockedOut(err)) {
       throw new Error(
         `the database's schema is to be brought up to date, and another process held its write lock for all of ${Math.round(sqliteWaitMs / 1000)} s ` +
           `this one waited (another Almoner's migration of a large database, say, or a long write of a command): start again once it has finished`,
@@ -55,11 +76,14 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
 }
 
 /** SQLite: busy_timeout set to `waitMs`; the one it was. */
-async function waitingLonger(db: Kysely<Database>, waitMs: number): Promise<number> {
+async function busyTimeout(db: Kysely<Database>, waitMs: number): Promise<number> {
   const { rows } = await sql<{ timeout: number }>`pragma busy_timeout`.execute(db);
   await sql.raw(`pragma busy_timeout = ${Math.round(waitMs)}`).execute(db);
   return Number(rows[0]?.timeout ?? 0);
 }
+
+/** SQLite's write lock held by another process as the migrations' transaction began (before any migration ran). */
+const lockedOut = (err: unknown): boolean => (err as { migration?: string }).migration === undefined && isBusy(err);
 
 /** Whether the migrations' bookkeeping table is there, read within `trx` as of now. */
 async function hasMigrationTable(trx: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<boolean> {

@@ -33,6 +33,8 @@ export interface StoreOptions {
   walEmptiedWithinMs?: number;
   /** SQLite: how long a migration to run waits for another process's write lock (migrate.ts's SQLITE_MIGRATION_WAIT_MS); tests shorten it instead of waiting a minute. */
   migrationWaitMs?: number;
+  /** SQLite: told once, before a migration to run waits for another process's write lock; by default a line on stderr. */
+  onMigrationWait?: (waitMs: number) => void;
   /**
    * The server: a SQLite database this user cannot write is refused at once. SQLite opens it all the
    * same and reads it, so a server started, said it was ready and answered every create 503. So is a
@@ -61,12 +63,17 @@ export interface PgTimeouts {
   queryMs: number;
 }
 
+/** A start (a server's, a command's) waiting for another process's migration says so, on stderr, where it waited in silence (a review, 2026-12-01). */
+function sayMigrationWait(waitMs: number): void {
+  process.stderr.write(`almoner: another process holds the database's write lock, and this one has its schema to bring up to date: waiting for it (up to ${Math.round(waitMs / 1000)} s)\n`);
+}
+
 /** How long a PostgreSQL connection, and one query, may be waited for before it fails (a request's 503). */
 const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
 export async function openStore(
   location: DatabaseLocation,
-  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs, migrationWaitMs, instance }: StoreOptions = {},
+  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs, migrationWaitMs, onMigrationWait = sayMigrationWait, instance }: StoreOptions = {},
 ): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
@@ -97,7 +104,7 @@ export async function openStore(
     }
     // Before a table is made in it: by the server, or by a command that would make the first ones (charity create, a restore).
     if (location.dialect === 'postgres' && (mustWrite || !(await hasTables()))) await refuseServerEncoding(db, location.dialect);
-    await migrate(db, location.dialect, { ...(migrationWaitMs !== undefined && { sqliteWaitMs: migrationWaitMs }) });
+    await migrate(db, location.dialect, { onWait: onMigrationWait, ...(migrationWaitMs !== undefined && { sqliteWaitMs: migrationWaitMs }) });
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
     if (instance && location.dialect === 'postgres') {
       const kept = await keepInstance(location.url, { everyMs: instance.everyMs, what: instance.what, optional: instance.optional, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });
