@@ -12,16 +12,20 @@ import { spawn } from 'node:child_process';
 import { almoner, assertBuilt, BIN, childEnv, until } from '../support/cli.js';
 import { migrations } from '../../src/store/migrations/index.js';
 
-test('two commands at once on a database with a migration to run: both succeed, the migration run once', async () => {
-  assertBuilt();
-  const dir = tempDir();
-  const base = join(dir, 'base.db');
-  assert.equal((await almoner(`sqlite:${base}`, ['charity', 'create', '--name', 'Together', '--email', 't@example.org'])).code, 0);
-  // As the version before 0022 left it: the migration not run, no number in the header.
-  const db = new Database(base);
+/** A database at `file` with a charity, as the version before 0022 left it: the migration not run, no number in the header. */
+async function beforeIdentity(file: string): Promise<string> {
+  assert.equal((await almoner(`sqlite:${file}`, ['charity', 'create', '--name', 'Before', '--email', 'b@example.org'])).code, 0);
+  const db = new Database(file);
   db.prepare("delete from kysely_migration where name = '0022_database_identity'").run();
   db.pragma('application_id = 0');
   db.close();
+  return file;
+}
+
+test('two commands at once on a database with a migration to run: both succeed, the migration run once', async () => {
+  assertBuilt();
+  const dir = tempDir();
+  const base = await beforeIdentity(join(dir, 'base.db'));
   for (let round = 0; round < 10; round++) {
     const file = join(dir, `round-${round}.db`);
     copyFileSync(base, file);
@@ -53,12 +57,7 @@ test('two commands at once on a new database: both succeed, each migration run o
 test("a command whose migration waits for another process's write lock says so before it waits, and goes on once the lock is let go", async () => {
   assertBuilt();
   const dir = tempDir();
-  const file = join(dir, 'held.db');
-  assert.equal((await almoner(`sqlite:${file}`, ['charity', 'create', '--name', 'Held', '--email', 'h@example.org'])).code, 0);
-  const db = new Database(file);
-  db.prepare("delete from kysely_migration where name = '0022_database_identity'").run();
-  db.pragma('application_id = 0');
-  db.close();
+  const file = await beforeIdentity(join(dir, 'held.db'));
   const holder = new Database(file);
   holder.exec('begin immediate'); // as a long migration of another process's would hold it
   const child = spawn(BIN, ['charity', 'list'], { env: childEnv(`sqlite:${file}`), stdio: ['ignore', 'pipe', 'pipe'] });

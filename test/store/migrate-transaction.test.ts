@@ -6,23 +6,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import { Kysely, sql } from 'kysely';
 import { migrations } from '../../src/store/migrations/index.js';
 import { openServerStore, openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
-import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, migratedTo, queryPostgres, type TestDatabase } from '../support/backends.js';
 
-/** The database as it stood at `version`, through Kysely alone, then `also` run in it. */
-async function migratedTo(database: TestDatabase, version: string, also?: string): Promise<void> {
-  const location = database.location;
-  const dialect =
-    location.dialect === 'sqlite'
-      ? new SqliteDialect({ database: new BetterSqlite3(location.path) })
-      : new PostgresDialect({ pool: new pg.Pool({ connectionString: location.url, max: 1 }) });
-  const db = new Kysely<any>({ dialect });
+/** The database as it stood at `version`, then `also` run in it. */
+async function migratedToThen(database: TestDatabase, version: string, also?: string): Promise<void> {
+  const db = await migratedTo(database, version);
   try {
-    const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations(location.dialect) } }).migrateTo(version);
-    if (error) throw error;
     if (also) await sql.raw(also).execute(db);
   } finally {
     await db.destroy();
@@ -52,7 +44,7 @@ for (const backend of BACKENDS) {
     const database = await backend.createDatabase();
     try {
       // 0007 makes audit_log: one already there fails it, after 0005 and 0006 have run.
-      await migratedTo(database, '0004_commit_tokens', 'create table audit_log (x integer)');
+      await migratedToThen(database, '0004_commit_tokens', 'create table audit_log (x integer)');
       const before = await schemaOf(database);
       assert.deepEqual(before.applied, ['0001_initial', '0002_idempotency_keys', '0003_giftaid_claims', '0004_commit_tokens']);
       assert.ok(before.keyColumns.includes('locked_until'));
@@ -69,7 +61,7 @@ for (const backend of BACKENDS.filter((b) => b.name === 'sqlite')) {
   test(`a server opening a database with a migration to run: its connection waits ${SERVER_SQLITE_BUSY_TIMEOUT_MS} ms for a lock again afterwards, not the migration's 60 s [${backend.name}]`, async () => {
     const database = await backend.createDatabase();
     try {
-      await migratedTo(database, '0021_instances_say_what');
+      await migratedToThen(database, '0021_instances_say_what');
       const store = await openServerStore(database.location); // applies 0022
       try {
         const db = (store as unknown as { db: Kysely<any> }).db;
@@ -86,7 +78,7 @@ for (const backend of BACKENDS.filter((b) => b.name === 'sqlite')) {
   test(`a migration to run while another process holds the write lock for all of the wait: said so, and nothing changed [${backend.name}]`, async () => {
     const database = await backend.createDatabase();
     try {
-      await migratedTo(database, '0021_instances_say_what');
+      await migratedToThen(database, '0021_instances_say_what');
       const holder = new BetterSqlite3(database.location.dialect === 'sqlite' ? database.location.path : '');
       holder.pragma('journal_mode = WAL'); // as a server leaves it: in rollback mode, switching to WAL would meet the lock first
       holder.exec('begin immediate');

@@ -5,28 +5,15 @@
 // 0016 reads the house an erasure kept again, and brings forward a far-future-dated donation's day.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { validateDonation } from '../../src/donations/validate.js';
 import { donorReference } from '../../src/store/donation-query.js';
 import { migrations } from '../../src/store/migrations/index.js';
 import { openServerStore, openStore } from '../../src/store/open.js';
 import { exampleDonation } from '../support/app.js';
-import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, migratedTo, rawSql, type TestDatabase } from '../support/backends.js';
 
-/** The database as it stood at `version`, through Kysely alone. */
-async function migratedTo(database: TestDatabase, version: string): Promise<Kysely<any>> {
-  const location = database.location;
-  const dialect =
-    location.dialect === 'sqlite'
-      ? new SqliteDialect({ database: new BetterSqlite3(location.path) })
-      : new PostgresDialect({ pool: new pg.Pool({ connectionString: location.url, max: 1 }) });
-  const db = new Kysely<any>({ dialect });
-  const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations(location.dialect) } }).migrateTo(version);
-  if (error) throw error;
-  return db;
-}
 
 /** A charity and the donations a donor's erasure left, as an old schema's tables hold them: each row's extra columns over an erased Gift Aid donation recorded `now`. */
 async function erasedDonations(old: Kysely<any>, now: string, rows: Record<string, Record<string, unknown>>): Promise<Record<string, number>> {

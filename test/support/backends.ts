@@ -6,8 +6,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { parseDatabaseUrl, type DatabaseLocation } from '../../src/config.js';
+import { migrations } from '../../src/store/migrations/index.js';
 
 export interface TestDatabase {
   /** For DATABASE_URL in a child process. */
@@ -104,3 +106,19 @@ const TEST_DATABASE_PREFIX = /^[a-z_][a-z0-9_]{0,30}$/.test(process.env.TEST_DAT
 
 export const BACKENDS: Backend[] = [sqlite, ...(TEST_DATABASE_URL ? [postgres(TEST_DATABASE_URL)] : [])];
 export const SQLITE = sqlite;
+
+/** The database as it stood at `version`, through Kysely alone: its connection, for the caller to use and destroy. */
+export async function migratedTo(database: TestDatabase, version: string): Promise<Kysely<any>> {
+  const location = database.location;
+  const dialect =
+    location.dialect === 'sqlite'
+      ? new SqliteDialect({ database: new BetterSqlite3(location.path) })
+      : new PostgresDialect({ pool: new pg.Pool({ connectionString: location.url, max: 1 }) });
+  const db = new Kysely<any>({ dialect });
+  const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations(location.dialect) } }).migrateTo(version);
+  if (error) {
+    await db.destroy();
+    throw error;
+  }
+  return db;
+}
