@@ -77,10 +77,8 @@ export function backupWritten(written: string, dumpsWritten: ReadonlySet<string>
   let dumpPaths: Set<string> | undefined;
   return (path) => {
     const header = headerOf(path);
-    if (header.toString('latin1', 0, 16) === 'SQLite format 3\0') {
-      const backup = sqliteBackup(header);
-      return backup !== undefined && database !== undefined && (backup.database === database || backup.database === 0);
-    }
+    const backup = sqliteBackup(header);
+    if (backup !== undefined) return database !== undefined && (backup.database === database || backup.database === 0);
     if (header.toString('latin1', 0, 5) !== 'PGDMP') return false;
     if (dumpsWritten.has(path)) return true;
     dumpPaths ??= new Set([...dumpsWritten].flatMap((p) => canonical(p) ?? []));

@@ -22,7 +22,7 @@ export interface MigrateOptions {
 }
 
 /** Applies every pending migration; safe to call from several processes at once. */
-export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], { sqliteWaitMs = SQLITE_MIGRATION_WAIT_MS, onWait }: MigrateOptions = {}): Promise<void> {
+export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['dialect'], { sqliteWaitMs = SQLITE_MIGRATION_WAIT_MS, onWait = () => {} }: MigrateOptions = {}): Promise<void> {
   if (await isUpToDate(db, dialect)) return;
   // Processes starting together take turns on a lock held by one transaction, which does the whole
   // run (its bookkeeping table, the withdrawn migrations undone, every pending migration): the
@@ -45,16 +45,16 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
       if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('almoner:migrate'))`.execute(trx);
       await migrateWithin(trx, dialect);
     });
-  // With onWait, the lock is first asked for with a short wait (a server's commit lasts a few milliseconds), so that a
-  // longer wait is said before it begins.
-  const waited = dialect === 'sqlite' ? await busyTimeout(db, onWait ? Math.min(QUIET_WAIT_MS, sqliteWaitMs) : sqliteWaitMs) : undefined;
+  // SQLite's lock is first asked for with a short wait (a server's commit lasts a few milliseconds), so that a longer
+  // wait is said (onWait) before it begins.
+  const waited = dialect === 'sqlite' ? await busyTimeout(db, Math.min(QUIET_WAIT_MS, sqliteWaitMs)) : undefined;
   try {
     try {
       await run();
     } catch (err) {
-      if (waited === undefined || !onWait || !lockedOut(err)) throw err;
+      if (waited === undefined || !lockedOut(err)) throw err;
       onWait(sqliteWaitMs);
-      await busyTimeout(db, sqliteWaitMs);
+      await setBusyTimeout(db, sqliteWaitMs);
       await run();
     }
   } catch (err) {
@@ -71,16 +71,18 @@ export async function migrate(db: Kysely<Database>, dialect: DatabaseLocation['d
     if (err instanceof ConfigError || (migration === undefined && isDatabaseUnavailable(err))) throw err;
     throw migrationFailed(err, migration);
   } finally {
-    if (waited !== undefined) await sql.raw(`pragma busy_timeout = ${waited}`).execute(db);
+    if (waited !== undefined) await setBusyTimeout(db, waited);
   }
 }
 
 /** SQLite: busy_timeout set to `waitMs`; the one it was. */
 async function busyTimeout(db: Kysely<Database>, waitMs: number): Promise<number> {
   const { rows } = await sql<{ timeout: number }>`pragma busy_timeout`.execute(db);
-  await sql.raw(`pragma busy_timeout = ${Math.round(waitMs)}`).execute(db);
+  await setBusyTimeout(db, waitMs);
   return Number(rows[0]?.timeout ?? 0);
 }
+
+const setBusyTimeout = (db: Kysely<Database>, waitMs: number) => sql.raw(`pragma busy_timeout = ${Math.round(waitMs)}`).execute(db);
 
 /** SQLite's write lock held by another process as the migrations' transaction began (before any migration ran). */
 const lockedOut = (err: unknown): boolean => (err as { migration?: string }).migration === undefined && isBusy(err);

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { ConfigError, DEFAULT_INSTANCE_REFRESH_MS, describeDatabase, type DatabaseLocation } from '../config.js';
 import { osUser } from './audit.js';
 import type { Database } from './schema.js';
-import { migrate, refuseServerEncoding, refuseServerWithoutPrivileges } from './migrate.js';
+import { migrate, refuseServerEncoding, refuseServerWithoutPrivileges, SQLITE_MIGRATION_WAIT_MS } from './migrate.js';
 import { keepInstance } from './instances.js';
 import { refuseMarkedConnection, refuseWhileRestoring, RESTORING_CODE } from './restoring.js';
 import { Store } from './store.js';
@@ -73,7 +73,7 @@ const PG_TIMEOUTS: PgTimeouts = { connectMs: 3000, queryMs: 5000 };
 
 export async function openStore(
   location: DatabaseLocation,
-  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs, migrationWaitMs, onMigrationWait = sayMigrationWait, instance }: StoreOptions = {},
+  { sqliteBusyTimeoutMs = 5000, clock, pgTimeouts = PG_TIMEOUTS, mustWrite = false, duringRestore = false, mustExist = false, walEmptiedWithinMs, migrationWaitMs = SQLITE_MIGRATION_WAIT_MS, onMigrationWait = sayMigrationWait, instance }: StoreOptions = {},
 ): Promise<Store> {
   let db: Kysely<Database>;
   let store: Store;
@@ -104,7 +104,7 @@ export async function openStore(
     }
     // Before a table is made in it: by the server, or by a command that would make the first ones (charity create, a restore).
     if (location.dialect === 'postgres' && (mustWrite || !(await hasTables()))) await refuseServerEncoding(db, location.dialect);
-    await migrate(db, location.dialect, { onWait: onMigrationWait, ...(migrationWaitMs !== undefined && { sqliteWaitMs: migrationWaitMs }) });
+    await migrate(db, location.dialect, { onWait: onMigrationWait, sqliteWaitMs: migrationWaitMs });
     if (mustWrite) await refuseServerWithoutPrivileges(db, location.dialect);
     if (instance && location.dialect === 'postgres') {
       const kept = await keepInstance(location.url, { everyMs: instance.everyMs, what: instance.what, optional: instance.optional, connectMs: pgTimeouts.connectMs, queryMs: pgTimeouts.queryMs, marked: (refusal) => (gate.refused = refusal?.message) });
