@@ -1,13 +1,12 @@
-// The server process: config -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
+// The server process: config -> store (opening while the app loads) -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import type { Server as HttpsServer } from 'node:https';
 import { setFlagsFromString } from 'node:v8';
 import { deadlinesOf } from './http/connections.js';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { ConfigError, DEFAULT_DATABASE_URL, describeDatabase, IN_MEMORY, parseDatabaseUrl, portTaken, type Config } from './config.js';
-import { buildApp } from './app.js';
 import { loggable } from './loggable.js';
 import { LOG_LINES_LOST, logOutput } from './log-output.js';
 import { openRedis, reportRedis, Throttle } from './http/throttle.js';
@@ -112,7 +111,16 @@ export async function serve(config: Config): Promise<void> {
   };
   // Under WORKERS: a connection the primary hands on that this worker has no descriptor for is dropped, not lost with the worker's place in the rotation (cluster/lost-connections.ts).
   if (worker !== undefined) (await import('./cluster/lost-connections.js')).answerForLostConnections();
-  const store = await openServerStore(config.database, { instanceRefreshMs: config.instanceRefreshMs });
+  // The HTTP stack (Fastify, the routes, their schemas) loads while the database opens: on
+  // PostgreSQL the opening's round trips (connect, encoding, migrations, privileges, the instance
+  // row) came after the loading, 60 to 90 ms of every start on the project's machine (issue 13).
+  const opening = openServerStore(config.database, { instanceRefreshMs: config.instanceRefreshMs });
+  opening.catch(() => {}); // awaited below: not an unhandled rejection meanwhile
+  const [{ buildApp }, { default: Fastify }] = await Promise.all([import('./app.js'), import('fastify')]).catch(async (err: unknown) => {
+    await opening.then((store) => store.close(), () => {});
+    throw err;
+  });
+  const store = await opening;
   // Under WORKERS on SQLite, one writer for all: the primary writes every worker's creates (cluster/creates.ts).
   const primaryWrites = worker !== undefined && config.database.dialect === 'sqlite';
   if (primaryWrites) store.writeCreatesThrough(new (await import('./cluster/creates.js')).CreatesByPrimary());
