@@ -15,10 +15,10 @@ export const GIFT_AID_RETENTION_YEARS = 7;
 export const ERASED_EMAIL = 'erased@erased.invalid';
 
 type Field = (typeof DONATION_FIELDS)[number];
-type Personal = Extract<Field, { readonly erasure: string }>;
+type Personal = Exclude<Field, { readonly erasure: 'none' }>;
 
 /** The personal fields, in the table's order. */
-export const PERSONAL_FIELDS = DONATION_FIELDS.filter((f): f is Personal => 'erasure' in f);
+export const PERSONAL_FIELDS = DONATION_FIELDS.filter((f): f is Personal => f.erasure !== 'none');
 
 type PersonalField = Personal['name'];
 
@@ -50,7 +50,7 @@ export interface Erasure {
   keptUntil: string | null;
 }
 
-type ErasableDonation = Pick<StoredDonation, 'gift_aid' | 'donation_date' | PersonalField> & Partial<Pick<StoredDonation, 'recorded_at'>>;
+export type ErasableDonation = Pick<StoredDonation, 'gift_aid' | 'donation_date' | PersonalField> & Partial<Pick<StoredDonation, 'recorded_at'>>;
 
 /**
  * The day a donation's retention counts from: its own day, but never more than a year after the UK

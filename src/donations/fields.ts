@@ -32,11 +32,14 @@ export interface FieldSpec {
   readonly description: string;
   readonly example: string;
   /**
-   * A donor's personal data, and what erasing it does (donations/erasure.ts): `now` goes at once;
-   * `gift-aid` is kept while HMRC may still ask about a gift-aided donation; `house` is cut down to
-   * the house name or number for that time. Fields without it are not personal data and stay.
+   * Whether the field is a donor's personal data, and what erasing it does (donations/erasure.ts):
+   * `now` goes at once; `gift-aid` is kept while HMRC may still ask about a gift-aided donation;
+   * `house` is cut down to the house name or number for that time; `none`, not personal data, stays.
+   * Said of every field, so that a new one is a choice: a personal field left without it was kept by
+   * `donor erase` and written in the log (server.ts blanks the personal fields), and nothing said so
+   * (a scratch field, 2026-12-01).
    */
-  readonly erasure?: 'now' | 'gift-aid' | 'house';
+  readonly erasure: 'now' | 'gift-aid' | 'house' | 'none';
   /**
    * In a form post, an empty value is no value: PHP and HTML send a blank input as an empty string
    * (Laravel's ConvertEmptyStringsToNull does the same). JSON keeps the field's own rules.
@@ -69,14 +72,14 @@ export const DONATION_FIELDS = [
   field('donor_city', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's town or city.", example: 'London', erasure: 'now' }),
   field('donor_postcode', 'text', { required: false, maxLength: TEXT_MAX, description: "Donor's postcode.", example: 'SW1A 1AA', erasure: 'gift-aid' }),
   field('donor_ip', 'ip', { required: false, maxLength: TEXT_MAX, description: "Donor's IPv4 or IPv6 address; an empty string is stored and returned as null.", example: '203.0.113.7', erasure: 'now' }),
-  field('gift_aid', 'yes_no', { required: true, description: 'Whether the donor made a Gift Aid declaration.', example: 'yes' }),
+  field('gift_aid', 'yes_no', { required: true, description: 'Whether the donor made a Gift Aid declaration.', example: 'yes', erasure: 'none' }),
   // At most 32 characters as text: leading zeros are allowed, and until 2026-11-29 without end (a review stored a 1 MB amount).
-  field('amount', 'amount', { required: true, maxLength: 32, description: `Amount in plain decimal notation, at most two decimals, from ${AMOUNT_MIN} to ${AMOUNT_MAX}; a string is echoed exactly as sent.`, example: '25.00' }),
-  field('payment_method', 'text', { required: false, maxLength: TEXT_MAX, description: 'How the donation was paid, for example `cash` or `card`.', example: 'cash', blankInFormIsAbsent: true }),
-  field('payment_confirmation_number', 'text', { required: false, maxLength: TEXT_MAX, description: "The payment provider's reference; returned as given.", example: 'PAY-123456' }),
-  field('donation_type', 'choice', { required: true, choices: ['one-time', 'recurring', 'renewal'], description: 'Kind of donation.', example: 'one-time' }),
-  field('donation_date', 'date', { required: false, description: 'Day of the donation as DD-MM-YYYY; returned as midnight UTC of that day. Omitted: the moment it was recorded.', example: '25-02-2021', blankInFormIsAbsent: true }),
-  field('zakat_donation', 'flag', { required: false, description: '`yes`/`no`, `true`/`false` (a string in any case, or a JSON boolean), `1`/`0`, or `on` (a checked HTML checkbox); returned as a boolean; omitted means false.', example: 'yes', blankInFormIsAbsent: true }),
+  field('amount', 'amount', { required: true, maxLength: 32, description: `Amount in plain decimal notation, at most two decimals, from ${AMOUNT_MIN} to ${AMOUNT_MAX}; a string is echoed exactly as sent.`, example: '25.00', erasure: 'none' }),
+  field('payment_method', 'text', { required: false, maxLength: TEXT_MAX, description: 'How the donation was paid, for example `cash` or `card`.', example: 'cash', blankInFormIsAbsent: true, erasure: 'none' }),
+  field('payment_confirmation_number', 'text', { required: false, maxLength: TEXT_MAX, description: "The payment provider's reference; returned as given.", example: 'PAY-123456', erasure: 'none' }),
+  field('donation_type', 'choice', { required: true, choices: ['one-time', 'recurring', 'renewal'], description: 'Kind of donation.', example: 'one-time', erasure: 'none' }),
+  field('donation_date', 'date', { required: false, description: 'Day of the donation as DD-MM-YYYY; returned as midnight UTC of that day. Omitted: the moment it was recorded.', example: '25-02-2021', blankInFormIsAbsent: true, erasure: 'none' }),
+  field('zakat_donation', 'flag', { required: false, description: '`yes`/`no`, `true`/`false` (a string in any case, or a JSON boolean), `1`/`0`, or `on` (a checked HTML checkbox); returned as a boolean; omitted means false.', example: 'yes', blankInFormIsAbsent: true, erasure: 'none' }),
 ] as const satisfies readonly FieldSpec[];
 
 type DonationField = (typeof DONATION_FIELDS)[number];

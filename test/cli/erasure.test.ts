@@ -14,6 +14,7 @@ import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
+import { erasable } from '../support/app.js';
 
 const SAM = {
   donor_first_name: 'Sam',
@@ -50,10 +51,10 @@ test('a gift-aided donation is kept until the same day seven years on: past six 
 
 test('a blank field is nothing kept: an erasure does not say it keeps a blank last name or postcode (it did)', () => {
   const d = { ...SAM, donor_email: 'sam@example.org', donor_last_name: '', donor_postcode: '', gift_aid: true, donation_date: '2026-01-02T00:00:00.000000Z' };
-  const erasure = erasureOf(d as Parameters<typeof erasureOf>[0], '2026-11-28');
+  const erasure = erasureOf(erasable(d), '2026-11-28');
   assert.deepEqual(erasure.kept, ['donor_first_name', 'donor_address']);
   assert.equal(erasure.keptUntil, '2033-01-02');
-  const blankOnly = erasureOf({ ...d, donor_first_name: '', donor_address: '' } as Parameters<typeof erasureOf>[0], '2026-11-28');
+  const blankOnly = erasureOf(erasable({ ...d, donor_first_name: '', donor_address: '' }), '2026-11-28');
   assert.deepEqual([blankOnly.kept, blankOnly.keptUntil], [[], null]);
 });
 
@@ -68,7 +69,7 @@ test('an erasure keeps the house alone, not the street and village run on after 
     ['12 High Street, Flat 3', 'Flat 3, 12'],
   ]) {
     const d = { ...SAM, donor_email: 'sam@example.org', donor_address: address, gift_aid: true, donation_date: '2026-01-02T00:00:00.000000Z' };
-    assert.equal(erasureOf(d as Parameters<typeof erasureOf>[0], '2026-11-28').set.donor_address, kept, address);
+    assert.equal(erasureOf(erasable(d), '2026-11-28').set.donor_address, kept, address);
   }
 });
 
