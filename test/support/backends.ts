@@ -108,7 +108,7 @@ export const BACKENDS: Backend[] = [sqlite, ...(TEST_DATABASE_URL ? [postgres(TE
 export const SQLITE = sqlite;
 
 /** The database as it stood at `version`, through Kysely alone: its connection, for the caller to use and destroy. */
-export async function migratedTo(database: TestDatabase, version: string): Promise<Kysely<any>> {
+export async function migratedTo(database: Pick<TestDatabase, 'location'>, version: string): Promise<Kysely<any>> {
   const location = database.location;
   const dialect =
     location.dialect === 'sqlite'
