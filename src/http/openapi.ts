@@ -15,7 +15,7 @@ import {
   VALIDATION_ERROR_SCHEMA,
 } from '../donations/schema.js';
 import { ANOTHER_SITE_MESSAGE, SCRIPT_WWW_AUTHENTICATE, WWW_AUTHENTICATE } from './auth.js';
-import { MAX_HEADER_LINES, NOT_A_MEDIA_TYPE } from './errors.js';
+import { MAX_HEADER_LINES_TEXT, NOT_A_MEDIA_TYPE } from './errors.js';
 import { codeSamples } from './code-samples.js';
 import { BLANK_IS_ABSENT, BODY_LIMIT_TEXT, TOO_LARGE_MESSAGE } from './body.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY } from './idempotency.js';
@@ -312,7 +312,7 @@ first answer again (with \`Idempotent-Replayed: true\`) instead of a second dona
           'Only "Expect: 100-continue" is supported: send the request without this Expect header.',
         ),
         HeadersTooLarge: {
-          description: `The request's headers are larger than the server takes (16 KiB), or more than ${MAX_HEADER_LINES.toLocaleString('en-GB')} lines; the connection is closed. Over 16 KiB, it is sent before the request is read, so without an X-Request-Id.`,
+          description: `The request's headers are larger than the server takes (16 KiB), or more than ${MAX_HEADER_LINES_TEXT} lines; the connection is closed. Over 16 KiB, it is sent before the request is read, so without an X-Request-Id.`,
           headers: { 'X-Request-Id': { description: 'Identifies the request in the logs; absent on the 431 for headers over 16 KiB, sent before the request was read.', schema: { type: 'string' } } },
           content: json(ref('schemas', 'Error'), { message: 'The request headers are too large.' }),
         },
