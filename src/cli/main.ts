@@ -43,31 +43,26 @@ program
     }
   });
 
-// The other commands' modules (backups, Gift Aid claims, CSV, zip: about 150 kB of code) load only
-// when the command is not `serve`: a server's start needs none of them (15 to 20 ms of it on a slow
-// machine, docs/performance.md).
+// Each command's module loads only when it is the one run (or when the command is not known: help,
+// a typo's suggestions), so `serve` loads none of them (backups, Gift Aid claims, CSV, zip: about
+// 150 kB of code, 15 to 20 ms of a start on a slow machine), and `charity list` only its own (about
+// 20 ms of its 260). docs/performance.md has the measurements.
 if (process.argv[2] !== 'serve') {
-  const [charity, donations, giftaid, donor, retention, backup, audit] = await Promise.all([
-    import('./charity.js'),
-    import('./donations.js'),
-    import('./giftaid.js'),
-    import('./donor.js'),
-    import('./retention.js'),
-    import('./backup.js'),
-    import('./audit.js'),
-  ]);
-  for (const command of [
-    charity.charityCommand(),
-    donations.donationsCommand(),
-    giftaid.giftaidCommand(),
-    donor.donorCommand(),
-    retention.retentionCommand(),
-    backup.backupCommand(),
-    backup.restoreCommand(),
-    backup.keepReplacedCommand(),
-    audit.auditCommand(),
-  ])
-    program.addCommand(command);
+  // In the order `almoner --help` lists them.
+  const COMMANDS: Record<string, () => Promise<Command[]>> = {
+    charity: async () => [(await import('./charity.js')).charityCommand()],
+    donations: async () => [(await import('./donations.js')).donationsCommand()],
+    giftaid: async () => [(await import('./giftaid.js')).giftaidCommand()],
+    donor: async () => [(await import('./donor.js')).donorCommand()],
+    retention: async () => [(await import('./retention.js')).retentionCommand()],
+    backup: async () => [(await import('./backup.js')).backupCommand()],
+    restore: async () => [(await import('./backup.js')).restoreCommand()],
+    'keep-replaced': async () => [(await import('./backup.js')).keepReplacedCommand()],
+    audit: async () => [(await import('./audit.js')).auditCommand()],
+  };
+  const named = COMMANDS[process.argv[2] ?? ''];
+  const commands = named ? await named() : (await Promise.all(Object.values(COMMANDS).map((load) => load()))).flat();
+  for (const command of commands) program.addCommand(command);
 }
 
 // Its name (`giftaid claim`), for the row a command keeps on PostgreSQL while it runs (io.ts, withStoreAt).

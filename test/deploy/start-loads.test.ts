@@ -1,7 +1,9 @@
 // What a server's start loads and runs, read from the build (dist/, which `npm test` builds first):
 // a start is spent loading and running modules (docs/performance.md, start-up), so `serve` loads
 // none of the other commands' modules, and a module the server loads asks nothing of ICU as it
-// loads (its first use loads ICU's locale data: 22 ms of every start on a slow machine).
+// loads (its first use loads ICU's locale data: 22 ms of every start on a slow machine). Each other
+// command loads its own module only, found by its name: every name is listed by `almoner --help`
+// and reaches its command.
 //
 // Checked: with the commands imported statically again in src/cli/main.ts, the first test fails
 // (src/cli/backup.ts and the rest reached); with `toLocaleString('en-GB')` back in errors.ts's
@@ -11,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { almoner } from '../support/cli.js';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -61,4 +64,17 @@ test('loading the server asks nothing of ICU (Intl) at load', () => {
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(run.status, 0, run.stderr);
   assert.deepEqual(JSON.parse(run.stdout), []);
+});
+
+test('every command is listed by `almoner --help`, and reaches its own command by its name (src/cli/main.ts loads its module alone)', async () => {
+  const names = ['serve', 'charity', 'donations', 'giftaid', 'donor', 'retention', 'backup', 'restore', 'keep-replaced', 'audit'];
+  const help = await almoner('sqlite::memory:', ['--help']);
+  assert.equal(help.code, 0, help.stderr);
+  const listed = [...help.stdout.matchAll(/^  ([a-z-]+)(?: \[options\]| <|\s)/gm)].map((m) => m[1]);
+  assert.deepEqual(listed.filter((name) => name !== 'help'), names);
+  const runs = await Promise.all(names.map((name) => almoner('sqlite::memory:', [name, '--help'])));
+  runs.forEach((run, i) => {
+    assert.equal(run.code, 0, `${names[i]} --help: ${run.stderr}`);
+    assert.match(run.stdout, new RegExp(`^Usage: almoner ${names[i]} `, 'm'));
+  });
 });
