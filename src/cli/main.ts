@@ -49,19 +49,20 @@ program
 // 20 ms of its 260). docs/performance.md has the measurements.
 if (process.argv[2] !== 'serve') {
   // In the order `almoner --help` lists them.
-  const COMMANDS: Record<string, () => Promise<Command[]>> = {
-    charity: async () => [(await import('./charity.js')).charityCommand()],
-    donations: async () => [(await import('./donations.js')).donationsCommand()],
-    giftaid: async () => [(await import('./giftaid.js')).giftaidCommand()],
-    donor: async () => [(await import('./donor.js')).donorCommand()],
-    retention: async () => [(await import('./retention.js')).retentionCommand()],
-    backup: async () => [(await import('./backup.js')).backupCommand()],
-    restore: async () => [(await import('./backup.js')).restoreCommand()],
-    'keep-replaced': async () => [(await import('./backup.js')).keepReplacedCommand()],
-    audit: async () => [(await import('./audit.js')).auditCommand()],
-  };
-  const named = COMMANDS[process.argv[2] ?? ''];
-  const commands = named ? await named() : (await Promise.all(Object.values(COMMANDS).map((load) => load()))).flat();
+  const COMMANDS = new Map<string, () => Promise<Command[]>>([
+    ['charity', async () => [(await import('./charity.js')).charityCommand()]],
+    ['donations', async () => [(await import('./donations.js')).donationsCommand()]],
+    ['giftaid', async () => [(await import('./giftaid.js')).giftaidCommand()]],
+    ['donor', async () => [(await import('./donor.js')).donorCommand()]],
+    ['retention', async () => [(await import('./retention.js')).retentionCommand()]],
+    ['backup', async () => [(await import('./backup.js')).backupCommand()]],
+    ['restore', async () => [(await import('./backup.js')).restoreCommand()]],
+    ['keep-replaced', async () => [(await import('./backup.js')).keepReplacedCommand()]],
+    ['audit', async () => [(await import('./audit.js')).auditCommand()]],
+  ]);
+  // A Map, not an object: `almoner constructor` is an unknown command, not Object's own property.
+  const named = COMMANDS.get(process.argv[2] ?? '');
+  const commands = named ? await named() : (await Promise.all([...COMMANDS.values()].map((load) => load()))).flat();
   for (const command of commands) program.addCommand(command);
 }
 

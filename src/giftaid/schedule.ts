@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import type { StoredDonation } from '../donations/donation.js';
 import { isRealDate, ukDay } from '../time.js';
+import { groupThousands } from '../numbers.js';
 import type { Twin } from './twins.js';
 
 /** The columns of needs-attention.csv: enough to find the donation and the donor, and the reasons. */
@@ -1388,7 +1389,7 @@ export function formatPounds(minor: number): string {
 /** Pence as £1,234.56, for people (the schedule's donation rows carry no currency sign). */
 export function pounds(minor: number): string {
   const [whole, pence] = formatPounds(minor).split('.');
-  return `£${whole!.replace(/\B(?=(\d{3})+$)/g, ',')}.${pence}`;
+  return `£${groupThousands(whole!)}.${pence}`;
 }
 
 export function chunk<T>(items: readonly T[], size: number): T[][] {

@@ -7,6 +7,7 @@ import { loggable } from '../loggable.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { discardBody, TOO_LARGE_MESSAGE } from './body.js';
 import { monotonicClock, type Clock } from '../time.js';
+import { groupThousands } from '../numbers.js';
 
 /** An error whose message is meant for the client. */
 export class HttpError extends Error {
@@ -287,8 +288,8 @@ export function checkHeaders(request: FastifyRequest, reply: FastifyReply, done:
 
 /** The header lines Node keeps in a request's `headers` (its maxHeadersCount of 2,000 fields, halved: a line is a name and a value). */
 export const MAX_HEADER_LINES = 1000;
-/** "1,000": its digits grouped by hand, as toLocaleString here would load ICU's locale data at every start (22 ms on a slow machine). */
-export const MAX_HEADER_LINES_TEXT = String(MAX_HEADER_LINES).replace(/\B(?=(\d{3})+$)/g, ',');
+/** "1,000", without toLocaleString: see numbers.ts. */
+export const MAX_HEADER_LINES_TEXT = groupThousands(String(MAX_HEADER_LINES));
 export const TOO_MANY_HEADER_LINES = `The request has more than ${MAX_HEADER_LINES_TEXT} header lines.`;
 
 /**

@@ -13,8 +13,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { almoner } from '../support/cli.js';
 import { fileURLToPath } from 'node:url';
+import { almoner } from '../support/cli.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -77,4 +77,12 @@ test('every command is listed by `almoner --help`, and reaches its own command b
     assert.equal(run.code, 0, `${names[i]} --help: ${run.stderr}`);
     assert.match(run.stdout, new RegExp(`^Usage: almoner ${names[i]} `, 'm'));
   });
+});
+
+test("a name that is no command is refused as unknown, whatever the name (`constructor` is an object's own property)", async () => {
+  for (const name of ['constructor', 'toString', 'nonesuch']) {
+    const run = await almoner('sqlite::memory:', [name]);
+    assert.equal(run.code, 2, `${name}: ${run.stderr}`);
+    assert.match(run.stderr, new RegExp(`unknown command '${name}'`));
+  }
 });
