@@ -29,7 +29,7 @@ import { childEnv, until } from './cli.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The README's production install, run exactly (and named in prepare's and bin/almoner's messages). */
-export const PRODUCTION_INSTALL = 'npm ci --include=dev && npm prune --omit=dev';
+const PRODUCTION_INSTALL = 'npm ci --include=dev && npm prune --omit=dev';
 /** The install compiles better-sqlite3: a minute or two, many more on a loaded machine. */
 const INSTALL_TIMEOUT = 20 * 60_000;
 
@@ -130,6 +130,7 @@ export interface OtherNode {
  * registry, not nodejs.org, as it is the one this project's machines reach; npm's cache serves it again.
  */
 async function nodeFromRegistry(major: number, into: string): Promise<string> {
+  mkdirSync(into, { recursive: true });
   const name = `node-linux-${process.arch}@${major}`;
   const packed = await shell(`npm pack ${name} --pack-destination .`, into, {});
   assert.equal(packed.code, 0, `npm pack ${name}:\n${packed.output.slice(-3000)}`);
@@ -163,7 +164,7 @@ export function describeProductionInstall(other?: OtherNode): void {
       productionDir = join(work, 'production');
       copyCheckout(productionDir);
       const nodeReady = other
-        ? nodeFromRegistry(other.major, (mkdirSync(join(work, 'node'), { recursive: true }), join(work, 'node'))).then((dir) => {
+        ? nodeFromRegistry(other.major, join(work, 'node')).then((dir) => {
             nodeEnv = { PATH: `${join(dir, 'bin')}:${process.env.PATH}`, npm_config_nodedir: dir };
             nodeBin = join(dir, 'bin', 'node');
           })
