@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// npm test: every test file under test/, through Node's test runner (TypeScript via tsx).
+// npm test: every test file under test/, through Node's test runner, compiled to JavaScript first.
 // The PostgreSQL half runs when TEST_DATABASE_URL names a server, the browser test when Chromium is
 // installed, the spreadsheet check when LibreOffice is, the nginx test when nginx is; this says so either way.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 
 function testFiles(dir) {
   return readdirSync(dir, { withFileTypes: true })
@@ -39,7 +41,41 @@ if (!existsSync(nginx) && !process.env.CI) {
   console.log(`nginx: SKIPPED, there is none at ${nginx}; deploy/nginx.conf is not tested in front of the server. Install it (apt-get install -y nginx) or set NGINX_PATH.`);
 }
 
-const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test');
+// The test files run as JavaScript, compiled from src/, test/ and bench/ into .test-build/ (same
+// paths, `.ts` to `.js`, with inline source maps so failures point at the TypeScript). Loaded through
+// tsx instead, each test file's process spent about 2 s of CPU more, most of it in Node 20's module
+// hooks passing each of its ~1,300 imports (Kysely alone is 262 modules) to tsx's thread and back:
+// about a fifth of the suite (docs/performance.md, the test suite's wall time). Everything else in
+// the folder is a link to the project's own (each `.ts` beside its `.js`, bin/, dist/, package.json,
+// ...), so a test finds the project's files by the same relative paths from either copy, and a child
+// started with `--import tsx` on a `.ts` file still runs the source. esbuild only strips the types:
+// `npm run typecheck`, before this in `npm test`, checks them.
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const OUT = join(ROOT, '.test-build');
+const COMPILED = ['src', 'test', 'bench'];
+rmSync(OUT, { recursive: true, force: true });
+mkdirSync(OUT);
+const sources = [];
+function mirror(dir) {
+  mkdirSync(join(OUT, dir), { recursive: true });
+  for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) mirror(path);
+    else {
+      symlinkSync(relative(join(OUT, dir), join(ROOT, path)), join(OUT, path));
+      if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) sources.push(path);
+    }
+  }
+}
+for (const e of readdirSync(ROOT, { withFileTypes: true })) {
+  if (COMPILED.includes(e.name)) mirror(e.name);
+  else if (!['.git', '.test-build', 'node_modules'].includes(e.name)) symlinkSync(join('..', e.name), join(OUT, e.name));
+}
+await build({ absWorkingDir: ROOT, entryPoints: sources, outbase: '.', outdir: OUT, format: 'esm', platform: 'node', target: 'node20', sourcemap: 'inline', logLevel: 'warning' });
+
+// Named files (test/x.test.ts) run from the compiled copy too.
+const compiled = (file) => join(OUT, relative(ROOT, resolve(file)).replace(/\.ts$/, '.js'));
+const files = (process.argv.length > 2 ? process.argv.slice(2) : testFiles(join(ROOT, 'test'))).map(compiled);
 // A test that hangs fails after 10 minutes. The limit applies to each test file as a whole too, and
 // the production install's file (it compiles better-sqlite3) took 188 s in one CI run and more than
 // 240 s in the next, with the machine at a third of its speed (2026-11-25), where 4 minutes failed it.
@@ -50,7 +86,7 @@ const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test'
 // stopped and fails, saying so.
 const RUN_LIMIT_MINUTES = Number(process.env.TEST_RUN_LIMIT_MINUTES) || 30;
 // In a process group of its own, so that stopping it stops the test files it runs too.
-const run = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=600000', ...files], { stdio: 'inherit', detached: true });
+const run = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=2', '--test-timeout=600000', ...files], { stdio: 'inherit', detached: true });
 const stop = (signal) => {
   try {
     process.kill(-run.pid, signal);

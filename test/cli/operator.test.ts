@@ -6,15 +6,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, until, type Run } from '../support/cli.js';
 import { ServerProcess } from '../support/server.js';
-
-const PROJECT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT as PROJECT } from '../support/root.js';
 
 const sqlitePath = (url: string) => (parseDatabaseUrl(url) as { path: string }).path;
 function rawSqlite(url: string, statement: string): void {

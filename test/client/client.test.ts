@@ -29,8 +29,8 @@ import { EXAMPLE_DONATION, EXAMPLE_RECORD, RECORD_KEYS, TIMESTAMP, startTestApp,
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { rejection, urlOf } from '../support/client.js';
 import { watchConformance } from '../support/openapi.js';
+import { ROOT } from '../support/root.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 for (const backend of BACKENDS) {

@@ -15,11 +15,9 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { tempDir } from '../support/backends.js';
 import { assertBuilt, childEnv, until } from '../support/cli.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { ROOT } from '../support/root.js';
 
 /** A process's group and state from /proc/PID/stat, or undefined once it is gone. */
 function procStat(pid: number): { pgrp: number; state: string } | undefined {

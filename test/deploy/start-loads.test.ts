@@ -13,10 +13,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { almoner } from '../support/cli.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { ROOT } from '../support/root.js';
 
 interface Meta {
   outputs: Record<string, { inputs: Record<string, unknown>; imports: Array<{ path: string; kind: string; external?: boolean }> }>;

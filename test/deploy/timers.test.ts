@@ -7,12 +7,11 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { BACKENDS, TEST_DATABASE_URL, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
+import { ROOT } from '../support/root.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const unit = (name: string) => readFileSync(join(ROOT, 'deploy', name), 'utf8');
 /** A unit's settings (comments left out), each key with its values in order. */
 function settings(text: string): Map<string, string[]> {
@@ -60,7 +59,7 @@ test("almoner.service starts once the network is online: a HOST not yet configur
 /** The unit's ExecStartPre and ExecStart lines, as the shell commands systemd would run, here, with `state` for /var/lib/almoner. */
 const commands = (name: string, state: string) =>
   [...(settings(unit(name)).get('ExecStartPre') ?? []), ...settings(unit(name)).get('ExecStart')!].map((line) =>
-    line.replaceAll('%%', '%').replaceAll('$$', '$').replaceAll('/usr/bin/node', process.execPath).replaceAll('/opt/almoner/', ROOT).replaceAll('/var/lib/almoner', state),
+    line.replaceAll('%%', '%').replaceAll('$$', '$').replaceAll('/usr/bin/node', process.execPath).replaceAll('/opt/almoner/', `${ROOT}/`).replaceAll('/var/lib/almoner', state),
   );
 
 test("each service's command, run as systemd runs it, does its job: a checked backup under a new name; a retention run", async () => {

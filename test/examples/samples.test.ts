@@ -10,13 +10,12 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { basename, join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { codeSampleFiles, EXAMPLES_DIR, type OperationId } from '../../src/http/code-samples.js';
 import { EXAMPLE_RECORD, startTestApp, type TestContext } from '../support/app.js';
 import { tempDir } from '../support/backends.js';
+import { ROOT } from '../support/root.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const EXAMPLES = EXAMPLES_DIR;
 const PHP = process.env.PHP_PATH ?? '/usr/bin/php';
 const PYTHON = process.env.PYTHON_PATH ?? '/usr/bin/python3'; // not the first python3 on PATH, which may lack requests

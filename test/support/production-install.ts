@@ -22,12 +22,11 @@ import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSy
 import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { basic } from './app.js';
 import { BACKENDS, tempDir, type TestDatabase } from './backends.js';
 import { childEnv, until } from './cli.js';
+import { ROOT } from './root.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The README's production install, run exactly (and named in prepare's and bin/almoner's messages). */
 const PRODUCTION_INSTALL = 'npm ci --include=dev && npm prune --omit=dev';
 /** The install compiles better-sqlite3: a minute or two, many more on a loaded machine. */
