@@ -44,8 +44,9 @@ if (!existsSync(nginx) && !process.env.CI) {
 // The test files run as JavaScript, compiled from src/, test/ and bench/ into .test-build/ (same
 // paths, `.ts` to `.js`, with inline source maps so failures point at the TypeScript). Loaded through
 // tsx instead, each test file's process spent about 2 s of CPU more, most of it in Node 20's module
-// hooks passing each of its ~1,300 imports (Kysely alone is 262 modules) to tsx's thread and back:
-// about a fifth of the suite (docs/performance.md, the test suite's wall time). Everything else in
+// hooks passing each of its ~1,300 module resolutions and loads (Kysely alone is 262 modules) to
+// tsx's thread and back: about a sixth of the suite's CPU (docs/performance.md, the test suite's
+// wall time). Node's own resolution finds node_modules/ above the folder. Everything else in
 // the folder is a link to the project's own (each `.ts` beside its `.js`, bin/, dist/, package.json,
 // ...), so a test finds the project's files by the same relative paths from either copy, and a child
 // started with `--import tsx` on a `.ts` file still runs the source. esbuild only strips the types:
