@@ -82,10 +82,11 @@ export function giftaidCommand(): Command {
       await withStore(async (store) => {
         const charity = await findCharity(store, opts.charity);
         if (!opts.checkedSinceBackup) await refuseAfterBlindRestore(store);
-        // Nowhere near another claim's files, a rejected one's above all; looked at before the folder is made, so a refusal
-        // leaves nothing behind (until 2026-11-30 it left the folder it had made, empty; a README audit).
-        await refuseOtherClaims(dir);
-        refuseSharedOut(dir, opts.out); // before the folder is made: a refused one leaves nothing behind
+        // Both before the folder is made, so a refusal leaves nothing behind (until 2026-11-30 it left the folder it had made,
+        // empty; a README audit). A folder others can write to first: --out /tmp was refused for the claims other runs had left
+        // in its folders, a long list that did not say why /tmp itself will not do (a README walkthrough, 2026-12-02).
+        refuseSharedOut(dir, opts.out);
+        await refuseOtherClaims(dir); // nowhere near another claim's files, a rejected one's above all
         await makeFolder(dir, opts.out); // before the claim is recorded: its files must have somewhere to go
         // Held until the command ends: another claim into this folder at the same time (overlapping timers, a script run
         // again) looked, found it empty, recorded its claim and was refused its files (until 2026-11-30; a review).
@@ -258,11 +259,11 @@ export function giftaidCommand(): Command {
           throw new UsageError(`--resend is for a submitted claim, one of whose files HMRC refused; claim ${id} is ${claim.status}${claim.status === 'prepared' ? ': its files are written for HMRC without it' : ''}.`);
         }
         const charity = await findCharity(store, claim.charity);
+        refuseSharedOut(dir, opts.out); // first, as giftaid claim does
         await refuseOtherClaims(dir); // its own schedule there is refused too (writeNewFiles), as another claim's; before the folder is made
         // Recorded before the files are written, as an export is: donors' names and addresses are taken out.
         const audit = () => store.audit({ action: 'giftaid files', target: `claim ${id}`, summary: { status: claim.status, donations: claim.donation_count, ...(opts.resend && { resend: true }) } });
         const spreadsheets = await claimSpreadsheets(store, claim, charity.name, { resend: opts.resend === true });
-        refuseSharedOut(dir, opts.out);
         await makeFolder(dir, opts.out); // once the files can be made: a claim short of its rows, refused, leaves no folder (it did until 2026-11-30)
         await holdFolder(dir, opts.out); // not while a claim writes there (holdFolder)
         const files = (await writeNewFiles(dir, spreadsheets, { family: CLAIM_SCHEDULE, beforeWriting: audit })).map((name) => join(opts.out, name));

@@ -8,7 +8,7 @@
 // back (not tried here). Such a folder is now refused, as backup's is
 // (refuseSharedFolder), nothing recorded; and a lock that is a link is refused in a folder of one's own.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { recordGiftAided } from '../support/app.js';
@@ -21,7 +21,8 @@ test('giftaid claim and files refuse an --out folder others can write to, and a 
   try {
     const { id, username } = await operator(database, SQLITE.name).charity('Linkedlock');
     await recordGiftAided(database.url, id, [{ donor_email: 'jane@example.org', donor_postcode: 'SW1A 1AA' }], 30);
-    const first = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', join(tempDir(), 'first'), '--json']);
+    const firstOut = join(tempDir(), 'first');
+    const first = await almoner(database.url, ['giftaid', 'claim', '--charity', username, '--out', firstOut, '--json']);
     assert.equal(first.code, 0, first.stderr);
     const { claim: firstClaim } = JSON.parse(first.stdout) as { claim: number };
     await recordGiftAided(database.url, id, [{ donor_email: 'ann@example.org', donor_postcode: 'SW1A 1AA' }], 20);
@@ -48,6 +49,20 @@ test('giftaid claim and files refuse an --out folder others can write to, and a 
       }
       assert.deepEqual(await claims(), [firstClaim], `${mode.toString(8)}: nothing claimed`);
     }
+
+    // A folder like /tmp, sticky and open to all, with other runs' claims in its folders: refused for what it is, not with a
+    // list of those schedules, which did not say why the folder itself will not do (a README walkthrough, 2026-12-02).
+    const likeTmp = join(tempDir(), 'like-tmp');
+    mkdirSync(join(likeTmp, 'another-run'), { recursive: true });
+    copyFileSync(join(firstOut, `claim-${firstClaim}-1.ods`), join(likeTmp, 'another-run', `claim-${firstClaim}-1.ods`));
+    chmodSync(likeTmp, 0o1777);
+    for (const command of [['giftaid', 'claim', '--charity', username, '--out', likeTmp], ['giftaid', 'files', String(firstClaim), '--out', likeTmp]]) {
+      const refused = await almoner(database.url, command);
+      assert.equal(refused.code, 2, `${command[1]}: ${refused.code} ${refused.stderr}`);
+      assert.match(refused.stderr, /--out .*like-tmp cannot be used: the folder .*like-tmp can be written by other users \(mode 1777\)/, command[1]);
+      assert.doesNotMatch(refused.stderr, /already holds/, command[1]);
+    }
+    assert.deepEqual(await claims(), [firstClaim], 'nothing claimed');
 
     // A folder of this user's alone, as before: claimed, and only the schedule left in it.
     const own = join(tempDir(), 'own');
