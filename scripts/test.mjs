@@ -84,8 +84,10 @@ const files = (process.argv.length > 2 ? process.argv.slice(2) : testFiles(join(
 // with it, a test file's last results can be lost on their way to the runner, which then reports
 // fewer tests than ran and still passes (nodejs/node#64833; seen here: 910 of 917). Instead, a run
 // that outlives RUN_LIMIT_MINUTES (a test file that left a socket or timer open never exits) is
-// stopped and fails, saying so.
-const RUN_LIMIT_MINUTES = Number(process.env.TEST_RUN_LIMIT_MINUTES) || 30;
+// stopped and fails, saying so. 60: the whole suite took 18 minutes on a slow machine (2026-12-02),
+// where 30 left room for one 1.7 times slower, and machines four times slower have been seen; CI
+// itself gives up at 90.
+const RUN_LIMIT_MINUTES = Number(process.env.TEST_RUN_LIMIT_MINUTES) || 60;
 // In a process group of its own, so that stopping it stops the test files it runs too.
 const run = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=2', '--test-timeout=600000', ...files], { stdio: 'inherit', detached: true });
 const stop = (signal) => {
