@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { ukDay } from '../time.js';
 import { ConfigError, describeDatabase, parseDatabaseUrl, readPostgresUrl, type DatabaseLocation } from '../config.js';
 import { charitiesChangedIn, charityChangesAfter, claimsUnsettledBy, type CharityChange, continuesFrom, entryKey, restoredTrail, erasuresAfter, heldBy, osUser, toAuditRecord, type AuditAction, type AuditEntry, type AuditRecord, type ErasuresSince } from '../store/audit.js';
+import { refuseEncoding, SERVER_ENCODING_QUERY, type ServerEncoding } from '../store/migrate.js';
 import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
 import { columnsSetBy, type CredentialColumn, OLD_PASSWORD_LEFT, type Store } from '../store/store.js';
@@ -629,6 +630,9 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
   // One session for the whole restore, holding the restore's lock (restoring.ts): a keep-replaced
   // does not take its mark away while it runs.
   await withPostgres(location.url, async (client) => {
+    // A database the server would refuse, before anything is marked or replaced: until 2026-12-02 (an operator's walkthrough
+    // of the README) a restore into one in LATIN1 made Almoner's tables there, and serve then refused it.
+    refuseEncoding((await client.query<ServerEncoding>(SERVER_ENCODING_QUERY)).rows[0]!);
     await lockRestore(client);
     const here = await almonerSchema(client, made, file);
     // The backup's schema first, read from the file: pg_restore --clean drops and makes again only

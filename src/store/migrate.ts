@@ -237,8 +237,19 @@ export async function refuseServerWithoutPrivileges(db: Kysely<Database>, dialec
  */
 export async function refuseServerEncoding(db: Kysely<Database>, dialect: DatabaseLocation['dialect']): Promise<void> {
   if (dialect !== 'postgres') return;
-  const { rows } = await sql<{ encoding: string; database: string }>`select current_setting('server_encoding') as encoding, current_database() as database`.execute(db);
-  const { encoding, database } = rows[0]!;
+  const { rows } = await sql.raw<ServerEncoding>(SERVER_ENCODING_QUERY).execute(db);
+  refuseEncoding(rows[0]!);
+}
+
+/** The database's encoding and name, as refuseEncoding reads them: a statement for any PostgreSQL client (a restore's is pg's own). */
+export const SERVER_ENCODING_QUERY = "select current_setting('server_encoding') as encoding, current_database() as database";
+export interface ServerEncoding {
+  encoding: string;
+  database: string;
+}
+
+/** Refuses (a ConfigError, exit 2) a database whose encoding cannot hold every donor's name: any but UTF8 and SQL_ASCII. */
+export function refuseEncoding({ encoding, database }: ServerEncoding): void {
   if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return;
   throw new ConfigError(
     `the database ${database} is encoded in ${encoding}, which cannot hold every donor's name (a Łukasz, a 李, an emoji): give Almoner a database in UTF8 ` +

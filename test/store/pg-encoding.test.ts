@@ -6,9 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openServerStore, openStore } from '../../src/store/open.js';
-import { queryPostgres, TEST_DATABASE_URL } from '../support/backends.js';
+import { queryPostgres, tempDir, TEST_DATABASE_URL } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
 describe('a PostgreSQL database not in UTF-8', { skip: !TEST_DATABASE_URL && 'PostgreSQL only (TEST_DATABASE_URL)' }, () => {
@@ -51,6 +53,23 @@ describe('a PostgreSQL database not in UTF-8', { skip: !TEST_DATABASE_URL && 'Po
     }
     const tables = await queryPostgres<{ n: number }>(url, `select count(*)::int as n from information_schema.tables where table_schema = 'public'`);
     assert.equal(tables[0]!.n, 0, 'nothing was made in it');
+  });
+
+  // An operator's walkthrough of the README (2026-12-02): a restore into a LATIN1 database made Almoner's tables and
+  // rows there, exit 0, and serve then refused the database it had made.
+  test('LATIN1: a restore into it is refused too (exit 2), before anything is marked or made', async () => {
+    assertBuilt();
+    const source = await database('UTF8');
+    const made = await almoner(source, ['charity', 'create', '--name', 'Łukasz Trust', '--email', 'info@example.org', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const dump = join(tempDir(), 'backup.dump');
+    execFileSync('pg_dump', ['--format=custom', `--file=${dump}`, source]);
+    const url = await database('LATIN1');
+    const restored = await almoner(url, ['restore', dump]);
+    assert.equal(restored.code, 2, restored.stderr + restored.stdout);
+    assert.match(restored.stderr, /is encoded in LATIN1, which cannot hold every donor's name .* give Almoner a database in UTF8/);
+    const tables = await queryPostgres<{ n: number }>(url, `select count(*)::int as n from information_schema.tables where table_schema not in ('pg_catalog', 'information_schema')`);
+    assert.equal(tables[0]!.n, 0, 'nothing was made in it, not even the restore\'s mark');
   });
 
   test('LATIN1 holding Almoner\'s tables already (made before 2026-11-30): the commands that take data out still open it', async () => {
