@@ -61,6 +61,9 @@ export async function openRedis(url: string, { commandTimeoutMs = REDIS_COMMAND_
 /** Each client openRedis made, and how long its limiters' commands may take (its commandTimeoutMs). */
 const ANSWER_WITHIN = new WeakMap<Redis, number>();
 
+/** What the log says of a Redis that does not answer in time, whoever waited for it. */
+const SILENT = 'Redis did not answer in time';
+
 /** A Redis command not answered in time: the in-memory counters answer for it. */
 class RedisSilent extends Error {}
 
@@ -71,7 +74,7 @@ class RedisSilent extends Error {}
 function answered<T>(asked: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const timer = setDeadline(() => settled || reject(new RedisSilent('Redis did not answer in time')), ms);
+    const timer = setDeadline(() => settled || reject(new RedisSilent(SILENT)), ms);
     const settle = () => {
       settled = true;
       clearTimeout(timer);
@@ -101,8 +104,10 @@ export function reportRedis(
     failing = true;
     // Refused credentials are not silence: said so, the operator looks at REDIS_URL's user and password, not the network.
     const refused = /^(WRONGPASS|NOAUTH|NOPERM)\b|^ERR AUTH\b/.test(err.message);
+    // ioredis's own word for its commandTimeout (a Redis silent from the start: the connection's first command) is
+    // said as the limiters' is, as the README gives it (a walkthrough found "Command timed out" in the log, 2026-12-02).
     log.warn(
-      { err: err.message },
+      { err: err.message === 'Command timed out' ? SILENT : err.message },
       refused
         ? "Redis (REDIS_URL) refuses Almoner's credentials (the user and password in REDIS_URL): each instance counts the rate limits on its own until it accepts them"
         : 'Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does',

@@ -486,6 +486,23 @@ for (const backend of BACKENDS) {
         }
       });
 
+      test('a Redis silent from the start (its connection open, nothing said back) is said in the log as one that does not answer in time, as the README gives it (the log said "Command timed out")', async () => {
+        const target = new URL(TEST_REDIS_URL!);
+        const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
+        const port = await proxy.listen();
+        proxy.pause(); // before the first connection: it opens, and nothing comes back
+        const said: string[] = [];
+        const redis = await openRedis(`redis://127.0.0.1:${port}`, { commandTimeoutMs: 50 });
+        reportRedis(redis, { warn: (fields, message) => said.push(`warn: ${message} ${JSON.stringify(fields)}`), info: (message) => said.push(`info: ${message}`) });
+        try {
+          await until('the warning', 10_000, async () => said.length > 0);
+          assert.equal(said[0], 'warn: Redis (REDIS_URL) is not answering: each instance counts the rate limits on its own until it does {"err":"Redis did not answer in time"}');
+        } finally {
+          redis.disconnect();
+          await proxy.close();
+        }
+      });
+
       test("a Redis that refuses the credentials is said as such, not as a Redis that does not answer (it said so of a wrong password)", async () => {
         const target = new URL(TEST_REDIS_URL!);
         const said: string[] = [];
