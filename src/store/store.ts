@@ -198,13 +198,19 @@ export class Store {
     return rows.map((r) => ({ ...r, active: Boolean(r.active), old_password_until: r.old_password_until !== null && r.old_password_until > now ? r.old_password_until : null }));
   }
 
-  /** How many rows the table holds: charities (whether to say how to sign the first one up), donations (what a restore says). */
+  /**
+   * How many rows the table holds: charities (whether to say how to sign the first one up), donations (what a restore says).
+   * Tracked, so that close() waits for it: a server stopped just as it started had its database closed under the count it
+   * makes once it listens (`driver has already been destroyed` on stderr, until 2026-12-02).
+   */
   async count(table: 'charities' | 'donations'): Promise<number> {
-    const { n } = await this.db
-      .selectFrom(table)
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(n);
+    return this.tracked(undefined, async () => {
+      const { n } = await this.db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(n);
+    });
   }
 
   /**

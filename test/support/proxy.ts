@@ -34,6 +34,10 @@ export class TcpProxy {
   private readonly stale = new Set<Socket>();
   /** How many answers to a batch's commit have been dropped. */
   droppedCommitAnswers = 0;
+  /** How many connections have been accepted so far. */
+  accepted = 0;
+  /** Connections after the first `after` wait `ms` before they reach the database (delayConnections). */
+  private connectionDelay: { after: number; ms: number } | undefined;
 
   constructor(
     private readonly targetHost: string,
@@ -102,6 +106,11 @@ export class TcpProxy {
     this.delayMs = ms;
   }
 
+  /** Connections accepted after the first `after` reach the database `ms` late, as over a slow network or to a busy server: their client waits that long to connect. */
+  delayConnections(after: number, ms: number): void {
+    this.connectionDelay = { after, ms };
+  }
+
   /** Holds every byte both ways, on open connections and new ones, as a stalled server does; resume() passes them on. */
   pause(): void {
     this.paused = true;
@@ -126,8 +135,18 @@ export class TcpProxy {
 
   private accept(client: Socket): void {
     client.on('error', () => {});
+    this.accepted++;
     if (this.mode === 'reset') return void client.destroy();
     if (this.mode === 'blackhole') return void this.frozen.add(client.pause());
+    const delay = this.connectionDelay;
+    if (delay && this.accepted > delay.after) {
+      client.pause();
+      return void setTimeout(() => client.destroyed || this.forward(client.resume()), delay.ms);
+    }
+    this.forward(client);
+  }
+
+  private forward(client: Socket): void {
     const upstream = connect(this.targetPort, this.targetHost);
     upstream.on('error', () => client.destroy());
     client.on('error', () => upstream.destroy());
