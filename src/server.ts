@@ -236,7 +236,11 @@ export async function serve(config: Config): Promise<void> {
   process.stderr.write(`almoner: database ${describeDatabase(config.database)}${worker === undefined ? '' : `, ${config.workers} workers`}\n`);
   if (config.docs) process.stderr.write(`API reference (try both operations with a charity's credentials): ${address}/docs\n`);
 
-  if ((await store.count('charities')) === 0) process.stderr.write(firstCharityHint(config.database));
+  // A hint, never a failure: a count the database could not answer (a connection ended, a stop under
+  // way) is no reason to end a server that now serves. Until 2026-12-02 it was: the error printed as
+  // the command's own, exit status 1 once stopped, and under WORKERS the worker ended (a review).
+  const charities = await store.count('charities').catch(() => undefined);
+  if (charities === 0) process.stderr.write(firstCharityHint(config.database));
 }
 
 /**

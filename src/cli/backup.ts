@@ -771,6 +771,7 @@ function pgQueries(client: pg.Client): LedgerQueries {
 async function* claimRowsAt(url: string, claimId: number): AsyncIterable<LedgerRow[]> {
   const { default: pgModule } = await import('pg');
   const client = new pgModule.Client({ connectionString: url });
+  client.on('error', () => {}); // as withPostgres's: a connection ended between queries fails the next, which says why
   await client.connect();
   try {
     const { has, all } = pgQueries(client);

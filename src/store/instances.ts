@@ -138,12 +138,19 @@ export async function keepInstance(connectionString: string, { everyMs, connectM
   const ask = async <T>(work: (query: Query) => Promise<T>): Promise<T> => {
     const client = await own.connect();
     let broken: Error | undefined;
+    // pg-pool listens for errors only on idle clients: a connection ended while checked out but between
+    // queries (a FATAL read with the answer to the last, as pg_terminate_backend or a restart sends
+    // it) emitted an unhandled 'error' and ended the process, a server's or a command's (a review,
+    // 2026-12-02: 1 in 3 minutes of terminations every 2 s). Now it is not used again, as a query's failure.
+    const dropped = (err: Error) => (broken = err);
+    client.on('error', dropped);
     try {
       return await work(async (text, params) => (await client.query(text, params)).rows);
     } catch (err) {
       broken = err as Error; // a query timed out or the connection went: not used again
       throw err;
     } finally {
+      client.removeListener('error', dropped);
       client.release(broken);
     }
   };

@@ -99,6 +99,18 @@ export async function waitingForAdvisoryLock(client: pg.Client): Promise<'waitin
   }
 }
 
+/** The pid of a session of the database `client` is on whose statement, holding `piece`, waits for a lock (one `client` holds, say); fails after `ms`. */
+export async function waitingFor(client: pg.Client, piece: string, ms: number): Promise<number> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await new Promise((r) => setTimeout(r, 10))) {
+    const { rows } = await client.query<{ pid: number }>(
+      "select pid from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and pid <> pg_backend_pid() and strpos(query, $1) > 0",
+      [piece],
+    );
+    if (rows[0]) return rows[0].pid;
+  }
+  throw new Error(`no statement holding ${JSON.stringify(piece)} waited for a lock within ${ms} ms`);
+}
+
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
 
 /** What each test database's name begins with (letters, digits, `_`): `almoner_test` unless TEST_DATABASE_PREFIX says, for runs beside others on one server. */

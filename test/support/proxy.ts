@@ -36,8 +36,12 @@ export class TcpProxy {
   droppedCommitAnswers = 0;
   /** How many connections have been accepted so far. */
   accepted = 0;
+  /** How many connections terminateAfterAnswerTo has ended. */
+  terminated = 0;
   /** Connections after the first `after` wait `ms` before they reach the database (delayConnections). */
   private connectionDelay: { after: number; ms: number } | undefined;
+  /** A statement (a piece of its SQL) whose answer ends its connection with a FATAL error (terminateAfterAnswerTo). */
+  private terminating: Buffer | undefined;
 
   constructor(
     private readonly targetHost: string,
@@ -111,6 +115,16 @@ export class TcpProxy {
     this.connectionDelay = { after, ms };
   }
 
+  /**
+   * Once: the next statement sent whose SQL holds `statement` is answered, and in the same read its
+   * connection's FATAL error (`terminating connection due to administrator command`, as
+   * pg_terminate_backend sends it), then the connection closes: the client learns of it between
+   * that statement and its next, its query answered.
+   */
+  terminateAfterAnswerTo(statement: string): void {
+    this.terminating = Buffer.from(statement);
+  }
+
   /** Holds every byte both ways, on open connections and new ones, as a stalled server does; resume() passes them on. */
   pause(): void {
     this.paused = true;
@@ -155,8 +169,13 @@ export class TcpProxy {
     let dropNextAnswer = false;
     let slowNextAnswer = 0;
     let heldAnswer: Buffer[] | undefined;
+    let terminateAfterAnswer = false;
     client.on('data', (chunk: Buffer) => {
       if (this.stale.delete(client)) return void pair.forEach((s) => s.destroy());
+      if (this.terminating && chunk.includes(this.terminating)) {
+        terminateAfterAnswer = true;
+        this.terminating = undefined;
+      }
       if (this.dropEvery > 0 && chunk.includes(COMMIT)) dropNextAnswer = ++this.commitsSeen % this.dropEvery === 0;
       if (this.slowed && chunk.includes(this.slowed.statement)) slowNextAnswer = this.slowed.ms;
       for (const watch of this.watched.values()) if (chunk.includes(watch.piece)) watch.sent++;
@@ -168,6 +187,12 @@ export class TcpProxy {
       }
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (terminateAfterAnswer && holdsMessage(chunk, 0x5a)) {
+        // The answer, up to its ReadyForQuery ('Z'), then the FATAL, in one write: pg reads them together.
+        client.end(Buffer.concat([chunk, TERMINATED]));
+        this.terminated++;
+        return void upstream.destroy();
+      }
       if (this.paused) return void this.held.push(() => client.write(chunk));
       if (this.delayMs > 0) return void setTimeout(() => client.write(chunk), this.delayMs); // in order: one delay for all
       if (heldAnswer) return void heldAnswer.push(chunk); // the rest of a held answer, in order
@@ -180,7 +205,7 @@ export class TcpProxy {
         slowNextAnswer = 0;
         return;
       }
-      if (dropNextAnswer && !this.dropFailures && holdsError(chunk)) dropNextAnswer = false;
+      if (dropNextAnswer && !this.dropFailures && holdsMessage(chunk, 0x45)) dropNextAnswer = false; // 'E': an ErrorResponse
       if (!dropNextAnswer) return void client.write(chunk);
       // The database has answered the commit, so it is committed; the client never hears so.
       this.droppedCommitAnswers++;
@@ -212,13 +237,22 @@ export class TcpProxy {
   }
 }
 
-/** Whether PostgreSQL's answer in `chunk` (whole messages: a type byte, then their length) holds an ErrorResponse. */
-function holdsError(chunk: Buffer): boolean {
+/** Whether PostgreSQL's answer in `chunk` (whole messages: a type byte, then their length) holds a message of this type. */
+function holdsMessage(chunk: Buffer, type: number): boolean {
   for (let at = 0; at + 5 <= chunk.length; at += 1 + chunk.readUInt32BE(at + 1)) {
-    if (chunk[at] === 0x45) return true; // 'E'
+    if (chunk[at] === type) return true;
   }
   return false;
 }
+
+/** PostgreSQL's ErrorResponse as pg_terminate_backend ends a session with it: FATAL, SQLSTATE 57P01. */
+const TERMINATED = (() => {
+  const fields = Buffer.from('SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0');
+  const head = Buffer.alloc(5);
+  head[0] = 0x45; // 'E'
+  head.writeUInt32BE(4 + fields.length, 1);
+  return Buffer.concat([head, fields]);
+})();
 
 /** A proxy in front of a PostgreSQL test database, and the connection string that goes through it. */
 export async function proxyFor(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
