@@ -357,6 +357,12 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
  * on it would time out too. Such a client is released with its error, which makes the pool
  * destroy it; that is how the service recovers on its own once the database is back.
  */
+/** What of pg-cursor's Cursor discardingBrokenClients reads: its state (`error` once it has failed) and close(), which Kysely calls without a callback. */
+interface Cursor {
+  state?: string;
+  close(): Promise<void>;
+}
+
 function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Gate): PostgresPool {
   return {
     async connect(): Promise<PostgresPoolClient> {
@@ -372,7 +378,7 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
       return {
         query: ((...args: unknown[]) => {
           const result = query(...args);
-          if (!(result instanceof Promise)) return result; // a cursor: an export streams as long as it needs
+          if (!(result instanceof Promise)) return closingWhenBroken(result as Cursor); // a cursor: an export streams as long as it needs
           result.catch((err: unknown) => {
             if (isDatabaseUnavailable(err) && !isRefused(err)) broken = err as Error; // a statement refused leaves its connection standing
           });
@@ -383,6 +389,26 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
           client.release(broken);
         },
       };
+      /**
+       * A cursor's close() waits for the database's ReadyForQuery, which a connection that has died
+       * never sends: Kysely closes every stream's cursor as it ends, so a command streaming rows
+       * (an export, a claim, a donor's request) whose connection was terminated waited for nothing
+       * and Node ended it with exit 13, no message, its output cut short and its row in
+       * almoner_instances left (a review, 2026-12-02: 8 of 8 exports). A cursor that has failed is
+       * now not closed but its connection discarded, so the failure reaches the command; a close
+       * that takes longer than a query may fails as a query would.
+       */
+      function closingWhenBroken(cursor: Cursor): Cursor {
+        const close = cursor.close.bind(cursor);
+        cursor.close = () => {
+          if (cursor.state === 'error' || broken !== undefined) {
+            broken ??= new Error('a cursor failed');
+            return Promise.resolve();
+          }
+          return timeLimited(close(), queryTimeoutMs, () => (broken = new Error('Query read timeout')));
+        };
+        return cursor;
+      }
     },
     end: async () => {
       await gate.beforeEnd?.();
