@@ -704,7 +704,12 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       await pgRestore(file, env, toc.list, made.schemas, now.schemas);
     } catch (err) {
       for (const f of [...written, ...(kept ? [kept] : [])]) rmSync(f, { force: true }); // nothing was replaced
-      await unmark(place);
+      await unmarkFrom(place, location.url).catch((unmarkErr: unknown) => {
+        throw new Error(
+          `the restore stopped before it replaced anything (${messageOf(err)}), but its mark could not be removed (${messageOf(unmarkErr)}): ` +
+            'servers and commands refuse the database until it is; once the database answers, remove it with bin/almoner keep-replaced',
+        );
+      });
       throw err;
     }
     const empty = now.tables === 0;
@@ -729,7 +734,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
       // pg_restore has run: as on SQLite, the database is the backup, marked (a review of 2026-11-30's changes found it said only the error here).
       throw notFinished(err, describeDatabase(location), kept);
     });
-    if (again.finished) await unmark(place);
+    if (again.finished) await unmarkFrom(place, location.url).catch((err: unknown) => Promise.reject(notFinished(err, describeDatabase(location), kept)));
     print(`restored ${file} to ${describeDatabase(location)}` + (empty ? '' : `; the audit trail of what it replaced is kept as ${keptAs}`));
     if (kept) print(`the database that was there is kept as ${kept} (a pg_dump archive of its schema ${here})`);
     const lost = notInBackup(now.ledger.donationCount, again.donations, kept);
@@ -875,6 +880,22 @@ async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise
     await client.end();
   }
 }
+
+/**
+ * Removes a restore's mark through its own session, or, if that session has gone (terminated, the
+ * server restarted), through a new one: until 2026-12-02 a restore whose session was terminated
+ * said only node-postgres's `Client has encountered a connection error and is not queryable` and
+ * left the database marked, whether pg_restore had rolled back or committed (a review).
+ */
+async function unmarkFrom(place: ReturnType<typeof pgPlace>, url: string): Promise<void> {
+  try {
+    await unmark(place);
+  } catch {
+    await withPostgres(url, (client) => unmark(pgPlace(client)));
+  }
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** A restore's mark (restoring.ts), asked through `client`. */
 const pgPlace = (client: pg.Client): { query: (text: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>> } => ({ query: async (text, params) => (await client.query<Record<string, unknown>>(text, params)).rows });
