@@ -361,6 +361,14 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     await unmark(place);
     return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before its backup was in place; there is no database yet (restore it again)`);
   }
+  // PostgreSQL: stopped while pg_restore ran, which rolled back (Ctrl-C, pg_restore killed): nothing was replaced, and what it wrote goes.
+  if (marked?.replacing && !('path' in place) && (await replacedNothing(place, marked))) {
+    for (const f of [...marked.left, ...(marked.whole ? [marked.whole] : []), ...(marked.scratch ?? [])]) rmSync(f, { force: true });
+    await place.query(NOT_REPLACED_YET_GONE);
+    await recordKeepReplaced(location, 'the restore had replaced nothing');
+    await unmark(place);
+    return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
+  }
   // The files the mark names that the restore got as far as writing, and those given.
   const files = [...new Set([...(marked?.left ?? []).filter((f) => existsSync(f)), ...given.map((f) => (isPostgresUrl(f) ? f : resolve(f)))])];
   if (files.length === 0) {
@@ -701,10 +709,11 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
         kept = wholeAs;
       }
       await mark(place, { ...thisRestore(file, written, !empty, began), ...(kept && { whole: kept }) });
+      if (now.schema.length > 0) await client.query(markNotReplacedYet(began));
       await pgRestore(file, env, toc.list, made.schemas, now.schemas);
     } catch (err) {
       for (const f of [...written, ...(kept ? [kept] : [])]) rmSync(f, { force: true }); // nothing was replaced
-      await unmarkFrom(place, location.url).catch((unmarkErr: unknown) => {
+      await unmarkFrom(place, location.url, true).catch((unmarkErr: unknown) => {
         throw new Error(
           `the restore stopped before it replaced anything (${messageOf(err)}), but its mark could not be removed (${messageOf(unmarkErr)}): ` +
             'servers and commands refuse the database until it is; once the database answers, remove it with bin/almoner keep-replaced',
@@ -887,12 +896,36 @@ async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise
  * said only node-postgres's `Client has encountered a connection error and is not queryable` and
  * left the database marked, whether pg_restore had rolled back or committed (a review).
  */
-async function unmarkFrom(place: ReturnType<typeof pgPlace>, url: string): Promise<void> {
+async function unmarkFrom(place: ReturnType<typeof pgPlace>, url: string, notReplaced = false): Promise<void> {
+  const unmarkThrough = async (at: ReturnType<typeof pgPlace>) => {
+    if (notReplaced) await at.query(NOT_REPLACED_YET_GONE); // pg_restore rolled back: its comment (notReplacedYet) stayed
+    await unmark(at);
+  };
   try {
-    await unmark(place);
+    await unmarkThrough(place);
   } catch {
-    await withPostgres(url, (client) => unmark(pgPlace(client)));
+    await withPostgres(url, (client) => unmarkThrough(pgPlace(client)));
   }
+}
+
+/**
+ * How keep-replaced tells, on PostgreSQL, whether a restore stopped while pg_restore ran had replaced
+ * the database: just before pg_restore, the restore writes this comment on the migrations' table,
+ * which a backup always holds, so pg_restore --clean drops it with the table as it puts the backup's
+ * in place, and keeps it if it rolls back. Until 2026-12-02 keep-replaced took every restore stopped
+ * then as done: over a database pg_restore had left as it was, it said the restore was finished and
+ * recorded one in the trail (a review: 10 of 10 restores stopped by Ctrl-C during pg_restore).
+ */
+const notReplacedYet = (began: string): string => `almoner: a restore begun at ${began} has not replaced this database`;
+/** The comment written: `began` is this restore's own ISO time (digits, `-`, `:`, `.`, `T`, `Z`), nothing to escape. */
+const markNotReplacedYet = (began: Date): string => `comment on table kysely_migration is '${notReplacedYet(began.toISOString())}'`;
+const NOT_REPLACED_YET_QUERY = "select obj_description(to_regclass('kysely_migration'), 'pg_class') as said";
+const NOT_REPLACED_YET_GONE = "do $$ begin if to_regclass('kysely_migration') is not null then comment on table kysely_migration is null; end if; end $$";
+
+/** Whether the restore that `marked` the database at `place` stopped before pg_restore replaced it: its comment (notReplacedYet) is still there. */
+async function replacedNothing(place: Extract<MarkPlace, { query: unknown }>, marked: Restoring): Promise<boolean> {
+  const [row] = await place.query(NOT_REPLACED_YET_QUERY);
+  return row?.said === notReplacedYet(marked.began);
 }
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));

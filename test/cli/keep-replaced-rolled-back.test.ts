@@ -1,0 +1,56 @@
+// A PostgreSQL restore stopped while pg_restore ran, which then rolled back (Ctrl-C reaches its
+// process group; pg_restore --single-transaction commits all or nothing): the database is as it
+// was, and keep-replaced, which the mark tells the operator to run, says so, records no restore and
+// removes what the restore wrote beside the backup. Until 2026-12-02 (a review, 10 of 10 restores
+// stopped so) it said the restore was finished, recorded a `restore` in the trail that never took
+// place, and left the replaced database's trail and dump; the restore now comments the migrations'
+// table just before pg_restore (a comment pg_restore --clean drops with the table), which tells the
+// two apart. Without that, this test fails on keep-replaced's words.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
+import { almoner, assertBuilt, operator } from '../support/cli.js';
+
+const postgres = BACKENDS.find((b) => b.name === 'postgres');
+
+/** A pg_restore in front of the real one whose restore (--single-transaction) kills the restore with SIGKILL before doing anything, as one rolled back; its reading of the archive (--list) is the real one's. */
+function killedAsPgRestoreBegins(): string {
+  const shim = tempDir();
+  const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
+  writeFileSync(join(shim, 'pg_restore'), `#!/bin/sh\ncase " $* " in *" --single-transaction "*) kill -9 $PPID; exit 1;; esac\nexec "${real}" "$@"\n`, { mode: 0o755 });
+  return `${shim}:${process.env.PATH}`;
+}
+
+test('keep-replaced after a restore killed before pg_restore put the backup in place: nothing replaced, nothing recorded as restored, the files it wrote removed [postgres]', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, async () => {
+  assertBuilt();
+  const database = await postgres!.createDatabase();
+  try {
+    const { cli, charity, backup } = operator(database, 'postgres');
+    await charity('Before');
+    const file = await backup('before');
+    await charity('Afterwards');
+    const killed = await almoner(database.url, ['restore', file, '--replace'], { PATH: killedAsPgRestoreBegins() }).then(
+      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
+      (err: { signal?: string }) => err,
+    );
+    assert.equal(killed.signal, 'SIGKILL');
+    assert.ok(readdirSync(dirname(file)).some((f) => f.includes('.replaced-trail-')), 'the restore had written the replaced trail beside the backup');
+    assert.equal((await almoner(database.url, ['charity', 'list'])).code, 2, 'the database is marked: refused');
+
+    const finished = await cli(['keep-replaced']);
+    assert.match(finished.stdout, /stopped before it replaced anything: the database is as it was/);
+    assert.deepEqual(readdirSync(dirname(file)), [basename(file)], 'what the restore wrote beside the backup is removed');
+    const list = await cli(['charity', 'list']);
+    assert.match(list.stdout, /Afterwards/, 'the database is as it was');
+    const actions = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((line) => (JSON.parse(line) as { action: string }).action);
+    assert.ok(!actions.includes('restore'), `no restore recorded: ${actions.join(', ')}`);
+    assert.equal(actions.at(-1), 'keep-replaced');
+    const [comment] = await queryPostgres<{ said: string | null }>(database.url, "select obj_description(to_regclass('kysely_migration'), 'pg_class') as said");
+    assert.equal(comment?.said, null, 'the restore\'s comment is removed');
+  } finally {
+    await database.drop();
+  }
+});
