@@ -14,6 +14,7 @@ import { openServerStore } from './store/open.js';
 import { answerMetricsRequests, isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
 import { PERSONAL_FIELDS } from './donations/erasure.js';
 import { osUser } from './store/audit.js';
+import { hangupsBeforeStart, takeStopBeforeStart } from './early-signals.js';
 
 // Belt and braces: nothing logs these, and if something ever did, pino would blank them.
 // Top-level paths only: wildcard paths make pino walk every log line.
@@ -77,8 +78,6 @@ function certificateWarning(dates: { from: Date; to: Date } | undefined, now = n
   return undefined;
 }
 
-/** The SIGHUPs bin/almoner counted from its first line, for `serve` (undefined when the server was started otherwise). */
-const hangupsBeforeStart = () => (globalThis as Record<symbol, { count: number } | undefined>)[Symbol.for('almoner.hangupsBeforeStart')];
 
 /**
  * How far V8 lets its old generation grow past what was still live at the last full collection
@@ -177,6 +176,7 @@ export async function serve(config: Config): Promise<void> {
   // server mid-request. stop() acts on the first alone; the 10 s deadline bounds the rest.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  const stopSent = takeStopBeforeStart(); // after its own handlers, in the same turn (early-signals.ts)
   if (worker !== undefined) process.on('message', (m: unknown) => isMessage(m, 'almoner:stop') && void stop('SIGTERM')); // the primary's
   // SIGHUP: read the certificate and key again (renewed, say, by certbot) and serve them to new
   // connections; open ones keep theirs. A file that cannot be read keeps the old pair.
@@ -202,7 +202,9 @@ export async function serve(config: Config): Promise<void> {
   process.on('SIGHUP', reload);
   // One that came while the server started (`systemctl reload` just after a start) was kept from
   // ending the process by bin/almoner, which counts them from its first line: acted on now.
-  if ((hangupsBeforeStart()?.count ?? 0) > 0) reload();
+  if (hangupsBeforeStart() > 0) reload();
+  // One that came while it started: stopped now, as after a start, before it listens.
+  if (stopSent) return stop(stopSent);
 
   let address: string;
   try {

@@ -16,6 +16,7 @@ import type * as Limiters from 'rate-limiter-flexible';
 import { portTaken, type Config } from '../config.js';
 import { LOG_LINES_LOST, logOutput } from '../log-output.js';
 import type { Store } from '../store/store.js';
+import { takeStopBeforeStart } from '../early-signals.js';
 import { isMessage, toWorker, WORKER_INDEX_ENV, type MetricsAnswer } from './ipc.js';
 
 /** More unexpected exits than this within the window, and the primary gives up (exit status 1) rather than restart forever. */
@@ -117,6 +118,9 @@ export async function runPrimary(config: Config): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  const stopSent = takeStopBeforeStart(); // after its own handlers, in the same turn (early-signals.ts)
+  // One that came while it opened the database (SQLite): no worker is started.
+  if (stopSent) return stop(stopSent);
   // A SIGHUP before this one came is kept from ending the process by bin/almoner (server.ts's reload): the workers then
   // starting read the certificate as they start.
   process.on('SIGHUP', () => {

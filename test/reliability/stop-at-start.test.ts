@@ -12,6 +12,10 @@
 // - A count that fails (its connection terminated) printed its error as the command's own and left
 //   exit status 1 for the stop (under WORKERS it ended the worker): now it is a hint not given.
 //   Without the catch in server.ts the second test fails on stderr.
+// - A SIGTERM before the server had its own handlers (while it opened its database, say) ended the
+//   process by the signal, its database not closed and its row in almoner_instances left (refusing
+//   a restore for 10 s): bin/almoner now keeps it for the server to stop on once it can. Without
+//   that, the first test's server dies of SIGTERM.
 // - The connection that keeps the server's row in almoner_instances, ended between two statements of
 //   a refresh (its FATAL read with the answer to the first), emitted an unhandled 'error' and ended
 //   the server with a stack trace (a review: 1 in 3 minutes of pg_terminate_backend every 2 s).
@@ -62,6 +66,21 @@ describe('a server just started, met by a stop or a connection ended [postgres]'
     servers.push(server);
     return server;
   };
+
+  test('SIGTERM while it opens its database (its connections slow to be made): it stops once it can, exit 0, never listening, its row in almoner_instances removed', async () => {
+    assertBuilt();
+    const database = await newDatabase();
+    const { proxy, url } = await newProxy(database);
+    proxy.delayConnections(0, CONNECT_MS);
+    const server = newServer(url);
+    await until('the server asks for its first connection', 10_000, () => proxy.accepted >= 1); // past bin/almoner's first lines: opening the database
+    server.signal('SIGTERM');
+    const exit = await server.exit(20_000, 'of SIGTERM');
+    assert.deepEqual(exit, { code: 0, signal: null }, `${server.stderr}${server.stdout}`);
+    assert.doesNotMatch(server.stdout, /Server listening/);
+    assertStartLinesOnly(server.stderr);
+    assert.deepEqual(await queryPostgres(database.url, 'select what from almoner_instances'), []);
+  });
 
   test('SIGTERM while its count of charities waits for a new connection: the count finishes, then exit 0 with nothing said of a closed database', async () => {
     assertBuilt();
