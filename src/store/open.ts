@@ -395,15 +395,23 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
        * (an export, a claim, a donor's request) whose connection was terminated waited for nothing
        * and Node ended it with exit 13, no message, its output cut short and its row in
        * almoner_instances left (a review, 2026-12-02: 8 of 8 exports). A cursor that has failed is
-       * now not closed but its connection discarded, so the failure reaches the command; a close
-       * that takes longer than a query may fails as a query would.
+       * now not closed but its connection discarded, so its failure reaches the command. And a
+       * cursor whose connection ended as it read may say it has no more rows (seen once in CI: an
+       * export of 3,000 rows ended with exit 0 after 500): its close, as the stream ends, then fails,
+       * so the command does not take the rows it has for all of them. A close that takes longer
+       * than a query may fails as a query would.
        */
       function closingWhenBroken(cursor: Cursor): Cursor {
         const close = cursor.close.bind(cursor);
         cursor.close = () => {
-          if (cursor.state === 'error' || broken !== undefined) {
+          if (cursor.state === 'error') {
             broken ??= new Error('a cursor failed');
-            return Promise.resolve();
+            return Promise.resolve(); // its own error is the stream's
+          }
+          const ended = client as unknown as { _ended?: boolean; _queryable?: boolean }; // pg's Client: ended, or no longer queryable after an error
+          if (broken !== undefined || ended._ended === true || ended._queryable === false) {
+            broken ??= new Error('the connection ended');
+            return Promise.reject(new Error('the connection to the database ended before every row was read'));
           }
           return timeLimited(close(), queryTimeoutMs, () => (broken = new Error('Query read timeout')));
         };

@@ -70,6 +70,7 @@ for (const backend of BACKENDS) {
     // connection never sends: the command waited for nothing and Node ended it with exit 13, no
     // message, its output cut short at a whole row and its row in almoner_instances left, which
     // refused a restore for 10 s (a review, 2026-12-02: 8 of 8 exports, claims and donors' requests alike).
+    // And once in CI the cursor took the connection's end for the end of its rows: exit 0 after 500 of 3,000.
     // PostgreSQL only: a connection to terminate (SQLite's is the process's own file).
     if (backend.name === 'postgres') test('bin/almoner donations export whose connection is terminated while its reader waits: exit 1 saying why, its row in almoner_instances removed', async () => {
       const child = spawn(BIN, ['donations', 'export', '--format', 'jsonl'], { env: childEnv(database.url), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -93,7 +94,8 @@ for (const backend of BACKENDS) {
       const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running after 15 s'), 15_000))]);
       if (code !== 1) child.kill('SIGKILL');
       assert.equal(code, 1, `${stderr}(lines: ${lines})`);
-      assert.match(stderr, /^almoner: terminating connection due to administrator command$/m);
+      // The database's own word, or, where the cursor took the connection's end for the end of its rows, that it ended first.
+      assert.match(stderr, /^almoner: (terminating connection due to administrator command|the connection to the database ended before every row was read)$/m);
       assert.ok(lines < ROWS, `${lines} lines: the export was cut short, and said so`);
       assert.deepEqual(await queryPostgres(database.url, 'select what from almoner_instances'), []);
     });
