@@ -819,7 +819,7 @@ test('keeping another ledger\'s claims takes its turn with claims made or reopen
       rows: [{ claim_id: 1, donation_id: 1000, position: 1, live: 1, first_name: 'Kept', last_name: 'Gone', house: '1', postcode: 'SW1A 1AA', donation_day: '2026-11-20', amount_minor: 2500 }],
       withoutDonation: [],
     });
-    const waiting = waitingForAdvisoryLock(other);
+    const waiting = waitingForAdvisoryLock(database.url);
     assert.equal(await Promise.race([keeping.then(() => 'done'), waiting]), 'waiting', 'it waits for the claim being made');
     await other.query('commit');
     assert.deepEqual((await keeping).added.map((c) => c.id), [1]);

@@ -114,7 +114,7 @@ describe('a server just started, met by a stop or a connection ended [postgres]'
       await locker.query('lock table charities in access exclusive mode'); // the count waits for it
       const server = newServer(database.url);
       await server.listening();
-      const counting = await waitingFor(locker, 'from "charities"', 10_000);
+      const counting = await waitingFor(database.url, 'from "charities"', 10_000);
       await locker.query('select pg_terminate_backend($1)', [counting]);
       await locker.query('commit');
       // The server, its pool's connection gone, answers still: a new one is made.

@@ -116,7 +116,7 @@ test('erasures take turns on PostgreSQL, as SQLite write transactions do: one wa
     await other.query('begin');
     await other.query("select pg_advisory_xact_lock(hashtext('almoner:erasures'))");
     const erasure = store.donors.erase({ email: 'turns@example.org', today: TODAY, dryRun: false });
-    const waiting = waitingForAdvisoryLock(other);
+    const waiting = waitingForAdvisoryLock(database.url);
     assert.equal(await Promise.race([erasure.then(() => 'done'), waiting]), 'waiting', 'the erasure waits for the other transaction');
     const { rows } = await other.query('select count(*)::int as n from donations where erased_at is not null');
     assert.equal(rows[0].n, 0, 'nothing written while it waits');

@@ -90,25 +90,43 @@ export async function rawSql(url: string, statement: string): Promise<void> {
   await queryPostgres(url, statement);
 }
 
-/** Resolves once a session of the database `client` is on waits for an advisory lock (another's, held by `client`, say). */
-export async function waitingForAdvisoryLock(client: pg.Client): Promise<'waiting'> {
-  for (;;) {
-    const { rows } = await client.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()");
-    if (rows[0]!.n > 0) return 'waiting';
-    await new Promise((r) => setTimeout(r, 10));
+/**
+ * Asks pg_stat_activity, on a connection of its own, until `found` says yes or `ms` pass. Never on a
+ * session inside a transaction (the one holding the lock, say): PostgreSQL reads pg_stat_activity once
+ * a transaction and answers that snapshot to its end, so a statement that began to wait after the
+ * first look was never seen (a flaky failure in a full run, 2026-12-02).
+ */
+async function watchActivity<T>(url: string, ms: number, what: string, found: (client: pg.Client) => Promise<T | undefined>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const deadline = Date.now() + ms; Date.now() < deadline; await new Promise((r) => setTimeout(r, 10))) {
+      const seen = await found(client);
+      if (seen !== undefined) return seen;
+    }
+  } finally {
+    await client.end();
   }
+  throw new Error(`${what} within ${ms} ms`);
 }
 
-/** The pid of a session of the database `client` is on whose statement, holding `piece`, waits for a lock (one `client` holds, say); fails after `ms`. */
-export async function waitingFor(client: pg.Client, piece: string, ms: number): Promise<number> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await new Promise((r) => setTimeout(r, 10))) {
+/** Resolves once a session of the database at `url` waits for an advisory lock (one a transaction of the test's holds, say); fails after `ms`. */
+export async function waitingForAdvisoryLock(url: string, ms = 10_000): Promise<'waiting'> {
+  return watchActivity(url, ms, 'no session waited for an advisory lock', async (client) => {
+    const { rows } = await client.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database()");
+    return rows[0]!.n > 0 ? 'waiting' : undefined;
+  });
+}
+
+/** The pid of a session of the database at `url` whose statement, holding `piece`, waits for a lock (one the test holds, say); fails after `ms`. */
+export async function waitingFor(url: string, piece: string, ms: number): Promise<number> {
+  return watchActivity(url, ms, `no statement holding ${JSON.stringify(piece)} waited for a lock`, async (client) => {
     const { rows } = await client.query<{ pid: number }>(
       "select pid from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and pid <> pg_backend_pid() and strpos(query, $1) > 0",
       [piece],
     );
-    if (rows[0]) return rows[0].pid;
-  }
-  throw new Error(`no statement holding ${JSON.stringify(piece)} waited for a lock within ${ms} ms`);
+    return rows[0]?.pid;
+  });
 }
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
