@@ -217,6 +217,8 @@ export async function serve(config: Config): Promise<void> {
     address = await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     // A port already taken: close whatever did start, so the process ends instead of half-serving.
+    // A SIGTERM meanwhile changes nothing: the exit status stays this failure's (it was 0, a review).
+    stopping = true;
     await metricsApp?.close();
     await app.close();
     await store.close();

@@ -21,6 +21,8 @@
 //   the server with a stack trace (a review: 1 in 3 minutes of pg_terminate_backend every 2 s).
 //   Without the listener in instances.ts's ask() the third test's server exits 1.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { BACKENDS, queryPostgres, waitingFor, type TestDatabase } from '../support/backends.js';
@@ -124,6 +126,28 @@ describe('a server just started, met by a stop or a connection ended [postgres]'
       assert.doesNotMatch(server.stderr, /no charities yet/, 'no count, no hint');
     } finally {
       await locker.end();
+    }
+  });
+
+  test('a PORT another program holds, and a SIGTERM while the server closes its database after it: exit 1 with the reason, as without the signal', async () => {
+    assertBuilt();
+    const database = await newDatabase();
+    const { proxy, url } = await newProxy(database);
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    try {
+      const held = (holder.address() as AddressInfo).port;
+      // The close's removal of the server's row is answered late: the SIGTERM comes while it waits.
+      proxy.slowAnswersTo('delete from almoner_instances where id', 1000);
+      const removals = proxy.countStatements('delete from almoner_instances where id');
+      const server = newServer(url, { PORT: String(held) });
+      await until('the server removes its row, the port refused', 10_000, () => removals() >= 1);
+      server.signal('SIGTERM');
+      const exit = await server.exit(15_000, 'of SIGTERM');
+      assert.deepEqual(exit, { code: 1, signal: null }, server.stderr);
+      assert.match(server.stderr, new RegExp(`PORT ${held} on 127\\.0\\.0\\.1 is in use by another program`));
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
     }
   });
 
