@@ -613,6 +613,32 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
     }),
   );
 
+  test('the second worker refused its connections as it starts (the first serving): it is tried again as a replacement is, the first serving meanwhile', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, async () => {
+    // Until 2026-12-02 the primary stopped both, the first one's requests in flight included, and exited 1 (a review).
+    const database = await postgres!.createDatabase();
+    const { proxy, url } = await proxyFor(database.url);
+    const created = await almoner(database.url, ['charity', 'create', '--name', 'Refused', '--email', 'refused@example.org', '--json']);
+    const { username, password } = JSON.parse(created.stdout) as { username: string; password: string };
+    proxy.refuseConnections(2); // the first worker's opening (its pool's first and its row's own) alone
+    const server = new ServerProcess(url, { WORKERS: '2', LOG_LEVEL: 'info' });
+    try {
+      await server.listening();
+      const retried = () => logEntries(server).filter((e) => String(e.msg).startsWith('worker 1 did not start'));
+      await until('the second worker fails and is tried again', 10_000, () => retried().length >= 1, () => server.stdout.slice(-2000) + server.stderr);
+      assert.match(String(retried()[0]!.msg), /; starting another in 1 s$/);
+      proxy.refuseConnections(undefined);
+      await until('the second worker listens', 15_000, () => workerPids(server).length === 2, () => server.stdout.slice(-2000));
+      const answers = await Promise.all(Array.from({ length: 10 }, () => send(server.url, '/api/v1/me', { authorization: basic(username, password) })));
+      assert.deepEqual(answers.map((a) => a.status), Array(10).fill(200));
+      const { code } = await server.stop('SIGTERM', 15_000);
+      assert.equal(code, 0, server.stderr);
+    } finally {
+      server.kill();
+      await proxy.close();
+      await database.drop();
+    }
+  });
+
   test('SIGTERM while a replacement is still trying to reach PostgreSQL: exit 0, the replacement had nothing in flight', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, () =>
     // Until 2026-11-30 its failed start counted as a worker that did not stop cleanly: exit 1, so systemd marked the stop failed (a review).
     behindProxy(async (server, proxy) => {

@@ -90,17 +90,17 @@ export async function runPrimary(config: Config): Promise<void> {
       });
     });
 
-  /** Starts a worker in place of one that exited, again and again (REPLACEMENT_RETRY) while it does not start. */
-  const replace = (index: number, retryMs: number): void => {
+  /** Starts worker `index` (`what`: in place of one that exited, or one of the first), again and again (REPLACEMENT_RETRY) while it does not start. */
+  const replace = (index: number, retryMs: number, what = 'its replacement'): void => {
     start(index).catch((err: Error & { status: number }) => {
       if (stopping) return;
       if (err.status === 2) {
         status = 2;
-        log.fatal({ worker: index }, `its replacement did not start (${err.message}): a setting is wrong; stopping`);
+        log.fatal({ worker: index }, `${what} did not start (${err.message}): a setting is wrong; stopping`);
         return stop();
       }
-      log.error({ worker: index }, `its replacement did not start (${err.message}); starting another in ${retryMs / 1000} s`);
-      setTimeout(() => stopping || replace(index, Math.min(2 * retryMs, REPLACEMENT_RETRY.maxMs)), retryMs);
+      log.error({ worker: index }, `${what} did not start (${err.message}); starting another in ${retryMs / 1000} s`);
+      setTimeout(() => stopping || replace(index, Math.min(2 * retryMs, REPLACEMENT_RETRY.maxMs), what), retryMs);
     });
   };
 
@@ -161,13 +161,10 @@ export async function runPrimary(config: Config): Promise<void> {
     return exit((err as { status: number }).status);
   }
   if (stopping) return;
-  try {
-    await Promise.all(Array.from({ length: config.workers - 1 }, (_, i) => start(i + 1)));
-  } catch (err) {
-    status = (err as { status: number }).status;
-    log.fatal(`a worker did not start (${(err as Error).message}): stopping`);
-    stop();
-  }
+  // The rest, once the first serves: one that does not start (a connection refused or ended as it
+  // opened the database) is tried again as a replacement is, while the others serve. Until
+  // 2026-12-02 the primary stopped them all, the first worker's requests in flight included (a review).
+  for (let index = 1; index < config.workers; index++) replace(index, REPLACEMENT_RETRY.firstMs, `worker ${index}`);
 }
 
 /** The database, opened as a server opens it, and the primary answering the workers' creates and purging what has expired. */

@@ -40,6 +40,8 @@ export class TcpProxy {
   terminated = 0;
   /** Connections after the first `after` wait `ms` before they reach the database (delayConnections). */
   private connectionDelay: { after: number; ms: number } | undefined;
+  /** Connections after the first `after` are refused, reset at once, until this is undefined again (refuseConnections). */
+  private refusedAfter: number | undefined;
   /** A statement (a piece of its SQL) whose answer ends its connection with a FATAL error (terminateAfterAnswerTo). */
   private terminating: Buffer | undefined;
 
@@ -115,6 +117,11 @@ export class TcpProxy {
     this.connectionDelay = { after, ms };
   }
 
+  /** New connections after the first `after` are reset at once, as by a database at its connection limit or restarting, while open ones go on (undefined: none again). */
+  refuseConnections(after: number | undefined): void {
+    this.refusedAfter = after;
+  }
+
   /**
    * Once: the next statement sent whose SQL holds `statement` is answered, and in the same read its
    * connection's FATAL error (`terminating connection due to administrator command`, as
@@ -150,7 +157,7 @@ export class TcpProxy {
   private accept(client: Socket): void {
     client.on('error', () => {});
     this.accepted++;
-    if (this.mode === 'reset') return void client.destroy();
+    if (this.mode === 'reset' || (this.refusedAfter !== undefined && this.accepted > this.refusedAfter)) return void client.destroy();
     if (this.mode === 'blackhole') return void this.frozen.add(client.pause());
     const delay = this.connectionDelay;
     if (delay && this.accepted > delay.after) {
