@@ -351,17 +351,18 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
   return new PostgresDialect({ pool: discardingBrokenClients(pool, timeouts.queryMs, gate), cursor: Cursor });
 }
 
+/** What of pg-cursor's Cursor discardingBrokenClients reads: its state (`error` once it has failed) and close(), which Kysely calls without a callback. */
+interface PgCursor {
+  state?: string;
+  close(): Promise<void>;
+}
+
 /**
  * Kysely hands every client back to the pool as healthy. A client whose query timed out or lost
  * its connection is not: node-postgres keeps the stuck query queued on it, so every later query
  * on it would time out too. Such a client is released with its error, which makes the pool
  * destroy it; that is how the service recovers on its own once the database is back.
  */
-/** What of pg-cursor's Cursor discardingBrokenClients reads: its state (`error` once it has failed) and close(), which Kysely calls without a callback. */
-interface Cursor {
-  state?: string;
-  close(): Promise<void>;
-}
 
 function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Gate): PostgresPool {
   return {
@@ -378,7 +379,7 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
       return {
         query: ((...args: unknown[]) => {
           const result = query(...args);
-          if (!(result instanceof Promise)) return closingWhenBroken(result as Cursor); // a cursor: an export streams as long as it needs
+          if (!(result instanceof Promise)) return closingWhenBroken(result as PgCursor); // a cursor: an export streams as long as it needs
           result.catch((err: unknown) => {
             if (isDatabaseUnavailable(err) && !isRefused(err)) broken = err as Error; // a statement refused leaves its connection standing
           });
@@ -401,7 +402,7 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
        * so the command does not take the rows it has for all of them. A close that takes longer
        * than a query may fails as a query would.
        */
-      function closingWhenBroken(cursor: Cursor): Cursor {
+      function closingWhenBroken(cursor: PgCursor): PgCursor {
         const close = cursor.close.bind(cursor);
         cursor.close = () => {
           if (cursor.state === 'error') {
