@@ -78,7 +78,6 @@ function certificateWarning(dates: { from: Date; to: Date } | undefined, now = n
   return undefined;
 }
 
-
 /**
  * How far V8 lets its old generation grow past what was still live at the last full collection
  * before it collects again: by half. Left to itself V8 lets it grow up to fourfold, and under load
