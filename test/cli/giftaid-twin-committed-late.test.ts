@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import { startTestApp } from '../support/app.js';
-import { BACKENDS, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt, until } from '../support/cli.js';
+import { BACKENDS, tempDir, waitingFor } from '../support/backends.js';
+import { almoner, assertBuilt } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -37,10 +37,7 @@ describe('a gift recorded twice whose first record commits after a claim took th
       await locker.query('begin');
       await locker.query('lock table idempotency_keys in exclusive mode');
       const original = create('original-1');
-      await until('the original waits at its commit', 3000, async () => {
-        const { rows } = await locker.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and pid <> pg_backend_pid()");
-        return rows[0]!.n > 0;
-      });
+      await waitingFor(ctx.databaseUrl, '', 3000); // the original, at its commit
       // The integration's retry, sent without a key, is stored at once, and claimed.
       const retry = await create();
       assert.equal(retry.status, 200);

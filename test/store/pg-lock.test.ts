@@ -15,7 +15,7 @@ import { signUpCharity } from '../../src/charities/signup.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { basic, exampleDonation } from '../support/app.js';
-import { BACKENDS, type TestDatabase } from '../support/backends.js';
+import { BACKENDS, waitingFor, type TestDatabase } from '../support/backends.js';
 import { until } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
@@ -100,12 +100,7 @@ describe('PostgreSQL: a lock held past a create’s deadline', { skip: postgres 
     await outsider.query('lock table donations in share mode');
     const began = performance.now();
     const answer = create('busy@example.org');
-    await until('the create waits for the lock', 5000, async () => {
-      const { rows } = await outsider.query<{ n: string }>(
-        "select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'",
-      );
-      return Number(rows[0]!.n) > 0;
-    });
+    await waitingFor(database.url, '', 5000); // the create, for the lock
     // Just before its deadline the lock goes, and from then on every turn of the event loop takes 400 ms,
     // as a flood handled in one turn makes it: the commit's answer, and any claim's, is there before the
     // loop polls, and its timers fire first.

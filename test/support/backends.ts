@@ -118,7 +118,7 @@ export async function waitingForAdvisoryLock(url: string, ms = 10_000): Promise<
   });
 }
 
-/** The pid of a session of the database at `url` whose statement, holding `piece`, waits for a lock (one the test holds, say); fails after `ms`. */
+/** The pid of a session of the database at `url` whose statement, holding `piece` (any: ''), waits for a lock (one the test holds, say); fails after `ms`. */
 export async function waitingFor(url: string, piece: string, ms: number): Promise<number> {
   return watchActivity(url, ms, `no statement holding ${JSON.stringify(piece)} waited for a lock`, async (client) => {
     const { rows } = await client.query<{ pid: number }>(
