@@ -125,12 +125,35 @@ export function toStdoutStream(): Transform {
   });
 }
 
+/**
+ * Standard output's failure (its reader gone: EPIPE), once it has failed: main.ts ends most commands
+ * then, but not one whose work must go to its end (finishWhateverTheOutput), which writes nothing more there.
+ */
+let outputFailure: NodeJS.ErrnoException | undefined;
+let mustFinish = false;
+export const outputFailed = (): NodeJS.ErrnoException | undefined => outputFailure;
+/** main.ts, standard output having failed: true when the command goes on (finishWhateverTheOutput), to end as it would have. */
+export function outputGone(err: NodeJS.ErrnoException): boolean {
+  outputFailure ??= err;
+  return mustFinish;
+}
+/**
+ * For work that must go to its end whoever reads what it prints: a retention run's erasure. Ended by
+ * its reader going away (`| head -1`), it stopped after its first batch, exit 0, its other batches
+ * not erased and SQLite's WAL not checkpointed (until 2026-12-02, a review). It now goes on, its
+ * lines no longer written; retention.ts says on standard error that they were not.
+ */
+export function finishWhateverTheOutput(): void {
+  mustFinish = true;
+}
+const writable = () => outputFailure === undefined && !process.stdout.destroyed;
+
 export function print(text: string): void {
-  process.stdout.write(`${forStdout(text)}\n`);
+  if (writable()) process.stdout.write(`${forStdout(text)}\n`);
 }
 /** Writes `lines`, then waits until standard output has taken them, if it had more than it could hold: a command printing many keeps no more than that in memory. */
 export async function printDrained(lines: string[]): Promise<void> {
-  if (process.stdout.write(`${forStdout(lines.join('\n'))}\n`)) return;
+  if (!writable() || process.stdout.write(`${forStdout(lines.join('\n'))}\n`)) return;
   await new Promise<void>((resolve) => {
     const done = () => {
       process.stdout.off('drain', done);

@@ -4,18 +4,18 @@ import cluster from 'node:cluster';
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
-import { endingEarly, runningAs } from './io.js';
+import { endingEarly, outputFailed, outputGone, runningAs } from './io.js';
 import { UsageError } from './usage.js';
 import { ioErrorCode } from '../store/unavailable.js';
 
 // A reader that goes away (`| head`) ends the command quietly, as it does any Unix tool; what was
 // done stays done. A command whose output mattered more (a new password) says so itself first.
 // Its row in almoner_instances (PostgreSQL) goes first: left, a restore run next was refused for 10 s.
-let outputGone = false;
+// An erasure goes on to its end instead (io.ts, finishWhateverTheOutput), and says so itself.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (outputGone) return; // the command's writes meanwhile fail too
-  outputGone = true;
+  if (outputFailed()) return; // the command's writes meanwhile fail too
   if (err.code !== 'EPIPE') process.stderr.write(`almoner: cannot write the output: ${err.message}\n`);
+  if (outputGone(err)) return;
   void endingEarly().finally(() => process.exit(err.code === 'EPIPE' ? (process.exitCode ?? 0) : 1));
 });
 

@@ -4,7 +4,7 @@ import { retentionYearsFromEnv } from '../config.js';
 import { ukDay } from '../time.js';
 import type { DonationErasure } from '../store/donors.js';
 import { erasureLines, erasureSummary, sayTracesLeft } from './donor.js';
-import { print, printDrained, withStore } from './io.js';
+import { finishWhateverTheOutput, outputFailed, print, printDrained, withStore } from './io.js';
 
 export function retentionCommand(): Command {
   const retention = new Command('retention').description("donors' personal data kept no longer than it must be");
@@ -21,8 +21,15 @@ export function retentionCommand(): Command {
         count += erased.length;
         if (erased.length > 0) await printDrained(erasureLines(erased, dryRun));
       };
+      // An erasure begun goes to its end, every batch and the checkpoint, though its reader has gone (`| head -1`); a dry run ends with it.
+      if (!dryRun) finishWhateverTheOutput();
       const run = await withStore((store) => store.donors.applyRetention({ today: ukDay(new Date()), retentionYears, dryRun, each }));
       print(erasureSummary(count, dryRun));
+      const failed = outputFailed();
+      if (failed) {
+        process.stderr.write(`almoner: not every line could be written (${failed.code === 'EPIPE' ? 'EPIPE: its reader went away' : (failed.code ?? failed.message)}); the erasure went on to its end: ${erasureSummary(count, dryRun)}\n`);
+        if (failed.code !== 'EPIPE') process.exitCode = 1;
+      }
       sayTracesLeft(run.tracesLeft);
     });
   return retention;
