@@ -18,7 +18,7 @@ import { backUpSqlite, CopyRefused, writeNewBackup, readReplaced, refuseOccupied
 import { readLedger, readLedgerRows, type DatabaseLedger, type KeptClaims, type LedgerCopy, type LedgerPages, type LedgerQueries, type LedgerRow, type RefusedWhy } from '../store/claims.js';
 import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
-import { PRIVATE_FILE, refuseBackup } from '../store/open.js';
+import { connectionRefused, PRIVATE_FILE, refuseBackup } from '../store/open.js';
 import { INSTANCES_TABLE, runningInstances, runningSaid } from '../store/instances.js';
 import { backupWritten, pruneBackups } from './backup-prune.js';
 import { count, print, theDatabase, withStoreAt } from './io.js';
@@ -882,7 +882,10 @@ async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise
   // A connection the server ends while it is idle (a restart, pg_terminate_backend, a timeout) fails the next query on it,
   // which says why; without a listener its 'error' event ended the command with a stack trace, whatever it was doing.
   client.on('error', () => {});
-  await client.connect();
+  // A database or user PostgreSQL does not know: a setting's mistake (exit 2), as openStore says it.
+  await client.connect().catch((err: unknown) => {
+    throw connectionRefused(err) ?? err;
+  });
   try {
     return await work(client);
   } finally {

@@ -12,7 +12,7 @@ import { migrate, refuseServerEncoding, refuseServerWithoutPrivileges, SQLITE_MI
 import { keepInstance } from './instances.js';
 import { refuseMarkedConnection, refuseWhileRestoring, RESTORING_CODE } from './restoring.js';
 import { Store } from './store.js';
-import { isDatabaseUnavailable, isRefused } from './unavailable.js';
+import { isDatabaseUnavailable, isRefused, refusedForGood } from './unavailable.js';
 import type { Clock } from '../time.js';
 
 /**
@@ -112,9 +112,26 @@ export async function openStore(
     }
   } catch (err) {
     await store.close();
-    throw err;
+    throw connectionRefused(err) ?? err;
   }
   return store;
+}
+
+/**
+ * A PostgreSQL connection refused for what DATABASE_URL says (a database that does not exist, a user
+ * it does not know or lets in, a wrong password: refusedForGood) as a setting's mistake, a
+ * ConfigError (exit 2, which systemd does not restart), else undefined. It was exit 1, and `serve`
+ * was restarted every 2 s for as long as nobody looked (until 2026-12-02, a review). PostgreSQL's own
+ * words name the database or the user, never the password.
+ */
+export function connectionRefused(err: unknown): ConfigError | undefined {
+  const code = refusedForGood(err);
+  if (code === undefined) return undefined;
+  const fix =
+    code === '3D000'
+      ? "set DATABASE_URL to Almoner's database, or create it first (createdb -E UTF8, README: Running on PostgreSQL)"
+      : "set DATABASE_URL's user and password to ones this PostgreSQL server lets in (percent-encoded, README: Configuration), or create that user (create role … login) or let it in (pg_hba.conf)";
+  return new ConfigError(`PostgreSQL refuses the connection: ${(err as Error).message} (${code}): ${fix}; until then a restart will not mend it`, { cause: err });
 }
 
 /**

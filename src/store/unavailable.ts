@@ -19,6 +19,18 @@ const PG_STATES = /^(08...|53...|57P0[123])$/;
 // each was a 500, after its batch was tried again in halves.
 const PG_REFUSED_FOR_NOW = /^(25006|57014|55P03|42501)$/;
 
+// PostgreSQL's refusals of a new connection for what DATABASE_URL says, which no wait or restart mends:
+// 3D000 no such database, 28000 a role that does not exist or may not log in (or pg_hba.conf lets no
+// such connection in), 28P01 a wrong password. Not class 08, 53 or 57P0x (a server starting or going
+// away, too many connections: PG_STATES above), which pass.
+const PG_REFUSED_FOR_GOOD = /^(3D000|28000|28P01)$/;
+
+/** The SQLSTATE with which PostgreSQL refused a connection for good (PG_REFUSED_FOR_GOOD), else undefined. */
+export function refusedForGood(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && PG_REFUSED_FOR_GOOD.test(code) ? code : undefined;
+}
+
 // node-postgres and pg-pool report lost connections and timeouts by message only.
 const PG_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connection error and is not queryable|Client was closed and is not queryable/i;
 
