@@ -19,6 +19,7 @@ import { readLedger, readLedgerRows, type DatabaseLedger, type KeptClaims, type 
 import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
 import { connectionRefused, PRIVATE_FILE, refuseBackup } from '../store/open.js';
+import { closingClient } from '../store/pg-client.js';
 import { INSTANCES_TABLE, runningInstances, runningSaid } from '../store/instances.js';
 import { backupWritten, pruneBackups } from './backup-prune.js';
 import { count, print, theDatabase, withStoreAt } from './io.js';
@@ -784,7 +785,7 @@ function pgQueries(client: pg.Client): LedgerQueries {
 /** A claim's rows in the PostgreSQL database at `url` (LedgerPages), on a connection of their own, ended once they are read. */
 async function* claimRowsAt(url: string, claimId: number): AsyncIterable<LedgerRow[]> {
   const { default: pgModule } = await import('pg');
-  const client = new pgModule.Client({ connectionString: url });
+  const client = new (closingClient(pgModule))({ connectionString: url });
   client.on('error', () => {}); // as withPostgres's: a connection ended between queries fails the next, which says why
   await client.connect();
   try {
@@ -878,7 +879,7 @@ const worthKeeping = (ledger: LedgerCopy | LedgerPages): boolean => ledger.claim
 /** One plain connection to the PostgreSQL database at `url` (which migrates nothing), for `work`. */
 async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const { default: pgModule } = await import('pg');
-  const client = new pgModule.Client({ connectionString: url });
+  const client = new (closingClient(pgModule))({ connectionString: url });
   // A connection the server ends while it is idle (a restart, pg_terminate_backend, a timeout) fails the next query on it,
   // which says why; without a listener its 'error' event ended the command with a stack trace, whatever it was doing.
   client.on('error', () => {});

@@ -15,6 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ConfigError } from '../config.js';
+import { closingClient } from './pg-client.js';
 import { readMark, RESTORING_CODE, unfinished, type Restoring } from './restoring.js';
 
 /** The table (migrations/0020_instances.ts). */
@@ -132,7 +133,7 @@ export interface InstanceOptions {
  */
 export async function keepInstance(connectionString: string, { everyMs, connectMs, queryMs, what, optional = false, marked }: InstanceOptions): Promise<Instance> {
   const { default: pgModule } = await import('pg');
-  const own = new pgModule.Pool({ connectionString, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: connectMs, query_timeout: queryMs, keepAlive: true });
+  const own = new pgModule.Pool({ Client: closingClient(pgModule), connectionString, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: connectMs, query_timeout: queryMs, keepAlive: true });
   own.on('error', () => {}); // an idle connection dropped: the next refresh opens another
   const id = randomUUID();
   const ask = async <T>(work: (query: Query) => Promise<T>): Promise<T> => {

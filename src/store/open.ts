@@ -11,6 +11,7 @@ import type { Database } from './schema.js';
 import { migrate, refuseServerEncoding, refuseServerWithoutPrivileges, SQLITE_MIGRATION_WAIT_MS } from './migrate.js';
 import { keepInstance } from './instances.js';
 import { refuseMarkedConnection, refuseWhileRestoring, RESTORING_CODE } from './restoring.js';
+import { closingClient } from './pg-client.js';
 import { Store } from './store.js';
 import { isDatabaseUnavailable, isRefused, refusedForGood } from './unavailable.js';
 import type { Clock } from '../time.js';
@@ -125,6 +126,13 @@ export async function openStore(
  * words name the database or the user, never the password.
  */
 export function connectionRefused(err: unknown): ConfigError | undefined {
+  // No code: node-postgres's own, SCRAM asking for a password that DATABASE_URL does not give (pg-client.ts).
+  if (err instanceof Error && /client password must be a (non-empty )?string/.test(err.message)) {
+    return new ConfigError(
+      "PostgreSQL asks for a password, and DATABASE_URL gives none (nor PGPASSWORD, nor ~/.pgpass): put the user's password in it (postgres://user:password@host/database, percent-encoded, README: Configuration); until then a restart will not mend it",
+      { cause: err },
+    );
+  }
   const code = refusedForGood(err);
   if (code === undefined) return undefined;
   const fix =
@@ -344,6 +352,7 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
   const { default: pg } = await import('pg');
   const { default: Cursor } = await import('pg-cursor');
   const pool = new pg.Pool({
+    Client: closingClient(pg),
     connectionString,
     max,
     connectionTimeoutMillis: timeouts.connectMs,

@@ -50,27 +50,66 @@ for (const { refused, url, names, state } of [
   });
 }
 
-/** A server that answers every connection as PostgreSQL does while it starts: FATAL 57P03, `the database system is starting up`, then closes it. */
-async function startingUp(): Promise<{ port: number; close: () => Promise<void> }> {
-  const field = (type: string, value: string) => Buffer.concat([Buffer.from(type), Buffer.from(value), Buffer.from([0])]);
-  const fields = Buffer.concat([field('S', 'FATAL'), field('V', 'FATAL'), field('C', '57P03'), field('M', 'the database system is starting up'), Buffer.from([0])]);
-  const length = Buffer.alloc(4);
-  length.writeInt32BE(fields.length + 4);
-  const error = Buffer.concat([Buffer.from('E'), length, fields]);
+/** A stand-in for PostgreSQL on a port of its own: `answer` is given each message a connection sends (its startup message first, numbered 0); `open()` says how many connections are open. */
+async function fakePostgres(answer: (socket: Socket, n: number) => void): Promise<{ port: number; open: () => number; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     sockets.add(socket.on('close', () => sockets.delete(socket)).on('error', () => {}));
-    socket.once('data', () => socket.end(error)); // its startup message
+    socket.unref(); // a connection left open fails the test, not keeps its file running
+    let n = 0;
+    socket.on('data', () => answer(socket, n++));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
+    open: () => sockets.size,
     close: () => new Promise((resolve) => {
       for (const socket of sockets) socket.destroy();
       server.close(() => resolve());
     }),
   };
 }
+
+/** A backend message: its type, its length, its body. */
+function message(type: string, body: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeInt32BE(body.length + 4);
+  return Buffer.concat([Buffer.from(type), length, body]);
+}
+
+/** A server that answers every connection as PostgreSQL does while it starts: FATAL 57P03, `the database system is starting up`, then closes it. */
+function startingUp(): ReturnType<typeof fakePostgres> {
+  const field = (type: string, value: string) => Buffer.concat([Buffer.from(type), Buffer.from(value), Buffer.from([0])]);
+  const fields = Buffer.concat([field('S', 'FATAL'), field('V', 'FATAL'), field('C', '57P03'), field('M', 'the database system is starting up'), Buffer.from([0])]);
+  return fakePostgres((socket, n) => n === 0 && socket.end(message('E', fields))); // at its startup message
+}
+
+/**
+ * A server that asks for a password by SCRAM, as PostgreSQL with scram-sha-256 in pg_hba.conf does,
+ * and then waits for the rest of the handshake, as PostgreSQL does until its authentication_timeout.
+ */
+function askingForPassword(): ReturnType<typeof fakePostgres> {
+  const code = (n: number) => Buffer.from([0, 0, 0, n]);
+  return fakePostgres((socket, n) => {
+    if (n === 0) socket.write(message('R', Buffer.concat([code(10), Buffer.from('SCRAM-SHA-256\0\0')]))); // AuthenticationSASL
+    if (n === 1) socket.write(message('R', Buffer.concat([code(11), Buffer.from('r=client-nonce-server-nonce,s=c2FsdA==,i=4096')]))); // its server-first-message
+  });
+}
+
+test('PostgreSQL asking for a password DATABASE_URL does not give: exit 2 at once, saying so, the connection closed (it waited for the server to end the handshake, a minute, and said only node-postgres\'s "client password must be a string")', { timeout: 60_000 }, async () => {
+  assertBuilt();
+  const server = await askingForPassword();
+  try {
+    for (const run of RUNS.slice(0, 3)) {
+      const r = await almoner(`postgres://almoner@127.0.0.1:${server.port}/almoner`, run.args, { ...run.env, PGPASSWORD: undefined });
+      assert.equal(r.code, 2, `${run.what}: exit ${r.code}\nstderr: ${r.stderr}`);
+      assert.match(r.stderr, /PostgreSQL asks for a password, and DATABASE_URL gives none/, run.what);
+      assert.equal(server.open(), 0, `${run.what}: its connection left open`);
+    }
+  } finally {
+    await server.close();
+  }
+});
 
 test('PostgreSQL away for now (nothing listening; starting up, 57P03): still exit 1, for systemd to restart', { timeout: 60_000 }, async () => {
   assertBuilt();
