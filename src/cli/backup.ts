@@ -14,7 +14,7 @@ import { refuseEncoding, SERVER_ENCODING_QUERY, type ServerEncoding } from '../s
 import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
 import { columnsSetBy, type CredentialColumn, OLD_PASSWORD_LEFT, type Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, writeNewBackup, readReplaced, refuseOccupied, refuseSharedFolder, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, writeNewBackup, readReplaced, refuseOccupied, refuseSharedFolder, removeCopyOf, removeStaleCopies, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, readLedgerRows, type DatabaseLedger, type KeptClaims, type LedgerCopy, type LedgerPages, type LedgerQueries, type LedgerRow, type RefusedWhy } from '../store/claims.js';
 import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
@@ -60,6 +60,17 @@ async function refusalsAreUsage<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Removes the copies a backup or restore killed before it finished (SIGKILL, a power cut) left in
+ * `folder` (removeStaleCopies), and says which: they were left there for ever, every donor in them
+ * (until 2026-12-02; a review). One that cannot be removed is said on stderr, and the command goes on.
+ */
+function sayStaleCopies(folder: string): void {
+  const { removed, left } = removeStaleCopies(folder);
+  if (removed.length > 0) print(`removed ${count(removed.length, 'unfinished copy', 'unfinished copies')} that a backup or restore stopped before it finished left in ${folder}: ${namesOf(removed)}`);
+  if (left.length > 0) process.stderr.write(`almoner: warning: ${count(left.length, 'unfinished copy', 'unfinished copies')} left by a backup or restore stopped before it finished could not be removed: ${left.join(', ')}\n`);
+}
+
 export function backupCommand(): Command {
   return new Command('backup')
     .description('copy the database while the server runs (SQLite: its rows, with VACUUM INTO; PostgreSQL: pg_dump --format=custom), check the copy, and say what it holds')
@@ -79,14 +90,26 @@ export function backupCommand(): Command {
       if (!writable(dirname(file))) throw new UsageError(`this user (${osUser()}) may not write in the folder ${dirname(file)}`);
       // A database half-restored is no backup's to take (PostgreSQL's mark is read by backUpPostgres).
       await refuseWhileRestoring(location);
-      const summary = await refusalsAreUsage(() => (location.dialect === 'postgres' ? backUpPostgres(location, file) : backUpSqlite(location.path, file)));
-      print(`backup written to ${file}: ${location.dialect === 'postgres' ? describe(summary, 'a pg_dump archive pg_restore reads') : describe(summary)}`);
+      sayStaleCopies(dirname(file));
       // In the database backed up, after the copy: the copy is of what was there before. A backup
       // taken by a user who may read the database but not write it is still a backup: said, not failed.
-      try {
-        await withStoreAt(location, (store) => store.audit({ action: 'backup', target: file, summary: counts(summary) }));
-      } catch (err) {
-        process.stderr.write(`almoner: warning: the backup is written, but its entry in the audit trail could not be: ${(err as Error).message}\n`);
+      let unrecorded: string | undefined;
+      const record = async (summary: CopySummary) => {
+        try {
+          await withStoreAt(location, (store) => store.audit({ action: 'backup', target: file, summary: counts(summary) }));
+        } catch (err) {
+          unrecorded = (err as Error).message;
+        }
+      };
+      // PostgreSQL: recorded before the archive is put at its name, as --prune-older-than knows an archive only by its entry (pruneAfter):
+      // one killed between the two left an archive no prune ever deleted (until 2026-12-02; a review). Now it leaves its file beside
+      // (the next backup removes it) and an entry naming a file that is not there, which prunes nothing. SQLite's copy bears its mark.
+      const summary = await refusalsAreUsage(() => (location.dialect === 'postgres' ? backUpPostgres(location, file, record) : backUpSqlite(location.path, file)));
+      print(`backup written to ${file}: ${location.dialect === 'postgres' ? describe(summary, 'a pg_dump archive pg_restore reads') : describe(summary)}`);
+      if (location.dialect === 'sqlite') await record(summary);
+      if (unrecorded !== undefined) {
+        const unpruned = location.dialect === 'postgres' ? ' (so --prune-older-than will not know it as a backup of this database: delete it yourself once it is old)' : '';
+        process.stderr.write(`almoner: warning: the backup is written, but its entry in the audit trail could not be${unpruned}: ${unrecorded}\n`);
       }
       if (pruneOlderThan !== undefined) await pruneAfter(location, dirname(file), pruneOlderThan, file);
     });
@@ -98,13 +121,21 @@ export function backupCommand(): Command {
  * --format=custom` takes it, but for the rows of running servers (almoner_instances: a restore makes
  * its table again empty), from one snapshot that the counts it reports are read from too, into a
  * file of this user's alone that is put in place only once pg_restore has read it back and found
- * Almoner's schema. Through the connection string's own user and settings (libpqEnvironment: its
- * password never on a command line). Refused while a restore has marked the database.
+ * Almoner's schema, and `record` has written its audit entry (once the snapshot's transaction has
+ * ended: a store opened by a newer version migrates, and would wait for its locks). Through the
+ * connection string's own user and settings (libpqEnvironment: its password never on a command
+ * line). Refused while a restore has marked the database.
  */
-async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string): Promise<CopySummary> {
+async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'postgres' }>, file: string, record: (summary: CopySummary) => Promise<void>): Promise<CopySummary> {
   const env = libpqEnvironment(location.url);
   return withPostgres(location.url, async (client) => {
     await client.query('begin isolation level repeatable read read only');
+    let open = true;
+    const end = async () => {
+      if (!open) return;
+      open = false;
+      await client.query('commit');
+    };
     try {
       // Idle in its transaction while pg_dump runs: a database's idle_in_transaction_session_timeout ended it under a dump that
       // outlasted it, and the command died of it (an unhandled 'error' event, exit 1, a partial file left: until 2026-12-01, a
@@ -128,8 +159,8 @@ async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'po
         if ((err as { code?: string }).code === '42P01') throw new UsageError(`${describeDatabase(location)} holds no Almoner database (${(err as Error).message}): set DATABASE_URL to the server's database`);
         throw err;
       }
-      return await writeNewBackup(file, async (partial) => {
-        const { code, ended, stderr } = await runPgTool('pg_dump', ['--format=custom', `--snapshot=${snapshot}`, `--exclude-table-data=${INSTANCES_TABLE}`, `--file=${partial}`, `--dbname=${libpqDbname(env)}`], env);
+      return await writeNewBackup(file, async (partial, stopped) => {
+        const { code, ended, stderr } = await runPgTool('pg_dump', ['--format=custom', `--snapshot=${snapshot}`, `--exclude-table-data=${INSTANCES_TABLE}`, `--file=${partial}`, `--dbname=${libpqDbname(env)}`], env, stopped);
         if (code !== 0) throw new Error(`pg_dump could not write the backup (${ended}), so none was kept:\n${stderr.trim().split('\n').slice(-5).join('\n')}`);
         if ((await schemasOf(partial, env)).almonerIn.length === 0) throw new Error(`pg_restore finds no Almoner schema in what pg_dump wrote, so no backup was kept`);
         return {
@@ -140,9 +171,12 @@ async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'po
           giftaidClaims: Number(held.claims),
           schema: String(held.schema),
         };
+      }, async (summary) => {
+        await end().catch(() => {}); // pg_dump has read its snapshot: a session ended since takes nothing from the archive
+        await record(summary);
       });
     } finally {
-      await client.query('commit').catch(() => {});
+      await end().catch(() => {});
     }
   });
 }
@@ -222,6 +256,7 @@ export function restoreCommand(): Command {
       const existed = existsSync(target);
       if (existed) await refusalsAreUsage(() => refuseOccupied(target, replace)); // not marked, for others to see, only to be refused
       await markOrRefuse(place, thisRestore(file, existed ? [keptAs] : [], existed, began));
+      sayStaleCopies(dirname(target)); // marked: no other restore is at work here
       const { summary, replaced: swapped } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs: keptAs })).catch(async (err: unknown) => {
         // Nothing replaced yet, or the restore stands (a failure after the swap): then its mark stays, for keep-replaced.
         if (!(existed ? existsSync(keptAs) : existsSync(target))) await unmark(place);
@@ -351,9 +386,16 @@ async function keepReplaced(location: DatabaseLocation, place: MarkPlace, given:
 /** keep-replaced's work, once nothing else is at it: what the restore that `marked` the database would have done last. */
 async function finish(location: DatabaseLocation, place: MarkPlace, marked: Restoring | undefined, unreadable: boolean, given: string[]): Promise<void> {
   const done = (said: string) => print(`${said}: ${describeDatabase(location)} may be used again`);
+  // SQLite: the copy the restore was writing beside the database goes, whatever else it got as far as (until 2026-12-02 it was
+  // left there for ever, every donor in it, unless the swap was undone: a review), and any other left by a backup or restore killed.
+  if ('path' in place) {
+    const copies = marked ? removeCopyOf(place.path, marked) : [];
+    if (copies.length > 0) print(`removed the copy the restore was writing when it stopped: ${copies.join(', ')}`);
+    sayStaleCopies(dirname(place.path));
+  }
   // Killed in the middle of its swap: the database that was there goes back in its place.
   const keptAs = marked?.replacing && 'path' in place ? marked.left[0] : undefined;
-  if (keptAs && 'path' in place && undoSwap(place.path, keptAs, marked!.pid)) {
+  if (keptAs && 'path' in place && undoSwap(place.path, keptAs)) {
     await unmark(place);
     return done(`the restore begun at ${marked!.began} (from ${marked!.from}) stopped in the middle of putting its backup in place: the database that was there is back, as it was`);
   }
@@ -1178,11 +1220,12 @@ async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObjec
 }
 
 /** `tool` run with `args`; `ended`, how it ended, as a message says it (`exit 1`, or `killed by SIGKILL`, where it said `exit null`). */
-async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; ended: string; stdout: string; stderr: string }> {
+async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv, stopped?: AbortSignal): Promise<{ code: number | null; ended: string; stdout: string; stderr: string }> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolvePromise, reject) => {
-    const child = spawn(tool, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Stopped (a backup's SIGTERM or SIGINT: writeNewBackup), the tool is stopped too, not left writing an archive no one keeps.
+    const child = spawn(tool, args, { env, stdio: ['ignore', 'pipe', 'pipe'], signal: stopped, killSignal: 'SIGTERM' });
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.once('error', (e: NodeJS.ErrnoException) =>

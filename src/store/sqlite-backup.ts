@@ -1,13 +1,16 @@
 // Backups of a SQLite database: taken while the server runs and keeps answering, checked before
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { uptime } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { toAuditRecord, type AuditRecord } from './audit.js';
 import { readLedger, readLedgerRows, type LedgerCopy, type LedgerPages, type LedgerRow } from './claims.js';
 import { newerThanThis } from './migrations/index.js';
 import { BACKUP_MARK, backupGiven, bearsBackupMark, PRIVATE_FILE } from './open.js';
+import { thisProcess, type Owner } from './restoring.js';
 
 /** What a checked copy holds. */
 export interface CopySummary {
@@ -66,12 +69,18 @@ export async function backUpSqlite(source: string, out: string): Promise<CopySum
 }
 
 /**
- * A new backup at `out`, which `write` makes in a file beside it (`out.partial-<pid>`, made first,
+ * A new backup at `out`, which `write` makes in a file beside it (`out.partial-<pid>-<place>`, made first,
  * empty and its owner's alone, in a folder no other user may write: putInPlace), then put at `out`
  * only if nothing is there (placeAsNew): SQLite's copy, or PostgreSQL's pg_dump archive (cli/backup.ts).
+ * `beforePlace`, given what `write` gave, runs once the copy is whole, checked and fsynced, just
+ * before it is put at `out` (PostgreSQL's audit entry, by which --prune-older-than knows the archive).
+ * A SIGTERM or SIGINT meanwhile removes the file beside `out` (`write`'s `stopped` is aborted: a
+ * pg_dump it runs is killed) and ends the process as the signal would have: until 2026-12-02 the
+ * signal ended it at once and that file was left for ever (a review). One that comes during a
+ * synchronous step (SQLite's VACUUM INTO, its integrity check) is seen once that step is done.
  */
-export function writeNewBackup<T>(out: string, write: (partial: string) => Promise<T>): Promise<T> {
-  return putInPlace(out, write, () => {}, { overwrite: false });
+export function writeNewBackup<T>(out: string, write: (partial: string, stopped: AbortSignal) => Promise<T>, beforePlace?: (written: T) => Promise<void>): Promise<T> {
+  return putInPlace(out, write, () => {}, { overwrite: false, beforePlace, stopOnSignal: true });
 }
 
 /**
@@ -319,30 +328,138 @@ async function numberOf(path: string): Promise<number> {
 }
 
 /**
- * Puts back what the restore of process `pid`, killed in the middle of its swap (restoreSqlite),
- * had moved aside to `keptAs`: the database `target` was, with its side files, when the backup is
- * not yet in its place; or side files moved without their database, which is still in place
- * (without its WAL, committed transactions would be lost). The copy it was writing goes. Whether
- * anything was put back.
+ * Puts back what a restore killed in the middle of its swap (restoreSqlite) had moved aside to
+ * `keptAs`: the database `target` was, with its side files, when the backup is not yet in its place;
+ * or side files moved without their database, which is still in place (without its WAL, committed
+ * transactions would be lost). Whether anything was put back. (The copy it was writing goes with
+ * removeCopyOf.)
  */
-export function undoSwap(target: string, keptAs: string, pid: number): boolean {
+export function undoSwap(target: string, keptAs: string): boolean {
   if (existsSync(target) && existsSync(keptAs)) return false; // the swap was made: nothing to put back
   const moved = [...SIDE_FILES.map((suffix) => keptAs + suffix), keptAs].filter((f) => existsSync(f));
   for (const file of moved) renameSync(file, target + file.slice(keptAs.length));
-  if (moved.length > 0) rmSync(partialOf(target, pid), { force: true });
   return moved.length > 0;
 }
 
-/** The copy that process `pid` writes beside `target` before renaming it into place (putInPlace). */
-const partialOf = (target: string, pid: number) => `${target}.partial-${pid}`;
+/**
+ * Where a process runs, as the name of a copy it writes says (partialOf): its machine's name and its
+ * PID namespace (a container's pid means nothing outside it), hashed to 8 hexadecimal digits. A copy
+ * whose name bears this process's place was written on this machine, in this PID namespace, so
+ * whether its process still runs can be told from here (removeStaleCopies).
+ */
+export function placeOf(who: Pick<Owner, 'host' | 'pids'>): string {
+  return createHash('sha256').update(`${who.host}\0${who.pids ?? ''}`).digest('hex').slice(0, 8);
+}
+
+let here: string | undefined;
+const thisPlace = () => (here ??= placeOf(thisProcess()));
+
+/** The copy that process `pid`, running at `place` (placeOf), writes beside `target` before renaming it into place (putInPlace). */
+export const partialOf = (target: string, pid = process.pid, place = thisPlace()): string => `${target}.partial-${pid}-${place}`;
+
+/** A copy's name (partialOf), or one an Almoner before 2026-12-02 wrote (`….partial-<pid>`, no place). */
+const PARTIAL_NAME = /\.partial-([0-9]+)(?:-([0-9a-f]{8}))?$/;
+
+/** How long a copy not written to is taken for one no process writes any more, whoever's it is: a day (a backup writes its copy as it goes; a large one takes minutes). */
+const STALE_COPY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The copy the restore (or backup) `who`, known not to run (a restore's mark), was writing beside
+ * `target`, removed: its name now, and as an Almoner before 2026-12-02 named it. The names of
+ * those removed. A killed restore's copy was left there for ever: keep-replaced left it (until
+ * 2026-12-02; a review).
+ */
+export function removeCopyOf(target: string, who: Owner): string[] {
+  const removed: string[] = [];
+  for (const name of [partialOf(target, who.pid, placeOf(who)), `${target}.partial-${who.pid}`]) {
+    if (!isMine(name)) continue;
+    rmSync(name, { force: true });
+    removed.push(basename(name));
+  }
+  return removed;
+}
+
+/** Whether there is a regular file at `path` (not a link, never followed) of this user's. */
+function isMine(path: string): boolean {
+  const info = lstatSync(path, { throwIfNoEntry: false });
+  return info !== undefined && info.isFile() && (process.getuid === undefined || info.uid === process.getuid());
+}
+
+/**
+ * Removes the copies in `folder` that a backup or restore killed before it finished left there
+ * (SIGKILL, the machine losing power: putInPlace removes its own on a failure or SIGTERM, but these
+ * cannot be caught), and returns their names. Only this user's regular files named as such a copy
+ * (partialOf), and only where no process can still be writing them: one written from this machine
+ * and PID namespace (its name's place) whose process is gone (process.kill(pid, 0): ESRCH), or which
+ * was last written before the machine last started; or any not written to for STALE_COPY_MS (one
+ * written elsewhere, another container, a machine sharing the folder, or by an Almoner before
+ * 2026-12-02, whose name bears no place). A copy another backup or restore is writing is left. Until
+ * 2026-12-02 each was left beside the backups for ever, with every donor in it (a review). Nothing is
+ * removed in a folder other users may write to (refuseSharedFolder: backup and restore refuse it).
+ */
+export function removeStaleCopies(folder: string, now = Date.now()): { removed: string[]; left: string[] } {
+  const removed: string[] = [];
+  const left: string[] = [];
+  try {
+    refuseSharedFolder(folder);
+  } catch {
+    return { removed, left };
+  }
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return { removed, left };
+  }
+  const booted = now - uptime() * 1000;
+  for (const name of names) {
+    const [, pidText, place] = PARTIAL_NAME.exec(name) ?? [];
+    if (pidText === undefined) continue;
+    const path = join(folder, name);
+    const info = lstatSync(path, { throwIfNoEntry: false });
+    if (!info?.isFile() || (process.getuid !== undefined && info.uid !== process.getuid())) continue;
+    const pid = Number(pidText);
+    const fromHere = place === thisPlace();
+    // This process's own name is putInPlace's to take (openAsNew); one of this machine's may be a copy still being written.
+    if (fromHere && pid === process.pid) continue;
+    const stale = now - info.mtimeMs > STALE_COPY_MS || (fromHere && (info.mtimeMs < booted - 60_000 || !running(pid)));
+    if (!stale) continue;
+    try {
+      rmSync(path);
+      removed.push(name);
+    } catch (err) {
+      left.push(`${name} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
+  return { removed: removed.sort(), left };
+}
+
+/** Whether process `pid` runs here (EPERM: it does, another user's). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The signals by which an operator or systemd stops a command (Ctrl-C, systemctl stop). */
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
 /**
  * Writes `target` by way of a file beside it: `write` fills that file, which is then made
- * PRIVATE_FILE and fsynced,
+ * PRIVATE_FILE and fsynced, `beforePlace` is awaited (writeNewBackup),
  * `beforeRename` makes room, and it is renamed into place, so `target` is whole or untouched; on a
- * failure before that rename the file beside it is removed.
+ * failure before that rename the file beside it is removed. With `stopOnSignal` (a backup), so it is
+ * on a SIGTERM or SIGINT, which then ends the process (writeNewBackup).
  */
-async function putInPlace<T>(target: string, write: (partial: string) => Promise<T>, beforeRename: () => void = () => {}, { overwrite = true } = {}): Promise<T> {
+async function putInPlace<T>(
+  target: string,
+  write: (partial: string, stopped: AbortSignal) => Promise<T>,
+  beforeRename: () => void = () => {},
+  { overwrite = true, beforePlace, stopOnSignal = false }: { overwrite?: boolean; beforePlace?: (written: T) => Promise<void>; stopOnSignal?: boolean } = {},
+): Promise<T> {
   const partial = partialOf(target, process.pid);
   // Made first, empty and its owner's alone (VACUUM INTO takes an empty file, and SQLite gives its
   // journal the file's mode): until 2026-11-29 SQLite made it as the umask allowed, 0644 under the usual
@@ -355,15 +472,36 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
   } catch (err) {
     throw new Error(`cannot write ${target} (first as ${basename(partial)} beside it): ${(err as Error).message}`);
   }
+  const stop = new AbortController();
+  const stopped = (signal: NodeJS.Signals) => {
+    for (const s of STOP_SIGNALS) process.removeListener(s, stopped);
+    rmSync(partial, { force: true });
+    stop.abort(signal); // a pg_dump writing it is killed
+    // A store open meanwhile (its row in almoner_instances: withStoreAt) ends the process itself once that row is gone; else the signal does, as it would have.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  if (stopOnSignal) for (const s of STOP_SIGNALS) process.on(s, stopped);
+  const refuseIfStopped = async () => {
+    if (!stopOnSignal) return;
+    // A signal that came during a synchronous step (SQLite's copy or check) waits in libuv's pipe until the event loop next polls,
+    // which the second of two setImmediate turns comes after (one alone, begun from the poll phase, runs before it polls again).
+    for (let turn = 0; turn < 2; turn++) await new Promise((resolveTurn) => setImmediate(resolveTurn));
+    if (stop.signal.aborted) throw new Error(`stopped by ${String(stop.signal.reason)}: ${target} is not written, and the file beside it is removed`);
+  };
   try {
     try {
       fchmodSync(fd, PRIVATE_FILE);
     } finally {
       closeSync(fd);
     }
-    const result = await write(partial);
+    const result = await write(partial, stop.signal);
+    await refuseIfStopped();
     chmodSync(partial, PRIVATE_FILE); // as it was made, whatever happened to it meanwhile
     syncFile(partial);
+    if (beforePlace) {
+      await beforePlace(result);
+      await refuseIfStopped();
+    }
     beforeRename();
     if (overwrite) renameSync(partial, target);
     else placeAsNew(partial, target);
@@ -372,6 +510,8 @@ async function putInPlace<T>(target: string, write: (partial: string) => Promise
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
+  } finally {
+    for (const s of STOP_SIGNALS) process.removeListener(s, stopped);
   }
 }
 

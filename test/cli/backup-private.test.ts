@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv } from '../support/cli.js';
-import { backUpSqlite } from '../../src/store/sqlite-backup.js';
+import { backUpSqlite, partialOf } from '../../src/store/sqlite-backup.js';
 
 const STRACE = spawnSync('strace', ['-f', '-qq', '-o', '/dev/null', 'true']).status === 0;
 
@@ -36,7 +36,7 @@ test('backup and restore write their copy into a file that is 0600 from the star
   const restored = `sqlite:${join(dir, 'restored.db')}`;
   for (const [into, args] of [[url, ['backup', '--out', backup]], [restored, ['restore', backup]]] as const) {
     const opens = await openedUnderStrace(into, [...args]);
-    const first = opens.find((line) => /\.partial-\d+"/.test(line) && line.includes('O_CREAT'));
+    const first = opens.find((line) => /\.partial-\d+-[0-9a-f]{8}"/.test(line) && line.includes('O_CREAT'));
     assert.ok(first, `${args[0]} opened its copy: ${opens.join('\n')}`);
     assert.match(first, /, 0600\) = \d+$/, `${args[0]}: the copy's first open makes it 0600: ${first}`);
   }
@@ -69,7 +69,7 @@ test("the copy's file must be new: another user's file in its place is refused, 
   mkdirSync(shared);
   chmodSync(shared, 0o1777);
   const out = join(shared, 'backup.db');
-  const planted = `${out}.partial-${process.pid}`;
+  const planted = partialOf(out); // this process's name for its copy
   writeFileSync(planted, '');
   chownSync(planted, 65534, 65534); // nobody's
   chmodSync(planted, 0o666);

@@ -129,7 +129,7 @@ describe('bin/almoner backup and restore [sqlite]', () => {
     // A folder where no file can be made: the message names the backup (it named only its partial file).
     const proc = await almoner(url, ['backup', '--out', '/proc/almoner-backup.db']);
     assert.equal(proc.code, 1, proc.stderr);
-    assert.match(proc.stderr, /cannot write \/proc\/almoner-backup\.db \(first as almoner-backup\.db\.partial-\d+ beside it\): ENOENT/);
+    assert.match(proc.stderr, /cannot write \/proc\/almoner-backup\.db \(first as almoner-backup\.db\.partial-\d+-[0-9a-f]{8} beside it\): ENOENT/);
   });
 
   test('as a user who may not write the folder: the backup folder is refused, naming it (exit 2); a database it cannot read is named', { skip: process.getuid?.() !== 0 && 'needs root, to run the command as nobody' }, async () => {
