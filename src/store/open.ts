@@ -377,11 +377,14 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
   return new PostgresDialect({ pool: discardingBrokenClients(pool, timeouts.queryMs, gate), cursor: Cursor });
 }
 
-/** What of pg-cursor's Cursor discardingBrokenClients reads: its state (`error` once it has failed) and close(), which Kysely calls without a callback. */
+/** What of pg-cursor's Cursor discardingBrokenClients reads: its state (`error` once it has failed), read() and close(), which Kysely calls without a callback. */
 interface PgCursor {
   state?: string;
+  read(rows: number): Promise<unknown[]>;
   close(): Promise<void>;
 }
+
+const ENDED_BEFORE_EVERY_ROW = 'the connection to the database ended before every row was read';
 
 /**
  * Kysely hands every client back to the pool as healthy. A client whose query timed out or lost
@@ -399,11 +402,15 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
       let broken: Error | undefined;
       // pg-pool listens for errors only on idle clients: a checked-out client whose connection
       // dies between queries would otherwise emit an unhandled 'error' and crash the process.
-      const onError = (err: Error) => (broken = err);
+      const onError = (err: Error) => (broken ??= err); // the first error says why: an EPIPE after a FATAL says nothing more
       client.on('error', onError);
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       return {
         query: ((...args: unknown[]) => {
+          // Nothing more sent on a connection known to be dead: the transaction's ROLLBACK that Kysely
+          // sends after a failure failed too (`write EPIPE`), and Kysely threw that error in place of
+          // the one that said why (a review, 2026-12-02: a terminated `giftaid claim` said `write EPIPE`).
+          if (broken !== undefined) return Promise.reject(broken);
           const result = query(...args);
           if (!(result instanceof Promise)) return closingWhenBroken(result as PgCursor); // a cursor: an export streams as long as it needs
           result.catch((err: unknown) => {
@@ -428,18 +435,45 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
        * so the command does not take the rows it has for all of them. A close that takes longer
        * than a query may fails as a query would.
        */
+      /**
+       * Why a stream's connection ended, as its command should say it: the database's own words if it
+       * said why (a FATAL), else ENDED_BEFORE_EVERY_ROW, not node-postgres's
+       * `Connection terminated unexpectedly` or `write EPIPE`. Kept as `broken`, what a transaction's
+       * ROLLBACK on it then fails with too, so the command says it whichever error Kysely throws.
+       */
+      function endedBeforeEveryRow(): Error {
+        // pg's DatabaseError, the server's own, has a severity; `write EPIPE`'s code looks like a SQLSTATE but is not one.
+        if (broken === undefined || typeof (broken as { severity?: unknown }).severity !== 'string') broken = new Error(ENDED_BEFORE_EVERY_ROW);
+        return broken;
+      }
       function closingWhenBroken(cursor: PgCursor): PgCursor {
+        // A read waiting when the connection ends is never answered by pg-cursor once it has seen the
+        // last batch's CommandComplete (it then ignores errors): an export whose connection ended just
+        // after its last batch was sent waited for ever, its last rows never written and its row in
+        // almoner_instances kept fresh (a review, 2026-12-02). It now fails as the connection ends.
+        const read = cursor.read.bind(cursor);
+        cursor.read = (rows) =>
+          new Promise((resolve, reject) => {
+            const ended = () => reject(endedBeforeEveryRow());
+            const gone = client as unknown as { _ended?: boolean; _queryable?: boolean }; // pg's Client: ended, or no longer queryable after an error
+            if (cursor.state !== 'error' && (gone._ended === true || gone._queryable === false)) return ended(); // a failed cursor's read says its own error
+            client.once('end', ended);
+            read(rows)
+              .then(resolve, (err: NodeJS.ErrnoException) => {
+                // Its next batch asked for on a connection the server had closed: `write EPIPE` (a review: 8 of 8 claims terminated so), which says nothing of the database.
+                if (err.code === 'EPIPE' || err.code === 'ECONNRESET' || /Connection terminated unexpectedly/.test(err.message)) return ended();
+                reject(err);
+              })
+              .finally(() => client.removeListener('end', ended));
+          });
         const close = cursor.close.bind(cursor);
         cursor.close = () => {
           if (cursor.state === 'error') {
-            broken ??= new Error('a cursor failed');
+            broken ??= (cursor as { _error?: Error })._error ?? new Error('a cursor failed'); // pg-cursor's own: what the ROLLBACK after it fails with too
             return Promise.resolve(); // its own error is the stream's
           }
           const ended = client as unknown as { _ended?: boolean; _queryable?: boolean }; // pg's Client: ended, or no longer queryable after an error
-          if (broken !== undefined || ended._ended === true || ended._queryable === false) {
-            broken ??= new Error('the connection ended');
-            return Promise.reject(new Error('the connection to the database ended before every row was read'));
-          }
+          if (broken !== undefined || ended._ended === true || ended._queryable === false) return Promise.reject(endedBeforeEveryRow());
           return timeLimited(close(), queryTimeoutMs, () => (broken = new Error('Query read timeout')));
         };
         return cursor;

@@ -11,7 +11,8 @@ import { openStore } from '../../src/store/open.js';
 import { validateDonation } from '../../src/donations/validate.js';
 import { exampleDonation } from '../support/app.js';
 import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
-import { BIN, childEnv, until } from '../support/cli.js';
+import { almoner, BIN, childEnv, until } from '../support/cli.js';
+import { proxyFor } from '../support/proxy.js';
 
 const ROWS = 3000; // about 1.3 MB of JSON Lines: far more than a pipe holds, so the export must wait for its reader
 const PG_TIMEOUTS = { connectMs: 3000, queryMs: 1000 }; // short, yet ample for the queries before the cursor on a loaded machine
@@ -98,6 +99,24 @@ for (const backend of BACKENDS) {
       assert.match(stderr, /^almoner: (terminating connection due to administrator command|the connection to the database ended before every row was read)$/m);
       assert.ok(lines < ROWS, `${lines} lines: the export was cut short, and said so`);
       assert.deepEqual(await queryPostgres(database.url, 'select what from almoner_instances'), []);
+    });
+
+    // pg-cursor, once it has the last batch's CommandComplete, waits for the ReadyForQuery that hands
+    // its rows over and ignores errors meanwhile: an export whose connection ended in between waited
+    // for ever, its last rows not written, its row in almoner_instances kept fresh (a review, 2026-12-02).
+    if (backend.name === 'postgres') test('bin/almoner donations export whose connection ends just after its last batch: exit 1 saying why, not a wait for ever', async () => {
+      const { proxy, url } = await proxyFor(database.url);
+      try {
+        proxy.terminateAtMessage('from "donations"', 'CommandComplete');
+        const run = await almoner(url, ['donations', 'export', '--format', 'jsonl'], {}, { timeoutMs: 15_000 });
+        assert.equal(proxy.terminated, 1, 'the proxy ended the export\'s connection');
+        assert.equal(run.code, 1, run.stderr);
+        assert.match(run.stderr, /^almoner: the connection to the database ended before every row was read$/m);
+        // Its rows may all be out (3,000, a whole number of batches: the read that hung was the last, empty one), but the command cannot know it.
+        assert.deepEqual(await queryPostgres(database.url, 'select what from almoner_instances'), []);
+      } finally {
+        await proxy.close();
+      }
     });
   });
 }

@@ -40,6 +40,8 @@ export class TcpProxy {
   terminated = 0;
   /** Connections after the first `after` wait `ms` before they reach the database (delayConnections). */
   private connectionDelay: { after: number; ms: number } | undefined;
+  /** A statement (a piece of its SQL) after whose first message of `type` its connection ends with a FATAL error (terminateAtMessage). */
+  private endingAt: { statement: Buffer; type: number; reset: boolean } | undefined;
   /** Connections after the first `after` are refused, reset at once, until this is undefined again (refuseConnections). */
   private refusedAfter: number | undefined;
   /** A statement (a piece of its SQL) whose answer ends its connection with a FATAL error (terminateAfterAnswerTo). */
@@ -132,6 +134,19 @@ export class TcpProxy {
     this.terminating = Buffer.from(statement);
   }
 
+  /**
+   * Once: on the next connection to send a statement whose SQL holds `statement`, the database's
+   * answers pass until the first message `at`, which is followed at once by the FATAL error
+   * pg_terminate_backend sends, and the connection closes. At a CommandComplete the client never
+   * gets the ReadyForQuery after it (a cursor: the last batch's end, its rows not yet handed over);
+   * at a PortalSuspended, a cursor's batch is whole and the next is never read. With `reset`, no
+   * FATAL: the connection is reset (a TCP RST) just after the message, so the client's next write
+   * fails (`write EPIPE`) before it reads anything more, as a terminated session's can.
+   */
+  terminateAtMessage(statement: string, at: 'CommandComplete' | 'PortalSuspended', { reset = false } = {}): void {
+    this.endingAt = { statement: Buffer.from(statement), type: at === 'CommandComplete' ? 0x43 : 0x73, reset };
+  }
+
   /** Holds every byte both ways, on open connections and new ones, as a stalled server does; resume() passes them on. */
   pause(): void {
     this.paused = true;
@@ -177,8 +192,14 @@ export class TcpProxy {
     let slowNextAnswer = 0;
     let heldAnswer: Buffer[] | undefined;
     let terminateAfterAnswer = false;
+    /** terminateAtMessage armed on this connection: the message type to end at, and the answers' bytes not yet passed on (a piece of a message). */
+    let untilComplete: { type: number; reset: boolean; rest: Buffer } | undefined;
     client.on('data', (chunk: Buffer) => {
       if (this.stale.delete(client)) return void pair.forEach((s) => s.destroy());
+      if (this.endingAt && chunk.includes(this.endingAt.statement)) {
+        untilComplete = { type: this.endingAt.type, reset: this.endingAt.reset, rest: Buffer.alloc(0) };
+        this.endingAt = undefined;
+      }
       if (this.terminating && chunk.includes(this.terminating)) {
         terminateAfterAnswer = true;
         this.terminating = undefined;
@@ -194,6 +215,24 @@ export class TcpProxy {
       }
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (untilComplete) {
+        // Whole messages pass; at the first of the type awaited, the FATAL follows it and the connection ends.
+        const bytes = Buffer.concat([untilComplete.rest, chunk]);
+        let at = 0;
+        while (at + 5 <= bytes.length && at + 1 + bytes.readUInt32BE(at + 1) <= bytes.length) {
+          const end = at + 1 + bytes.readUInt32BE(at + 1);
+          if (bytes[at] === untilComplete.type) {
+            if (untilComplete.reset) client.write(bytes.subarray(0, end), () => client.resetAndDestroy());
+            else client.end(Buffer.concat([bytes.subarray(0, end), TERMINATED]));
+            this.terminated++;
+            return void upstream.destroy();
+          }
+          at = end;
+        }
+        client.write(bytes.subarray(0, at));
+        untilComplete.rest = bytes.subarray(at);
+        return;
+      }
       if (terminateAfterAnswer && holdsMessage(chunk, 0x5a)) {
         // The answer, up to its ReadyForQuery ('Z'), then the FATAL, in one write: pg reads them together.
         client.end(Buffer.concat([chunk, TERMINATED]));
