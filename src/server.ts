@@ -145,9 +145,17 @@ export async function serve(config: Config): Promise<void> {
 
   let metricsApp: FastifyInstance | undefined;
   let stopping = false;
+  /** Settles once the port below is open or has failed to open (listenFailed). */
+  let listened: Promise<void> | undefined;
+  let listenFailed = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
+    // A stop while the port is being opened waits for it: under WORKERS, a server closed while the
+    // primary had not yet answered its listen met Node's `Cannot read properties of null (reading
+    // 'close')` when the answer came (a review, 2026-12-02). One that failed keeps its own exit status.
+    await listened;
+    if (listenFailed) return;
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
     const deadline = setTimeout(() => {
       app.log.error('shutdown took longer than 10 s; exiting');
@@ -206,6 +214,8 @@ export async function serve(config: Config): Promise<void> {
   if (stopSent) return stop(stopSent);
 
   let address: string;
+  let settle = () => {};
+  listened = new Promise((resolve) => (settle = resolve));
   try {
     // METRICS_PORT: the metrics on a port of their own, for example one that only Prometheus can reach.
     if (metrics && metricsPort !== undefined) {
@@ -218,6 +228,7 @@ export async function serve(config: Config): Promise<void> {
     // A port already taken: close whatever did start, so the process ends instead of half-serving.
     // A SIGTERM meanwhile changes nothing: the exit status stays this failure's (it was 0, a review).
     stopping = true;
+    listenFailed = true;
     await metricsApp?.close();
     await app.close();
     await store.close();
@@ -234,6 +245,8 @@ export async function serve(config: Config): Promise<void> {
       throw new Error(portTaken(setting, taken ?? (setting === 'PORT' ? config.port : metricsPort!), config.host));
     }
     throw err;
+  } finally {
+    settle(); // a stop that came meanwhile goes on, or not (listenFailed)
   }
   if (!first) return;
   process.stderr.write(`almoner: database ${describeDatabase(config.database)}${worker === undefined ? '' : `, ${config.workers} workers`}\n`);

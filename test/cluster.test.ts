@@ -639,6 +639,28 @@ describe('WORKERS: bad settings and a worker that cannot start', () => {
     }
   });
 
+  test('a PORT another program holds, and a SIGTERM while the first worker opens its database: exit 1 with the reason, as without the signal (it was 0)', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, async () => {
+    const database = await postgres!.createDatabase();
+    const { proxy, url } = await proxyFor(database.url);
+    const taken = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => taken.once('listening', resolve));
+    proxy.delayConnections(0, 1500); // the first worker's opening takes that long: the SIGTERM comes meanwhile
+    const server = new ServerProcess(url, { WORKERS: '2', PORT: String((taken.address() as { port: number }).port) });
+    try {
+      await until('the first worker asks for a connection', 10_000, () => proxy.accepted >= 1);
+      server.signal('SIGTERM');
+      const exit = await server.exit(20_000, 'of SIGTERM');
+      assert.deepEqual(exit, { code: 1, signal: null }, server.stderr);
+      assert.match(server.stderr, /is in use by another program \(EADDRINUSE\)/);
+      assert.doesNotMatch(server.stderr, /TypeError/);
+    } finally {
+      server.kill();
+      taken.close();
+      await proxy.close();
+      await database.drop();
+    }
+  });
+
   test('SIGTERM while a replacement is still trying to reach PostgreSQL: exit 0, the replacement had nothing in flight', { skip: !postgres && 'TEST_DATABASE_URL is not set' }, () =>
     // Until 2026-11-30 its failed start counted as a worker that did not stop cleanly: exit 1, so systemd marked the stop failed (a review).
     behindProxy(async (server, proxy) => {

@@ -55,6 +55,8 @@ export async function runPrimary(config: Config): Promise<void> {
   let status = 0;
 
   const listening = new WeakSet<Worker>();
+  /** Whether a worker has listened yet: until one has, one that fails is the start's failure, a stop meanwhile or not. */
+  let anyListened = false;
   /** Workers a SIGHUP came for before they listened: a process not yet past its start would die of it, so it is sent once they listen. */
   const hangupOwed = new WeakSet<Worker>();
   /** Forks worker `index`: settles when it listens, or fails if it exits first; after that, its exit is a stop's or a crash's. */
@@ -64,6 +66,7 @@ export async function runPrimary(config: Config): Promise<void> {
       workers.set(index, worker);
       worker.once('listening', () => {
         listening.add(worker);
+        anyListened = true;
         if (hangupOwed.delete(worker)) worker.process.kill('SIGHUP'); // a SIGHUP that came while it started: its certificate may be older
         if (stopping) toWorker(worker, { type: 'almoner:stop' }); // asked to stop before it could hear it
         resolve();
@@ -73,6 +76,8 @@ export async function runPrimary(config: Config): Promise<void> {
         if (stopping) {
           // A replacement still starting when the stop came (its database away, say) had nothing in flight: no failure (a review).
           if (code !== 0 && listening.has(worker)) status = 1;
+          // The first failing to start (a port in use) says so by its status, as one process does, a stop meanwhile or not: it was 0 (a review, 2026-12-02).
+          else if (code !== 0 && code !== null && !anyListened) status = code;
           if (workers.size === 0) exit(status);
           return;
         }
