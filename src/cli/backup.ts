@@ -373,6 +373,19 @@ async function keepReplaced(location: DatabaseLocation, place: MarkPlace, given:
     }
     unreadable = true;
   }
+  // PostgreSQL: a pg_restore still at work on the database, its restore's process gone (killed by SIGKILL, the OOM killer): its
+  // comment is there until it commits, and until 2026-12-02 keep-replaced took it as one that replaced nothing, deleted the
+  // replaced database's files and unmarked, and pg_restore then put the backup in place, the newer data gone for good (a review).
+  // Not to be overridden by --not-running: it is seen running.
+  if ((marked || unreadable) && !('path' in place)) {
+    const at = await stillRestoring(place);
+    if (at) {
+      throw new UsageError(
+        `${at.said} ${at.pids.length === 1 ? 'is' : 'are'} still at work on ${describeDatabase(location)}: the restore ${marked ? `begun at ${marked.began} ` : ''}stopped, but what it started may go on, and yet put the backup in place. ` +
+          `Wait for ${at.pids.length === 1 ? 'it' : 'them'} to end, or end ${at.pids.length === 1 ? 'it' : 'them'} (${at.pids.map((pid) => `select pg_cancel_backend(${pid})`).join('; ')}), then run bin/almoner keep-replaced again`,
+      );
+    }
+  }
   // --not-running is the operator's word for what cannot be seen from here, not against a restore seen running.
   if (marked && 'path' in place && mayStillRun(marked) && (!notRunning || seenRunning(marked))) {
     throw new UsageError(
@@ -762,6 +775,8 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
             'servers and commands refuse the database until it is; once the database answers, remove it with bin/almoner keep-replaced',
         );
       });
+      if (err instanceof StoppedBySignal) process.stderr.write(`almoner: the restore was ${err.message}: nothing was replaced, its mark and the files it wrote are removed\n`);
+      endAsSignalled(err);
       throw err;
     }
     const empty = now.tables === 0;
@@ -967,6 +982,25 @@ const notReplacedYet = (began: string): string => `almoner: a restore begun at $
 const markNotReplacedYet = (began: Date): string => `comment on table kysely_migration is '${notReplacedYet(began.toISOString())}'`;
 const NOT_REPLACED_YET_QUERY = "select obj_description(to_regclass('kysely_migration'), 'pg_class') as said";
 const NOT_REPLACED_YET_GONE = "do $$ begin if to_regclass('kysely_migration') is not null then comment on table kysely_migration is null; end if; end $$";
+
+/**
+ * What is still at work on the database at `place`, as keep-replaced names it, or undefined: a pg_restore's session (its
+ * application_name, unless DATABASE_URL set another), or any other client's transaction holding or awaiting a lock on a table
+ * of the database (pg_restore --single-transaction holds those it has dropped or made until it commits). Asked outside any
+ * transaction: PostgreSQL keeps pg_stat_activity as it was when a transaction first read it.
+ */
+async function stillRestoring(place: Extract<MarkPlace, { query: unknown }>): Promise<{ said: string; pids: number[] } | undefined> {
+  const rows = await place.query(
+    `select a.pid, a.application_name as app, coalesce(host(a.client_addr), 'a local socket') as addr, a.state from pg_stat_activity a
+      where a.datname = current_database() and a.pid <> pg_backend_pid() and a.backend_type = 'client backend'
+        and (a.application_name = 'pg_restore' or exists (select 1 from pg_locks l where l.pid = a.pid and l.locktype = 'relation'
+          and l.database = (select oid from pg_database where datname = current_database())))
+      order by (a.application_name = 'pg_restore') desc, a.pid`,
+  );
+  if (rows.length === 0) return undefined;
+  const one = (r: Record<string, unknown>) => `${r.app === 'pg_restore' ? 'pg_restore' : 'a session'} (process ${String(r.pid)}${r.app && r.app !== 'pg_restore' ? `, application_name ${String(r.app)}` : ''}, from ${String(r.addr)}, ${String(r.state)})`;
+  return { said: rows.map(one).join(', and '), pids: rows.map((r) => Number(r.pid)) };
+}
 
 /** Whether the restore that `marked` the database at `place` stopped before pg_restore replaced it: its comment (notReplacedYet) is still there. */
 async function replacedNothing(place: Extract<MarkPlace, { query: unknown }>, marked: Restoring): Promise<boolean> {
@@ -1219,13 +1253,43 @@ async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObjec
   }));
 }
 
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+/** A pg_restore or pg_dump this process stopped, passing on the `signal` it was sent (runPgTool): the command ends as that signal would have ended it, once it has undone what it can. */
+class StoppedBySignal extends Error {
+  constructor(
+    tool: string,
+    readonly signal: NodeJS.Signals,
+    ended: string,
+  ) {
+    super(`stopped by ${signal}, which was passed on to ${tool} (it ended: ${ended})`);
+  }
+}
+
+/** Ends this process as `err`'s signal (StoppedBySignal) would have, if it is one and nothing else here listens for it. */
+function endAsSignalled(err: unknown): void {
+  if (err instanceof StoppedBySignal && process.listenerCount(err.signal) === 0) process.kill(process.pid, err.signal);
+}
+
 /** `tool` run with `args`; `ended`, how it ended, as a message says it (`exit 1`, or `killed by SIGKILL`, where it said `exit null`). */
 async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv, stopped?: AbortSignal): Promise<{ code: number | null; ended: string; stdout: string; stderr: string }> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
+  // Without a `stopped` of its caller's, a SIGTERM or SIGINT to this process (not to its group, as Ctrl-C is) goes to the tool, and
+  // this process waits for it to end: until 2026-12-02 it ended at once, and a restore's pg_restore went on alone and committed, after
+  // a keep-replaced run meanwhile had taken the restore as one that replaced nothing (a review). pg_restore, so stopped, rolls back.
+  let stoppedBy: NodeJS.Signals | undefined;
+  let forward: ((s: NodeJS.Signals) => void) | undefined;
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolvePromise, reject) => {
     // Stopped (a backup's SIGTERM or SIGINT: writeNewBackup), the tool is stopped too, not left writing an archive no one keeps.
     const child = spawn(tool, args, { env, stdio: ['ignore', 'pipe', 'pipe'], signal: stopped, killSignal: 'SIGTERM' });
+    if (!stopped) {
+      forward = (s: NodeJS.Signals) => {
+        stoppedBy ??= s;
+        child.kill(s);
+      };
+      for (const s of STOP_SIGNALS) process.on(s, forward);
+    }
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.once('error', (e: NodeJS.ErrnoException) =>
@@ -1236,7 +1300,10 @@ async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: No
       ),
     );
     child.once('close', (exited, killedBy) => resolvePromise([exited, killedBy]));
+  }).finally(() => {
+    if (forward) for (const s of STOP_SIGNALS) process.removeListener(s, forward);
   });
+  if (stoppedBy) throw new StoppedBySignal(tool, stoppedBy, code === null ? `killed by ${signal}` : `exit ${code}`);
   return { code, ended: code === null ? `killed by ${signal}` : `exit ${code}`, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
