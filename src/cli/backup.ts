@@ -417,6 +417,15 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
     await unmark(place);
     return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before its backup was in place; there is no database yet (restore it again)`);
   }
+  // PostgreSQL, with no migrations' table, which every backup holds (restorePostgres refuses one without): pg_restore never committed, so
+  // nothing was restored. Into an empty database (or one of another application's) the restore wrote no comment to tell it by, and
+  // until 2026-12-02 keep-replaced took it as finished: it made Almoner's tables there, empty, and recorded a restore that never took
+  // place (a review). Nothing is recorded, nor made: the database is left as it was, for the restore to be run again.
+  if (marked && !('path' in place) && !(await holdsMigrations(place))) {
+    for (const f of [...marked.left, ...(marked.whole ? [marked.whole] : []), ...(marked.scratch ?? [])]) rmSync(f, { force: true });
+    await unmark(place);
+    return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it restored anything: the database is as it was, without Almoner's tables (restore it again)`);
+  }
   // PostgreSQL: stopped while pg_restore ran, which rolled back (Ctrl-C, pg_restore killed): nothing was replaced, and what it wrote goes.
   if (marked?.replacing && !('path' in place) && (await replacedNothing(place, marked))) {
     for (const f of [...marked.left, ...(marked.whole ? [marked.whole] : []), ...(marked.scratch ?? [])]) rmSync(f, { force: true });
@@ -1000,6 +1009,12 @@ async function stillRestoring(place: Extract<MarkPlace, { query: unknown }>): Pr
   if (rows.length === 0) return undefined;
   const one = (r: Record<string, unknown>) => `${r.app === 'pg_restore' ? 'pg_restore' : 'a session'} (process ${String(r.pid)}${r.app && r.app !== 'pg_restore' ? `, application_name ${String(r.app)}` : ''}, from ${String(r.addr)}, ${String(r.state)})`;
   return { said: rows.map(one).join(', and '), pids: rows.map((r) => Number(r.pid)) };
+}
+
+/** Whether the database at `place` has Almoner's migrations' table, where its search_path finds it (as the restore's comment is looked for). */
+async function holdsMigrations(place: Extract<MarkPlace, { query: unknown }>): Promise<boolean> {
+  const [row] = await place.query("select to_regclass('kysely_migration') is not null as there");
+  return row?.there === true;
 }
 
 /** Whether the restore that `marked` the database at `place` stopped before pg_restore replaced it: its comment (notReplacedYet) is still there. */
