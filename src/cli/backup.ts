@@ -429,7 +429,7 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   // PostgreSQL: stopped while pg_restore ran, which rolled back (Ctrl-C, pg_restore killed): nothing was replaced, and what it wrote goes.
   if (marked?.replacing && !('path' in place) && (await replacedNothing(place, marked))) {
     for (const f of [...marked.left, ...(marked.whole ? [marked.whole] : []), ...(marked.scratch ?? [])]) rmSync(f, { force: true });
-    await place.query(NOT_REPLACED_YET_GONE);
+    await place.query(NOT_REPLACED_YET_GONE).catch(() => {}); // run as a user that does not own the table: left, naming this restore alone
     await recordKeepReplaced(location, 'the restore had replaced nothing');
     await unmark(place);
     return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it replaced anything: the database is as it was`);
@@ -720,6 +720,7 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     let kept: string | undefined;
     // Servers running on it, before it is marked (a refusal then leaves no mark for a server's refresh to answer 503 for), and again after.
     await refuseRunning(client);
+    await refuseNotOwner(client, here);
     // The database as it is, read without migrating it (an empty one stays empty, for the backup's own
     // schema), after it is marked: a server starting from now on refuses, and one started before has
     // its row (instances.ts) and is among the sessions counted.
@@ -823,6 +824,28 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
     }
     print(again.charities);
   });
+}
+
+/**
+ * Refuses (exit 2), before anything is marked, a restore run as a database user that does not own (nor has the privileges of
+ * a role that owns) the tables, sequences and views in Almoner's schema `here`: pg_restore --clean drops them to make the
+ * backup's, which only their owner may do, so it could never succeed. Until 2026-12-02 such a restore failed on its own comment
+ * (`must be owner of table kysely_migration`), and its unmark failed the same way, leaving the database marked (a review).
+ */
+async function refuseNotOwner(client: pg.Client, here: string): Promise<void> {
+  const { rows } = await client.query<{ name: string; owner: string; me: string }>(
+    `select c.relname as name, pg_get_userbyid(c.relowner) as owner, current_user as me from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = $1 and c.relkind in ('r', 'p', 'S', 'v', 'm', 'f') and c.relname <> $2 and not pg_has_role(current_user, c.relowner, 'USAGE')
+      order by c.relname`,
+    [here, RESTORING_TABLE],
+  );
+  if (rows.length === 0) return;
+  const owners = [...new Set(rows.map((r) => r.owner))];
+  const shown = rows.slice(0, 3).map((r) => `${r.name}, owned by ${r.owner}`).join('; ') + (rows.length > 3 ? `; and ${rows.length - 3} more` : '');
+  throw new UsageError(
+    `the database user this restore runs as (${rows[0]!.me}) does not own ${rows.length === 1 ? 'a table' : `${rows.length} tables`} of the schema ${here} (${shown}): ` +
+      `pg_restore --clean drops them to put the backup's in place, which only their owner may do. Nothing was changed: run the restore as their owner (DATABASE_URL's user ${owners.join(' or ')}), or as a member of that role`,
+  );
 }
 
 /** What a restore needs to know of the database before it: read through `client`, a plain connection, which migrates nothing. */
@@ -968,7 +991,10 @@ async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise
  */
 async function unmarkFrom(place: ReturnType<typeof pgPlace>, url: string, notReplaced = false): Promise<void> {
   const unmarkThrough = async (at: ReturnType<typeof pgPlace>) => {
-    if (notReplaced) await at.query(NOT_REPLACED_YET_GONE); // pg_restore rolled back: its comment (notReplacedYet) stayed
+    // pg_restore rolled back: its comment (notReplacedYet) stayed. One that cannot be removed (`must be owner`: the comment was
+    // never written) does not keep the mark: until 2026-12-02 it did, and the database stayed refused (a review). A comment
+    // left names a restore begun at another time than any later one's, so none takes it for its own.
+    if (notReplaced) await at.query(NOT_REPLACED_YET_GONE).catch(() => {});
     await unmark(at);
   };
   try {
