@@ -10,9 +10,8 @@ import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import Database from 'better-sqlite3';
 import pg from 'pg';
-import { BACKENDS, queryPostgres, SQLITE, tempDir, waitingFor } from '../support/backends.js';
+import { BACKENDS, holdExclusively, queryPostgres, SQLITE, tempDir, waitingFor } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, startAlmoner, until, type Run } from '../support/cli.js';
 
 const POSTGRES = BACKENDS.find((b) => b.name === 'postgres');
@@ -22,18 +21,6 @@ const STRACE = spawnSync('strace', ['-f', '-qq', '-o', '/dev/null', 'true']).sta
 const COPY = /\.partial-[0-9]+(-[0-9a-f]{8})?$/;
 const copiesIn = (folder: string) => readdirSync(folder).filter((name) => COPY.test(name));
 
-/** Holds the SQLite database at `path` with an exclusive lock, so that a backup's copy of it waits (its file beside the backup made, empty), until `release`. */
-function hold(path: string): { release(): void } {
-  const holder = new Database(path);
-  holder.pragma('locking_mode = EXCLUSIVE');
-  holder.exec('BEGIN EXCLUSIVE');
-  return {
-    release: () => {
-      holder.exec('COMMIT');
-      holder.close();
-    },
-  };
-}
 
 /** The run's end: its exit status, or the signal that ended it. */
 const ending = (done: Promise<Run>) =>
@@ -57,7 +44,7 @@ test('SQLite: a backup killed with SIGKILL as it copies leaves its copy, which t
     const folder = tempDir();
 
     // Two backups at work, each copy waiting for the database (their files beside the backups made): one is killed.
-    const held = hold(path);
+    const held = holdExclusively(path);
     const running = startAlmoner(database.url, ['backup', '--out', join(folder, 'running.db')]);
     let left: string | undefined;
     let third: Run;
@@ -104,7 +91,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const path = database.location.dialect === 'sqlite' ? database.location.path : '';
       assert.equal((await almoner(database.url, ['charity', 'create', '--name', 'Stopped', '--email', 's@example.org', '--json'])).code, 0);
       const folder = tempDir();
-      const held = hold(path);
+      const held = holdExclusively(path);
       const run = startAlmoner(database.url, ['backup', '--out', join(folder, 'stopped.db')]);
       try {
         await until('the backup makes its copy', 10_000, () => copiesIn(folder).length === 1);

@@ -7,22 +7,12 @@
 // A restore into an empty database killed after pg_restore committed is still finished by
 // keep-replaced (test/cli/restore-mark.test.ts).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt, operator } from '../support/cli.js';
+import { BACKENDS, queryPostgres } from '../support/backends.js';
+import { almoner, assertBuilt, killedAsPgRestoreBegins, operator } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
-/** A pg_restore in front of the real one whose restore (--single-transaction) kills the restore with SIGKILL before doing anything, as one rolled back; its reading of the archive (--list) is the real one's. */
-function killedAsPgRestoreBegins(): string {
-  const shim = tempDir();
-  const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
-  writeFileSync(join(shim, 'pg_restore'), `#!/bin/sh\ncase " $* " in *" --single-transaction "*) kill -9 $PPID; exit 1;; esac\nexec "${real}" "$@"\n`, { mode: 0o755 });
-  return `${shim}:${process.env.PATH}`;
-}
 
 test('keep-replaced after a restore into an empty PostgreSQL database stopped before pg_restore committed: nothing restored, no tables made, nothing recorded, unmarked [postgres]', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, async () => {
   assertBuilt();

@@ -7,22 +7,14 @@
 // table just before pg_restore (a comment pg_restore --clean drops with the table), which tells the
 // two apart. Without that, this test fails on keep-replaced's words.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { test } from 'node:test';
-import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt, operator } from '../support/cli.js';
+import { BACKENDS, queryPostgres } from '../support/backends.js';
+import { almoner, assertBuilt, killedAsPgRestoreBegins, operator } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
-/** A pg_restore in front of the real one whose restore (--single-transaction) kills the restore with SIGKILL before doing anything, as one rolled back; its reading of the archive (--list) is the real one's. */
-function killedAsPgRestoreBegins(): string {
-  const shim = tempDir();
-  const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
-  writeFileSync(join(shim, 'pg_restore'), `#!/bin/sh\ncase " $* " in *" --single-transaction "*) kill -9 $PPID; exit 1;; esac\nexec "${real}" "$@"\n`, { mode: 0o755 });
-  return `${shim}:${process.env.PATH}`;
-}
 
 test('keep-replaced after a restore killed before pg_restore put the backup in place: nothing replaced, nothing recorded as restored, the files it wrote removed [postgres]', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, async () => {
   assertBuilt();

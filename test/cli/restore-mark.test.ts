@@ -10,25 +10,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { basic, recordGiftAided } from '../support/app.js';
-import { BACKENDS, queryPostgres, SQLITE, tempDir } from '../support/backends.js';
+import { BACKENDS, holdExclusively, queryPostgres, SQLITE, tempDir } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, startAlmoner, until } from '../support/cli.js';
 import { create, variedDonation } from '../support/load.js';
 import { ServerProcess } from '../support/server.js';
 
 const POSTGRES = BACKENDS.find((b) => b.name === 'postgres');
 
-/** A SQLite restore held at its first step (reading the backup) by a lock on the backup file, until `release`. */
-function holdBackup(file: string): { release(): void } {
-  const holder = new Database(file);
-  holder.pragma('locking_mode = EXCLUSIVE');
-  holder.exec('BEGIN EXCLUSIVE');
-  return {
-    release: () => {
-      holder.exec('COMMIT');
-      holder.close();
-    },
-  };
-}
 
 test('SQLite: keep-replaced refuses while the restore runs; a restore killed before its swap leaves the database as it was, and keep-replaced says so and lifts the mark', async () => {
   assertBuilt();
@@ -38,7 +26,7 @@ test('SQLite: keep-replaced refuses while the restore runs; a restore killed bef
     const backup = join(tempDir(), 'b.db');
     assert.equal((await almoner(database.url, ['backup', '--out', backup])).code, 0);
     const path = database.location.dialect === 'sqlite' ? database.location.path : '';
-    const held = holdBackup(backup);
+    const held = holdExclusively(backup);
     const restore = startAlmoner(database.url, ['restore', backup, '--replace']);
     try {
       await until('the restore marks the database', 4000, () => existsSync(`${path}.restoring`));
@@ -67,7 +55,7 @@ test('SQLite: keep-replaced refuses while the restore runs; a restore killed bef
 
     // Killed between moving the database aside and putting the backup in its place (its two renames): the
     // database goes back. (Left as it was, keep-replaced said there was none, and a restore of the backup lost what it held.)
-    const heldMid = holdBackup(backup);
+    const heldMid = holdExclusively(backup);
     const mid = startAlmoner(database.url, ['restore', backup, '--replace']);
     try {
       await until('the restore marks the database', 4000, () => existsSync(`${path}.restoring`));
@@ -85,7 +73,7 @@ test('SQLite: keep-replaced refuses while the restore runs; a restore killed bef
 
     // Into a new file, killed before its swap: there is no database yet, and the mark goes.
     const fresh = `sqlite:${join(tempDir(), 'new.db')}`;
-    const heldAgain = holdBackup(backup);
+    const heldAgain = holdExclusively(backup);
     const into = startAlmoner(fresh, ['restore', backup]);
     try {
       await until('the restore marks the new database', 4000, () => existsSync(`${fresh.slice('sqlite:'.length)}.restoring`));
@@ -325,7 +313,7 @@ test('two keep-replaced at once, where a killed one left its claim: one is refus
     const killed = new Database(`${path}.restoring.keeping`); // an earlier keep-replaced's, killed: its lock went with it
     killed.close();
     // Both held at the database (locked) once past their claim, so that they are at it at once.
-    const held = holdBackup(path);
+    const held = holdExclusively(path);
     const run = () =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
         const delayed = ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=unlink,unlinkat', '-e', 'inject=unlink,unlinkat:delay_enter=1000000'];
@@ -391,7 +379,7 @@ test('SQLite: a restore into a new file killed once its backup was in place, fin
 
     // Restored into a new file and killed: its mark as it was, and the backup in place, as after its swap.
     const target = join(tempDir(), 'e.db');
-    const held = holdBackup(backup);
+    const held = holdExclusively(backup);
     const into = startAlmoner(`sqlite:${target}`, ['restore', backup]);
     let mark: string;
     try {

@@ -152,3 +152,16 @@ export async function migratedTo(database: Pick<TestDatabase, 'location'>, versi
   }
   return db;
 }
+
+/** Holds the SQLite file at `path` with an exclusive lock, so that whatever reads or copies it waits (a backup of it, a restore from it), until `release`. */
+export function holdExclusively(path: string): { release(): void } {
+  const holder = new BetterSqlite3(path);
+  holder.pragma('locking_mode = EXCLUSIVE');
+  holder.exec('BEGIN EXCLUSIVE');
+  return {
+    release: () => {
+      holder.exec('COMMIT');
+      holder.close();
+    },
+  };
+}

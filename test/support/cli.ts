@@ -119,3 +119,11 @@ export function operator(database: TestDatabase, backend: string) {
     },
   };
 }
+
+/** A PATH with a pg_restore in front of the real one whose restore (--single-transaction) kills the restore with SIGKILL before doing anything, as one rolled back; its reading of the archive (--list) is the real one's. */
+export function killedAsPgRestoreBegins(): string {
+  const shim = tempDir();
+  const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
+  writeFileSync(join(shim, 'pg_restore'), `#!/bin/sh\ncase " $* " in *" --single-transaction "*) kill -9 $PPID; exit 1;; esac\nexec "${real}" "$@"\n`, { mode: 0o755 });
+  return `${shim}:${process.env.PATH}`;
+}
