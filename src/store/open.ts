@@ -138,7 +138,9 @@ export function connectionRefused(err: unknown): ConfigError | undefined {
   const fix =
     code === '3D000'
       ? "set DATABASE_URL to Almoner's database, or create it first (createdb -E UTF8, README: Running on PostgreSQL)"
-      : "set DATABASE_URL's user and password to ones this PostgreSQL server lets in (percent-encoded, README: Configuration), or create that user (create role … login) or let it in (pg_hba.conf)";
+      : code === '42501'
+        ? "let DATABASE_URL's user connect to it (grant connect on database … to …), or set DATABASE_URL to a user that may"
+        : "set DATABASE_URL's user and password to ones this PostgreSQL server lets in (percent-encoded, README: Configuration), or create that user (create role … login) or let it in (pg_hba.conf)";
   return new ConfigError(`PostgreSQL refuses the connection: ${(err as Error).message} (${code}): ${fix}; until then a restart will not mend it`, { cause: err });
 }
 

@@ -21,13 +21,16 @@ const PG_REFUSED_FOR_NOW = /^(25006|57014|55P03|42501)$/;
 
 // PostgreSQL's refusals of a new connection for what DATABASE_URL says, which no wait or restart mends:
 // 3D000 no such database, 28000 a role that does not exist or may not log in (or pg_hba.conf lets no
-// such connection in), 28P01 a wrong password. Not class 08, 53 or 57P0x (a server starting or going
-// away, too many connections: PG_STATES above), which pass.
+// such connection in), 28P01 a wrong password, and 42501 as a FATAL error, which only a connection's
+// start meets: a user without CONNECT on the database (42501 otherwise is a statement refused, which
+// leaves its connection standing: PG_REFUSED_FOR_NOW). Not class 08, 53 or 57P0x (a server starting
+// or going away, too many connections: PG_STATES above), which pass.
 const PG_REFUSED_FOR_GOOD = /^(3D000|28000|28P01)$/;
 
 /** The SQLSTATE with which PostgreSQL refused a connection for good (PG_REFUSED_FOR_GOOD), else undefined. */
 export function refusedForGood(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  const { code, severity } = (err ?? {}) as { code?: unknown; severity?: unknown };
+  if (code === '42501' && severity === 'FATAL') return code;
   return typeof code === 'string' && PG_REFUSED_FOR_GOOD.test(code) ? code : undefined;
 }
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
-import { queryPostgres, TEST_DATABASE_URL } from '../support/backends.js';
+import { BACKENDS, queryPostgres, TEST_DATABASE_URL } from '../support/backends.js';
 import { almoner, assertBuilt } from '../support/cli.js';
 
 const PASSWORD = 'pw-s3cr3t-never-shown';
@@ -49,6 +49,30 @@ for (const { refused, url, names, state } of [
     assert.deepEqual(await queryPostgres(TEST_DATABASE_URL!, 'select datname from pg_database where datname = $1', [missingDatabase]), [], 'no database made');
   });
 }
+
+test('PostgreSQL: DATABASE_URL naming a user without CONNECT on the database (42501, FATAL) is exit 2 too, for serve and the commands (it was exit 1)', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL', timeout: 90_000 }, async () => {
+  assertBuilt();
+  const database = await BACKENDS.find((b) => b.name === 'postgres')!.createDatabase();
+  const role = `almoner_test_noconnect_${process.pid}`;
+  const name = new URL(database.url).pathname.slice(1);
+  try {
+    await queryPostgres(database.url, `create role ${role} login`);
+    await queryPostgres(database.url, `revoke connect on database ${name} from public`);
+    const url = new URL(database.url);
+    url.username = role;
+    url.password = PASSWORD;
+    for (const run of RUNS) {
+      const r = await almoner(url.href, run.args, run.env);
+      assert.equal(r.code, 2, `${run.what}: exit ${r.code}\nstderr: ${r.stderr}`);
+      assert.ok(r.stderr.includes(`PostgreSQL refuses the connection: permission denied for database "${name}" (42501)`), `${run.what}: ${r.stderr}`);
+      assert.match(r.stderr, /grant connect on database/, run.what);
+      assert.doesNotMatch(r.stderr, new RegExp(PASSWORD), `${run.what}: the password shown`);
+    }
+  } finally {
+    await database.drop();
+    await queryPostgres(TEST_DATABASE_URL!, `drop role if exists ${role}`);
+  }
+});
 
 /** A stand-in for PostgreSQL on a port of its own: `answer` is given each message a connection sends (its startup message first, numbered 0); `open()` says how many connections are open. */
 async function fakePostgres(answer: (socket: Socket, n: number) => void): Promise<{ port: number; open: () => number; close: () => Promise<void> }> {
