@@ -54,18 +54,32 @@ async function restoreHeld(database: TestDatabase, file: string): Promise<{ pid:
   return { pid: run.pid, done, holder };
 }
 
+/**
+ * A database with a charity signed up before its backup and one after, a restore of that backup over it held with its
+ * pg_restore waiting for a lock (restoreHeld), for `run`; the lock's session ended and the database dropped after it.
+ */
+async function withRestoreHeld(run: (t: { database: TestDatabase; cli: ReturnType<typeof operator>['cli']; file: string; held: Awaited<ReturnType<typeof restoreHeld>> }) => Promise<void>): Promise<void> {
+  assertBuilt();
+  const database = await postgres!.createDatabase();
+  let holder: pg.Client | undefined;
+  try {
+    const { cli, charity, backup } = operator(database, 'postgres');
+    await charity('Before');
+    const file = await backup('before');
+    await charity('Afterwards');
+    const held = await restoreHeld(database, file);
+    holder = held.holder;
+    await run({ database, cli, file, held });
+  } finally {
+    await holder?.end().catch(() => {});
+    await database.drop();
+  }
+}
+
 describe('a PostgreSQL restore whose process is ended while pg_restore runs', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, () => {
   test('SIGKILL: keep-replaced refuses (exit 2) while pg_restore is at work, keeping the files; once pg_restore has committed, it finishes the restore', async () => {
-    assertBuilt();
-    const database = await postgres!.createDatabase();
-    let holder: pg.Client | undefined;
-    try {
-      const { cli, charity, backup } = operator(database, 'postgres');
-      await charity('Before');
-      const file = await backup('before');
-      await charity('Afterwards');
-      const held = await restoreHeld(database, file);
-      holder = held.holder;
+    await withRestoreHeld(async ({ database, cli, file, held }) => {
+      const holder = held.holder;
       process.kill(held.pid, 'SIGKILL');
       await held.done;
       const left = readdirSync(dirname(file)).filter((f) => f !== basename(file));
@@ -88,23 +102,12 @@ describe('a PostgreSQL restore whose process is ended while pg_restore runs', { 
       assert.ok(!(await marked(database)), 'unmarked');
       const actions = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((line) => (JSON.parse(line) as { action: string }).action);
       assert.ok(actions.includes('restore'), `the restore is recorded: ${actions.join(', ')}`);
-    } finally {
-      await holder?.end().catch(() => {});
-      await database.drop();
-    }
+    });
   });
 
   test('SIGTERM: passed on to pg_restore, which rolls back; the restore removes its mark and files and ends by SIGTERM, the database as it was', async () => {
-    assertBuilt();
-    const database = await postgres!.createDatabase();
-    let holder: pg.Client | undefined;
-    try {
-      const { cli, charity, backup } = operator(database, 'postgres');
-      await charity('Before');
-      const file = await backup('before');
-      await charity('Afterwards');
-      const held = await restoreHeld(database, file);
-      holder = held.holder;
+    await withRestoreHeld(async ({ database, cli, file, held }) => {
+      const holder = held.holder;
       process.kill(held.pid, 'SIGTERM');
       const ended = (await held.done) as { signal?: string; code?: number };
       await holder.query('commit');
@@ -116,9 +119,6 @@ describe('a PostgreSQL restore whose process is ended while pg_restore runs', { 
       assert.match(list.stdout, /Afterwards/, 'the database is as it was');
       const actions = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((line) => (JSON.parse(line) as { action: string }).action);
       assert.ok(!actions.includes('restore'), `no restore recorded: ${actions.join(', ')}`);
-    } finally {
-      await holder?.end().catch(() => {});
-      await database.drop();
-    }
+    });
   });
 });
