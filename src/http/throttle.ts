@@ -7,6 +7,7 @@
 // fallback should the primary or Redis stop answering.
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { createRequire } from 'node:module';
@@ -467,20 +468,46 @@ export async function tooManyRequests(request: FastifyRequest, reply: FastifyRep
  */
 export class CreatesInFlight {
   private readonly counts = new Map<number, number>();
+  /** Per connection, the places its creates hold: given back as it closes, one listener for all of them. */
+  private readonly onConnection = new WeakMap<Socket, Set<() => void>>();
 
   constructor(readonly max: number) {}
 
-  /** Takes a place for this charity's create, given back when `res` closes (answered, or its client gone); false when all are taken. */
+  /**
+   * Takes a place for this charity's create, given back when `res` closes (answered, or its client
+   * gone) or its connection does; false when all are taken. A response pipelined behind one that
+   * closed the connection (a body that is not JSON, too large) never closes: its place was held
+   * until the server restarted (a review, 2026-12-02).
+   */
   take(charityId: number, res: ServerResponse): boolean {
     const count = this.counts.get(charityId) ?? 0;
     if (count >= this.max) return false;
     this.counts.set(charityId, count + 1);
-    res.once('close', () => {
+    const socket = (res.req as typeof res.req | undefined)?.socket; // none for a request made in-process (Fastify's inject)
+    const held = socket ? this.heldOn(socket) : new Set<() => void>();
+    const giveBack = () => {
+      if (!held.delete(giveBack)) return; // given back already
+      res.removeListener('close', giveBack);
       const left = this.counts.get(charityId)! - 1;
       if (left === 0) this.counts.delete(charityId);
       else this.counts.set(charityId, left);
-    });
+    };
+    held.add(giveBack);
+    res.once('close', giveBack);
+    if (socket?.closed) giveBack(); // its client gone already, before its create got this far
     return true;
+  }
+
+  private heldOn(socket: Socket): Set<() => void> {
+    let held = this.onConnection.get(socket);
+    if (!held) {
+      const made = (held = new Set());
+      this.onConnection.set(socket, made);
+      socket.once('close', () => {
+        for (const giveBack of [...made]) giveBack();
+      });
+    }
+    return held;
   }
 
   /** How many creates this charity has in flight here. */
