@@ -130,7 +130,8 @@ function checkAmount(f: FieldSpec, v: unknown): Check {
   if (isAbsent(v) || v === '') return { errors: [msg.required(f)] };
   let text: string;
   if (typeof v === 'number') {
-    if (!Number.isFinite(v)) return { errors: [msg.number(f)] };
+    // JSON has no Infinity: one is a number too large for a double (1e309, or 400 digits), told it is too large, as 1e10 is.
+    if (!Number.isFinite(v)) return { errors: [v === Infinity ? msg.max(f) : v === -Infinity ? msg.min(f) : msg.number(f)] };
     // Outside this range String() would switch to exponent notation.
     if (v < 0.01) return { errors: [msg.min(f)] };
     if (v > 999999999.99) return { errors: [msg.max(f)] };

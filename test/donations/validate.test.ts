@@ -117,6 +117,10 @@ describe('amount', () => {
     ['999999999.999', ['The amount must not have more than 2 decimal places.', 'The amount must not be greater than 999999999.99.']],
     [1e21, ['The amount must not be greater than 999999999.99.']],
     ['1' + '0'.repeat(400), ['The amount must not be greater than 999999999.99.']],
+    // JSON numbers too large for a double, which JSON.parse reads as Infinity: too large, not "not a number" (a review, 2026-12-02).
+    [JSON.parse('1e309') as number, ['The amount must not be greater than 999999999.99.']],
+    [JSON.parse('1' + '0'.repeat(400)) as number, ['The amount must not be greater than 999999999.99.']],
+    [JSON.parse('-1e309') as number, ['The amount must be at least 0.01.']],
     // Leading zeros, in range, but stored and echoed as sent: at most 32 characters (a review stored 1 MB of them).
     ['0'.repeat(1_000_000) + '10.00', ['The amount must not be greater than 32 characters.']],
     ['0'.repeat(29) + '10.0', ['The amount must not be greater than 32 characters.']], // 33 characters; 32 are taken (above)
