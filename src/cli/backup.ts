@@ -14,7 +14,7 @@ import { refuseEncoding, SERVER_ENCODING_QUERY, type ServerEncoding } from '../s
 import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
 import { columnsSetBy, type CredentialColumn, OLD_PASSWORD_LEFT, type Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, writeNewBackup, readReplaced, refuseOccupied, refuseSharedFolder, removeCopyOf, removeStaleCopies, restoreSqlite, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, endBySignal, writeNewBackup, readReplaced, refuseOccupied, refuseSharedFolder, removeCopyOf, removeStaleCopies, restoreSqlite, STOP_SIGNALS, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, readLedgerRows, type DatabaseLedger, type KeptClaims, type LedgerCopy, type LedgerPages, type LedgerQueries, type LedgerRow, type RefusedWhy } from '../store/claims.js';
 import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
@@ -396,6 +396,11 @@ async function keepReplaced(location: DatabaseLocation, place: MarkPlace, given:
   await finish(location, place, marked, unreadable, given);
 }
 
+/** What the restore that `marked` the database wrote beside its backup (the replaced database's trail, claims and dump) and its scratch files, deleted: for a restore that replaced nothing. */
+function removeRestoreFiles(marked: Restoring): void {
+  for (const f of [...marked.left, ...(marked.whole ? [marked.whole] : []), ...(marked.scratch ?? [])]) rmSync(f, { force: true });
+}
+
 /** keep-replaced's work, once nothing else is at it: what the restore that `marked` the database would have done last. */
 async function finish(location: DatabaseLocation, place: MarkPlace, marked: Restoring | undefined, unreadable: boolean, given: string[]): Promise<void> {
   const done = (said: string) => print(`${said}: ${describeDatabase(location)} may be used again`);
@@ -422,13 +427,13 @@ async function finish(location: DatabaseLocation, place: MarkPlace, marked: Rest
   // until 2026-12-02 keep-replaced took it as finished: it made Almoner's tables there, empty, and recorded a restore that never took
   // place (a review). Nothing is recorded, nor made: the database is left as it was, for the restore to be run again.
   if (marked && !('path' in place) && !(await holdsMigrations(place))) {
-    for (const f of [...marked.left, ...(marked.whole ? [marked.whole] : []), ...(marked.scratch ?? [])]) rmSync(f, { force: true });
+    removeRestoreFiles(marked);
     await unmark(place);
     return done(`the restore begun at ${marked.began} (from ${marked.from}) stopped before it restored anything: the database is as it was, without Almoner's tables (restore it again)`);
   }
   // PostgreSQL: stopped while pg_restore ran, which rolled back (Ctrl-C, pg_restore killed): nothing was replaced, and what it wrote goes.
   if (marked?.replacing && !('path' in place) && (await replacedNothing(place, marked))) {
-    for (const f of [...marked.left, ...(marked.whole ? [marked.whole] : []), ...(marked.scratch ?? [])]) rmSync(f, { force: true });
+    removeRestoreFiles(marked);
     await place.query(NOT_REPLACED_YET_GONE).catch(() => {}); // run as a user that does not own the table: left, naming this restore alone
     await recordKeepReplaced(location, 'the restore had replaced nothing');
     await unmark(place);
@@ -785,8 +790,10 @@ async function restorePostgres(location: Extract<DatabaseLocation, { dialect: 'p
             'servers and commands refuse the database until it is; once the database answers, remove it with bin/almoner keep-replaced',
         );
       });
-      if (err instanceof StoppedBySignal) process.stderr.write(`almoner: the restore was ${err.message}: nothing was replaced, its mark and the files it wrote are removed\n`);
-      endAsSignalled(err);
+      if (err instanceof StoppedBySignal) {
+        process.stderr.write(`almoner: the restore was ${err.message}: nothing was replaced, its mark and the files it wrote are removed\n`);
+        endBySignal(err.signal); // as the signal would have ended it, now that what it started is undone
+      }
       throw err;
     }
     const empty = now.tables === 0;
@@ -1294,9 +1301,7 @@ async function objectsOf(client: pg.Client, here: string): Promise<DatabaseObjec
   }));
 }
 
-const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
-
-/** A pg_restore or pg_dump this process stopped, passing on the `signal` it was sent (runPgTool): the command ends as that signal would have ended it, once it has undone what it can. */
+/** A pg_restore or pg_dump this process stopped, passing on the `signal` it was sent (runPgTool): the command ends as that signal would have ended it (endBySignal), once it has undone what it can. */
 class StoppedBySignal extends Error {
   constructor(
     tool: string,
@@ -1305,11 +1310,6 @@ class StoppedBySignal extends Error {
   ) {
     super(`stopped by ${signal}, which was passed on to ${tool} (it ended: ${ended})`);
   }
-}
-
-/** Ends this process as `err`'s signal (StoppedBySignal) would have, if it is one and nothing else here listens for it. */
-function endAsSignalled(err: unknown): void {
-  if (err instanceof StoppedBySignal && process.listenerCount(err.signal) === 0) process.kill(process.pid, err.signal);
 }
 
 /** `tool` run with `args`; `ended`, how it ended, as a message says it (`exit 1`, or `killed by SIGKILL`, where it said `exit null`). */
@@ -1344,8 +1344,9 @@ async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: No
   }).finally(() => {
     if (forward) for (const s of STOP_SIGNALS) process.removeListener(s, forward);
   });
-  if (stoppedBy) throw new StoppedBySignal(tool, stoppedBy, code === null ? `killed by ${signal}` : `exit ${code}`);
-  return { code, ended: code === null ? `killed by ${signal}` : `exit ${code}`, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+  const ended = code === null ? `killed by ${signal}` : `exit ${code}`;
+  if (stoppedBy) throw new StoppedBySignal(tool, stoppedBy, ended);
+  return { code, ended, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
 /**

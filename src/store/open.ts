@@ -379,9 +379,10 @@ async function postgresDialect(connectionString: string, max: number, timeouts: 
   return new PostgresDialect({ pool: discardingBrokenClients(pool, timeouts.queryMs, gate), cursor: Cursor });
 }
 
-/** What of pg-cursor's Cursor discardingBrokenClients reads: its state (`error` once it has failed), read() and close(), which Kysely calls without a callback. */
+/** What of pg-cursor's Cursor discardingBrokenClients reads: its state (`error` once it has failed) and that error, read() and close(), which Kysely calls without a callback. */
 interface PgCursor {
   state?: string;
+  _error?: Error;
   read(rows: number): Promise<unknown[]>;
   close(): Promise<void>;
 }
@@ -394,7 +395,6 @@ const ENDED_BEFORE_EVERY_ROW = 'the connection to the database ended before ever
  * on it would time out too. Such a client is released with its error, which makes the pool
  * destroy it; that is how the service recovers on its own once the database is back.
  */
-
 function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Gate): PostgresPool {
   return {
     async connect(): Promise<PostgresPoolClient> {
@@ -426,6 +426,17 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
         },
       };
       /**
+       * Why a stream's connection ended, as its command should say it: the database's own words if it
+       * said why (a FATAL), else ENDED_BEFORE_EVERY_ROW, not node-postgres's
+       * `Connection terminated unexpectedly` or `write EPIPE`. Kept as `broken`, what a transaction's
+       * ROLLBACK on it then fails with too, so the command says it whichever error Kysely throws.
+       */
+      function endedBeforeEveryRow(): Error {
+        // pg's DatabaseError, the server's own, has a severity; `write EPIPE`'s code looks like a SQLSTATE but is not one.
+        if (broken === undefined || typeof (broken as { severity?: unknown }).severity !== 'string') broken = new Error(ENDED_BEFORE_EVERY_ROW);
+        return broken;
+      }
+      /**
        * A cursor's close() waits for the database's ReadyForQuery, which a connection that has died
        * never sends: Kysely closes every stream's cursor as it ends, so a command streaming rows
        * (an export, a claim, a donor's request) whose connection was terminated waited for nothing
@@ -437,18 +448,10 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
        * so the command does not take the rows it has for all of them. A close that takes longer
        * than a query may fails as a query would.
        */
-      /**
-       * Why a stream's connection ended, as its command should say it: the database's own words if it
-       * said why (a FATAL), else ENDED_BEFORE_EVERY_ROW, not node-postgres's
-       * `Connection terminated unexpectedly` or `write EPIPE`. Kept as `broken`, what a transaction's
-       * ROLLBACK on it then fails with too, so the command says it whichever error Kysely throws.
-       */
-      function endedBeforeEveryRow(): Error {
-        // pg's DatabaseError, the server's own, has a severity; `write EPIPE`'s code looks like a SQLSTATE but is not one.
-        if (broken === undefined || typeof (broken as { severity?: unknown }).severity !== 'string') broken = new Error(ENDED_BEFORE_EVERY_ROW);
-        return broken;
-      }
       function closingWhenBroken(cursor: PgCursor): PgCursor {
+        const pgClient = client as unknown as { _ended?: boolean; _queryable?: boolean };
+        /** pg's Client: ended, or no longer queryable after an error. */
+        const connectionGone = () => pgClient._ended === true || pgClient._queryable === false;
         // A read waiting when the connection ends is never answered by pg-cursor once it has seen the
         // last batch's CommandComplete (it then ignores errors): an export whose connection ended just
         // after its last batch was sent waited for ever, its last rows never written and its row in
@@ -457,8 +460,7 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
         cursor.read = (rows) =>
           new Promise((resolve, reject) => {
             const ended = () => reject(endedBeforeEveryRow());
-            const gone = client as unknown as { _ended?: boolean; _queryable?: boolean }; // pg's Client: ended, or no longer queryable after an error
-            if (cursor.state !== 'error' && (gone._ended === true || gone._queryable === false)) return ended(); // a failed cursor's read says its own error
+            if (cursor.state !== 'error' && connectionGone()) return ended(); // a failed cursor's read says its own error
             client.once('end', ended);
             read(rows)
               .then(resolve, (err: NodeJS.ErrnoException) => {
@@ -471,11 +473,10 @@ function discardingBrokenClients(pool: pg.Pool, queryTimeoutMs: number, gate: Ga
         const close = cursor.close.bind(cursor);
         cursor.close = () => {
           if (cursor.state === 'error') {
-            broken ??= (cursor as { _error?: Error })._error ?? new Error('a cursor failed'); // pg-cursor's own: what the ROLLBACK after it fails with too
+            broken ??= cursor._error ?? new Error('a cursor failed'); // pg-cursor's own: what the ROLLBACK after it fails with too
             return Promise.resolve(); // its own error is the stream's
           }
-          const ended = client as unknown as { _ended?: boolean; _queryable?: boolean }; // pg's Client: ended, or no longer queryable after an error
-          if (broken !== undefined || ended._ended === true || ended._queryable === false) return Promise.reject(endedBeforeEveryRow());
+          if (broken !== undefined || connectionGone()) return Promise.reject(endedBeforeEveryRow());
           return timeLimited(close(), queryTimeoutMs, () => (broken = new Error('Query read timeout')));
         };
         return cursor;

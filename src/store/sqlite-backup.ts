@@ -2,7 +2,7 @@
 // they are reported, and put back only while nothing has the database open. (PostgreSQL has its
 // own tools for this: see the README.)
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
 import { uptime } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -372,17 +372,17 @@ const STALE_COPY_MS = 24 * 60 * 60 * 1000;
 export function removeCopyOf(target: string, who: Owner): string[] {
   const removed: string[] = [];
   for (const name of [partialOf(target, who.pid, placeOf(who)), `${target}.partial-${who.pid}`]) {
-    if (!isMine(name)) continue;
+    if (!mine(name)) continue;
     rmSync(name, { force: true });
     removed.push(basename(name));
   }
   return removed;
 }
 
-/** Whether there is a regular file at `path` (not a link, never followed) of this user's. */
-function isMine(path: string): boolean {
+/** The regular file at `path` (not a link, never followed), if there is one and it is this user's. */
+function mine(path: string): Stats | undefined {
   const info = lstatSync(path, { throwIfNoEntry: false });
-  return info !== undefined && info.isFile() && (process.getuid === undefined || info.uid === process.getuid());
+  return info?.isFile() && (process.getuid === undefined || info.uid === process.getuid()) ? info : undefined;
 }
 
 /**
@@ -416,8 +416,8 @@ export function removeStaleCopies(folder: string, now = Date.now()): { removed: 
     const [, pidText, place] = PARTIAL_NAME.exec(name) ?? [];
     if (pidText === undefined) continue;
     const path = join(folder, name);
-    const info = lstatSync(path, { throwIfNoEntry: false });
-    if (!info?.isFile() || (process.getuid !== undefined && info.uid !== process.getuid())) continue;
+    const info = mine(path);
+    if (!info) continue;
     const pid = Number(pidText);
     const fromHere = place === thisPlace();
     // This process's own name is putInPlace's to take (openAsNew); one of this machine's may be a copy still being written.
@@ -445,7 +445,12 @@ function running(pid: number): boolean {
 }
 
 /** The signals by which an operator or systemd stops a command (Ctrl-C, systemctl stop). */
-const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+export const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+/** Ends this process by `signal`, as it would have ended without a handler, unless another handler (a store's, say) is left to end it. */
+export function endBySignal(signal: NodeJS.Signals): void {
+  if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+}
 
 /**
  * Writes `target` by way of a file beside it: `write` fills that file, which is then made
@@ -477,8 +482,7 @@ async function putInPlace<T>(
     for (const s of STOP_SIGNALS) process.removeListener(s, stopped);
     rmSync(partial, { force: true });
     stop.abort(signal); // a pg_dump writing it is killed
-    // A store open meanwhile (its row in almoner_instances: withStoreAt) ends the process itself once that row is gone; else the signal does, as it would have.
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    endBySignal(signal); // a store open meanwhile (its row in almoner_instances: withStoreAt) ends the process itself once that row is gone
   };
   if (stopOnSignal) for (const s of STOP_SIGNALS) process.on(s, stopped);
   const refuseIfStopped = async () => {

@@ -12,30 +12,15 @@ import BetterSqlite3 from 'better-sqlite3';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { tempDir } from '../support/backends.js';
+import { insertOldDonations } from '../support/app.js';
 import { almoner, assertBuilt } from '../support/cli.js';
-
-/** `n` donations dated 2010 (every other one with Gift Aid), all due for erasure now, inserted in one statement. */
-function oldDonations(path: string, n: number): void {
-  const db = new BetterSqlite3(path);
-  try {
-    db.prepare(
-      `with recursive i(k) as (select 1 union all select k + 1 from i where k < ?)
-       insert into donations (charity_id, donor_first_name, donor_last_name, donor_email, donor_address, donor_city, donor_postcode,
-         gift_aid, amount, amount_minor, donation_type, donation_date, zakat_donation, recorded_at)
-       select 1, 'Jane', 'Doe', 'donor' || k || '@example.org', k || ' High Street', 'London', 'SW1A 1AA',
-         k % 2, '5.00', 500, 'one-time', '2010-01-01T00:00:00.000000Z', 0, '2010-01-01T01:00:00.000000Z' from i`,
-    ).run(n);
-  } finally {
-    db.close();
-  }
-}
 
 async function newDatabase(n: number): Promise<{ path: string; url: string }> {
   const path = join(tempDir(), 'almoner.db');
   const url = `sqlite:${path}`;
   const made = await almoner(url, ['charity', 'create', '--name', 'Old Gifts', '--email', 'old@example.org', '--json']);
   assert.equal(made.code, 0, made.stderr);
-  oldDonations(path, n);
+  await insertOldDonations(url, n);
   return { path, url };
 }
 

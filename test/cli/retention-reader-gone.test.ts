@@ -7,23 +7,12 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { test } from 'node:test';
-import { BACKENDS, queryPostgres, rawSql, type TestDatabase } from '../support/backends.js';
+import { insertOldDonations } from '../support/app.js';
+import { BACKENDS, queryPostgres, type TestDatabase } from '../support/backends.js';
 import { almoner, assertBuilt, BIN, childEnv, type Run } from '../support/cli.js';
 import BetterSqlite3 from 'better-sqlite3';
 
 const DUE = 12_000; // three of retention's batches of 5,000 ids
-
-/** `n` donations dated 2010, all due for erasure now, in one statement (either backend). */
-async function oldDonations(database: TestDatabase, n: number): Promise<void> {
-  await rawSql(
-    database.url,
-    `with recursive i(k) as (select 1 union all select k + 1 from i where k < ${n})
-     insert into donations (charity_id, donor_first_name, donor_last_name, donor_email, donor_address, donor_city, donor_postcode,
-       gift_aid, amount, amount_minor, donation_type, donation_date, zakat_donation, recorded_at)
-     select (select min(id) from charities), 'Jane', 'Doe', 'donor' || k || '@example.org', k || ' High Street', 'London', 'SW1A 1AA',
-       k % 2, '5.00', 500, 'one-time', '2010-01-01T00:00:00.000000Z', 0, '2010-01-01T01:00:00.000000Z' from i`,
-  );
-}
 
 async function query<R>(database: TestDatabase, text: string): Promise<R[]> {
   if (database.location.dialect === 'postgres') return queryPostgres(database.url, text) as Promise<R[]>;
@@ -52,7 +41,7 @@ for (const backend of BACKENDS) {
     try {
       const made = await almoner(database.url, ['charity', 'create', '--name', 'Old Gifts', '--email', 'old@example.org', '--json']);
       assert.equal(made.code, 0, made.stderr);
-      await oldDonations(database, DUE);
+      await insertOldDonations(database.url, DUE);
       const run = await throughHead(database, ['retention', 'apply']);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stdout, /^donation 1 \(old-gifts-\w+, 2010-01-01, Gift Aid\): erased [^\n]*\n$/, 'head took the first line');

@@ -15,7 +15,7 @@ import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.j
 import type { ExportedDonation, KeyedOutcome, Store } from '../../src/store/store.js';
 import type { DatabaseBudget } from '../../src/store/budget.js';
 import { fingerprint, IDEMPOTENCY } from '../../src/http/idempotency.js';
-import { SQLITE, type Backend } from './backends.js';
+import { rawSql, SQLITE, type Backend } from './backends.js';
 import { TestClock } from './clock.js';
 import { clientFor, urlOf } from './client.js';
 import { watchConformance } from './openapi.js';
@@ -228,4 +228,16 @@ export async function recordGiftAided(databaseUrl: string, charityId: number, ov
   } finally {
     await store.close();
   }
+}
+
+/** `n` donations dated 2010 (every other one with Gift Aid) to the database's first charity, all due for erasure now (retention), inserted in one statement. */
+export async function insertOldDonations(url: string, n: number): Promise<void> {
+  await rawSql(
+    url,
+    `with recursive i(k) as (select 1 union all select k + 1 from i where k < ${Math.trunc(n)})
+     insert into donations (charity_id, donor_first_name, donor_last_name, donor_email, donor_address, donor_city, donor_postcode,
+       gift_aid, amount, amount_minor, donation_type, donation_date, zakat_donation, recorded_at)
+     select (select min(id) from charities), 'Jane', 'Doe', 'donor' || k || '@example.org', k || ' High Street', 'London', 'SW1A 1AA',
+       k % 2, '5.00', 500, 'one-time', '2010-01-01T00:00:00.000000Z', 0, '2010-01-01T01:00:00.000000Z' from i`,
+  );
 }
