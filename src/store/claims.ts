@@ -67,18 +67,31 @@ export class ClaimReopenError extends Error {
     readonly claim: Claim,
     /** The live claims that hold some of its donations now, in id order. */
     readonly takenBy: readonly number[] = [],
+    /** Those of them that are paid: final, so not to be marked rejected to let it reopen. */
+    readonly paid: readonly number[] = [],
   ) {
-    super(
-      claim.status !== 'rejected'
-        ? `claim ${claim.id} is ${claim.status}, not rejected: only a rejected claim can be reopened.`
-        : `claim ${claim.id} cannot be reopened: its donations, or other records of the same gifts, are in ${takenBy.length === 1 ? 'claim' : 'claims'} ${takenBy.join(', ')} now, ` +
-            'and reopened it would claim them twice. Nothing was changed. ' +
-            // What to do, said where it is needed (it was only in the README until a review of 2026-11-30).
-            (takenBy.length === 1
-              ? `If claim ${takenBy[0]} was never sent to HMRC, mark it rejected (bin/almoner giftaid mark ${takenBy[0]} rejected), then reopen claim ${claim.id}.`
-              : `If claims ${takenBy.join(', ')} were never sent to HMRC, mark each rejected (bin/almoner giftaid mark ${takenBy[0]} rejected, and so on), then reopen claim ${claim.id}.`),
-    );
+    super(claim.status !== 'rejected' ? `claim ${claim.id} is ${claim.status}, not rejected: only a rejected claim can be reopened.` : reopenRefused(claim, takenBy, paid));
   }
+}
+
+/**
+ * Why rejected `claim` cannot be reopened while claims `takenBy` hold its donations, and what to do,
+ * said where it is needed (it was only in the README until a review of 2026-11-30). A paid claim is
+ * final: until 2026-12-02 the advice was to mark it rejected too, which `giftaid mark` refuses (a review).
+ */
+function reopenRefused(claim: Claim, takenBy: readonly number[], paid: readonly number[]): string {
+  const said =
+    `claim ${claim.id} cannot be reopened: its donations, or other records of the same gifts, are in ${takenBy.length === 1 ? 'claim' : 'claims'} ${takenBy.join(', ')} now, ` +
+    'and reopened it would claim them twice. Nothing was changed. ';
+  if (paid.length > 0) {
+    return said + `${paid.length === 1 ? `Claim ${paid[0]} is` : `Claims ${paid.join(', ')} are`} paid, which is final: HMRC has paid for those gifts there, so claim ${claim.id} stays rejected.`;
+  }
+  return (
+    said +
+    (takenBy.length === 1
+      ? `If claim ${takenBy[0]} was never sent to HMRC, mark it rejected (bin/almoner giftaid mark ${takenBy[0]} rejected), then reopen claim ${claim.id}.`
+      : `If claims ${takenBy.join(', ')} were never sent to HMRC, mark each rejected (bin/almoner giftaid mark ${takenBy[0]} rejected, and so on), then reopen claim ${claim.id}.`)
+  );
 }
 
 /** What a claim row becomes once its donation's data is erased in full (the claim's totals stay). */
@@ -684,7 +697,10 @@ export class ClaimLedger {
       if (now.status === 'rejected') throw new ClaimReopenError(now);
       return now;
     }
-    if (takenBy.length > 0) throw new ClaimReopenError(claim, takenBy);
+    if (takenBy.length > 0) {
+      const holders = await Promise.all(takenBy.map(async (holder) => await this.find(holder)));
+      throw new ClaimReopenError(claim, takenBy, holders.flatMap((h) => (h?.status === 'paid' ? [h.id] : [])));
+    }
     return now;
   }
 

@@ -146,6 +146,27 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('refused while a paid claim holds its donations, without the advice to mark the paid claim rejected, which giftaid mark refuses (given until 2026-12-02: a review)', async () => {
+      assertBuilt();
+      const database = await backend.createDatabase();
+      try {
+        const { cli, record, claim, stderr } = await charityWithCli(database);
+        await record('one@example.org');
+        assert.equal((await claim()).claim, 1);
+        await cli(['giftaid', 'mark', '1', 'rejected']);
+        assert.equal((await claim()).claim, 2);
+        await cli(['giftaid', 'mark', '2', 'submitted']);
+        await cli(['giftaid', 'mark', '2', 'paid']);
+        assert.equal(
+          stderr(await cli(['giftaid', 'reopen', '1'], 2)),
+          'almoner: claim 1 cannot be reopened: its donations, or other records of the same gifts, are in claim 2 now, and reopened it would claim them twice. Nothing was changed. ' +
+            'Claim 2 is paid, which is final: HMRC has paid for those gifts there, so claim 1 stays rejected.\n',
+        );
+      } finally {
+        await database.drop();
+      }
+    });
+
     test('a restore carries over a reopen made after its backup, after the rejection of the claim that held its donations meanwhile', async () => {
       assertBuilt();
       const database = await backend.createDatabase();
