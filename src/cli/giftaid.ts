@@ -19,6 +19,7 @@ import {
   buildSchedule,
   chunk,
   claimCutoff,
+  pastEveryPeriodCutoff,
   dayMonthYear,
   donationDay,
   formatPounds,
@@ -785,15 +786,25 @@ function printLeftOut(assessed: Assessed, attentionPath: string | null, today: s
   );
   // Said of donations left out for their age alone: a line saying so of none read as if some had been (an operator's review).
   // Among those just counted, and said so: read alone, "1 donation left out" and "1 donation … left out" were two (an operator's review).
-  const tooOld = assessed.needsAttention.filter((r) => r.reasons.includes(REASONS.outOfTime(claimCutoff(today, periodEnd), periodEnd))).length;
+  const lateFor = (reason: string) => assessed.needsAttention.filter((r) => r.reasons.includes(reason)).length;
+  const mayBeInTime = lateFor(REASONS.outOfTime(claimCutoff(today, periodEnd), periodEnd));
+  // Too old for any accounting period (without --period-end): not sent to --period-end for them (a README walkthrough).
+  const past = periodEnd === undefined ? lateFor(REASONS.pastEveryPeriod(pastEveryPeriodCutoff(today))) : 0;
+  const tooOld = mayBeInTime + past;
   if (tooOld > 0) {
     const among = tooOld === n ? (n === 1 ? 'It is dated' : `All ${n} are dated`) : `Of those, ${count(tooOld, 'donation')} ${tooOld === 1 ? 'is' : 'are'} dated`;
-    print(
-      periodEnd === undefined
-        ? `  ${among} before ${dayMonthYear(claimCutoff(today))}, more than four years ago. HMRC takes a claim up to four years ` +
-            "after the end of the accounting period a donation fell in: give your period's end (--period-end MM-DD) to claim those still in time."
-        : `  ${among} before ${dayMonthYear(claimCutoff(today, periodEnd))}, in ${tooOld === 1 ? 'an accounting period' : 'accounting periods'} that ended more than four years ago: too late to claim.`,
-    );
+    const pastSaid = `before ${dayMonthYear(pastEveryPeriodCutoff(today))}, more than five years ago: too late to claim, whatever your accounting period.`;
+    if (periodEnd !== undefined) {
+      print(`  ${among} before ${dayMonthYear(claimCutoff(today, periodEnd))}, in ${tooOld === 1 ? 'an accounting period' : 'accounting periods'} that ended more than four years ago: too late to claim.`);
+    } else if (mayBeInTime === 0) {
+      print(`  ${among} ${pastSaid}`);
+    } else {
+      print(
+        `  ${among} before ${dayMonthYear(claimCutoff(today))}, more than four years ago. HMRC takes a claim up to four years ` +
+          "after the end of the accounting period a donation fell in: give your period's end (--period-end MM-DD) to claim those still in time.",
+      );
+      if (past > 0) print(`  ${past === 1 ? '1 of them is' : `${past} of them are`} dated ${pastSaid}`);
+    }
   }
   const claimed = assessed.claimedBefore;
   if (claimed > 0) print(`  ${count(claimed, 'donation')} already in a live claim ${claimed === 1 ? 'was' : 'were'} left out.`);

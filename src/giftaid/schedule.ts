@@ -40,6 +40,13 @@ export const NAME_MAX_LENGTH = 35;
 export const HOUSE_MAX_LENGTH = 40;
 /** Gift Aid can be claimed for up to four years back (see isOutOfTime for how it is counted). */
 export const CLAIM_WINDOW_YEARS = 4;
+/**
+ * The longest accounting period HMRC counts a claim's four years from: a charitable company's for
+ * corporation tax, or a trust's tax year, each at most twelve months. So a donation's period ends
+ * within a year of it, and one dated more than CLAIM_WINDOW_YEARS + this before the claim date is
+ * too late whatever the period (pastEveryPeriodCutoff).
+ */
+const LONGEST_PERIOD_YEARS = 1;
 
 /** What the rules read of a donation: a StoredDonation (or an export row) fits. */
 export type GiftAidDonation = Pick<
@@ -191,6 +198,9 @@ export const REASONS = {
     periodEnd === undefined
       ? `dated more than ${CLAIM_WINDOW_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): left out, though HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, so it may still be in time: if it is, give your accounting period's end (--period-end)`
       : `dated before ${dayMonthYear(cutoff)}, in an accounting period (ending ${periodEnd === '02-29' ? 'on the last day of February' : `${periodEnd.slice(3)}/${periodEnd.slice(0, 2)}`}) that ended more than ${CLAIM_WINDOW_YEARS} years before the claim date: too late to claim`,
+  /** Without --period-end, a donation too old for any accounting period: until 2026-12-02 told it "may still be in time", retention's erased ones too (a README walkthrough). */
+  pastEveryPeriod: (cutoff: string) =>
+    `dated more than ${CLAIM_WINDOW_YEARS + LONGEST_PERIOD_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): too late to claim, whatever your accounting period: HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, which ends within a year of it`,
   future: "dated after the claim date, which HMRC's checker refuses: claimable once its day has come (if its year was mistyped, as 2062 for 2026, it never will be: correct the donation)",
   notPositive: 'amount is not more than 0.00',
   twin: (id: number) =>
@@ -266,6 +276,7 @@ export function assessDonation(d: GiftAidDonation, today: string, periodEnd?: st
 
   const day = donationDay(d.donation_date);
   if (day > today) reasons.push(REASONS.future);
+  else if (periodEnd === undefined && day < pastEveryPeriodCutoff(today)) reasons.push(REASONS.pastEveryPeriod(pastEveryPeriodCutoff(today)));
   else if (isOutOfTime(day, today, periodEnd)) reasons.push(REASONS.outOfTime(claimCutoff(today, periodEnd), periodEnd));
 
   if (!(d.amount_minor > 0)) reasons.push(REASONS.notPositive);
@@ -1339,17 +1350,29 @@ export function dayMonthYear(day: string): string {
 export function claimCutoff(today: string, periodEnd?: string): string {
   assertDay(today, 'today');
   const year = Number(today.slice(0, 4)) - CLAIM_WINDOW_YEARS;
-  if (periodEnd === undefined) {
-    let rest = today.slice(4);
-    if (rest === '-02-29' && !isLeap(year)) rest = '-02-28';
-    return `${String(year).padStart(4, '0')}${rest}`;
-  }
+  if (periodEnd === undefined) return sameDateYearsBefore(today, CLAIM_WINDOW_YEARS);
   // The period ending in `year` is out of time once its end four years on has passed.
   const endThisYear = `${today.slice(0, 4)}-${endOfPeriodIn(Number(today.slice(0, 4)), periodEnd)}`;
   const endYear = endThisYear < today ? year : year - 1;
   const end = new Date(`${String(endYear).padStart(4, '0')}-${endOfPeriodIn(endYear, periodEnd)}T00:00:00Z`);
   end.setUTCDate(end.getUTCDate() + 1);
   return end.toISOString().slice(0, 10);
+}
+
+/** The same date `years` before `today` (YYYY-MM-DD; 29 February becomes 28 February when that year has none). */
+function sameDateYearsBefore(today: string, years: number): string {
+  const year = Number(today.slice(0, 4)) - years;
+  const rest = today.slice(4) === '-02-29' && !isLeap(year) ? '-02-28' : today.slice(4);
+  return `${String(year).padStart(4, '0')}${rest}`;
+}
+
+/**
+ * The earliest donation day that some accounting period could still claim on `today`: five years
+ * back (LONGEST_PERIOD_YEARS). A donation before it is too late whatever --period-end would say.
+ */
+export function pastEveryPeriodCutoff(today: string): string {
+  assertDay(today, 'today');
+  return sameDateYearsBefore(today, CLAIM_WINDOW_YEARS + LONGEST_PERIOD_YEARS);
 }
 
 /**

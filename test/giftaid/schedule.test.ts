@@ -17,6 +17,7 @@ import {
   hmrcPostcode,
   houseNameOrNumber,
   isOutOfTime,
+  pastEveryPeriodCutoff,
   periodEndOf,
   MAX_ROWS_PER_SCHEDULE,
   hmrcText,
@@ -991,6 +992,18 @@ describe('dates', () => {
     assert.match(row.reasons[0]!, /more than 4 years before the claim date \(before 15\/06\/2021\)/);
   });
 
+  test('five years back: a donation too late whatever the accounting period is told so, not sent to --period-end (told it may still be in time until 2026-12-02: a README walkthrough)', () => {
+    assert.equal(pastEveryPeriodCutoff('2025-06-15'), '2020-06-15');
+    assert.equal(pastEveryPeriodCutoff('2028-02-29'), '2023-02-28', 'a 29 February back in a year without one');
+    assert.deepEqual(attention(donation({ donation_date: '2020-06-15T00:00:00.000000Z' })).reasons, [REASONS.outOfTime('2021-06-15')], 'five years to the day: a period may still have ended within four years');
+    const row = attention(donation({ donation_date: '2020-06-14T00:00:00.000000Z' }));
+    assert.deepEqual(row.reasons, [REASONS.pastEveryPeriod('2020-06-15')]);
+    assert.match(row.reasons[0]!, /^dated more than 5 years before the claim date \(before 15\/06\/2020\): too late to claim, whatever your accounting period/);
+    // With the period's end, HMRC's own rule decides, as before.
+    const withEnd = assessDonation(donation({ donation_date: '2020-06-14T00:00:00.000000Z' }), '2025-06-15', '04-05');
+    assert.ok(withEnd.kind === 'needs-attention' && withEnd.row.reasons.includes(REASONS.outOfTime(claimCutoff('2025-06-15', '04-05'), '04-05')));
+  });
+
   test('a period ending on the last day of February (02-29, refused until 2026-11-29): the 29th in a leap year, else the 28th', () => {
     assert.equal(claimCutoff('2026-11-29', '02-29'), '2022-03-01', 'the period ending 28 February 2022 is out of time');
     assert.equal(claimCutoff('2029-01-10', '02-29'), '2024-03-01', 'the period ending 29 February 2024 ended more than four years before');
@@ -1127,7 +1140,7 @@ describe('donations that need attention', () => {
     const row = attention(
       donation({ donor_first_name: null, donor_last_name: null, donor_address: null, donor_postcode: null, donation_date: '2019-01-01T00:00:00.000000Z' }),
     );
-    assert.deepEqual(row.reasons, [REASONS.noFirstName, REASONS.noLastName, REASONS.noHouse, REASONS.noPostcode, REASONS.outOfTime('2021-06-15')]);
+    assert.deepEqual(row.reasons, [REASONS.noFirstName, REASONS.noLastName, REASONS.noHouse, REASONS.noPostcode, REASONS.pastEveryPeriod('2020-06-15')]);
   });
 
   test('the row keeps what the charity needs to fix it, as recorded, and the reasons joined with "; "', () => {
