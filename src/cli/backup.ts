@@ -1,7 +1,7 @@
 // bin/almoner backup and restore: a checked copy of the SQLite database, taken while the server
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, lstatSync, mkdtempSync, openSync, readFileSync, readlinkSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -1312,6 +1312,55 @@ class StoppedBySignal extends Error {
   }
 }
 
+/**
+ * How `tool` is run with `args` so that it dies with this process (SIGKILL, the OOM killer): through util-linux's `setpriv
+ * --pdeathsig KILL`, where the PATH has one that takes it, then a shell that goes on only if its parent is still this process
+ * (the kernel sends the signal when the parent dies after `setpriv` asked for it; one that died before was not seen: the shell's
+ * $PPID, read after, is then another). A restore killed in the moment after it started `pg_restore` and before `pg_restore`
+ * connected left it running unseen: a keep-replaced run then took the restore as one that replaced nothing, deleted the
+ * replaced database's trail, claims and dump and removed the mark, and `pg_restore` then put the backup in place, the data
+ * recorded after it gone for good (until 2026-12-02; a review). Killed so, `pg_restore --single-transaction` never commits:
+ * PostgreSQL rolls it back. Where there is no such `setpriv` (not Linux, util-linux before 2.33), the tool is run plainly, as
+ * before, and keep-replaced sees it only once it has connected (README). `setpriv` and the shell exec, so the tool keeps the
+ * pid the child was given, and signals passed on to it reach it.
+ */
+function dyingWithThis(tool: string, args: string[], env: NodeJS.ProcessEnv): [string, string[]] {
+  const setpriv = pdeathsigSetter(env);
+  if (!setpriv) return [tool, args];
+  return [setpriv, ['--pdeathsig', 'KILL', '--', '/bin/sh', '-c', 'test "$PPID" = "$0" || exit 125; exec "$@"', String(process.pid), tool, ...args]];
+}
+
+/** The `setpriv` on the PATH `env` gives, if there is one that takes --pdeathsig (asked once a command); undefined if not. */
+function pdeathsigSetter(env: NodeJS.ProcessEnv): string | undefined {
+  const setpriv = onPath('setpriv', env);
+  if (setpriv === undefined) return undefined;
+  let works = SETPRIV_WORKS.get(setpriv);
+  if (works === undefined) {
+    works = spawnSync(setpriv, ['--pdeathsig', 'KILL', '--', '/bin/sh', '-c', ':'], { env, stdio: 'ignore' }).status === 0;
+    SETPRIV_WORKS.set(setpriv, works);
+  }
+  return works ? setpriv : undefined;
+}
+const SETPRIV_WORKS = new Map<string, boolean>();
+
+/** The program `name` in a folder of the PATH `env` gives, as spawn would find it; undefined if none. */
+function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
+  for (const folder of (env.PATH ?? '').split(':')) {
+    if (folder === '') continue;
+    const file = join(folder, name);
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+const notInstalled = (tool: string) =>
+  new UsageError(`${tool} is not installed here: install PostgreSQL's client tools, the server's version or later (on Debian: apt-get install postgresql-client)`);
+
 /** `tool` run with `args`; `ended`, how it ended, as a message says it (`exit 1`, or `killed by SIGKILL`, where it said `exit null`). */
 async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv, stopped?: AbortSignal): Promise<{ code: number | null; ended: string; stdout: string; stderr: string }> {
   const out: Buffer[] = [];
@@ -1321,9 +1370,11 @@ async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: No
   // a keep-replaced run meanwhile had taken the restore as one that replaced nothing (a review). pg_restore, so stopped, rolls back.
   let stoppedBy: NodeJS.Signals | undefined;
   let forward: ((s: NodeJS.Signals) => void) | undefined;
+  if (onPath(tool, env) === undefined) throw notInstalled(tool); // through setpriv's shell, it would only have said `not found`, exit 127
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolvePromise, reject) => {
     // Stopped (a backup's SIGTERM or SIGINT: writeNewBackup), the tool is stopped too, not left writing an archive no one keeps.
-    const child = spawn(tool, args, { env, stdio: ['ignore', 'pipe', 'pipe'], signal: stopped, killSignal: 'SIGTERM' });
+    const [command, argv] = dyingWithThis(tool, args, env);
+    const child = spawn(command, argv, { env, stdio: ['ignore', 'pipe', 'pipe'], signal: stopped, killSignal: 'SIGTERM' });
     if (!stopped) {
       forward = (s: NodeJS.Signals) => {
         stoppedBy ??= s;
@@ -1333,13 +1384,7 @@ async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: No
     }
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.once('error', (e: NodeJS.ErrnoException) =>
-      reject(
-        e.code === 'ENOENT'
-          ? new UsageError(`${tool} is not installed here: install PostgreSQL's client tools, the server's version or later (on Debian: apt-get install postgresql-client)`)
-          : e,
-      ),
-    );
+    child.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'ENOENT' ? notInstalled(tool) : e));
     child.once('close', (exited, killedBy) => resolvePromise([exited, killedBy]));
   }).finally(() => {
     if (forward) for (const s of STOP_SIGNALS) process.removeListener(s, forward);

@@ -1,21 +1,26 @@
 // A PostgreSQL restore whose own process (node, not its process group) is ended while pg_restore runs.
-// SIGKILL (the OOM killer): pg_restore goes on alone, and keep-replaced, run at once, saw the restore's
-// comment still there (pg_restore had not committed) and took it as one that replaced nothing: it
-// deleted the replaced database's trail, claims and dump and unmarked, and pg_restore then committed,
-// the data recorded after the backup gone for good (a review, 2026-12-02). keep-replaced now refuses
-// (exit 2) while pg_restore is seen at work, and finishes the restore once it has committed.
+// SIGKILL (the OOM killer), where pg_restore is run plainly (no setpriv that takes --pdeathsig): pg_restore
+// goes on alone, and keep-replaced, run at once, saw the restore's comment still there (pg_restore had not
+// committed) and took it as one that replaced nothing: it deleted the replaced database's trail, claims and
+// dump and unmarked, and pg_restore then committed, the data recorded after the backup gone for good (a
+// review, 2026-12-02). keep-replaced now refuses (exit 2) while pg_restore is seen at work, and finishes
+// the restore once it has committed. Through setpriv --pdeathsig KILL (util-linux), pg_restore dies with
+// the restore: its transaction rolls back once PostgreSQL sees it gone, and keep-replaced, refusing until
+// then, finds nothing replaced. And killed before pg_restore connected (it cannot be seen then), the
+// pg_restore left alone connected after keep-replaced had taken the restore as one that replaced nothing,
+// and put the backup over the newer data (a review, 2026-12-02): now it is dead before it connects.
 // SIGTERM: the restore passes it on to pg_restore and waits for it (it rolls back), then removes its
 // mark and files and ends as SIGTERM would: before, it ended at once and pg_restore committed alone.
 // Here pg_restore is held at its first statement by a lock the test takes. Without the fixes in
-// src/cli/backup.ts (stillRestoring, runPgTool), both tests fail.
+// src/cli/backup.ts (stillRestoring, runPgTool, dyingWithThis), these tests fail.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt, operator, startAlmoner, until } from '../support/cli.js';
+import { almoner, assertBuilt, ended, operator, orphanedAsPgRestoreBegins, SETPRIV, startAlmoner, until, withoutSetpriv } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -35,10 +40,14 @@ const pgRestoreSessions = async (database: TestDatabase) =>
   (await queryPostgres<{ n: number }>(database.url, "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'pg_restore'"))[0]!.n;
 const marked = async (database: TestDatabase) => (await queryPostgres<{ t: string | null }>(database.url, "select to_regclass('almoner_restoring')::text as t"))[0]!.t !== null;
 
-/** Starts the restore with pg_restore held at its first statement by a lock on every Almoner table; the lock's client, to release it. */
-async function restoreHeld(database: TestDatabase, file: string): Promise<{ pid: number; done: Promise<unknown>; holder: pg.Client }> {
+/**
+ * Starts the restore with pg_restore held at its first statement by a lock on every Almoner table; the lock's client, to release it.
+ * `setpriv`: false, run as where there is no setpriv that takes --pdeathsig.
+ */
+async function restoreHeld(database: TestDatabase, file: string, setpriv: boolean): Promise<{ pid: number; done: Promise<unknown>; holder: pg.Client }> {
   const folder = tempDir();
-  const run = startAlmoner(database.url, ['restore', file, '--replace'], { PATH: heldPgRestore(folder) }, { timeoutMs: 60_000 });
+  const path = setpriv ? heldPgRestore(folder) : withoutSetpriv(heldPgRestore(folder));
+  const run = startAlmoner(database.url, ['restore', file, '--replace'], { PATH: path }, { timeoutMs: 60_000 });
   const done = run.done.then(
     (r) => r,
     (err: unknown) => err,
@@ -56,9 +65,12 @@ async function restoreHeld(database: TestDatabase, file: string): Promise<{ pid:
 
 /**
  * A database with a charity signed up before its backup and one after, a restore of that backup over it held with its
- * pg_restore waiting for a lock (restoreHeld), for `run`; the lock's session ended and the database dropped after it.
+ * pg_restore waiting for a lock (restoreHeld, `setpriv` or not), for `run`; the lock's session ended and the database dropped after it.
  */
-async function withRestoreHeld(run: (t: { database: TestDatabase; cli: ReturnType<typeof operator>['cli']; file: string; held: Awaited<ReturnType<typeof restoreHeld>> }) => Promise<void>): Promise<void> {
+async function withRestoreHeld(
+  run: (t: { database: TestDatabase; cli: ReturnType<typeof operator>['cli']; file: string; held: Awaited<ReturnType<typeof restoreHeld>> }) => Promise<void>,
+  setpriv = SETPRIV,
+): Promise<void> {
   assertBuilt();
   const database = await postgres!.createDatabase();
   let holder: pg.Client | undefined;
@@ -67,7 +79,7 @@ async function withRestoreHeld(run: (t: { database: TestDatabase; cli: ReturnTyp
     await charity('Before');
     const file = await backup('before');
     await charity('Afterwards');
-    const held = await restoreHeld(database, file);
+    const held = await restoreHeld(database, file, setpriv);
     holder = held.holder;
     await run({ database, cli, file, held });
   } finally {
@@ -77,7 +89,7 @@ async function withRestoreHeld(run: (t: { database: TestDatabase; cli: ReturnTyp
 }
 
 describe('a PostgreSQL restore whose process is ended while pg_restore runs', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, () => {
-  test('SIGKILL: keep-replaced refuses (exit 2) while pg_restore is at work, keeping the files; once pg_restore has committed, it finishes the restore', async () => {
+  test('SIGKILL, pg_restore run plainly: keep-replaced refuses (exit 2) while pg_restore is at work, keeping the files; once pg_restore has committed, it finishes the restore', async () => {
     await withRestoreHeld(async ({ database, cli, file, held }) => {
       const holder = held.holder;
       process.kill(held.pid, 'SIGKILL');
@@ -102,7 +114,59 @@ describe('a PostgreSQL restore whose process is ended while pg_restore runs', { 
       assert.ok(!(await marked(database)), 'unmarked');
       const actions = (await cli(['audit', '--json'])).stdout.trim().split('\n').map((line) => (JSON.parse(line) as { action: string }).action);
       assert.ok(actions.includes('restore'), `the restore is recorded: ${actions.join(', ')}`);
+    }, false);
+  });
+
+  test('SIGKILL, pg_restore run through setpriv --pdeathsig: it dies with the restore and PostgreSQL rolls its transaction back; keep-replaced refuses while its session is still there, then finds nothing replaced', { skip: !SETPRIV && 'needs util-linux setpriv with --pdeathsig' }, async () => {
+    await withRestoreHeld(async ({ database, cli, file, held }) => {
+      const holder = held.holder;
+      process.kill(held.pid, 'SIGKILL');
+      await held.done;
+      // Its session waits for the lock, unaware that its client has gone, until it has the lock.
+      assert.equal(await pgRestoreSessions(database), 1, "pg_restore's session waits for the lock");
+      const refused = await almoner(database.url, ['keep-replaced']);
+      assert.equal(refused.code, 2, `keep-replaced refused: ${refused.stderr}${refused.stdout}`);
+      assert.match(refused.stderr, /pg_restore \(process \d+.*still at work/s);
+
+      await holder.query('commit');
+      await until('pg_restore\'s session ended', 30_000, async () => (await pgRestoreSessions(database)) === 0);
+      const finished = await cli(['keep-replaced']);
+      assert.match(finished.stdout, /stopped before it replaced anything: the database is as it was/);
+      assert.deepEqual(readdirSync(dirname(file)), [basename(file)], 'what the restore wrote beside the backup is removed');
+      assert.match((await cli(['charity', 'list'])).stdout, /Afterwards/, 'the database is as it was');
+      assert.ok(!(await marked(database)), 'unmarked');
     });
+  });
+
+  test('SIGKILL before pg_restore connected: keep-replaced run before it would have connected loses nothing, as it is dead (it went on alone, and put the backup over the newer data)', { skip: !SETPRIV && 'needs util-linux setpriv with --pdeathsig' }, async () => {
+    assertBuilt();
+    const database = await postgres!.createDatabase();
+    try {
+      const { cli, charity, backup } = operator(database, 'postgres');
+      await charity('Before');
+      const file = await backup('before');
+      await charity('Afterwards');
+      const folder = tempDir();
+      const killed = await almoner(database.url, ['restore', file, '--replace'], { PATH: orphanedAsPgRestoreBegins(folder) }).then(
+        (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
+        (err: { signal?: string }) => err,
+      );
+      assert.equal(killed.signal, 'SIGKILL');
+      const orphan = Number(readFileSync(join(folder, 'orphan'), 'utf8'));
+
+      // In the moment before pg_restore connects: nothing of it to be seen in the database.
+      const kept = await almoner(database.url, ['keep-replaced']);
+      assert.equal(kept.code, 0, `${kept.stderr}${kept.stdout}`);
+      assert.match(kept.stdout, /stopped before it replaced anything: the database is as it was/);
+
+      writeFileSync(join(folder, 'go'), ''); // a pg_restore left running now connects and restores
+      await until('pg_restore ended', 30_000, () => ended(orphan));
+      assert.equal(await pgRestoreSessions(database), 0);
+      assert.match((await cli(['charity', 'list'])).stdout, /Afterwards/, 'the charity signed up after the backup is there');
+      assert.ok(!(await marked(database)), 'unmarked');
+    } finally {
+      await database.drop();
+    }
   });
 
   test('SIGTERM: passed on to pg_restore, which rolls back; the restore removes its mark and files and ends by SIGTERM, the database as it was', async () => {

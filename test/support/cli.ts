@@ -1,7 +1,7 @@
 // Test support for the real executable: run bin/almoner as an operator would, on a given database.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir, type TestDatabase } from './backends.js';
@@ -126,4 +126,40 @@ export function killedAsPgRestoreBegins(): string {
   const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
   writeFileSync(join(shim, 'pg_restore'), `#!/bin/sh\ncase " $* " in *" --single-transaction "*) kill -9 $PPID; exit 1;; esac\nexec "${real}" "$@"\n`, { mode: 0o755 });
   return `${shim}:${process.env.PATH}`;
+}
+
+/** Whether util-linux's `setpriv --pdeathsig` is here: a PostgreSQL restore's pg_restore then dies with it (cli/backup.ts, dyingWithThis). */
+export const SETPRIV = execFileSync('sh', ['-c', 'setpriv --pdeathsig KILL -- true && echo yes || true'], { encoding: 'utf8' }).trim() === 'yes';
+
+/** `path` (a PATH) with a `setpriv` in front that refuses --pdeathsig, as util-linux's before 2.33: pg_restore and pg_dump are then run plainly, as where there is none. */
+export function withoutSetpriv(path = process.env.PATH ?? ''): string {
+  const shim = tempDir();
+  writeFileSync(join(shim, 'setpriv'), "#!/bin/sh\necho \"setpriv: unrecognized option '$1'\" >&2\nexit 1\n", { mode: 0o755 });
+  return `${shim}:${path}`;
+}
+
+/**
+ * A PATH with a pg_restore in front of the real one whose restore (--single-transaction) writes its pid to `folder`/orphan,
+ * kills the restore (its parent) with SIGKILL before connecting, waits for `folder`/go, and then, left running alone (an
+ * orphan), is the real one (exec: the same process), reading the list its restore gave it.
+ */
+export function orphanedAsPgRestoreBegins(folder: string): string {
+  const shim = tempDir();
+  const real = execFileSync('sh', ['-c', 'command -v pg_restore'], { encoding: 'utf8' }).trim();
+  writeFileSync(
+    join(shim, 'pg_restore'),
+    `#!/bin/sh\ncase " $* " in *" --single-transaction "*) echo $$ > "${folder}/orphan.tmp"; mv "${folder}/orphan.tmp" "${folder}/orphan"; kill -9 $PPID; while [ ! -e "${folder}/go" ]; do sleep 0.05; done;; esac\nexec "${real}" "$@"\n`,
+    { mode: 0o755 },
+  );
+  return `${shim}:${process.env.PATH}`;
+}
+
+/** Whether process `pid` has ended: gone, or a zombie no one has reaped yet (an orphan's, reparented). */
+export function ended(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return true;
+  }
 }
