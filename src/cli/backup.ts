@@ -2,7 +2,8 @@
 // runs, and put back while it does not. On PostgreSQL, pg_dump takes the backup (the README shows
 // how) and `restore` runs pg_restore for the operator, so that donors erased since come back erased.
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, lstatSync, mkdtempSync, openSync, readFileSync, readlinkSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readFileSync, readlinkSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
@@ -160,7 +161,7 @@ async function backUpPostgres(location: Extract<DatabaseLocation, { dialect: 'po
         throw err;
       }
       return await writeNewBackup(file, async (partial, stopped) => {
-        const { code, ended, stderr } = await runPgTool('pg_dump', ['--format=custom', `--snapshot=${snapshot}`, `--exclude-table-data=${INSTANCES_TABLE}`, `--file=${partial}`, `--dbname=${libpqDbname(env)}`], env, stopped);
+        const { code, ended, stderr } = await runPgTool('pg_dump', ['--format=custom', `--snapshot=${snapshot}`, `--exclude-table-data=${INSTANCES_TABLE}`, `--file=${partial}`, `--dbname=${libpqDbname(env)}`], env, { stopped });
         if (code !== 0) throw new Error(`pg_dump could not write the backup (${ended}), so none was kept:\n${stderr.trim().split('\n').slice(-5).join('\n')}`);
         if ((await schemasOf(partial, env)).almonerIn.length === 0) throw new Error(`pg_restore finds no Almoner schema in what pg_dump wrote, so no backup was kept`);
         return {
@@ -1143,8 +1144,6 @@ async function migrationsIn(file: string, env: NodeJS.ProcessEnv, schema: string
  * until 2026-11-29); what the backup holds in it is dropped and made again one by one all the same.
  */
 async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, made: readonly string[], existing: readonly string[]): Promise<void> {
-  const folder = mkdtempSync(join(tmpdir(), 'almoner-restore-'));
-  const useList = join(folder, 'list');
   // A schema's entry is `SCHEMA - name owner`, and a name may hold spaces: the longest of the backup's own names it begins with is its name.
   const schemaOf = (line: string) => {
     const e = tocEntry(line) ?? '';
@@ -1157,15 +1156,33 @@ async function pgRestore(file: string, env: NodeJS.ProcessEnv, list: string, mad
     const instances = words.includes(INSTANCES_TABLE) && tocEntry(line)?.startsWith('TABLE DATA ') === true;
     return !words.includes(RESTORING_TABLE) && !instances && !(schema !== undefined && existing.includes(schema));
   });
-  writeFileSync(useList, kept.join('\n'));
+  // On its standard input: pg_restore reads the whole list before it connects (SortTocFromFile, before RestoreArchive).
+  const useList = unnamedFile(kept.join('\n'));
   try {
-    const { code, ended, stderr } = await runPgTool('pg_restore', [...PG_RESTORE, `--use-list=${useList}`, `--dbname=${libpqDbname(env)}`, file], env);
+    const { code, ended, stderr } = await runPgTool('pg_restore', [...PG_RESTORE, '--use-list=/dev/stdin', `--dbname=${libpqDbname(env)}`, file], env, { stdin: useList });
     if (code !== 0) {
       const said = stderr.trim().split('\n').slice(-5).join('\n');
       throw new Error(`pg_restore failed (${ended}); nothing was changed, as it runs in one transaction:\n${said}`);
     }
   } finally {
-    rmSync(folder, { recursive: true, force: true });
+    closeSync(useList);
+  }
+}
+
+/**
+ * A file holding `text` that no name leads to, open for reading: its descriptor, to be closed by the caller. Written whole in
+ * the temporary folder, opened, and its name removed at once, so a command killed while a tool reads it (SIGKILL, the OOM
+ * killer) leaves nothing behind: a restore's list for pg_restore (pgRestore) was written in a folder of its own there,
+ * removed once pg_restore had ended, and a restore killed meanwhile left `/tmp/almoner-restore-…` for ever (until
+ * 2026-12-02; a review). Written whole before the tool starts, so one left running alone still reads all of it.
+ */
+function unnamedFile(text: string): number {
+  const path = join(tmpdir(), `almoner-${process.pid}-${randomUUID()}`);
+  writeFileSync(path, text, { flag: 'wx', mode: PRIVATE_FILE });
+  try {
+    return openSync(path, 'r');
+  } finally {
+    rmSync(path, { force: true });
   }
 }
 
@@ -1361,8 +1378,13 @@ function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
 const notInstalled = (tool: string) =>
   new UsageError(`${tool} is not installed here: install PostgreSQL's client tools, the server's version or later (on Debian: apt-get install postgresql-client)`);
 
-/** `tool` run with `args`; `ended`, how it ended, as a message says it (`exit 1`, or `killed by SIGKILL`, where it said `exit null`). */
-async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: NodeJS.ProcessEnv, stopped?: AbortSignal): Promise<{ code: number | null; ended: string; stdout: string; stderr: string }> {
+/** `tool` run with `args`, its standard input `stdin` (a descriptor) if given; `ended`, how it ended, as a message says it (`exit 1`, or `killed by SIGKILL`, where it said `exit null`). */
+async function runPgTool(
+  tool: 'pg_restore' | 'pg_dump',
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  { stopped, stdin }: { stopped?: AbortSignal; stdin?: number } = {},
+): Promise<{ code: number | null; ended: string; stdout: string; stderr: string }> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   // Without a `stopped` of its caller's, a SIGTERM or SIGINT to this process (not to its group, as Ctrl-C is) goes to the tool, and
@@ -1374,7 +1396,7 @@ async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: No
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolvePromise, reject) => {
     // Stopped (a backup's SIGTERM or SIGINT: writeNewBackup), the tool is stopped too, not left writing an archive no one keeps.
     const [command, argv] = dyingWithThis(tool, args, env);
-    const child = spawn(command, argv, { env, stdio: ['ignore', 'pipe', 'pipe'], signal: stopped, killSignal: 'SIGTERM' });
+    const child = spawn(command, argv, { env, stdio: [stdin ?? 'ignore', 'pipe', 'pipe'], signal: stopped, killSignal: 'SIGTERM' });
     if (!stopped) {
       forward = (s: NodeJS.Signals) => {
         stoppedBy ??= s;
@@ -1382,8 +1404,8 @@ async function runPgTool(tool: 'pg_restore' | 'pg_dump', args: string[], env: No
       };
       for (const s of STOP_SIGNALS) process.on(s, forward);
     }
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stdout!.on('data', (b: Buffer) => out.push(b)); // piped, as asked (stdio's first, a descriptor, widens the type)
+    child.stderr!.on('data', (b: Buffer) => err.push(b));
     child.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'ENOENT' ? notInstalled(tool) : e));
     child.once('close', (exited, killedBy) => resolvePromise([exited, killedBy]));
   }).finally(() => {
