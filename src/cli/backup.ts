@@ -15,7 +15,7 @@ import { refuseEncoding, SERVER_ENCODING_QUERY, type ServerEncoding } from '../s
 import { newerThanThis } from '../store/migrations/index.js';
 import type { CharityRow } from '../store/schema.js';
 import { columnsSetBy, type CredentialColumn, OLD_PASSWORD_LEFT, type Store } from '../store/store.js';
-import { backUpSqlite, CopyRefused, endBySignal, writeNewBackup, readReplaced, refuseOccupied, refuseSharedFolder, removeCopyOf, removeStaleCopies, restoreSqlite, STOP_SIGNALS, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
+import { backUpSqlite, CopyRefused, endBySignal, holdStopSignals, writeNewBackup, readReplaced, refuseOccupied, refuseSharedFolder, removeCopyOf, removeStaleCopies, restoreSqlite, STOP_SIGNALS, undoRestore, undoSwap, type CopySummary, type Replaced } from '../store/sqlite-backup.js';
 import { readLedger, readLedgerRows, type DatabaseLedger, type KeptClaims, type LedgerCopy, type LedgerPages, type LedgerQueries, type LedgerRow, type RefusedWhy } from '../store/claims.js';
 import { readLedgerFile, writeLedgerFile } from '../store/ledger-file.js';
 import { claimKeeping, mark, mayStillRun, readMark, refuseWhileRestoring, RESTORE_LOCK, RESTORING_TABLE, seenFromHere, seenRunning, thisRestore, unfinished, unmark, type MarkPlace, type Restoring } from '../store/restoring.js';
@@ -257,55 +257,73 @@ export function restoreCommand(): Command {
       const existed = existsSync(target);
       if (existed) await refusalsAreUsage(() => refuseOccupied(target, replace)); // not marked, for others to see, only to be refused
       await markOrRefuse(place, thisRestore(file, existed ? [keptAs] : [], existed, began));
-      sayStaleCopies(dirname(target)); // marked: no other restore is at work here
-      const { summary, replaced: swapped } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs: keptAs })).catch(async (err: unknown) => {
-        // Nothing replaced yet, or the restore stands (a failure after the swap): then its mark stays, for keep-replaced.
-        if (!(existed ? existsSync(keptAs) : existsSync(target))) await unmark(place);
-        else throw notFinished(err, target, existed ? keptAs : undefined);
-        throw err;
-      });
-      // A replaced database too damaged to read its trail from does not undo the restore: it is said.
-      let replaced: Replaced | undefined;
-      let unread: string | undefined;
-      if (swapped) {
-        try {
-          replaced = await readReplaced(keptAs);
-        } catch (err) {
-          unread = err instanceof Error ? err.message : String(err);
+      // From here, a SIGTERM or SIGINT (systemctl stop, Ctrl-C) stops the restore at its next step, and it undoes what it did, removes its
+      // mark and ends by the signal: until 2026-12-02 it ended the command at once, the mark and the copy being written left for keep-replaced.
+      const stop = holdStopSignals();
+      try {
+        sayStaleCopies(dirname(target)); // marked: no other restore is at work here
+        const { summary, replaced: swapped } = await refusalsAreUsage(() => restoreSqlite(file, target, { replace, keepAs: keptAs })).catch(async (err: unknown) => {
+          // Nothing replaced yet, or the restore stands (a failure after the swap): then its mark stays, for keep-replaced.
+          if (!(existed ? existsSync(keptAs) : existsSync(target))) await unmark(place);
+          else throw notFinished(err, target, existed ? keptAs : undefined);
+          if (stop.signal) endStopped(stop, `before it replaced anything: the copy it was writing is removed, and ${existed ? 'the database is as it was' : 'there is no database, as before'}`);
+          throw err;
+        });
+        // A replaced database too damaged to read its trail from does not undo the restore: it is said.
+        let replaced: Replaced | undefined;
+        let unread: string | undefined;
+        if (swapped) {
+          try {
+            replaced = await readReplaced(keptAs);
+          } catch (err) {
+            unread = err instanceof Error ? err.message : String(err);
+          }
         }
+        // Opened as the server would open it (a backup from an earlier version is migrated now), and
+        // the restore is the first entry of the restored database's trail after the backup's own.
+        const again = await withStoreAt(
+          location,
+          async (store) => {
+            const backupTrail = await store.auditTrail();
+            const restored = heldBy(backupTrail);
+            // Whether the claims made since the backup were taken in: a claim is refused until they are, or the operator has checked (giftaid.ts).
+            // Known only from a replaced database that goes on from the backup, its own settled (not one the server had just made: a review).
+            const continuing = replaced && continuesFrom(replaced.trail, backupTrail) ? replaced : undefined;
+            const claims_since_backup = continuing && !claimsUnsettledBy(continuing.trail) ? 'kept' : 'unknown';
+            await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
+            // Should keeping its claims fail, the ledger is in the replaced database, kept beside. Nothing was changed here since the restore.
+            const taken = replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }, continuing && new Map()) : { said: [], finished: true, charities: undefined };
+            return { ...taken, charities: charitiesSaid(continuing !== undefined, taken.charities) };
+          },
+          { duringRestore: true },
+        ).catch((err: unknown) => {
+          if (stop.signal) return undefined; // undone below
+          throw notFinished(err, target, swapped ? keptAs : undefined);
+        });
+        // Stopped once the backup was in place: that is undone, rather than finished, so the database is as it was whenever the
+        // signal came. What was done since (the restore's entry, the claims kept, the erasures made again) was done in the restored
+        // database alone, which goes; the one kept aside was only read.
+        if (stop.signal || again === undefined) {
+          undoRestore(target, swapped ? keptAs : undefined);
+          await unmark(place);
+          endStopped(stop, `once its backup was in place: that is undone, ${swapped ? 'the database that was there is back in its place, as it was' : 'and there is no database, as before'}`);
+          return;
+        }
+        if (again.finished) await unmark(place);
+        if (swapped) print(`the database that was there is kept as ${keptAs}`);
+        print(`restored ${file} to ${target}: ${describe(summary)}`);
+        const lost = replaced && notInBackup(replaced.ledger.donationCount, summary.donations, keptAs);
+        if (lost) print(lost);
+        for (const line of again.said) if (line) print(line);
+        if (!replaced) {
+          if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);
+          print(NO_ERASURES);
+          print(NO_LEDGER);
+        }
+        print(again.charities);
+      } finally {
+        stop.release();
       }
-      // Opened as the server would open it (a backup from an earlier version is migrated now), and
-      // the restore is the first entry of the restored database's trail after the backup's own.
-      const again = await withStoreAt(
-        location,
-        async (store) => {
-          const backupTrail = await store.auditTrail();
-          const restored = heldBy(backupTrail);
-          // Whether the claims made since the backup were taken in: a claim is refused until they are, or the operator has checked (giftaid.ts).
-          // Known only from a replaced database that goes on from the backup, its own settled (not one the server had just made: a review).
-          const continuing = replaced && continuesFrom(replaced.trail, backupTrail) ? replaced : undefined;
-          const claims_since_backup = continuing && !claimsUnsettledBy(continuing.trail) ? 'kept' : 'unknown';
-          await store.audit({ action: 'restore', target, summary: { from: file, replaced_kept_as: swapped ? keptAs : null, ...counts(summary), claims_since_backup } });
-          // Should keeping its claims fail, the ledger is in the replaced database, kept beside. Nothing was changed here since the restore.
-          const taken = replaced ? await takeIn(store, replaced, restored, { saved: keptAs, remove: false }, continuing && new Map()) : { said: [], finished: true, charities: undefined };
-          return { ...taken, charities: charitiesSaid(continuing !== undefined, taken.charities) };
-        },
-        { duringRestore: true },
-      ).catch((err: unknown) => {
-        throw notFinished(err, target, swapped ? keptAs : undefined);
-      });
-      if (again.finished) await unmark(place);
-      if (swapped) print(`the database that was there is kept as ${keptAs}`);
-      print(`restored ${file} to ${target}: ${describe(summary)}`);
-      const lost = replaced && notInBackup(replaced.ledger.donationCount, summary.donations, keptAs);
-      if (lost) print(lost);
-      for (const line of again.said) if (line) print(line);
-      if (!replaced) {
-        if (unread !== undefined) process.stderr.write(`almoner: warning: the database that was there could not be read (${unread}).\n`);
-        print(NO_ERASURES);
-        print(NO_LEDGER);
-      }
-      print(again.charities);
     });
 }
 
@@ -324,6 +342,17 @@ function notFinished(err: unknown, target: string, keptAs: string | undefined): 
   const code = (err as { code?: unknown } | null)?.code;
   if (code !== undefined) Object.assign(said, { code });
   return said;
+}
+
+/**
+ * A SQLite restore stopped by the signal `stop` held (holdStopSignals), once it has undone what it did and removed its mark:
+ * `said` of what it undid, and the process ended by that signal, no longer held (endBySignal).
+ */
+function endStopped(stop: ReturnType<typeof holdStopSignals>, said: string): void {
+  const signal = stop.signal!;
+  stop.release();
+  process.stderr.write(`almoner: the restore was stopped by ${signal} ${said}; its mark is removed\n`);
+  endBySignal(signal);
 }
 
 /**

@@ -287,7 +287,9 @@ const SIDE_FILES = ['-wal', '-shm', '-journal'];
  * aside, renamed with its side files, never deleted, and the copy renamed into place: the target is
  * the old database or the whole backup, never a part of one, and a copy that fails leaves the old
  * one where it was. Side files left without their database (a WAL, which SQLite would replay onto
- * the backup) are refused. The database replaced is kept as `keepAs`.
+ * the backup) are refused. The database replaced is kept as `keepAs`. A SIGTERM or SIGINT before
+ * the swap stops it: the copy is removed and nothing is moved (putInPlace; the restore holds the
+ * signal, so it is not ended by it here: cli/backup.ts).
  */
 export async function restoreSqlite(from: string, target: string, { replace, keepAs }: { replace: boolean; keepAs: string }): Promise<{ summary: CopySummary; replaced: boolean }> {
   const summary = await checkCopy(from);
@@ -314,6 +316,7 @@ export async function restoreSqlite(from: string, target: string, { replace, kee
       for (const suffix of SIDE_FILES) if (existsSync(target + suffix)) renameSync(target + suffix, keepAs + suffix);
       renameSync(target, keepAs);
     },
+    { stopOnSignal: true },
   );
   return { summary, replaced: exists };
 }
@@ -339,6 +342,19 @@ export function undoSwap(target: string, keptAs: string): boolean {
   const moved = [...SIDE_FILES.map((suffix) => keptAs + suffix), keptAs].filter((f) => existsSync(f));
   for (const file of moved) renameSync(file, target + file.slice(keptAs.length));
   return moved.length > 0;
+}
+
+/**
+ * Undoes a restore's swap (restoreSqlite) whole, for a restore stopped once its backup was in place: the restored database at
+ * `target` removed, its side files first (one left beside the database put back would be applied to it), and the one it
+ * replaced, kept as `keptAs`, put back in its place with its own (undoSwap); restored into a new file (no `keptAs`), there is
+ * then none, as before. Killed half-way, it is keep-replaced's to finish: the restore, if the restored database is still there;
+ * else the database put back (undoSwap).
+ */
+export function undoRestore(target: string, keptAs: string | undefined): void {
+  for (const suffix of SIDE_FILES) rmSync(target + suffix, { force: true });
+  rmSync(target, { force: true });
+  if (keptAs) undoSwap(target, keptAs);
 }
 
 /**
@@ -447,6 +463,27 @@ function running(pid: number): boolean {
 /** The signals by which an operator or systemd stops a command (Ctrl-C, systemctl stop). */
 export const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
+/**
+ * Holds the SIGTERM or SIGINT that comes from now until `release()` for the command to act on at its next step, where Node's
+ * default ended the process at once (a SQLite restore's: cli/backup.ts): `signal`, the first to come. Held, a putInPlace
+ * stopped by it (stopOnSignal) removes its copy and leaves the process to the holder (endBySignal).
+ */
+export function holdStopSignals(): { readonly signal: NodeJS.Signals | undefined; release(): void } {
+  let first: NodeJS.Signals | undefined;
+  const hold = (signal: NodeJS.Signals) => {
+    first ??= signal;
+  };
+  for (const s of STOP_SIGNALS) process.on(s, hold);
+  return {
+    get signal() {
+      return first;
+    },
+    release: () => {
+      for (const s of STOP_SIGNALS) process.removeListener(s, hold);
+    },
+  };
+}
+
 /** Ends this process by `signal`, as it would have ended without a handler, unless another handler (a store's, say) is left to end it. */
 export function endBySignal(signal: NodeJS.Signals): void {
   if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
@@ -456,8 +493,8 @@ export function endBySignal(signal: NodeJS.Signals): void {
  * Writes `target` by way of a file beside it: `write` fills that file, which is then made
  * PRIVATE_FILE and fsynced, `beforePlace` is awaited (writeNewBackup),
  * `beforeRename` makes room, and it is renamed into place, so `target` is whole or untouched; on a
- * failure before that rename the file beside it is removed. With `stopOnSignal` (a backup), so it is
- * on a SIGTERM or SIGINT, which then ends the process (writeNewBackup).
+ * failure before that rename the file beside it is removed. With `stopOnSignal` (a backup, a restore), so it is
+ * on a SIGTERM or SIGINT, which then ends the process (writeNewBackup), unless the command holds it (holdStopSignals: a restore).
  */
 async function putInPlace<T>(
   target: string,
