@@ -1359,21 +1359,24 @@ class StoppedBySignal extends Error {
 }
 
 /**
- * How `tool` is run with `args` so that it dies with this process (SIGKILL, the OOM killer): through util-linux's `setpriv
- * --pdeathsig KILL`, where the PATH has one that takes it, then a shell that goes on only if its parent is still this process
+ * How `tool` is run with `args` so that it ends with this process (SIGKILL, the OOM killer): through util-linux's `setpriv
+ * --pdeathsig TERM`, where the PATH has one that takes it, then a shell that goes on only if its parent is still this process
  * (the kernel sends the signal when the parent dies after `setpriv` asked for it; one that died before was not seen: the shell's
  * $PPID, read after, is then another). A restore killed in the moment after it started `pg_restore` and before `pg_restore`
  * connected left it running unseen: a keep-replaced run then took the restore as one that replaced nothing, deleted the
  * replaced database's trail, claims and dump and removed the mark, and `pg_restore` then put the backup in place, the data
- * recorded after it gone for good (until 2026-12-02; a review). Killed so, `pg_restore --single-transaction` never commits:
- * PostgreSQL rolls it back. Where there is no such `setpriv` (not Linux, util-linux before 2.33), the tool is run plainly, as
+ * recorded after it gone for good (until 2026-12-02; a review). SIGTERM, not SIGKILL: pg_restore and pg_dump, so ended, first
+ * ask the server to cancel what their session is doing (a statement waiting for a lock), so that session ends at once and a
+ * `pg_restore --single-transaction` rolls back; killed, the session stayed until the server next wrote to it, and a backup
+ * stopped by SIGTERM, which ends its own process as soon as it has passed the signal on, left `pg_dump`'s session waiting for a
+ * lock. Where there is no such `setpriv` (not Linux, util-linux before 2.33), the tool is run plainly, as
  * before, and keep-replaced sees it only once it has connected (README). `setpriv` and the shell exec, so the tool keeps the
  * pid the child was given, and signals passed on to it reach it.
  */
 function dyingWithThis(tool: string, args: string[], env: NodeJS.ProcessEnv): [string, string[]] {
   const setpriv = pdeathsigSetter(env);
   if (!setpriv) return [tool, args];
-  return [setpriv, ['--pdeathsig', 'KILL', '--', '/bin/sh', '-c', 'test "$PPID" = "$0" || exit 125; exec "$@"', String(process.pid), tool, ...args]];
+  return [setpriv, ['--pdeathsig', 'TERM', '--', '/bin/sh', '-c', 'test "$PPID" = "$0" || exit 125; exec "$@"', String(process.pid), tool, ...args]];
 }
 
 /** The `setpriv` on the PATH `env` gives, if there is one that takes --pdeathsig (asked once a command); undefined if not. */
@@ -1382,7 +1385,7 @@ function pdeathsigSetter(env: NodeJS.ProcessEnv): string | undefined {
   if (setpriv === undefined) return undefined;
   let works = SETPRIV_WORKS.get(setpriv);
   if (works === undefined) {
-    works = spawnSync(setpriv, ['--pdeathsig', 'KILL', '--', '/bin/sh', '-c', ':'], { env, stdio: 'ignore' }).status === 0;
+    works = spawnSync(setpriv, ['--pdeathsig', 'TERM', '--', '/bin/sh', '-c', ':'], { env, stdio: 'ignore' }).status === 0;
     SETPRIV_WORKS.set(setpriv, works);
   }
   return works ? setpriv : undefined;

@@ -201,7 +201,7 @@ export const REASONS = {
   /** Without --period-end, a donation too old for any accounting period: until 2026-12-02 told it "may still be in time", retention's erased ones too (a README walkthrough). */
   pastEveryPeriod: (cutoff: string) =>
     `dated more than ${CLAIM_WINDOW_YEARS + LONGEST_PERIOD_YEARS} years before the claim date (before ${dayMonthYear(cutoff)}): too late to claim, whatever your accounting period: HMRC takes a claim up to ${CLAIM_WINDOW_YEARS} years after the end of the accounting period the donation fell in, which ends within a year of it`,
-  future: "dated after the claim date, which HMRC's checker refuses: claimable once its day has come (if its year was mistyped, as 2062 for 2026, it never will be: correct the donation)",
+  future: "dated after the claim date, which HMRC's checker refuses: claimable once its day has come (if its year was mistyped, as 2062 for 2026, it never will be: the donation cannot be edited, so claim it by hand with its right date)",
   notPositive: 'amount is not more than 0.00',
   twin: (id: number) =>
     `the same donor (names, house and postcode), day and amount as donation ${id}, and no other payment_confirmation_number: one gift recorded twice, it seems (sent again under another Idempotency-Key, or none), which is claimed once; if the donor did give twice, claim this one by hand`,

@@ -129,7 +129,7 @@ export function killedAsPgRestoreBegins(): string {
 }
 
 /** Whether util-linux's `setpriv --pdeathsig` is here: a PostgreSQL restore's pg_restore then dies with it (cli/backup.ts, dyingWithThis). */
-export const SETPRIV = execFileSync('sh', ['-c', 'setpriv --pdeathsig KILL -- true && echo yes || true'], { encoding: 'utf8' }).trim() === 'yes';
+export const SETPRIV = execFileSync('sh', ['-c', 'setpriv --pdeathsig TERM -- true && echo yes || true'], { encoding: 'utf8' }).trim() === 'yes';
 
 /** `path` (a PATH) with a `setpriv` in front that refuses --pdeathsig, as util-linux's before 2.33: pg_restore and pg_dump are then run plainly, as where there is none. */
 export function withoutSetpriv(path = process.env.PATH ?? ''): string {
