@@ -234,6 +234,7 @@ export async function serve(config: Config): Promise<void> {
     await store.close();
     throttle.close();
     redis?.disconnect();
+    logs.flushSync(); // the process ends as soon as its message is said (cli/main.ts)
     // A HOST that names no address of this machine is a setting to fix (exit 2: systemd does not
     // restart it), not a moment's trouble like a port in use (exit 1).
     const code = (err as NodeJS.ErrnoException).code;

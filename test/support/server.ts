@@ -11,17 +11,38 @@ export class ServerProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exitedYet = false;
   private readonly child: ChildProcess;
+  /** What saying() waits for on stderr. */
+  private readonly awaited: Array<{ pattern: RegExp; heard: () => void }> = [];
 
   constructor(databaseUrl: string, env: Record<string, string> = {}) {
     this.child = spawn(BIN, ['serve'], { env: childEnv(databaseUrl, { PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (s: string) => (this.stdout += s));
-    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => (this.stderr += s));
+    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+      this.stderr += s;
+      for (const awaited of this.awaited.filter((a) => a.pattern.test(this.stderr))) {
+        this.awaited.splice(this.awaited.indexOf(awaited), 1);
+        awaited.heard();
+      }
+    });
     this.exited = new Promise((resolve) =>
       this.child.once('exit', (code, signal) => {
         this.exitedYet = true;
         resolve({ code, signal });
       }),
     );
+  }
+
+  /**
+   * Settles the moment stderr says `pattern` (at most `ms` from now), in the very callback that
+   * reads it, where until()'s polls look up to 25 ms later: for a test that signals the server at
+   * that moment.
+   */
+  saying(pattern: RegExp, ms: number): Promise<void> {
+    if (pattern.test(this.stderr)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the server did not say ${pattern} within ${ms / 1000} s\nstderr: ${this.stderr}`)), ms);
+      this.awaited.push({ pattern, heard: () => (clearTimeout(timer), resolve()) });
+    });
   }
 
   /** Waits for Fastify's "Server listening at http://127.0.0.1:NNNN" log line. */
