@@ -11,7 +11,7 @@ import { loggable } from './loggable.js';
 import { LOG_LINES_LOST, logOutput } from './log-output.js';
 import { openRedis, reportRedis, Throttle } from './http/throttle.js';
 import { openServerStore } from './store/open.js';
-import { answerMetricsRequests, isMessage, metricsFromPrimary, workerIndex } from './cluster/ipc.js';
+import { answerMetricsRequests, isMessage, metricsFromPrimary, whenPrimaryGone, workerIndex } from './cluster/ipc.js';
 import { PERSONAL_FIELDS } from './donations/erasure.js';
 import { osUser } from './store/audit.js';
 import { hangupsBeforeStart, takeStopBeforeStart } from './early-signals.js';
@@ -142,6 +142,14 @@ export async function serve(config: Config): Promise<void> {
   });
   if (redis) reportRedis(redis, app.log);
   lostLines.warn = (lost, why) => app.log.warn({ lost_lines: lost, why }, LOG_LINES_LOST);
+  // Under WORKERS, a primary killed (SIGKILL, the OOM killer) takes its workers with it: no connection
+  // reaches one without it. Said in the log, for Node's cluster said nothing; the process then ends
+  // with exit status 1 (bin/worker-preload.cjs), at once as before.
+  if (worker !== undefined)
+    whenPrimaryGone(() => {
+      app.log.fatal('the primary process is gone: this worker stops');
+      logs.flushSync();
+    });
 
   let metricsApp: FastifyInstance | undefined;
   let stopping = false;

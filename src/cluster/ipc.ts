@@ -121,6 +121,15 @@ export function workerIndex(): number | undefined {
   return cluster.isWorker ? Number(process.env[WORKER_INDEX_ENV] ?? 0) : undefined;
 }
 
+/**
+ * In a worker: `gone` is called as the primary goes (killed), for the worker to say so; then
+ * bin/worker-preload.cjs, whose own listener this one is put before, ends the worker with exit status 1.
+ * Not when the primary asks the worker to disconnect (worker.disconnect(), unused): that is no loss.
+ */
+export function whenPrimaryGone(gone: () => void): void {
+  process.prependOnceListener('disconnect', () => cluster.worker?.exitedAfterDisconnect || gone());
+}
+
 /** From a worker: sends to the primary (dropped if the primary is gone: the worker then exits too). */
 export function toPrimary(message: Message): void {
   if (process.connected) process.send!(message, undefined, undefined, unsent);

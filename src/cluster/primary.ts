@@ -11,6 +11,7 @@
 // SQLite the primary already has).
 import cluster, { type Worker } from 'node:cluster';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type * as Limiters from 'rate-limiter-flexible';
 import { portTaken, type Config } from '../config.js';
@@ -31,6 +32,12 @@ export const RESTARTS = { max: 5, windowMs: 60_000 };
 export const REPLACEMENT_RETRY = { firstMs: 1000, maxMs: 30_000 };
 /** Each worker has 10 s to finish its requests in flight (server.ts); past this, the primary kills what is left. */
 const SHUTDOWN_DEADLINE_MS = 15_000;
+/**
+ * What every worker loads first (node --require), before Node's own start in it sends this primary
+ * anything: how a worker ends, quietly, once this primary is gone (see the file). By the package's
+ * name, as this code runs from a bundle (scripts/bundle.mjs).
+ */
+const WORKER_PRELOAD = join(dirname(createRequire(import.meta.url).resolve('almoner/package.json')), 'bin', 'worker-preload.cjs');
 
 export async function runPrimary(config: Config): Promise<void> {
   const logs = logOutput(1, { resumed: (lost, why) => log.warn({ lost_lines: lost, why }, LOG_LINES_LOST) });
@@ -48,6 +55,7 @@ export async function runPrimary(config: Config): Promise<void> {
     });
   };
 
+  cluster.setupPrimary({ execArgv: [...process.execArgv, '--require', WORKER_PRELOAD] });
   const workers = new Map<number, Worker>();
   const exits: number[] = [];
   let stopping = false;

@@ -9,6 +9,8 @@ export class ServerProcess {
   stderr = '';
   url = '';
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Settles once every process writing to its stdout and stderr has ended: under WORKERS, the workers as well as the primary. */
+  readonly closed: Promise<void>;
   private exitedYet = false;
   private readonly child: ChildProcess;
   /** What saying() waits for on stderr. */
@@ -30,6 +32,7 @@ export class ServerProcess {
         resolve({ code, signal });
       }),
     );
+    this.closed = new Promise((resolve) => this.child.once('close', () => resolve()));
   }
 
   /**
