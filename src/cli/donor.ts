@@ -125,11 +125,15 @@ export function describeErasures(found: DonationErasure[], dryRun: boolean): str
 export function erasureLines(found: DonationErasure[], dryRun: boolean): string[] {
   const label = (name: string) => DONATION_FIELDS.find((f) => f.name === name)!.label;
   return found.map(({ id, charity, day, giftAid, erasure }) => {
-    const erased = erasure.erased.length ? `${dryRun ? 'would erase' : 'erased'} ${erasure.erased.map(label).join(', ')}` : 'nothing left to erase';
+    // In the table's order; an address cut to its house said too (until 2026-12-02 its street and the rest went unsaid: a README walkthrough).
+    const erased: readonly string[] = erasure.erased;
+    const cut: readonly string[] = erasure.cut;
+    const gone = DONATION_FIELDS.flatMap((f) => (erased.includes(f.name) ? [f.label] : cut.includes(f.name) ? [`${f.label} but its house name or number`] : []));
+    const said = gone.length ? `${dryRun ? 'would erase' : 'erased'} ${gone.join(', ')}` : 'nothing left to erase';
     const kept = erasure.keptUntil
       ? `; kept ${erasure.kept.map((n) => (n === 'donor_address' ? 'house name or number' : label(n))).join(', ')} until ${erasure.keptUntil}: HMRC requires Gift Aid records for six years after the end of the accounting period or tax year of the donation`
       : '';
-    return `donation ${id} (${charity}, ${day}, ${giftAid ? 'Gift Aid' : 'no Gift Aid'}): ${erased}${kept}`;
+    return `donation ${id} (${charity}, ${day}, ${giftAid ? 'Gift Aid' : 'no Gift Aid'}): ${said}${kept}`;
   });
 }
 

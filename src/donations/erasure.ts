@@ -45,6 +45,8 @@ export interface Erasure {
   /** The new values of the fields that change. */
   set: Partial<Record<PersonalField, string | null>>;
   erased: PersonalField[];
+  /** Cut down to what is kept of them (the address to its house name or number): the rest erased, which the donor is told too. */
+  cut: PersonalField[];
   kept: PersonalField[];
   /** The day the kept fields must go after (a gift-aided donation in its retention period), else null. */
   keptUntil: string | null;
@@ -85,7 +87,7 @@ export function retentionDay(
 export function erasureOf(d: ErasableDonation, today: string): Erasure {
   const keptUntil = d.gift_aid ? giftAidKeptUntil(retentionDay(d)) : null;
   const keep = keptUntil !== null && today <= keptUntil;
-  const erasure: Erasure = { set: {}, erased: [], kept: [], keptUntil: null };
+  const erasure: Erasure = { set: {}, erased: [], cut: [], kept: [], keptUntil: null };
   for (const f of PERSONAL_FIELDS) {
     const now: string | null = d[f.name];
     const erased = f.required ? ERASED_EMAIL : null;
@@ -93,6 +95,7 @@ export function erasureOf(d: ErasableDonation, today: string): Erasure {
     if (next !== now) {
       erasure.set[f.name] = next;
       if (next === erased) erasure.erased.push(f.name);
+      else erasure.cut.push(f.name);
     }
     if (next !== erased && next !== '') erasure.kept.push(f.name); // a blank kept is nothing kept (it said "kept donor postcode" of a blank one)
   }
