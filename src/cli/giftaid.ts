@@ -55,7 +55,13 @@ const claimFileName = (claim: number, file: number) => `claim-${claim}-${file}.o
  */
 const CLAIM_SCHEDULE = /claim.*\.ods$/i;
 const claimAttentionName = (claim: number) => `claim-${claim}-needs-attention.csv`;
-const previewFileName = (file: number) => `preview-${file}.ods`;
+/**
+ * A preview's file: the charity's username in its name, as its needs-attention file has, so two charities' previews can share a
+ * folder (until 2026-12-02 both were preview-1.ods, and the second was refused: a README walkthrough).
+ */
+const previewFileName = (username: string, file: number) => `preview-${username}-${file}.ods`;
+/** A charity's preview files of any run, which a new preview into the same folder does not write over. */
+const previewFamily = (username: string) => new RegExp(`^preview-${username.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+\\.ods$`);
 
 export function giftaidCommand(): Command {
   const giftaid = new Command('giftaid').description('claim Gift Aid from HMRC: prepare a claim, write its files, record what HMRC did');
@@ -286,7 +292,7 @@ export function giftaidCommand(): Command {
     .command('schedule')
     .description(
       "preview, claiming nothing: a charity's Gift Aid donations that are in no live claim, as the schedule spreadsheets a claim " +
-        'would write (preview-1.ods, …, marked as previews), and the donations that cannot be claimed as they stand in needs-attention-USERNAME.csv',
+        'would write (preview-USERNAME-1.ods, …, marked as previews), and the donations that cannot be claimed as they stand in needs-attention-USERNAME.csv',
     )
     .requiredOption('--charity <username>', 'the charity')
     .requiredOption('--from <YYYY-MM-DD>', 'donations dated on or after this UK day', dayArgument)
@@ -317,7 +323,7 @@ export function giftaidCommand(): Command {
         // Each file made as it is written, as a claim's are (until 2026-12-01 all were made first).
         const preparedAt = new Date().toISOString();
         const spreadsheets: NewFiles = {
-          names: parts.map((_, i) => previewFileName(i + 1)),
+          names: parts.map((_, i) => previewFileName(opts.charity, i + 1)),
           contents: async function* () {
             for (const [i, rows] of parts.entries()) {
               yield scheduleSpreadsheet({
@@ -333,7 +339,7 @@ export function giftaidCommand(): Command {
             }
           },
         };
-        const files = (await writeNewFiles(dir, spreadsheets, { family: /^preview-\d+\.ods$/, beforeWriting: audit })).map((name) => join(opts.out, name));
+        const files = (await writeNewFiles(dir, spreadsheets, { family: previewFamily(opts.charity), beforeWriting: audit })).map((name) => join(opts.out, name));
         const attentionName = attentionFileName(opts.charity);
         await writeAttention(dir, attentionName, assessed.needsAttention);
         const needsAttention = assessed.needsAttention.length > 0 ? join(opts.out, attentionName) : null;

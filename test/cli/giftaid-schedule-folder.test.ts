@@ -77,7 +77,7 @@ test('giftaid schedule refuses an --out folder others can write to, and one anot
     // Once it has ended, the folder is this one's, and the file it is held by goes with the command.
     const previewed = await almoner(database.url, [...schedule(out), '--json']);
     assert.equal(previewed.code, 0, previewed.stderr);
-    assert.deepEqual(readdirSync(out).sort(), ['needs-attention-' + username + '.csv', 'preview-1.ods'].sort());
+    assert.deepEqual(readdirSync(out).sort(), ['needs-attention-' + username + '.csv', `preview-${username}-1.ods`].sort());
     assert.equal(await previews(), 1);
   } finally {
     await database.drop();

@@ -280,7 +280,7 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
       test('the preview wrote the same rows as previews, and claimed nothing', async () => {
         const preview = json<{ files: string[]; needs_attention: string | null; donations: number; total: string; shortened: unknown }>(previewRun);
         assert.deepEqual(claimsBeforeClaim, [], 'no claim was made by the preview');
-        assert.deepEqual(preview.files, [join(dir, 'preview', 'preview-1.ods'), join(dir, 'preview', 'preview-2.ods')]);
+        assert.deepEqual(preview.files, [join(dir, 'preview', `preview-${ctx.charity.username}-1.ods`), join(dir, 'preview', `preview-${ctx.charity.username}-2.ods`)]);
         assert.equal(preview.donations, claim.donations);
         assert.equal(preview.total, claim.total);
         assert.deepEqual(preview.shortened, claim.shortened);
@@ -661,7 +661,11 @@ describe('bin/almoner giftaid', { concurrency: true }, () => {
       test('the preview refuses a folder that holds previews already, and to go without --out: nothing is written to the current folder', async () => {
         const again = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', ctx.charity.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'preview')]);
         assert.equal(again.code, 2, again.stderr);
-        assert.match(again.stderr, /already holds preview-1\.ods, preview-2\.ods/);
+        assert.ok(again.stderr.includes(`already holds preview-${ctx.charity.username}-1.ods, preview-${ctx.charity.username}-2.ods`), again.stderr);
+        // Another charity's preview goes beside them, its files named for it (both were preview-1.ods until 2026-12-02, and it was refused).
+        const second = await almoner(ctx.databaseUrl, ['giftaid', 'schedule', '--charity', other.username, '--from', '2000-01-01', '--to', today, '--out', join(dir, 'preview'), '--json']);
+        assert.equal(second.code, 0, second.stderr);
+        assert.deepEqual(json<{ files: string[] }>(second).files, [join(dir, 'preview', `preview-${other.username}-1.ods`)]);
         const cwd = join(dir, 'cwd');
         mkdirSync(cwd);
         const r = await new Promise<Run>((resolve, reject) =>
