@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BACKENDS, queryPostgres } from '../support/backends.js';
-import { almoner, assertBuilt, killedAsPgRestoreBegins, operator } from '../support/cli.js';
+import { almoner, assertBuilt, killedAsPgRestoreBegins, killedBySignal, operator } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -22,10 +22,7 @@ test('keep-replaced after a restore into an empty PostgreSQL database stopped be
     const { charity, backup } = operator(source, 'postgres');
     await charity('Before');
     const file = await backup('before');
-    const killed = await almoner(empty.url, ['restore', file], { PATH: killedAsPgRestoreBegins() }).then(
-      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-      (err: { signal?: string }) => err,
-    );
+    const killed = await killedBySignal(almoner(empty.url, ['restore', file], { PATH: killedAsPgRestoreBegins() }));
     assert.equal(killed.signal, 'SIGKILL');
     assert.equal((await queryPostgres<{ t: string | null }>(empty.url, "select to_regclass('almoner_restoring')::text as t"))[0]!.t, 'almoner_restoring', 'marked');
 

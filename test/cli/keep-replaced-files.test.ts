@@ -10,7 +10,7 @@ import { authenticatedCharity } from '../../src/charities/credentials.js';
 import { openStore } from '../../src/store/open.js';
 import { BACKENDS, tempDir } from '../support/backends.js';
 import { validDonation } from '../support/app.js';
-import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
+import { almoner, assertBuilt, killedBySignal, killing, operator } from '../support/cli.js';
 
 
 /** A claims file as an Almoner before 2026-12-01 wrote it: one JSON object, not JSON lines (ledger-file.ts). */
@@ -42,10 +42,7 @@ test('keep-replaced refuses a trail and a claims file two restores left, naming 
     const later = await openStore(database.location);
     for (const email of ['after-1@example.org', 'after-2@example.org']) await later.recordDonation(alpha.id, validDonation(email));
     await later.close();
-    const killed = await almoner(database.url, ['restore', first, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
-      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-      (err: { signal?: string }) => err,
-    );
+    const killed = await killedBySignal(almoner(database.url, ['restore', first, '--replace'], { PATH: killing('pg_restore', 'after') }));
     assert.equal(killed.signal, 'SIGKILL');
     const firstLeft = leftBeside(first);
     assert.ok(firstLeft.claims, 'the first restore left a claims file');
@@ -63,10 +60,7 @@ test('keep-replaced refuses a trail and a claims file two restores left, naming 
     // The second restore, over a database where Alpha was rotated again after its backup, killed too; its claims file lost (deleted, as it holds donors' details).
     const second = await backup('second');
     const rotated2 = await rotate();
-    const killedAgain = await almoner(database.url, ['restore', second, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
-      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-      (err: { signal?: string }) => err,
-    );
+    const killedAgain = await killedBySignal(almoner(database.url, ['restore', second, '--replace'], { PATH: killing('pg_restore', 'after') }));
     assert.equal(killedAgain.signal, 'SIGKILL');
     const secondLeft = leftBeside(second);
     rmSync(secondLeft.claims!);

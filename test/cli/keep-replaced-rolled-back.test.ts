@@ -11,7 +11,7 @@ import { readdirSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { test } from 'node:test';
 import { BACKENDS, queryPostgres } from '../support/backends.js';
-import { almoner, assertBuilt, killedAsPgRestoreBegins, operator } from '../support/cli.js';
+import { almoner, assertBuilt, killedAsPgRestoreBegins, killedBySignal, operator } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -24,10 +24,7 @@ test('keep-replaced after a restore killed before pg_restore put the backup in p
     await charity('Before');
     const file = await backup('before');
     await charity('Afterwards');
-    const killed = await almoner(database.url, ['restore', file, '--replace'], { PATH: killedAsPgRestoreBegins() }).then(
-      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-      (err: { signal?: string }) => err,
-    );
+    const killed = await killedBySignal(almoner(database.url, ['restore', file, '--replace'], { PATH: killedAsPgRestoreBegins() }));
     assert.equal(killed.signal, 'SIGKILL');
     assert.ok(readdirSync(dirname(file)).some((f) => f.includes('.replaced-trail-')), 'the restore had written the replaced trail beside the backup');
     assert.equal((await almoner(database.url, ['charity', 'list'])).code, 2, 'the database is marked: refused');

@@ -15,7 +15,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { signUpCharity } from '../../src/charities/signup.js';
 import { BACKENDS, queryPostgres, rawSql, tempDir, waitingForAdvisoryLock } from '../support/backends.js';
-import { almoner, assertBuilt, killing, operator } from '../support/cli.js';
+import { almoner, assertBuilt, killedBySignal, killing, operator } from '../support/cli.js';
 import { giftAidRows, readOds } from '../support/ods.js';
 
 for (const backend of BACKENDS) {
@@ -234,10 +234,7 @@ for (const backend of BACKENDS) {
       let left: string[];
       if (backend.name === 'postgres') {
         // Killed for real, with SIGKILL, the moment pg_restore has committed: a pg_restore in front of the real one.
-        const killed = await almoner(database.url, ['restore', before, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
-          (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-          (err: { signal?: string }) => err,
-        );
+        const killed = await killedBySignal(almoner(database.url, ['restore', before, '--replace'], { PATH: killing('pg_restore', 'after') }));
         assert.equal(killed.signal, 'SIGKILL');
         const beside = readdirSync(dirname(before)).filter((f) => f.includes('.replaced-')).map((f) => join(dirname(before), f));
         for (const f of beside) assert.equal(statSync(f).mode & 0o777, 0o600, f);
@@ -385,10 +382,7 @@ describe('a PostgreSQL restore killed', { skip: postgresOnly ? false : 'TEST_DAT
       await recordGiftAided(database.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }]);
       const b = await backup('before');
       await recordGiftAided(database.url, id, [{ donor_email: 'two@example.org', donor_first_name: 'Two' }]);
-      const killed = await almoner(database.url, ['restore', b, '--replace'], { PATH: killing('pg_dump', 'before') }).then(
-        (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-        (err: { signal?: string }) => err,
-      );
+      const killed = await killedBySignal(almoner(database.url, ['restore', b, '--replace'], { PATH: killing('pg_dump', 'before') }));
       assert.equal(killed.signal, 'SIGKILL');
       assert.ok(readdirSync(dirname(b)).some((f) => f.includes('.replaced-')), 'it had written its files');
       const finished = await cli(['keep-replaced']);
@@ -411,10 +405,7 @@ describe('a PostgreSQL restore killed', { skip: postgresOnly ? false : 'TEST_DAT
       await recordGiftAided(old.url, id, [{ donor_email: 'one@example.org', donor_first_name: 'One' }]);
       const b = await backup('before');
       assert.equal((await claimOf(username)).claim, 1);
-      const killed = await almoner(fresh.url, ['restore', b], { PATH: killing('pg_restore', 'after') }).then(
-        (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-        (err: { signal?: string }) => err,
-      );
+      const killed = await killedBySignal(almoner(fresh.url, ['restore', b], { PATH: killing('pg_restore', 'after') }));
       assert.equal(killed.signal, 'SIGKILL');
       const finished = await almoner(fresh.url, ['keep-replaced']);
       assert.equal(finished.code, 0, finished.stderr);
@@ -844,10 +835,7 @@ test("another database's backup restored over this one, the restore killed once 
     await operator(there, backend.name).charity('There');
     const backup = await operator(there, backend.name).backup('there');
 
-    const killed = await almoner(here.url, ['restore', backup, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
-      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-      (err: { signal?: string }) => err,
-    );
+    const killed = await killedBySignal(almoner(here.url, ['restore', backup, '--replace'], { PATH: killing('pg_restore', 'after') }));
     assert.equal(killed.signal, 'SIGKILL');
     assert.notEqual((await almoner(here.url, ['charity', 'list'])).code, 0, 'refused until the restore is finished');
 

@@ -16,7 +16,7 @@ import { entryKey, osUser } from '../../src/store/audit.js';
 import { openStore, SERVER_SQLITE_BUSY_TIMEOUT_MS } from '../../src/store/open.js';
 import { basic, HONOURED_WITHIN_MS, NO_FAILURE_DELAY } from '../support/app.js';
 import { BACKENDS, rawSql, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt, BIN, childEnv, killing, operator, type Run } from '../support/cli.js';
+import { almoner, assertBuilt, BIN, childEnv, killedBySignal, killing, operator, type Run } from '../support/cli.js';
 import { TestClock } from '../support/clock.js';
 import { ServerProcess } from '../support/server.js';
 
@@ -243,10 +243,7 @@ test('a PostgreSQL restore killed once pg_restore had committed: keep-replaced c
     const before = await backup('before');
     const rotated = await rotate(first);
     const since = await create('Since');
-    const killed = await almoner(database.url, ['restore', before, '--replace'], { PATH: killing('pg_restore', 'after') }).then(
-      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-      (err: { signal?: string }) => err,
-    );
+    const killed = await killedBySignal(almoner(database.url, ['restore', before, '--replace'], { PATH: killing('pg_restore', 'after') }));
     assert.equal(killed.signal, 'SIGKILL');
     const finished = await cli(['keep-replaced']);
     assert.match(finished.stdout, new RegExp(`carried over the charities' credentials .*:\\n  ${first.username}: rotate\\n  ${since.username}: create \\(signed up since: added, id ${since.id}\\)\\n`));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
 import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt, killedAsPgRestoreBegins, operator } from '../support/cli.js';
+import { almoner, assertBuilt, killedAsPgRestoreBegins, killedBySignal, operator } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 const skip = postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)';
@@ -20,10 +20,7 @@ test('a PostgreSQL restore killed while pg_restore runs leaves nothing in the te
     await charity('Before');
     const file = await backup('before');
     const tmp = tempDir();
-    const killed = await almoner(database.url, ['restore', file, '--replace'], { PATH: killedAsPgRestoreBegins(), TMPDIR: tmp }).then(
-      (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-      (err: { signal?: string }) => err,
-    );
+    const killed = await killedBySignal(almoner(database.url, ['restore', file, '--replace'], { PATH: killedAsPgRestoreBegins(), TMPDIR: tmp }));
     assert.equal(killed.signal, 'SIGKILL');
     assert.deepEqual(readdirSync(tmp), [], 'nothing left in the temporary folder');
     await cli(['keep-replaced']);

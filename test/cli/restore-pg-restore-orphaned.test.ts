@@ -20,7 +20,7 @@ import { basename, dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt, ended, operator, orphanedAsPgRestoreBegins, SETPRIV, startAlmoner, until, withoutSetpriv } from '../support/cli.js';
+import { almoner, assertBuilt, ended, killedBySignal, operator, orphanedAsPgRestoreBegins, SETPRIV, startAlmoner, until, withoutSetpriv } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -141,10 +141,7 @@ describe('a PostgreSQL restore whose process is ended while pg_restore runs', { 
       const file = await backup('before');
       await charity('Afterwards');
       const folder = tempDir();
-      const killed = await almoner(database.url, ['restore', file, '--replace'], { PATH: orphanedAsPgRestoreBegins(folder) }).then(
-        (run) => assert.fail(`not killed: exit ${run.code}, ${run.stderr}${run.stdout}`),
-        (err: { signal?: string }) => err,
-      );
+      const killed = await killedBySignal(almoner(database.url, ['restore', file, '--replace'], { PATH: orphanedAsPgRestoreBegins(folder) }));
       assert.equal(killed.signal, 'SIGKILL');
       const orphan = Number(readFileSync(join(folder, 'orphan'), 'utf8'));
 

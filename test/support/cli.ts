@@ -55,6 +55,14 @@ export function almoner(databaseUrl: string, args: string[], extra: Record<strin
   return startAlmoner(databaseUrl, args, extra, as).done;
 }
 
+/** How a run that must be ended by a signal ended (a shim's SIGKILL, say): the test fails if it exits instead. */
+export async function killedBySignal(run: Promise<Run>): Promise<{ signal?: string }> {
+  return await run.then(
+    (r) => assert.fail(`not killed: exit ${r.code}, ${r.stderr}${r.stdout}`),
+    (err: { signal?: string }) => err,
+  );
+}
+
 /** The same, with the process's pid while it runs. */
 export function startAlmoner(databaseUrl: string, args: string[], extra: Record<string, string | undefined> = {}, { timeoutMs = 20_000, ...ids }: RunAs = {}): { pid: number; done: Promise<Run> } {
   let pid = 0;
