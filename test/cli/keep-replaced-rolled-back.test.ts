@@ -11,19 +11,13 @@ import { readdirSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { test } from 'node:test';
 import { BACKENDS, queryPostgres } from '../support/backends.js';
-import { almoner, assertBuilt, killedAsPgRestoreBegins, killedBySignal, operator } from '../support/cli.js';
+import { almoner, killedAsPgRestoreBegins, killedBySignal, withBackupBetween } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
 
 test('keep-replaced after a restore killed before pg_restore put the backup in place: nothing replaced, nothing recorded as restored, the files it wrote removed [postgres]', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, async () => {
-  assertBuilt();
-  const database = await postgres!.createDatabase();
-  try {
-    const { cli, charity, backup } = operator(database, 'postgres');
-    await charity('Before');
-    const file = await backup('before');
-    await charity('Afterwards');
+  await withBackupBetween(postgres!, async ({ database, cli, file }) => {
     const killed = await killedBySignal(almoner(database.url, ['restore', file, '--replace'], { PATH: killedAsPgRestoreBegins() }));
     assert.equal(killed.signal, 'SIGKILL');
     assert.ok(readdirSync(dirname(file)).some((f) => f.includes('.replaced-trail-')), 'the restore had written the replaced trail beside the backup');
@@ -39,7 +33,5 @@ test('keep-replaced after a restore killed before pg_restore put the backup in p
     assert.equal(actions.at(-1), 'keep-replaced');
     const [comment] = await queryPostgres<{ said: string | null }>(database.url, "select obj_description(to_regclass('kysely_migration'), 'pg_class') as said");
     assert.equal(comment?.said, null, 'the restore\'s comment is removed');
-  } finally {
-    await database.drop();
-  }
+  });
 });

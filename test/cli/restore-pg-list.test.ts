@@ -7,36 +7,23 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
 import { BACKENDS, queryPostgres, tempDir } from '../support/backends.js';
-import { almoner, assertBuilt, killedAsPgRestoreBegins, killedBySignal, operator } from '../support/cli.js';
+import { almoner, killedAsPgRestoreBegins, killedBySignal, withBackupBetween } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 const skip = postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)';
 
 test('a PostgreSQL restore killed while pg_restore runs leaves nothing in the temporary folder', { skip }, async () => {
-  assertBuilt();
-  const database = await postgres!.createDatabase();
-  try {
-    const { cli, charity, backup } = operator(database, 'postgres');
-    await charity('Before');
-    const file = await backup('before');
+  await withBackupBetween(postgres!, async ({ database, cli, file }) => {
     const tmp = tempDir();
     const killed = await killedBySignal(almoner(database.url, ['restore', file, '--replace'], { PATH: killedAsPgRestoreBegins(), TMPDIR: tmp }));
     assert.equal(killed.signal, 'SIGKILL');
     assert.deepEqual(readdirSync(tmp), [], 'nothing left in the temporary folder');
     await cli(['keep-replaced']);
-  } finally {
-    await database.drop();
-  }
+  });
 });
 
 test('a PostgreSQL restore reads its list from standard input: pg_restore puts the backup in place (its --clean drops the comment the restore wrote), and nothing is left in the temporary folder', { skip }, async () => {
-  assertBuilt();
-  const database = await postgres!.createDatabase();
-  try {
-    const { cli, charity, backup } = operator(database, 'postgres');
-    await charity('Before');
-    const file = await backup('before');
-    await charity('Afterwards');
+  await withBackupBetween(postgres!, async ({ database, cli, file }) => {
     const tmp = tempDir();
     const restored = await almoner(database.url, ['restore', file, '--replace'], { TMPDIR: tmp });
     assert.equal(restored.code, 0, `${restored.stderr}${restored.stdout}`);
@@ -47,7 +34,5 @@ test('a PostgreSQL restore reads its list from standard input: pg_restore puts t
     // Written on the migrations' table just before pg_restore, gone with the table only if pg_restore made it again from the backup.
     const [comment] = await queryPostgres<{ said: string | null }>(database.url, "select obj_description(to_regclass('kysely_migration'), 'pg_class') as said");
     assert.equal(comment?.said, null, 'the table is the backup\'s');
-  } finally {
-    await database.drop();
-  }
+  });
 });

@@ -20,7 +20,7 @@ import { basename, dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import { BACKENDS, queryPostgres, tempDir, type TestDatabase } from '../support/backends.js';
-import { almoner, assertBuilt, ended, killedBySignal, operator, orphanedAsPgRestoreBegins, SETPRIV, startAlmoner, until, withoutSetpriv } from '../support/cli.js';
+import { almoner, ended, killedBySignal, type operator, orphanedAsPgRestoreBegins, SETPRIV, startAlmoner, until, withBackupBetween, withoutSetpriv } from '../support/cli.js';
 
 const postgres = BACKENDS.find((b) => b.name === 'postgres');
 
@@ -71,21 +71,14 @@ async function withRestoreHeld(
   run: (t: { database: TestDatabase; cli: ReturnType<typeof operator>['cli']; file: string; held: Awaited<ReturnType<typeof restoreHeld>> }) => Promise<void>,
   setpriv = SETPRIV,
 ): Promise<void> {
-  assertBuilt();
-  const database = await postgres!.createDatabase();
-  let holder: pg.Client | undefined;
-  try {
-    const { cli, charity, backup } = operator(database, 'postgres');
-    await charity('Before');
-    const file = await backup('before');
-    await charity('Afterwards');
+  await withBackupBetween(postgres!, async ({ database, cli, file }) => {
     const held = await restoreHeld(database, file, setpriv);
-    holder = held.holder;
-    await run({ database, cli, file, held });
-  } finally {
-    await holder?.end().catch(() => {});
-    await database.drop();
-  }
+    try {
+      await run({ database, cli, file, held });
+    } finally {
+      await held.holder.end().catch(() => {});
+    }
+  });
 }
 
 describe('a PostgreSQL restore whose process is ended while pg_restore runs', { skip: postgres ? false : 'PostgreSQL only (TEST_DATABASE_URL)' }, () => {
@@ -133,13 +126,7 @@ describe('a PostgreSQL restore whose process is ended while pg_restore runs', { 
   });
 
   test('SIGKILL before pg_restore connected: keep-replaced run before it would have connected loses nothing, as it is dead (it went on alone, and put the backup over the newer data)', { skip: !SETPRIV && 'needs util-linux setpriv with --pdeathsig' }, async () => {
-    assertBuilt();
-    const database = await postgres!.createDatabase();
-    try {
-      const { cli, charity, backup } = operator(database, 'postgres');
-      await charity('Before');
-      const file = await backup('before');
-      await charity('Afterwards');
+    await withBackupBetween(postgres!, async ({ database, cli, file }) => {
       const folder = tempDir();
       const killed = await killedBySignal(almoner(database.url, ['restore', file, '--replace'], { PATH: orphanedAsPgRestoreBegins(folder) }));
       assert.equal(killed.signal, 'SIGKILL');
@@ -155,9 +142,7 @@ describe('a PostgreSQL restore whose process is ended while pg_restore runs', { 
       assert.equal(await pgRestoreSessions(database), 0);
       assert.match((await cli(['charity', 'list'])).stdout, /Afterwards/, 'the charity signed up after the backup is there');
       assert.ok(!(await marked(database)), 'unmarked');
-    } finally {
-      await database.drop();
-    }
+    });
   });
 
   test('SIGTERM: passed on to pg_restore, which rolls back; the restore removes its mark and files and ends by SIGTERM, the database as it was', async () => {

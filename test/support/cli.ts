@@ -128,6 +128,27 @@ export function operator(database: TestDatabase, backend: string) {
   };
 }
 
+/**
+ * A new database of `backend`'s with a charity signed up before a backup of it (`file`) and one after ("Before", then
+ * "Afterwards"), for `run`, which may restore it; the database dropped after.
+ */
+export async function withBackupBetween(
+  backend: { name: string; createDatabase(): Promise<TestDatabase> },
+  run: (t: { database: TestDatabase; cli: ReturnType<typeof operator>['cli']; file: string }) => Promise<void>,
+): Promise<void> {
+  assertBuilt();
+  const database = await backend.createDatabase();
+  try {
+    const { cli, charity, backup } = operator(database, backend.name);
+    await charity('Before');
+    const file = await backup('before');
+    await charity('Afterwards');
+    await run({ database, cli, file });
+  } finally {
+    await database.drop();
+  }
+}
+
 /** A PATH with a pg_restore in front of the real one whose restore (--single-transaction) kills the restore with SIGKILL before doing anything, as one rolled back; its reading of the archive (--list) is the real one's. */
 export function killedAsPgRestoreBegins(): string {
   const shim = tempDir();
